@@ -1,0 +1,66 @@
+"""Decisions and explanations for people (`-o table`, rich) and programs (`-o json|yaml`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from solver import Decision
+
+__all__ = ["dump", "explain_table", "schedule_table"]
+
+
+def dump(data: dict[str, Any], fmt: str) -> str:
+    if fmt == "yaml":
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def schedule_table(decision: Decision, console: Console) -> None:
+    pods = Table(title="Placements", show_lines=False)
+    pods.add_column("pod")
+    pods.add_column("node")
+    pods.add_column("reason (see PodGroups for gangs)", overflow="fold")
+    group_reasons = {g.reason for g in decision.podgroups.values() if g.reason}
+    for key, p in decision.placements.items():
+        reason = "as its PodGroup" if p.reason in group_reasons else p.reason
+        pods.add_row(key, p.node or "[red]pending[/red]", reason)
+    console.print(pods)
+    if decision.podgroups:
+        groups = Table(title="PodGroups")
+        groups.add_column("podgroup")
+        groups.add_column("placed")
+        groups.add_column("reason", overflow="fold")
+        for key, g in decision.podgroups.items():
+            groups.add_row(key, "[green]yes[/green]" if g.placed else "[red]no[/red]", g.reason)
+        console.print(groups)
+    placed = sum(1 for p in decision.placements.values() if p.node)
+    console.print(
+        f"engine [bold]{decision.engine}[/bold]  status {decision.status}  "
+        f"placed {placed}/{len(decision.placements)} pods  objective {decision.objective}  "
+        f"{decision.seconds * 1000:.1f} ms"
+    )
+
+
+def explain_table(data: dict[str, Any], console: Console) -> None:
+    table = Table(title=f"{data['pod']} (gang {data['gang']}) -> {data['placement'] or 'pending'}")
+    table.add_column("node")
+    table.add_column("feasible")
+    table.add_column("reasons", overflow="fold")
+    table.add_column("scores")
+    table.add_column("total", justify="right")
+    for name, v in data["nodes"].items():
+        table.add_row(
+            name,
+            "[green]yes[/green]" if v["feasible"] else "[red]no[/red]",
+            "; ".join(v["reasons"]),
+            ", ".join(f"{k} {s:g}" for k, s in v["scores"].items()),
+            f"{v['total']:g}",
+        )
+    console.print(table)
+    if data["reason"]:
+        console.print(f"not placed: {data['reason']}")

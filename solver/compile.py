@@ -1,0 +1,145 @@
+"""Model + scheduler conf -> Problem: run every enabled policy and pack the result into arrays.
+
+Pending pods are grouped into pod types by (gang, demand, eligibility, scores); nodes are
+kept one by one (node classes are the CP-SAT engine's business). Placement order inside a
+gang is by pod name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.config import SchedulerConf
+from solver.model import ClusterModel, Pod
+from solver.policies.binpack import binpack_weights
+from solver.policies.gang import plan_gangs
+from solver.policies.predicates import node_fit_reason
+from solver.problem import Problem
+from solver.quantity import CPU, MEMORY, PODS
+
+__all__ = ["compile_problem"]
+
+
+def _resource_axis(model: ClusterModel) -> tuple[str, ...]:
+    """cpu, memory, pods first, then every other resource a pending pod requests, sorted."""
+    extra = sorted({r for p in model.pending_pods for r in p.requests} - {CPU, MEMORY, PODS})
+    return (CPU, MEMORY, PODS, *extra)
+
+
+def _eligibility_signature(pod: Pod) -> tuple[object, ...]:
+    return (
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_affinity,
+        pod.tolerations,
+    )
+
+
+def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
+    resources = _resource_axis(model)
+    r_index = {r: i for i, r in enumerate(resources)}
+    nodes = model.nodes
+    n_index = {n.name: i for i, n in enumerate(nodes)}
+    capacity = np.array(
+        [[n.allocatable.get(r, 0) for r in resources] for n in nodes], dtype=np.int64
+    ).reshape(len(nodes), len(resources))
+    free = capacity.copy()
+    for pod in model.bound_pods:
+        i = n_index.get(pod.node_name or "")
+        if i is None:
+            continue  # bound to a node not in the input: it uses nothing we schedule on
+        for r, v in pod.requests.items():
+            if r in r_index:
+                free[i, r_index[r]] -= v
+
+    predicates_on = conf.enabled("predicates")
+    reason_texts: list[str] = [""]
+    reason_code: dict[str, int] = {"": 0}
+    signature_rows: dict[tuple[object, ...], np.ndarray] = {}
+
+    def eligibility(pod: Pod) -> np.ndarray:
+        sig = _eligibility_signature(pod)
+        if sig not in signature_rows:
+            row = np.zeros(len(nodes), dtype=np.int64)
+            if predicates_on:
+                for i, node in enumerate(nodes):
+                    reason = node_fit_reason(pod, node) or ""
+                    if reason not in reason_code:
+                        reason_code[reason] = len(reason_texts)
+                        reason_texts.append(reason)
+                    row[i] = reason_code[reason]
+            signature_rows[sig] = row
+        return signature_rows[sig]
+
+    gang_plan = plan_gangs(model, conf)
+    g_index = {gid: i for i, gid in enumerate(gang_plan.gang_ids)}
+
+    types: dict[tuple[object, ...], int] = {}
+    type_demand: list[list[int]] = []
+    type_gang: list[int] = []
+    type_pods: list[list[str]] = []
+    type_reason: list[np.ndarray] = []
+    for pod in model.pending_pods:  # sorted by key, so pods of a type stay in name order
+        demand = [pod.requests.get(r, 0) for r in resources]
+        row = eligibility(pod)
+        key = (pod.gang, tuple(demand), _eligibility_signature(pod))
+        if key not in types:
+            types[key] = len(type_pods)
+            type_demand.append(demand)
+            type_gang.append(g_index[pod.gang])
+            type_pods.append([])
+            type_reason.append(row)
+        type_pods[types[key]].append(pod.key)
+
+    num_types = len(type_pods)
+    reasons = np.array(type_reason, dtype=np.int64).reshape(num_types, len(nodes))
+
+    num_units = len(gang_plan.unit_ids)
+    unit_priority = np.full(num_units, np.iinfo(np.int64).min, dtype=np.int64)
+    unit_created: list[str] = ["~"] * num_units  # "~" sorts after every timestamp
+    for pod in model.pending_pods:
+        u = gang_plan.unit[g_index[pod.gang]]
+        unit_priority[u] = max(unit_priority[u], pod.priority)
+    for gid, gang in model.gangs.items():
+        u = gang_plan.unit[g_index[gid]]
+        if gang.created:
+            unit_created[u] = min(unit_created[u], gang.created)
+    unit_priority[unit_priority == np.iinfo(np.int64).min] = 0
+    unit_order = np.array(
+        sorted(
+            range(num_units),
+            key=lambda u: (-int(unit_priority[u]), unit_created[u], gang_plan.unit_ids[u]),
+        ),
+        dtype=np.int64,
+    )
+
+    weight, per_resource = 0.0, dict[str, float]()
+    if conf.enabled("binpack"):
+        weight, per_resource = binpack_weights(conf.arguments("binpack"), resources)
+
+    return Problem(
+        resources=resources,
+        node_names=tuple(n.name for n in nodes),
+        capacity=capacity,
+        free=free,
+        type_demand=np.array(type_demand, dtype=np.int64).reshape(num_types, len(resources)),
+        type_gang=np.array(type_gang, dtype=np.int64),
+        type_pods=tuple(tuple(p) for p in type_pods),
+        eligible=reasons == 0,
+        ineligible_reason=reasons,
+        reason_texts=tuple(reason_texts),
+        static_score=np.zeros((num_types, len(nodes))),
+        gang_ids=gang_plan.gang_ids,
+        gang_need=np.array(gang_plan.need, dtype=np.int64),
+        gang_pending=np.array(gang_plan.pending, dtype=np.int64),
+        gang_unit=np.array(gang_plan.unit, dtype=np.int64),
+        gang_requires=gang_plan.requires,
+        gang_blocked=gang_plan.blocked,
+        unit_ids=gang_plan.unit_ids,
+        unit_priority=unit_priority,
+        unit_order=unit_order,
+        binpack_weight=weight,
+        binpack_resource_weight=np.array(
+            [per_resource.get(r, 0.0) for r in resources], dtype=np.float64
+        ),
+        notes=model.notes + conf.notes,
+    )

@@ -1,0 +1,150 @@
+"""The scheduler configuration, in the Volcano scheduler conf format users already have.
+
+```yaml
+actions: "enqueue, allocate"          # preempt / reclaim act only when listed
+tiers:
+- plugins:
+  - name: predicates                  # node fit: selectors, node affinity, taints, readiness
+  - name: gang                        # all-or-nothing PodGroups / GangGroups
+    arguments: {defaultMatchPolicy: once-satisfied}
+  - name: binpack                     # Volcano binpack: binpack.weight, binpack.cpu, ...
+```
+
+A plugin that is not listed does not act. Resource capacity is not a plugin: it always
+holds. No conf at all means every built-in plugin with its defaults and the actions
+`enqueue, allocate`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from solver.errors import ConfigError
+
+__all__ = ["BUILTIN_PLUGINS", "PluginConf", "SchedulerConf", "load_conf"]
+
+BUILTIN_PLUGINS = ("predicates", "gang", "binpack")
+"""Plugins gangplan implements today, in their default tier order."""
+
+UPSTREAM_PLUGINS = frozenset(
+    {
+        "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
+        "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
+        "cdp", "deviceshare", "network-topology-aware", "nodeorder", "resourcequota",
+        "network-topology", "job-affinity", "nodegroup", "capacity", "capacity-card",
+    }
+)  # fmt: skip
+"""Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""
+
+KNOWN_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"})
+DEFAULT_ACTIONS = ("enqueue", "allocate")
+
+
+class PluginConf(BaseModel):
+    """One `tiers[].plugins[]` entry; `enableXxx` switches are kept in `options`."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _none(cls, value: object) -> object:
+        return {} if value is None else value
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class TierConf(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    plugins: list[PluginConf] = Field(default_factory=list)
+
+
+class SchedulerConf(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    actions: tuple[str, ...] = DEFAULT_ACTIONS
+    tiers: tuple[TierConf, ...] = ()
+    source: str = "<default>"
+    notes: tuple[str, ...] = ()
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(a.strip() for a in value.split(",") if a.strip())
+        return value
+
+    @classmethod
+    def default(cls) -> SchedulerConf:
+        """Every built-in plugin with its defaults; actions `enqueue, allocate`."""
+        return cls(tiers=(TierConf(plugins=[PluginConf(name=n) for n in BUILTIN_PLUGINS]),))
+
+    def plugin(self, name: str) -> PluginConf | None:
+        for tier in self.tiers:
+            for plugin in tier.plugins:
+                if plugin.name == name:
+                    return plugin
+        return None
+
+    def enabled(self, name: str) -> bool:
+        return self.plugin(name) is not None
+
+    def arguments(self, name: str) -> dict[str, Any]:
+        plugin = self.plugin(name)
+        return dict(plugin.arguments) if plugin else {}
+
+
+def load_conf(path: str | Path | None) -> SchedulerConf:
+    """Read a Volcano scheduler conf file; None gives `SchedulerConf.default()`."""
+    if path is None:
+        return SchedulerConf.default()
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
+    try:
+        body = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", source=source) from None
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise ConfigError("expected a mapping with `actions` and `tiers`", source=source)
+    # The Volcano ConfigMap wraps the conf in `data: {volcano-scheduler.conf: |...}`.
+    data = body.get("data")
+    if isinstance(data, dict) and len(data) == 1 and "tiers" not in body:
+        inner = next(iter(data.values()))
+        body = yaml.safe_load(inner) if isinstance(inner, str) else inner
+    try:
+        conf = SchedulerConf.model_validate({**body, "source": source})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in err["loc"])
+        raise ConfigError(err["msg"], source=source, field=field.replace(".[", "[")) from None
+    for i, action in enumerate(conf.actions):
+        if action not in KNOWN_ACTIONS:
+            raise ConfigError(
+                f"unknown action {action!r} (known: {', '.join(sorted(KNOWN_ACTIONS))})",
+                source=source,
+                field=f"actions[{i}]",
+            )
+    notes = []
+    for ti, tier in enumerate(conf.tiers):
+        for pi, plugin in enumerate(tier.plugins):
+            if plugin.name in BUILTIN_PLUGINS:
+                continue
+            kind = "is not implemented yet" if plugin.name in UPSTREAM_PLUGINS else "is unknown"
+            notes.append(
+                f"{source}: tiers[{ti}].plugins[{pi}]: plugin {plugin.name!r} {kind}; ignored"
+            )
+    return conf.model_copy(update={"notes": tuple(notes)})

@@ -1,0 +1,130 @@
+"""The Decision: what gangplan answers, engine-neutral and keyed by Kubernetes names.
+
+`decide()` turns an engine's per-type node indices back into pod and PodGroup names, with
+the counted reasons of every pod left pending. `Decision.to_dict()` is the stable JSON
+shape of `gangplan schedule -o json` (fields are added, never renamed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solver.engines import EngineResult
+from solver.model import ClusterModel
+from solver.objective import evaluate
+from solver.problem import Problem
+
+__all__ = ["Decision", "GroupOutcome", "Placement", "Victim", "decide"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    node: str | None
+    card: str | None = None  # chosen GPU card type (capacity-card)
+    nominated: str | None = None  # status.nominatedNodeName after preemption
+    reason: str = ""  # why not, when node is None
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    enqueued: bool
+    placed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Victim:
+    pod: str
+    node: str
+    message: str  # the DisruptionTarget condition message
+
+
+@dataclass(frozen=True)
+class Decision:
+    placements: dict[str, Placement]
+    podgroups: dict[str, GroupOutcome]
+    engine: str
+    status: str
+    objective: int
+    tiers: dict[str, int]
+    seconds: float
+    victims: tuple[Victim, ...] = ()
+    bound: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def placed(self) -> dict[str, str]:
+        """pod key -> node, for placed pods only."""
+        return {k: p.node for k, p in self.placements.items() if p.node is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "placements": {
+                k: {"node": p.node, "card": p.card, "nominated": p.nominated, "reason": p.reason}
+                for k, p in self.placements.items()
+            },
+            "podgroups": {
+                k: {"enqueued": g.enqueued, "placed": g.placed, "reason": g.reason}
+                for k, g in self.podgroups.items()
+            },
+            "victims": [{"pod": v.pod, "node": v.node, "message": v.message} for v in self.victims],
+            "engine": self.engine,
+            "status": self.status,
+            "objective": self.objective,
+            "tiers": dict(self.tiers),
+            "bound": self.bound,
+            "seconds": round(self.seconds, 6),
+            "notes": list(self.notes),
+        }
+
+
+def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds: float) -> Decision:
+    placements: dict[str, Placement] = {}
+    placed_per_gang = np.zeros(len(problem.gang_ids), dtype=np.int64)
+    for t, pods in enumerate(problem.type_pods):
+        g = int(problem.type_gang[t])
+        for pod, n in zip(pods, result.pod_node[t].tolist(), strict=True):
+            if n >= 0:
+                placements[pod] = Placement(node=problem.node_names[n])
+                placed_per_gang[g] += 1
+    for t, pods in enumerate(problem.type_pods):
+        g = int(problem.type_gang[t])
+        for pod in pods:
+            if pod not in placements:
+                reason = result.gang_reason.get(g) or "not placed"
+                placements[pod] = Placement(node=None, reason=reason)
+
+    g_index = {gid: i for i, gid in enumerate(problem.gang_ids)}
+    podgroups: dict[str, GroupOutcome] = {}
+    for gid, gang in model.gangs.items():
+        if gang.implicit:
+            continue
+        g = g_index[gid]
+        pending = int(problem.gang_pending[g])
+        if pending == 0:
+            bound = sum(1 for k in gang.members if model.pod_by_key[k].bound)
+            ok = bound >= gang.min_member and bound > 0
+            reason = "" if ok else result.gang_reason.get(g, "no pending member pods")
+            podgroups[gid] = GroupOutcome(enqueued=True, placed=ok, reason=reason)
+            continue
+        placed = int(placed_per_gang[g]) > 0 and placed_per_gang[g] >= problem.gang_need[g]
+        reason = "" if placed and placed_per_gang[g] == pending else result.gang_reason.get(g, "")
+        if placed and reason:
+            reason = f"{pending - int(placed_per_gang[g])} optional member(s) pending: {reason}"
+        podgroups[gid] = GroupOutcome(enqueued=True, placed=bool(placed), reason=reason)
+
+    tiers = evaluate(problem, result.pod_node)
+    return Decision(
+        placements=dict(sorted(placements.items())),
+        podgroups=podgroups,
+        engine=result.engine,
+        status=result.status,
+        objective=tiers.pop("objective"),
+        tiers=tiers,
+        seconds=seconds,
+        bound=result.bound,
+        notes=problem.notes,
+    )

@@ -1,0 +1,176 @@
+"""The greedy engine: gang groups one at a time, pods packed by Volcano's binpack score.
+
+Gang groups (units) are placed in this order (Problem.unit_order):
+
+1. highest pending-pod priority first;
+2. earliest PodGroup creationTimestamp first (missing timestamps last);
+3. GangGroup id, as the stable tie-break.
+
+Inside a unit, each gang first gets its `need` pods (its minMember share for this cycle),
+gang by gang in id order and pod by pod in name order; then the remaining members are
+placed where they still fit. If some gang ends below its need, everything placed for the
+unit is rolled back, that gang and every gang requiring it are dropped, and the rest of
+the unit is tried again (so a group never ends half-placed).
+
+A pod goes to the node with the highest score (static policy scores + binpack) among the
+nodes where it fits, lowest node name on ties. Because binpack only grows on the node that
+just received a pod, the pods of one type are placed in one vectorised step: nodes sorted
+by score, each filled up to its free slots, which is exactly the pod-by-pod result.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from solver.engines._result import EngineResult, fit_report, format_fit_error
+from solver.problem import IntArray, Problem
+from solver.quantity import format_quantity
+
+__all__ = ["solve_greedy"]
+
+
+def _fill(problem: Problem, t: int, count: int, free: IntArray) -> IntArray:
+    """Node index for up to `count` pods of type `t`, updating `free` in place."""
+    if count <= 0:
+        return np.empty(0, dtype=np.int64)
+    demand = problem.type_demand[t]
+    positive = demand > 0
+    with np.errstate(divide="ignore"):
+        slots = np.min(np.maximum(free[:, positive], 0) // demand[positive], axis=1)
+    slots = np.where(problem.eligible[t], slots, 0)
+    candidates = np.flatnonzero(slots > 0)
+    if candidates.size == 0:
+        return np.empty(0, dtype=np.int64)
+    used = problem.capacity[candidates] - free[candidates]
+    score = problem.static_score[t, candidates] + problem.binpack_scores(t, used, candidates)
+    order = candidates[np.lexsort((candidates, -score))]
+    take = np.minimum(slots[order], np.maximum(count - (np.cumsum(slots[order]) - slots[order]), 0))
+    chosen = order[take > 0]
+    take = take[take > 0]
+    free[chosen] -= take[:, None] * demand[None, :]
+    return np.repeat(chosen, take)
+
+
+def solve_greedy(problem: Problem) -> EngineResult:
+    started = time.perf_counter()
+    free = problem.free.copy()
+    pod_node = [np.full(len(pods), -1, dtype=np.int64) for pods in problem.type_pods]
+    gang_reason: dict[int, str] = {}
+    for u in problem.unit_order.tolist():
+        gangs = [int(g) for g in np.flatnonzero(problem.gang_unit == u)]
+        active = []
+        for g in gangs:
+            if problem.gang_blocked[g] is not None:
+                gang_reason[g] = problem.gang_blocked[g] or ""
+            else:
+                active.append(g)
+        while active:
+            failed = _place_unit(problem, active, free, pod_node, gang_reason)
+            if not failed:
+                break
+            dropped = _with_dependents(problem, set(failed), active, gang_reason)
+            active = [g for g in active if g not in dropped]
+    return EngineResult(
+        engine="greedy",
+        status="HEURISTIC",
+        pod_node=pod_node,
+        gang_reason=gang_reason,
+        stats={"seconds": time.perf_counter() - started},
+    )
+
+
+def _place_unit(
+    problem: Problem,
+    gangs: list[int],
+    free: IntArray,
+    pod_node: list[IntArray],
+    gang_reason: dict[int, str],
+) -> list[int]:
+    """Try to place the unit; on success commit and return [], else roll back and return failures."""
+    snapshot = free.copy()
+    tentative: dict[int, list[int]] = {}  # type -> node per pod, in order
+    placed = dict.fromkeys(gangs, 0)
+    first_failure: dict[int, str] = {}
+
+    def place(t: int, count: int) -> int:
+        nodes = _fill(problem, t, count, free)
+        tentative.setdefault(t, []).extend(nodes.tolist())
+        if nodes.size < count:
+            g = int(problem.type_gang[t])
+            if g not in first_failure:
+                _, counts = fit_report(problem, t, free)
+                first_failure[g] = format_fit_error(problem.num_nodes, counts)
+        return int(nodes.size)
+
+    # Phase 1: each gang's required share; phase 2: optional extra members.
+    for g in gangs:
+        remaining = int(problem.gang_need[g])
+        for t in problem.gang_types(g):
+            if remaining <= 0:
+                break
+            got = place(t, min(remaining, len(problem.type_pods[t])))
+            placed[g] += got
+            remaining -= got
+    failed = [g for g in gangs if placed[g] < problem.gang_need[g]]
+    if failed:
+        free[:] = snapshot
+        for g in failed:
+            need = int(problem.gang_need[g])
+            parts = [f"gang {problem.gang_ids[g]}: {placed[g]} of {need} required pod(s) fit"]
+            parts += _shortfall(problem, g, need, snapshot)
+            parts.append(first_failure.get(g, ""))
+            gang_reason[g] = "; ".join(p for p in parts if p)
+        return failed
+    for g in gangs:
+        for t in problem.gang_types(g):
+            done = len(tentative.get(t, []))
+            rest = len(problem.type_pods[t]) - done
+            if rest > 0:
+                nodes = _fill(problem, t, rest, free)
+                tentative.setdefault(t, []).extend(nodes.tolist())
+                if nodes.size < rest and g not in first_failure:
+                    _, counts = fit_report(problem, t, free)
+                    first_failure[g] = format_fit_error(problem.num_nodes, counts)
+    for t, chosen in tentative.items():
+        pod_node[t][: len(chosen)] = chosen
+    for g, message in first_failure.items():
+        gang_reason.setdefault(g, message)  # why some optional members stayed pending
+    return []
+
+
+def _shortfall(problem: Problem, g: int, need: int, free: IntArray) -> list[str]:
+    """`needs 16 nvidia.com/gpu, eligible nodes have 11 free` for each resource that is short."""
+    types = problem.gang_types(g)
+    if not types:
+        return []
+    # The cheapest `need` pods of the gang, against all free room on nodes any of them may use.
+    per_pod = np.array([problem.type_demand[t] for t in types for _ in problem.type_pods[t]])
+    wanted = np.sort(per_pod, axis=0)[:need].sum(axis=0)
+    eligible = np.any([problem.eligible[t] for t in types], axis=0)
+    offered = np.maximum(free[eligible], 0).sum(axis=0)
+    return [
+        f"needs {format_quantity(name, int(wanted[r]))} {name}, eligible nodes have "
+        f"{format_quantity(name, int(offered[r]))} free"
+        for r, name in enumerate(problem.resources)
+        if wanted[r] > offered[r]
+    ]
+
+
+def _with_dependents(
+    problem: Problem, failed: set[int], active: list[int], gang_reason: dict[int, str]
+) -> set[int]:
+    """The failed gangs plus, transitively, every active gang that requires one of them."""
+    dropped = set(failed)
+    changed = True
+    while changed:
+        changed = False
+        for g, h in problem.gang_requires:
+            if g in active and g not in dropped and h in dropped:
+                dropped.add(g)
+                gang_reason[g] = (
+                    f"gang group member {problem.gang_ids[h]} cannot be placed: {gang_reason[h]}"
+                )
+                changed = True
+    return dropped

@@ -1,0 +1,563 @@
+"""Kubernetes objects -> the domain model: validation, priorities, and pod -> gang links.
+
+Pod -> group links, in the order they are tried (the first present wins):
+
+1. label `pod-group.scheduling.sigs.k8s.io: <pg>` (scheduler-plugins / Koordinator CRD way)
+2. label `pod-group.scheduling.sigs.k8s.io/name: <pg>` (Koordinator lightweight way, with
+   label `.../min-available` when no PodGroup object exists)
+3. annotation `gang.scheduling.koordinator.sh/name: <pg>` (Koordinator annotation way, with
+   annotation `.../min-available` when no PodGroup object exists)
+4. annotation `scheduling.k8s.io/group-name: <pg>` (Volcano)
+5. annotation or label `godel.bytedance.com/pod-group-name: <pg>` (Godel)
+
+A pod with none of them is a gang of one. Links 1, 4 and 5 need the PodGroup object in
+the input; a missing one is an input error naming the pod's field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from solver.kube.loader import RawObject
+from solver.kube.objects import (
+    Container,
+    K8sClusterNetworkTopology,
+    K8sNode,
+    K8sPod,
+    K8sPodGroup,
+    K8sPriorityClass,
+    K8sQueue,
+    KeyedQuantityError,
+)
+from solver.kube.objects import (
+    NodeSelectorTerm as K8sTerm,
+)
+from solver.model import (
+    ClusterModel,
+    Gang,
+    MatchPolicy,
+    NetworkTopology,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    Queue,
+    Taint,
+    Toleration,
+    TopologyLayer,
+)
+from solver.quantity import PODS
+
+__all__ = ["GANG_ANNOTATIONS", "build_model", "effective_requests"]
+
+# Pod -> group link keys.
+LABEL_POD_GROUP = "pod-group.scheduling.sigs.k8s.io"
+LABEL_LIGHTWEIGHT_NAME = "pod-group.scheduling.sigs.k8s.io/name"
+LABEL_LIGHTWEIGHT_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
+ANNOTATION_VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+GODEL_GROUP = "godel.bytedance.com/pod-group-name"
+
+
+class GANG_ANNOTATIONS:
+    """Koordinator gang annotations (on a PodGroup, or on pods in the annotation way)."""
+
+    NAME = "gang.scheduling.koordinator.sh/name"
+    MIN_AVAILABLE = "gang.scheduling.koordinator.sh/min-available"
+    TOTAL_NUMBER = "gang.scheduling.koordinator.sh/total-number"
+    MODE = "gang.scheduling.koordinator.sh/mode"
+    GROUPS = "gang.scheduling.koordinator.sh/groups"
+    MATCH_POLICY = "gang.scheduling.koordinator.sh/match-policy"
+    MATCH_POLICY_ALIAS = "pod-group.scheduling.sigs.k8s.io/match-policy"
+    WAITING_TIME = "gang.scheduling.koordinator.sh/waiting-time"
+
+
+POD_GROUP_DIALECTS = {
+    "scheduling.sigs.k8s.io": "scheduling.sigs.k8s.io",
+    "scheduling.x-k8s.io": "scheduling.sigs.k8s.io",
+    "scheduling.volcano.sh": "scheduling.volcano.sh",
+    "scheduling.godel.kubewharf.io": "scheduling.godel.kubewharf.io",
+}
+DEFAULT_MAX_PODS = 110  # kubelet's default maxPods, used when a node omits allocatable.pods
+DEFAULT_NAMESPACE = "default"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validate(model: type[M], raw: RawObject) -> M:
+    try:
+        return model.model_validate(raw.body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(x) if isinstance(x, str) else f"[{x}]" for x in err["loc"]]
+        ctx_error = (err.get("ctx") or {}).get("error")
+        message = err["msg"].removeprefix("Value error, ")
+        if isinstance(ctx_error, KeyedQuantityError):
+            loc.append(ctx_error.key)
+            message = str(ctx_error)
+        if err["type"] == "missing":
+            message = "missing required field"
+        path = ".".join(loc).replace(".[", "[")
+        raise raw.error(message, field=path or None) from None
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+@dataclass
+class _Inputs:
+    nodes: list[tuple[RawObject, K8sNode]] = field(default_factory=list)
+    pods: list[tuple[RawObject, K8sPod]] = field(default_factory=list)
+    pod_groups: dict[str, tuple[RawObject, K8sPodGroup]] = field(default_factory=dict)
+    priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)
+    queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
+    topology: tuple[RawObject, K8sClusterNetworkTopology] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def build_model(objects: Iterable[RawObject]) -> ClusterModel:
+    """Validate every object and assemble the ClusterModel; raises ManifestError on bad input."""
+    inputs = _classify(objects)
+    priority_of = _priority_resolver(inputs.priority_classes)
+    pods_by_gang: dict[str, list[Pod]] = {}
+    gangs: dict[str, Gang] = {}
+    pods: list[Pod] = []
+    for raw, k8s in inputs.pods:
+        gang_id = _link_gang(raw, k8s, inputs, gangs)
+        pod = _pod(raw, k8s, gang_id, priority_of)
+        pods.append(pod)
+        pods_by_gang.setdefault(gang_id, []).append(pod)
+    for pg_id, (raw, pg) in inputs.pod_groups.items():
+        if pg_id not in gangs:
+            gangs[pg_id] = _gang_from_pod_group(raw, pg, priority_of)
+    gangs = {
+        gid: g.model_copy(
+            update={"members": tuple(sorted(p.key for p in pods_by_gang.get(gid, [])))}
+        )
+        for gid, g in sorted(gangs.items())
+    }
+    nodes = [_node(raw, k8s) for raw, k8s in inputs.nodes]
+    queues = {name: _queue(q) for name, (_, q) in sorted(inputs.queues.items())}
+    topology = _topology(*inputs.topology) if inputs.topology else None
+    return ClusterModel(
+        nodes=tuple(sorted(nodes, key=lambda n: n.name)),
+        pods=tuple(sorted(pods, key=lambda p: p.key)),
+        gangs=gangs,
+        queues=queues,
+        topology=topology,
+        notes=tuple(inputs.notes),
+    )
+
+
+def _classify(objects: Iterable[RawObject]) -> _Inputs:
+    out = _Inputs()
+    seen: dict[tuple[str, str], RawObject] = {}
+    for raw in objects:
+        kind, group = raw.kind, _group(raw.api_version)
+        if not raw.api_version:
+            raise raw.error("missing required field", field="apiVersion")
+        parsed: BaseModel
+        if kind == "Node" and group == "":
+            parsed = _validate(K8sNode, raw)
+            out.nodes.append((raw, parsed))
+            ident = parsed.metadata.name
+        elif kind == "Pod" and group == "":
+            parsed = _validate(K8sPod, raw)
+            out.pods.append((raw, parsed))
+            ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
+        elif kind == "PodGroup" and group in POD_GROUP_DIALECTS:
+            parsed = _validate(K8sPodGroup, raw)
+            ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
+            out.pod_groups[ident] = (raw, parsed)
+        elif kind == "PriorityClass" and group == "scheduling.k8s.io":
+            parsed = _validate(K8sPriorityClass, raw)
+            ident = parsed.metadata.name
+            out.priority_classes[ident] = parsed
+        elif kind == "Queue" and group == "scheduling.volcano.sh":
+            parsed = _validate(K8sQueue, raw)
+            ident = parsed.metadata.name
+            out.queues[ident] = (raw, parsed)
+        elif kind == "ClusterNetworkTopology" and group == "scheduling.koordinator.sh":
+            parsed = _validate(K8sClusterNetworkTopology, raw)
+            ident = parsed.metadata.name
+            if ident != "default":
+                out.notes.append(
+                    f"{raw.source}: document {raw.document}: skipped ClusterNetworkTopology "
+                    f"{ident!r}: Koordinator only reads the one named 'default'"
+                )
+                continue
+            out.topology = (raw, parsed)
+        else:
+            out.notes.append(
+                f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "
+                "(not read by gangplan)"
+            )
+            continue
+        key = (kind, ident)
+        if key in seen:
+            first = seen[key]
+            raise raw.error(
+                f"duplicate {kind} {ident!r}, first defined in {first.source}: document "
+                f"{first.document}",
+                field="metadata.name",
+            )
+        seen[key] = raw
+    return out
+
+
+# ----------------------------------------------------------------------------- priorities
+
+
+def _priority_resolver(classes: dict[str, K8sPriorityClass]) -> Any:
+    default = next((c for c in classes.values() if c.global_default), None)
+
+    def resolve(
+        raw: RawObject, own: int | None, class_name: str | None, field_path: str
+    ) -> tuple[int, str | None]:
+        """(priority, preemptionPolicy of the class) as admission would fill them in."""
+        pc = classes.get(class_name) if class_name else default
+        if class_name and pc is None and own is None:
+            raise raw.error(f"PriorityClass {class_name!r} is not in the input", field=field_path)
+        policy = pc.preemption_policy if pc else None
+        if own is not None:
+            return own, policy
+        return (pc.value if pc else 0), policy
+
+    return resolve
+
+
+# ----------------------------------------------------------------------------- nodes and pods
+
+
+def _node(raw: RawObject, k8s: K8sNode) -> Node:
+    allocatable = dict(k8s.status.allocatable or k8s.status.capacity)
+    allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    ready_conditions = [c for c in k8s.status.conditions if c.type == "Ready"]
+    return Node(
+        name=k8s.metadata.name,
+        labels=dict(k8s.metadata.labels),
+        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in k8s.spec.taints),
+        allocatable=allocatable,
+        ready=all(c.status == "True" for c in ready_conditions),
+        unschedulable=k8s.spec.unschedulable,
+    )
+
+
+def _container_request(c: Container) -> dict[str, int]:
+    # A resource with limits but no requests defaults its request to the limit.
+    out = dict(c.resources.limits)
+    out.update(c.resources.requests)
+    return out
+
+
+def effective_requests(k8s: K8sPod) -> dict[str, int]:
+    """max(Σ containers + Σ sidecars, max over init containers) + overhead, per resource."""
+    total: dict[str, int] = {}
+    for c in k8s.spec.containers:
+        for r, v in _container_request(c).items():
+            total[r] = total.get(r, 0) + v
+    init_peak: dict[str, int] = {}
+    for c in k8s.spec.init_containers:
+        req = _container_request(c)
+        if c.restart_policy == "Always":  # a sidecar runs alongside the app containers
+            for r, v in req.items():
+                total[r] = total.get(r, 0) + v
+        else:
+            for r, v in req.items():
+                init_peak[r] = max(init_peak.get(r, 0), v)
+    for r, v in init_peak.items():
+        total[r] = max(total.get(r, 0), v)
+    for r, v in k8s.spec.overhead.items():
+        total[r] = total.get(r, 0) + v
+    total[PODS] = 1
+    return {r: v for r, v in sorted(total.items()) if v > 0}
+
+
+def _terms(terms: list[K8sTerm]) -> tuple[NodeSelectorTerm, ...]:
+    def reqs(items: list[Any]) -> tuple[NodeSelectorRequirement, ...]:
+        return tuple(
+            NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values))
+            for r in items
+        )
+
+    return tuple(
+        NodeSelectorTerm(
+            match_expressions=reqs(t.match_expressions), match_fields=reqs(t.match_fields)
+        )
+        for t in terms
+    )
+
+
+def _pod(raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any) -> Pod:
+    _check_affinity_values(raw, k8s)
+    priority, class_policy = priority_of(
+        raw, k8s.spec.priority, k8s.spec.priority_class_name, "spec.priorityClassName"
+    )
+    affinity = k8s.spec.affinity.node_affinity if k8s.spec.affinity else None
+    required = affinity.required if affinity else None
+    return Pod(
+        namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
+        name=k8s.metadata.name,
+        labels=dict(k8s.metadata.labels),
+        annotations=dict(k8s.metadata.annotations),
+        requests=effective_requests(k8s),
+        node_name=k8s.spec.node_name or None,
+        nominated_node=k8s.status.nominated_node_name or None,
+        phase=k8s.status.phase,
+        priority=priority,
+        preemption_policy=k8s.spec.preemption_policy or class_policy or "PreemptLowerPriority",
+        node_selector=dict(k8s.spec.node_selector),
+        required_affinity=_terms(required.node_selector_terms) if required else None,
+        tolerations=tuple(
+            Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
+            for t in k8s.spec.tolerations
+        ),
+        gang=gang_id,
+        created=k8s.metadata.creation_timestamp,
+        terminating=k8s.metadata.deletion_timestamp is not None,
+        scheduler_name=k8s.spec.scheduler_name,
+    )
+
+
+def _check_affinity_values(raw: RawObject, k8s: K8sPod) -> None:
+    """Gt/Lt need one integer value; In/NotIn need values; Exists/DoesNotExist need none."""
+    affinity = k8s.spec.affinity.node_affinity if k8s.spec.affinity else None
+    if not affinity or not affinity.required:
+        return
+    base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    for ti, term in enumerate(affinity.required.node_selector_terms):
+        for kind, items in (
+            ("matchExpressions", term.match_expressions),
+            ("matchFields", term.match_fields),
+        ):
+            for ri, r in enumerate(items):
+                path = f"{base}.nodeSelectorTerms[{ti}].{kind}[{ri}].values"
+                if r.operator in ("Gt", "Lt"):
+                    if len(r.values) != 1 or not r.values[0].lstrip("-").isdigit():
+                        raise raw.error(
+                            f"operator {r.operator} needs exactly one integer value", path
+                        )
+                elif r.operator in ("In", "NotIn") and not r.values:
+                    raise raw.error(f"operator {r.operator} needs at least one value", path)
+                elif r.operator in ("Exists", "DoesNotExist") and r.values:
+                    raise raw.error(f"operator {r.operator} takes no values", path)
+                if kind == "matchFields" and r.key != "metadata.name":
+                    raise raw.error(
+                        "only metadata.name is supported in matchFields",
+                        path.removesuffix(".values") + ".key",
+                    )
+
+
+# ----------------------------------------------------------------------------- gangs
+
+
+def _link_gang(raw: RawObject, k8s: K8sPod, inputs: _Inputs, gangs: dict[str, Gang]) -> str:
+    """The gang id of a pod; creates annotation-way / lightweight / implicit gangs on the way."""
+    meta = k8s.metadata
+    ns = meta.namespace or DEFAULT_NAMESPACE
+    labels, annotations = meta.labels, meta.annotations
+    links: list[tuple[str, str, bool]] = [  # (field, group name, PodGroup object required)
+        (f"metadata.labels.{LABEL_POD_GROUP}", labels.get(LABEL_POD_GROUP, ""), True),
+        (
+            f"metadata.labels.{LABEL_LIGHTWEIGHT_NAME}",
+            labels.get(LABEL_LIGHTWEIGHT_NAME, ""),
+            False,
+        ),
+        (
+            f"metadata.annotations.{GANG_ANNOTATIONS.NAME}",
+            annotations.get(GANG_ANNOTATIONS.NAME, ""),
+            False,
+        ),
+        (
+            f"metadata.annotations.{ANNOTATION_VOLCANO_GROUP}",
+            annotations.get(ANNOTATION_VOLCANO_GROUP, ""),
+            True,
+        ),
+        (f"metadata.annotations.{GODEL_GROUP}", annotations.get(GODEL_GROUP, ""), True),
+        (f"metadata.labels.{GODEL_GROUP}", labels.get(GODEL_GROUP, ""), True),
+    ]
+    for field_path, name, needs_object in links:
+        if not name:
+            continue
+        gang_id = f"{ns}/{name}"
+        if gang_id in gangs:
+            return gang_id
+        if gang_id in inputs.pod_groups:
+            pg_raw, pg = inputs.pod_groups[gang_id]
+            gangs[gang_id] = _gang_from_pod_group(
+                pg_raw, pg, _priority_resolver(inputs.priority_classes)
+            )
+            return gang_id
+        if needs_object:
+            raise raw.error(f"PodGroup {gang_id!r} is not in the input", field=field_path)
+        gangs[gang_id] = _gang_from_pod(raw, k8s, gang_id, field_path)
+        return gang_id
+    gang_id = f"{ns}/{meta.name}"
+    gangs[gang_id] = Gang(
+        id=gang_id,
+        namespace=ns,
+        name=meta.name,
+        dialect="none",
+        min_member=1,
+        total_number=1,
+        groups=(gang_id,),
+        created=meta.creation_timestamp,
+    )
+    return gang_id
+
+
+def _gang_from_pod(raw: RawObject, k8s: K8sPod, gang_id: str, field_path: str) -> Gang:
+    """Koordinator's annotation way (or lightweight labels): the first pod defines the gang."""
+    meta = k8s.metadata
+    lightweight = field_path.startswith("metadata.labels.")
+    min_key = LABEL_LIGHTWEIGHT_MIN if lightweight else GANG_ANNOTATIONS.MIN_AVAILABLE
+    source = meta.labels if lightweight else meta.annotations
+    where = "metadata.labels" if lightweight else "metadata.annotations"
+    if min_key not in source:
+        raise raw.error(
+            f"names gang {gang_id!r} but there is no PodGroup of that name in the input and no "
+            f"{min_key} {'label' if lightweight else 'annotation'}",
+            field=field_path,
+        )
+    min_member = _non_negative_int(raw, source[min_key], f"{where}.{min_key}")
+    return _koordinator_gang(
+        gang_id=gang_id,
+        dialect="lightweight" if lightweight else "koordinator-annotation",
+        min_member=min_member,
+        annotations=dict(meta.annotations),
+        created=meta.creation_timestamp,
+    )
+
+
+def _gang_from_pod_group(raw: RawObject, pg: K8sPodGroup, priority_of: Any) -> Gang:
+    ns = pg.metadata.namespace or DEFAULT_NAMESPACE
+    gang_id = f"{ns}/{pg.metadata.name}"
+    dialect = POD_GROUP_DIALECTS[_group(pg.api_version)]
+    priority = None
+    if pg.spec.priority_class_name:
+        priority, _ = priority_of(raw, None, pg.spec.priority_class_name, "spec.priorityClassName")
+    gang = _koordinator_gang(
+        gang_id=gang_id,
+        dialect=dialect,
+        min_member=1 if pg.spec.min_member is None else pg.spec.min_member,
+        annotations=dict(pg.metadata.annotations),
+        created=pg.metadata.creation_timestamp,
+    )
+    queue = pg.spec.queue or ("default" if dialect == "scheduling.volcano.sh" else None)
+    return gang.model_copy(
+        update={
+            "queue": queue,
+            "priority": priority,
+            "min_resources": dict(pg.spec.min_resources),
+            "affinity": pg.spec.affinity,
+        }
+    )
+
+
+def _koordinator_gang(
+    *, gang_id: str, dialect: Any, min_member: int, annotations: dict[str, str], created: str | None
+) -> Gang:
+    """Apply Koordinator's annotations and its defaults for illegal values (reference §2.1)."""
+    total = _lenient_int(annotations.get(GANG_ANNOTATIONS.TOTAL_NUMBER))
+    mode = annotations.get(GANG_ANNOTATIONS.MODE, "Strict")
+    policy_text = annotations.get(
+        GANG_ANNOTATIONS.MATCH_POLICY, annotations.get(GANG_ANNOTATIONS.MATCH_POLICY_ALIAS, "")
+    )
+    policy: MatchPolicy | None = None
+    if policy_text in {p.value for p in MatchPolicy}:
+        policy = MatchPolicy(policy_text)
+    elif dialect == "scheduling.volcano.sh":
+        policy = MatchPolicy.WAITING_AND_RUNNING  # Volcano counts running tasks toward minMember
+    ns, name = gang_id.split("/", 1)
+    groups = _parse_groups(annotations.get(GANG_ANNOTATIONS.GROUPS), gang_id)
+    return Gang(
+        id=gang_id,
+        namespace=ns,
+        name=name,
+        dialect=dialect,
+        min_member=min_member,
+        total_number=max(min_member, total or 0),
+        mode=mode if mode in ("Strict", "NonStrict") else "Strict",
+        match_policy=policy,
+        groups=groups,
+        annotations=annotations,
+        created=created,
+    )
+
+
+def _parse_groups(text: str | None, self_id: str) -> tuple[str, ...]:
+    """JSON array of `ns/name`; empty or unparseable -> just this gang (Koordinator's rule)."""
+    if not text:
+        return (self_id,)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return (self_id,)
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and "/" in v for v in value)
+    ):
+        return (self_id,)
+    ids = set(value) | {self_id}
+    return tuple(sorted(ids))
+
+
+def _lenient_int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _non_negative_int(raw: RawObject, text: str, field_path: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise raw.error(f"not an integer: {text!r}", field=field_path) from None
+    if value < 0:
+        raise raw.error(f"must not be negative: {value}", field=field_path)
+    return value
+
+
+# ----------------------------------------------------------------------------- queues, topology
+
+
+def _queue(k8s: K8sQueue) -> Queue:
+    return Queue(
+        name=k8s.metadata.name,
+        parent=k8s.spec.parent or None,
+        capability=dict(k8s.spec.capability),
+        deserved=dict(k8s.spec.deserved),
+        guarantee=dict(k8s.spec.guarantee.resource),
+        state=k8s.status.state or "Open",
+        priority=k8s.spec.priority or 0,
+        weight=k8s.spec.weight or 1,
+        annotations=dict(k8s.metadata.annotations),
+        affinity=k8s.spec.affinity,
+        allocated=dict(k8s.status.allocated),
+    )
+
+
+def _topology(raw: RawObject, k8s: K8sClusterNetworkTopology) -> NetworkTopology:
+    layers = tuple(
+        TopologyLayer(
+            name=e.topology_layer,
+            parent=e.parent_topology_layer or None,
+            label_keys=tuple(e.label_key),
+        )
+        for e in k8s.spec.network_topology_spec
+    )
+    names = [layer.name for layer in layers]
+    for i, layer in enumerate(layers):
+        if names.count(layer.name) > 1:
+            raise raw.error(
+                f"layer {layer.name!r} is declared twice",
+                field=f"spec.networkTopologySpec[{i}].topologyLayer",
+            )
+    return NetworkTopology(name=k8s.metadata.name, layers=layers)

@@ -1,0 +1,53 @@
+"""The whole input of one scheduling question: cluster, workload, queues, topology."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from solver.model._cluster import Node
+from solver.model._topology import NetworkTopology
+from solver.model._workload import Gang, Pod, Queue
+
+
+class ClusterModel(BaseModel):
+    """Immutable snapshot. Nodes and pods are sorted by name so every ordering is stable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    gangs: dict[str, Gang] = Field(default_factory=dict)
+    queues: dict[str, Queue] = Field(default_factory=dict)
+    topology: NetworkTopology | None = None
+    notes: tuple[str, ...] = Field(default=(), description="what the reader skipped, and why")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterModel:
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError("node names must be unique")
+        keys = [p.key for p in self.pods]
+        if len(set(keys)) != len(keys):
+            raise ValueError("pod keys must be unique")
+        for pod in self.pods:
+            if pod.gang not in self.gangs:
+                raise ValueError(f"pod {pod.key} refers to unknown gang {pod.gang}")
+        return self
+
+    @cached_property
+    def node_by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes}
+
+    @cached_property
+    def pod_by_key(self) -> dict[str, Pod]:
+        return {p.key: p for p in self.pods}
+
+    @property
+    def pending_pods(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if p.pending)
+
+    @property
+    def bound_pods(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if p.bound)

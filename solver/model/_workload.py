@@ -1,0 +1,120 @@
+"""Pods, gangs (PodGroups of any dialect) and queues."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.model._cluster import NodeSelectorTerm, Toleration
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MatchPolicy(StrEnum):
+    """When a gang counts as satisfied (Koordinator `gang.scheduling.koordinator.sh/match-policy`)."""
+
+    ONCE_SATISFIED = "once-satisfied"  # waiting >= min, or any member of the group ever bound
+    WAITING_AND_RUNNING = "waiting-and-running"  # waiting + bound >= min
+    ONLY_WAITING = "only-waiting"  # waiting >= min; bound members do not count
+
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class Pod(_Frozen):
+    namespace: str
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    requests: dict[str, int] = Field(
+        default_factory=dict,
+        description="effective request per resource: max(sum of containers, max init) + overhead",
+    )
+    node_name: str | None = Field(default=None, description="spec.nodeName: bound")
+    nominated_node: str | None = None
+    phase: str = ""
+    priority: int = 0
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    required_affinity: tuple[NodeSelectorTerm, ...] | None = Field(
+        default=None, description="nodeAffinity required terms (ORed); None when unset"
+    )
+    tolerations: tuple[Toleration, ...] = ()
+    gang: str = Field(description="id `ns/name` of the gang this pod belongs to")
+    created: str | None = Field(default=None, description="metadata.creationTimestamp")
+    terminating: bool = Field(default=False, description="metadata.deletionTimestamp is set")
+    scheduler_name: str = "default-scheduler"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def bound(self) -> bool:
+        """Bound to a node and still holding its resources."""
+        return self.node_name is not None and self.phase not in TERMINAL_PHASES
+
+    @property
+    def pending(self) -> bool:
+        """Waiting to be scheduled: no node yet and not finished."""
+        return self.node_name is None and self.phase not in TERMINAL_PHASES
+
+
+Dialect = Literal[
+    "scheduling.sigs.k8s.io",  # PodGroup scheduling.sigs.k8s.io/v1alpha1 (coscheduling, Koordinator)
+    "scheduling.volcano.sh",  # PodGroup scheduling.volcano.sh/v1beta1
+    "scheduling.godel.kubewharf.io",  # PodGroup scheduling.godel.kubewharf.io/v1alpha1
+    "koordinator-annotation",  # pod annotations gang.scheduling.koordinator.sh/name + min-available
+    "lightweight",  # pod labels pod-group.scheduling.sigs.k8s.io/name + /min-available
+    "none",  # a pod without a group: a gang of one
+]
+
+
+class Gang(_Frozen):
+    """A PodGroup: `min_member` members must be placed together, or none of them."""
+
+    id: str = Field(description="`namespace/name`")
+    namespace: str
+    name: str
+    dialect: Dialect
+    min_member: int = Field(ge=0)
+    total_number: int = Field(ge=0, description="Koordinator total-number; >= min_member")
+    mode: Literal["Strict", "NonStrict"] = "Strict"
+    match_policy: MatchPolicy | None = Field(
+        default=None, description="None: the gang plugin's defaultMatchPolicy decides"
+    )
+    groups: tuple[str, ...] = Field(
+        default=(), description="gang ids of its GangGroup (annotation `groups`), self included"
+    )
+    queue: str | None = Field(default=None, description="Volcano spec.queue")
+    priority: int | None = Field(default=None, description="from the PodGroup's priorityClassName")
+    min_resources: dict[str, int] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    affinity: dict[str, Any] | None = Field(default=None, description="Godel spec.affinity")
+    created: str | None = None
+    members: tuple[str, ...] = Field(default=(), description="pod keys, sorted")
+
+    @property
+    def implicit(self) -> bool:
+        """A pod without any group, scheduled as a gang of one."""
+        return self.dialect == "none"
+
+
+class Queue(_Frozen):
+    """A Volcano Queue (`scheduling.volcano.sh/v1beta1`)."""
+
+    name: str
+    parent: str | None = None
+    capability: dict[str, int] = Field(default_factory=dict)
+    deserved: dict[str, int] = Field(default_factory=dict)
+    guarantee: dict[str, int] = Field(default_factory=dict)
+    state: str = "Open"
+    priority: int = 0
+    weight: int = 1
+    annotations: dict[str, str] = Field(default_factory=dict)
+    affinity: dict[str, Any] | None = None
+    allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")

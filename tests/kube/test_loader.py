@@ -1,0 +1,149 @@
+"""Reading YAML as users have it: multi-document files, kind: List, typed lists, stdin, dirs."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from solver.kube import load_manifests, read_sources
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi}}
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_multi_document_with_empty_documents(tmp_path: Path) -> None:
+    f = write(tmp_path, "a.yaml", "---\n" + NODE + "---\n---\n" + NODE.replace("n1", "n2"))
+    model = load_manifests(f)
+    assert [n.name for n in model.nodes] == ["n1", "n2"]
+
+
+def test_kind_list_as_kubectl_prints_it(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "list.yaml",
+        """\
+        apiVersion: v1
+        kind: List
+        items:
+        - apiVersion: v1
+          kind: Node
+          metadata: {name: n1}
+          status: {allocatable: {cpu: "2"}}
+        - apiVersion: v1
+          kind: Pod
+          metadata: {name: p, namespace: ns}
+          spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
+        """,
+    )
+    model = load_manifests(f)
+    assert [n.name for n in model.nodes] == ["n1"]
+    assert model.pods[0].key == "ns/p"
+    assert model.pods[0].requests == {"cpu": 500, "pods": 1}
+
+
+def test_typed_list_items_without_kind(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "nodes.yaml",
+        """\
+        apiVersion: v1
+        kind: NodeList
+        items:
+        - metadata: {name: a}
+        - metadata: {name: b}
+        """,
+    )
+    assert [n.name for n in load_manifests(f).nodes] == ["a", "b"]
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(NODE))
+    assert [n.name for n in load_manifests("-").nodes] == ["n1"]
+
+
+def test_directory_reads_yaml_files_in_name_order(tmp_path: Path) -> None:
+    write(tmp_path, "b.yaml", NODE.replace("n1", "nb"))
+    write(tmp_path, "a.yml", NODE.replace("n1", "na"))
+    write(tmp_path, "notes.txt", "not yaml: [")
+    objects = read_sources([str(tmp_path)])
+    assert [o.body["metadata"]["name"] for o in objects] == ["na", "nb"]
+
+
+def test_unknown_kinds_are_skipped_with_a_note(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "mixed.yaml",
+        NODE
+        + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    )
+    model = load_manifests(f)
+    assert len(model.nodes) == 1
+    assert len(model.notes) == 2
+    assert "document 2: skipped apps/v1 Deployment" in model.notes[0]
+
+
+def test_node_defaults_and_quantities(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "n.yaml",
+        """\
+        apiVersion: v1
+        kind: Node
+        metadata: {name: n1, labels: {gpu: 8, spot: true}}
+        spec:
+          unschedulable: true
+          taints: [{key: k, effect: NoExecute}]
+        status:
+          capacity: {cpu: "64", memory: 1Ti, nvidia.com/gpu: "8"}
+          conditions: [{type: Ready, status: Unknown}]
+        """,
+    )
+    (n,) = load_manifests(f).nodes
+    # allocatable falls back to capacity; pods defaults to kubelet's 110
+    assert n.allocatable == {"cpu": 64000, "memory": 2**40, "nvidia.com/gpu": 8, "pods": 110}
+    assert n.labels == {"gpu": "8", "spot": "true"}
+    assert n.unschedulable and not n.ready
+    assert n.taints[0].key == "k" and n.taints[0].value == ""
+
+
+def test_pod_effective_requests() -> None:
+    from tests.builders import model
+
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                {"name": "b", "resources": {"limits": {"cpu": "500m", "nvidia.com/gpu": "2"}}},
+            ],
+            "initContainers": [
+                {"name": "init", "resources": {"requests": {"cpu": "4"}}},
+                {
+                    "name": "side",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"memory": "1Gi"}},
+                },
+            ],
+            "overhead": {"cpu": "100m"},
+        },
+    }
+    (p,) = model(body).pods
+    # cpu: max(1 + 0.5, init 4) + overhead 0.1; memory: 1Gi + sidecar 1Gi; gpu from limits
+    assert p.requests == {"cpu": 4100, "memory": 2 * 2**30, "nvidia.com/gpu": 2, "pods": 1}
+    assert p.namespace == "default"
