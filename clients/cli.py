@@ -1,6 +1,7 @@
 """The `gangplan` command line.
 
-    gangplan schedule -f FILE... [--config CONF] [--engine greedy] [-o json|yaml|table]
+    gangplan schedule -f FILE... [--config CONF] [--engine auto|cpsat|greedy]
+                      [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|table]
 
 `-f -` reads standard input; a directory reads its *.yaml, *.yml and *.json files.
@@ -71,14 +72,27 @@ def schedule_cmd(
     config: Config = None,
     engine: Annotated[
         str, typer.Option("--engine", help=f"Engine: {', '.join(sorted(ENGINES))}.")
-    ] = "greedy",
+    ] = "auto",
+    time_limit: Annotated[
+        float,
+        typer.Option("--time-limit", min=0.05, help="Seconds for the engine (greedy + CP-SAT)."),
+    ] = 10.0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers", min=0, help="CP-SAT workers; 0 = the machine's cores (capped at 8)."
+        ),
+    ] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
     output: Annotated[Output, typer.Option("-o", "--output")] = Output.json,
 ) -> None:
     """Simulate one scheduling cycle for every pending pod in the manifests."""
     try:
         conf = load_conf(config)
         model = load_manifests(*files)
-        decision = schedule(model, conf, engine=engine)
+        decision = schedule(
+            model, conf, engine=engine, time_limit=time_limit, workers=workers, seed=seed
+        )
     except GangplanError as err:
         _fail(err)
         return

@@ -54,6 +54,14 @@ class Decision:
     victims: tuple[Victim, ...] = ()
     bound: float | None = None
     notes: tuple[str, ...] = field(default=())
+    stats: dict[str, float | int] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        """(bound - objective) / max(1, |bound|); 0 when proven optimal, None without a bound."""
+        if self.bound is None:
+            return None
+        return max(0.0, (self.bound - self.objective) / max(1.0, abs(self.bound)))
 
     @property
     def placed(self) -> dict[str, str]:
@@ -76,7 +84,9 @@ class Decision:
             "objective": self.objective,
             "tiers": dict(self.tiers),
             "bound": self.bound,
+            "gap": self.gap,
             "seconds": round(self.seconds, 6),
+            "stats": {k: round(v, 6) if isinstance(v, float) else v for k, v in self.stats.items()},
             "notes": list(self.notes),
         }
 
@@ -127,4 +137,5 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
         seconds=seconds,
         bound=result.bound,
         notes=problem.notes,
+        stats=dict(result.stats),
     )

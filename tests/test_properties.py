@@ -70,7 +70,7 @@ CONFS = [
 
 
 def _check(cluster: ClusterModel, conf: SchedulerConf) -> None:
-    decision = schedule(cluster, conf)
+    decision = schedule(cluster, conf, engine="greedy")
     assert verify(cluster, conf, decision) == []
     # A gang is never half-placed: in a GangGroup with no bound member (so no match policy
     # relaxes minMember), a gang's placed pods are 0 or at least minMember.

@@ -1,14 +1,35 @@
-"""Engines: take a Problem, return an EngineResult. They never read Kubernetes objects.
+"""Engines: take a Problem and SolveParams, return an EngineResult. They never read Kubernetes objects.
 
-* `greedy` — vectorised numpy, the upstream schedulers' algorithms; milliseconds.
+* `greedy` — vectorised numpy, the upstream schedulers' algorithms; milliseconds; status HEURISTIC.
+* `cpsat`  — OR-Tools CP-SAT over node classes, hinted with the greedy answer; OPTIMAL/FEASIBLE
+  with a proven bound, never worse than greedy.
+* `auto`   — greedy, then CP-SAT for the rest of the time budget; the better answer wins.
 """
 
 from collections.abc import Callable
 
+from solver.engines._params import SolveParams, default_workers
 from solver.engines._result import EngineResult, fit_report
+from solver.engines.cpsat import solve_auto, solve_cpsat
 from solver.engines.greedy import solve_greedy
 from solver.problem import Problem
 
-__all__ = ["ENGINES", "EngineResult", "fit_report", "solve_greedy"]
+__all__ = [
+    "ENGINES",
+    "EngineResult",
+    "SolveParams",
+    "default_workers",
+    "fit_report",
+    "solve_greedy",
+]
 
-ENGINES: dict[str, Callable[[Problem], EngineResult]] = {"greedy": solve_greedy}
+
+def _greedy(problem: Problem, params: SolveParams) -> EngineResult:
+    return solve_greedy(problem)
+
+
+ENGINES: dict[str, Callable[[Problem, SolveParams], EngineResult]] = {
+    "auto": solve_auto,
+    "cpsat": solve_cpsat,
+    "greedy": _greedy,
+}

@@ -29,10 +29,15 @@ def test_schedule_json_places_the_ganggroup_and_not_the_oversized_gang() -> None
     assert all(p["node"] is None for p in big)
     reason = data["podgroups"]["default/train-big"]["reason"]
     assert data["podgroups"]["default/train-big"]["placed"] is False
+    assert (
+        "gang default/train-big needs 16 × 1 nvidia.com/gpu (16 in all), eligible nodes offer 11"
+        in reason
+    )
     assert "needs 16 nvidia.com/gpu, eligible nodes have 3 free" in reason
     assert "0/4 nodes are available: 4 Insufficient nvidia.com/gpu." in reason
     assert big[0]["reason"] == reason
-    assert data["engine"] == "greedy" and data["victims"] == []
+    assert data["engine"] == "auto" and data["status"] == "OPTIMAL" and data["victims"] == []
+    assert data["gap"] == 0.0 and data["bound"] == data["objective"]
 
 
 def test_schedule_yaml_and_table() -> None:

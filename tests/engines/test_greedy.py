@@ -11,7 +11,7 @@ from tests.builders import groups_annotation, model, node, pod, podgroup
 
 
 def run(*objects: dict[str, Any], conf: SchedulerConf | None = None) -> Decision:
-    return schedule(model(*objects), conf)  # schedule() verifies before returning
+    return schedule(model(*objects), conf, engine="greedy")  # schedule() verifies before returning
 
 
 def nodes_of(decision: Decision, prefix: str) -> dict[str, str | None]:
@@ -208,7 +208,7 @@ def test_pod_count_and_missing_extended_resource() -> None:
 def test_decision_json_shape_is_stable() -> None:
     d = run(*gpu_nodes(4), *gang("w", 2, 2))
     data = d.to_dict()
-    assert list(data)[:9] == [
+    assert list(data)[:10] == [
         "placements",
         "podgroups",
         "victims",
@@ -217,6 +217,7 @@ def test_decision_json_shape_is_stable() -> None:
         "objective",
         "tiers",
         "bound",
+        "gap",
         "seconds",
     ]
     assert data["placements"]["default/w-0"] == {
@@ -227,4 +228,4 @@ def test_decision_json_shape_is_stable() -> None:
     }
     assert data["podgroups"]["default/w"] == {"enqueued": True, "placed": True, "reason": ""}
     assert (data["engine"], data["status"], data["victims"]) == ("greedy", "HEURISTIC", [])
-    assert data["tiers"] == {"placed_groups": 1, "placed_pods": 2}
+    assert data["tiers"] == {"placed_groups": 1, "placed_pods": 2, "opened_nodes": 1}

@@ -1,0 +1,158 @@
+"""The CP-SAT engine: greedy first, its answer as a complete hint, then an exact model.
+
+Model (one module per constraint family, each returning its objective terms):
+    capacity  — per node class / virtual node and resource
+    gang      — minMember shares, GangGroup requirements; tiers placed_groups, placed_pods
+    packing   — empty nodes opened; tier opened_nodes (fragmentation tie-break)
+Tiers are combined lexicographically (`_terms.combine`), exactly as `solver.objective`
+scores every engine, so objectives and bounds of both engines are comparable.
+
+The answer is whichever of the CP-SAT solution and the greedy one scores higher; if CP-SAT
+finds no solution in time the greedy answer is returned with status HEURISTIC.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.engines._params import SolveParams
+from solver.engines._result import EngineResult
+from solver.engines.cpsat import capacity, gang, packing
+from solver.engines.cpsat._classes import node_classes
+from solver.engines.cpsat._terms import combine
+from solver.engines.cpsat._vars import PlacementVars
+from solver.engines.cpsat.explain import explain_unsatisfied
+from solver.engines.greedy import solve_greedy
+from solver.errors import InternalError
+from solver.objective import evaluate
+from solver.problem import IntArray, Problem
+
+__all__ = ["solve_auto", "solve_cpsat"]
+
+_MARGIN = 0.05  # seconds kept back for expanding and verifying the answer
+
+
+class _FirstSolution(cp_model.CpSolverSolutionCallback):
+    def __init__(self, started: float) -> None:
+        super().__init__()
+        self.started = started
+        self.first: float | None = None
+
+    def on_solution_callback(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter() - self.started
+
+
+def _hint(
+    problem: Problem, v: PlacementVars, model: cp_model.CpModel, pod_node: list[IntArray]
+) -> None:
+    values = v.hint(pod_node)
+    for key, var in v.x.items():
+        model.add_hint(var, values[key])
+    placed = np.zeros(len(problem.gang_ids), dtype=np.int64)
+    for t, nodes in enumerate(pod_node):
+        placed[problem.type_gang[t]] += int((nodes >= 0).sum())
+    for g, var in enumerate(v.gang_on):
+        on = problem.gang_blocked[g] is None and (
+            problem.gang_need[g] == 0 or placed[g] >= problem.gang_need[g]
+        )
+        model.add_hint(var, int(on))
+    unit_placed = np.bincount(problem.gang_unit, weights=placed, minlength=len(problem.unit_ids))
+    for u, var in enumerate(v.unit_on):
+        model.add_hint(var, int(unit_placed[u] > 0))
+    for c, klass in enumerate(v.classes):
+        if c not in v.opened:
+            continue
+        if klass.aggregated:
+            (t,) = klass.types
+            opened = v.opened[c]
+            assert isinstance(opened, cp_model.IntVar)
+            model.add_hint(opened, math.ceil(values[t, c, 0] / klass.slots))
+        else:
+            for k in range(klass.virtual):
+                model.add_hint(v.used[c, k], int(sum(values[t, c, k] for t in klass.types) > 0))
+
+
+def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat") -> EngineResult:
+    started = time.perf_counter()
+    greedy = solve_greedy(problem)
+    greedy_score = evaluate(problem, greedy.pod_node)["objective"]
+
+    model = cp_model.CpModel()
+    classes = node_classes(problem)
+    v = PlacementVars.create(problem, classes, model)
+    terms = [
+        *capacity.build(problem, model, v),
+        *gang.build(problem, model, v),
+        *packing.build(problem, model, v),
+    ]
+    objective, _ = combine(terms)
+    model.maximize(objective)
+    _hint(problem, v, model, greedy.pod_node)
+    built = time.perf_counter() - started
+
+    solver = cp_model.CpSolver()
+    budget = params.time_limit - built - _MARGIN
+    if greedy.gang_reason:  # keep a slice for explaining what stays unplaced
+        budget -= min(1.0, 0.2 * budget)
+    budget = max(0.01, budget)
+    solver.parameters.max_time_in_seconds = budget
+    solver.parameters.num_workers = params.num_workers
+    solver.parameters.random_seed = params.seed
+    callback = _FirstSolution(time.perf_counter())
+    status = solver.solve(model, callback)
+    if status == cp_model.MODEL_INVALID:
+        raise InternalError(f"CP-SAT model invalid: {model.validate()}")
+    if status == cp_model.INFEASIBLE:
+        raise InternalError(
+            "CP-SAT placement model infeasible although placing nothing is a solution"
+        )
+
+    stats: dict[str, float | int] = {
+        "pod_types": problem.num_types,
+        "node_classes": len(classes),
+        "vars_before": problem.num_pods * problem.num_nodes,
+        "vars_after": len(model.proto.variables),
+        "constraints": len(model.proto.constraints),
+        "build_seconds": built,
+        "solve_seconds": solver.wall_time,
+        "greedy_objective": greedy_score,
+    }
+    if callback.first is not None:
+        stats["first_solution_seconds"] = callback.first
+
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        greedy.engine, greedy.status, greedy.stats = engine, "HEURISTIC", {**greedy.stats, **stats}
+        return greedy
+
+    values = {key: int(solver.value(var)) for key, var in v.x.items()}
+    pod_node = v.expand(values)
+    score = evaluate(problem, pod_node)["objective"]
+    bound = float(solver.best_objective_bound)
+    if greedy_score >= score:  # ties keep the greedy's (upstream-like) node choice
+        pod_node, score = greedy.pod_node, greedy_score
+    proven = status == cp_model.OPTIMAL or score >= bound
+    result_status = "OPTIMAL" if proven else "FEASIBLE"
+    if proven and problem.num_pods > 0 and all((row < 0).all() for row in pod_node):
+        result_status = "INFEASIBLE"  # proven: not a single gang group can be placed
+
+    reasons = explain_unsatisfied(
+        problem, pod_node, greedy.gang_reason, params, deadline=started + params.time_limit
+    )
+    return EngineResult(
+        engine=engine,
+        status=result_status,  # type: ignore[arg-type]
+        pod_node=pod_node,
+        gang_reason=reasons,
+        bound=bound,
+        stats=stats,
+    )
+
+
+def solve_auto(problem: Problem, params: SolveParams) -> EngineResult:
+    """`greedy` then `cpsat` for the rest of the budget; the better answer wins."""
+    return solve_cpsat(problem, params, engine="auto")

@@ -1,0 +1,60 @@
+"""Gangs and GangGroups: all or nothing, minMember shares, and the gang-group tiers.
+
+    # Σ_{c,k} x[t, c, k] ≤ |pods of type t|
+    # placed_g = Σ_{t ∈ g} Σ_{c,k} x[t, c, k]
+    # gang_on[g] ⇒ placed_g ≥ need_g;   placed_g ≤ pending_g · gang_on[g]     (need_g > 0)
+    # placed_g > 0 ⇒ gang_on[h]  for every gang h that g requires (its `groups` list)
+    # unit_on[u] ⇒ Σ_{g ∈ u} placed_g ≥ 1
+A blocked gang (too few members, missing group member) places nothing.
+
+Objective terms: `placed_groups` = Σ_u rank(priority_u) · unit_on[u] and
+`placed_pods` = Σ_g placed_g (objective.py defines the same tiers for every engine).
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from solver.engines.cpsat._terms import Term
+from solver.engines.cpsat._vars import PlacementVars
+from solver.objective import unit_weights
+from solver.problem import Problem
+
+__all__ = ["build"]
+
+
+def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[Term]:
+    # Σ_{c,k} x[t, c, k] ≤ pods of type t: each pod is placed at most once
+    for t, pods in enumerate(problem.type_pods):
+        model.add(v.type_total(t) <= len(pods))
+    totals = [v.gang_total(g) for g in range(len(problem.gang_ids))]
+    for g, placed in enumerate(totals):
+        need = int(problem.gang_need[g])
+        pending = int(problem.gang_pending[g])
+        on = v.gang_on[g]
+        if problem.gang_blocked[g] is not None:
+            model.add(placed == 0)
+            model.add(on == 0)
+            continue
+        if need > 0:
+            model.add(placed >= need).only_enforce_if(on)
+            model.add(placed <= pending * on)
+        else:
+            model.add(on == 1)
+    for g, h in problem.gang_requires:
+        model.add(totals[g] <= int(problem.gang_pending[g]) * v.gang_on[h])
+    members: list[list[cp_model.LinearExpr]] = [[] for _ in problem.unit_ids]
+    for g, placed in enumerate(totals):
+        members[int(problem.gang_unit[g])].append(placed)
+    unit_placed = [cp_model.LinearExpr.sum(m) for m in members]
+    for u, on in enumerate(v.unit_on):
+        model.add(unit_placed[u] >= 1).only_enforce_if(on)
+    weights = unit_weights(problem).tolist()
+    return [
+        Term(
+            "placed_groups",
+            sum(w * on for w, on in zip(weights, v.unit_on, strict=True)),
+            int(sum(weights)),
+        ),
+        Term("placed_pods", sum(totals, start=cp_model.LinearExpr.constant(0)), problem.num_pods),
+    ]
