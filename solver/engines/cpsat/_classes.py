@@ -2,28 +2,35 @@
 
 Two nodes are identical for the model when the same pod types may use them, they offer the
 same room to those types, they are equally empty, and they score the same. What "room"
-means depends on how many pod types can use the node:
+means depends on how many pod types can use the node, and picks the class's mode:
 
-* one usable type `t`: only its slot count matters, `s = min_r ⌊free_r / d_tr⌋` (capped
-  at the type's pod count), so every node with the same `s` is the same. Such a class is
-  **aggregated**: one integer `x[t, c] ≤ count·s` is exact, because pods of one type pack
-  node by node.
-* several usable types: the free vector itself matters (capped per resource at what all
-  of those pods could use). The class keeps one **virtual node** per node that could ever
-  be used (at most the number of pods that could go there), ordered by load to break symmetry.
+* `slots` — one usable type `t`: only its slot count `s = min_r ⌊free_r / d_tr⌋` (capped
+  at the type's pod count) matters. One integer `x[t, c] ≤ K·s` is exact, because pods of
+  one type pack node by node.
+* `patterns` — several usable types: every way one node can hold them (a pattern: a count
+  per type that fits the node's free vector) is enumerated, and `n[c, p]` counts the class's
+  nodes using pattern p (`Σ_p n[c, p] ≤ K`). Exact, and free of node symmetry
+  (Gilmore–Gomory style). Used while a class has at most `MAX_PATTERNS` patterns.
+* `virtual` — otherwise: one virtual node per node that could ever be used (at most the
+  number of pods that could go there), ordered by load to break symmetry.
 
 Nodes where no pending pod fits at all are left out of the model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from solver.problem import IntArray, Problem
 
-__all__ = ["NodeClass", "node_classes"]
+__all__ = ["MAX_PATTERNS", "NodeClass", "node_classes"]
+
+MAX_PATTERNS = 4096
+
+Mode = Literal["slots", "patterns", "virtual"]
 
 
 @dataclass(frozen=True)
@@ -32,12 +39,20 @@ class NodeClass:
     types: tuple[int, ...]  # pod types that can use these nodes
     free: IntArray  # [R] free room of one member node (capped, see module doc)
     empty: bool  # members had no bound pods (placing here "opens" a node)
-    slots: int  # aggregated classes: pods of the single type one node takes; 0 otherwise
-    virtual: int  # multi-type classes: number of virtual nodes modelled
+    mode: Mode
+    slots: int = 0  # `slots`: pods of the single type one node takes
+    virtual: int = 0  # `virtual`: number of virtual nodes modelled
+    patterns: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    # `patterns`: [P, len(types)] pods of each type on one node, every non-empty fitting mix
 
     @property
     def aggregated(self) -> bool:
-        return self.slots > 0
+        return self.mode == "slots"
+
+    @property
+    def copies(self) -> int:
+        """How many x[t, c, k] layers the class has (k = 0.. copies-1)."""
+        return self.virtual if self.mode == "virtual" else 1
 
 
 def _slots(problem: Problem, free: IntArray) -> IntArray:
@@ -55,8 +70,37 @@ def _slots(problem: Problem, free: IntArray) -> IntArray:
     return np.where(problem.eligible, slots, 0)
 
 
-def node_classes(problem: Problem, split_by: np.ndarray | None = None) -> list[NodeClass]:
-    """Classes over the nodes some pod type can use; `split_by` [T, N] adds a key column."""
+def _patterns(demand: IntArray, limit: IntArray, free: IntArray) -> IntArray | None:
+    """Every non-zero count vector c ≤ limit with c·demand ≤ free; None past MAX_PATTERNS."""
+    out: list[list[int]] = []
+    current = [0] * len(limit)
+
+    def walk(i: int, room: IntArray) -> bool:
+        if i == len(limit):
+            if any(current):
+                out.append(list(current))
+            return len(out) <= MAX_PATTERNS
+        d = demand[i]
+        count = 0
+        while count <= limit[i] and np.all(room >= 0):
+            current[i] = count
+            if not walk(i + 1, room):
+                return False
+            count += 1
+            room = room - d
+        current[i] = 0
+        return True
+
+    if not walk(0, free.copy()):
+        return None
+    return np.array(out, dtype=np.int64).reshape(len(out), len(limit))
+
+
+def node_classes(
+    problem: Problem, split_by: np.ndarray | None = None, *, patterns: bool = True
+) -> list[NodeClass]:
+    """Classes over the nodes some pod type can use; `split_by` [T, N] adds a key column;
+    `patterns=False` models multi-type classes with virtual nodes instead."""
     if problem.num_types == 0 or problem.num_nodes == 0:
         return []
     slots = _slots(problem, problem.free)  # [T, N]
@@ -82,10 +126,18 @@ def node_classes(problem: Problem, split_by: np.ndarray | None = None) -> list[N
     classes = []
     for (types, room, is_empty, _), members in groups.items():
         free = np.minimum(np.maximum(problem.free[members[0]], 0), most)
+        nodes = tuple(members)
         if len(types) == 1:
-            classes.append(NodeClass(tuple(members), types, free, is_empty, room[0], 0))
+            classes.append(NodeClass(nodes, types, free, is_empty, "slots", slots=room[0]))
+            continue
+        idx = list(types)
+        table = None
+        if patterns:
+            limit = slots[idx, members[0]]
+            table = _patterns(problem.type_demand[idx], limit, free)
+        if table is not None:
+            classes.append(NodeClass(nodes, types, free, is_empty, "patterns", patterns=table))
         else:
-            reachable = int(sum(counts[t] for t in types))
-            virtual = min(len(members), reachable)
-            classes.append(NodeClass(tuple(members), types, free, is_empty, 0, virtual))
+            virtual = min(len(members), int(counts[idx].sum()))
+            classes.append(NodeClass(nodes, types, free, is_empty, "virtual", virtual=virtual))
     return classes

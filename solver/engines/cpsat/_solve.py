@@ -56,17 +56,23 @@ def _hint(
     placed = np.zeros(len(problem.gang_ids), dtype=np.int64)
     for t, nodes in enumerate(pod_node):
         placed[problem.type_gang[t]] += int((nodes >= 0).sum())
-    for g, var in enumerate(v.gang_on):
+    for g, gang_on in enumerate(v.gang_on):
         on = problem.gang_blocked[g] is None and (
             problem.gang_need[g] == 0 or placed[g] >= problem.gang_need[g]
         )
-        model.add_hint(var, int(on))
+        if not isinstance(gang_on, int):
+            model.add_hint(gang_on, int(on))
     unit_placed = np.bincount(problem.gang_unit, weights=placed, minlength=len(problem.unit_ids))
-    for u, var in enumerate(v.unit_on):
-        model.add_hint(var, int(unit_placed[u] > 0))
+    for u, unit in enumerate(v.unit_on):
+        if not isinstance(unit, int):
+            model.add_hint(unit, int(unit_placed[u] > 0))
+    for pattern_key, count in v.pattern_hint(pod_node).items():
+        model.add_hint(v.n[pattern_key], count)
     for c, klass in enumerate(v.classes):
         if c not in v.opened:
             continue
+        if klass.mode == "patterns":
+            continue  # opened is Σ n[c, p], hinted through n
         if klass.aggregated:
             (t,) = klass.types
             opened = v.opened[c]
@@ -130,7 +136,8 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         return greedy
 
     values = {key: int(solver.value(var)) for key, var in v.x.items()}
-    pod_node = v.expand(values)
+    pattern_counts = {key: int(solver.value(var)) for key, var in v.n.items()}
+    pod_node = v.expand(values, pattern_counts)
     score = evaluate(problem, pod_node)["objective"]
     bound = float(solver.best_objective_bound)
     if greedy_score >= score:  # ties keep the greedy's (upstream-like) node choice

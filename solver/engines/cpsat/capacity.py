@@ -26,6 +26,8 @@ def build(
     guards: dict[int, cp_model.IntVar] | None = None,
 ) -> list[Term]:
     for c, klass in enumerate(v.classes):
+        if klass.mode == "patterns":
+            continue  # every pattern fits one node by construction
         if klass.aggregated:
             (t,) = klass.types
             for r, d in enumerate(problem.type_demand[t].tolist()):

@@ -69,7 +69,7 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     sub = _subproblem(problem, types)
     eligible = problem.eligible[np.array(types)]
     model = cp_model.CpModel()
-    classes = node_classes(sub, split_by=eligible)
+    classes = node_classes(sub, split_by=eligible, patterns=False)
     v = PlacementVars.create(sub, classes, model, tight=False)
     cap = {r: model.new_bool_var(f"capacity[{name}]") for r, name in enumerate(problem.resources)}
     elig = model.new_bool_var("eligibility")

@@ -4,7 +4,7 @@
     # placed_g = Σ_{t ∈ g} Σ_{c,k} x[t, c, k]
     # gang_on[g] ⇒ placed_g ≥ need_g;   placed_g ≤ pending_g · gang_on[g]     (need_g > 0)
     # placed_g > 0 ⇒ gang_on[h]  for every gang h that g requires (its `groups` list)
-    # unit_on[u] ⇒ Σ_{g ∈ u} placed_g ≥ 1
+    # unit_on[u] ≤ Σ_{g ∈ u, need_g > 0} gang_on[g] + Σ_{g ∈ u, need_g = 0} placed_g
 A blocked gang (too few members, missing group member) places nothing.
 
 Objective terms: `placed_groups` = Σ_u rank(priority_u) · unit_on[u] and
@@ -32,6 +32,8 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
         need = int(problem.gang_need[g])
         pending = int(problem.gang_pending[g])
         on = v.gang_on[g]
+        if isinstance(on, int):
+            continue  # no pending pods: nothing to place, `on` is a constant
         if problem.gang_blocked[g] is not None:
             model.add(placed == 0)
             model.add(on == 0)
@@ -43,12 +45,18 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             model.add(on == 1)
     for g, h in problem.gang_requires:
         model.add(totals[g] <= int(problem.gang_pending[g]) * v.gang_on[h])
-    members: list[list[cp_model.LinearExpr]] = [[] for _ in problem.unit_ids]
+    # unit_on[u] ≤ Σ_{g ∈ u, need_g > 0} gang_on[g] + Σ_{g ∈ u, need_g = 0} placed_g
+    # (a placed pod lies in a satisfied gang, or in one placed pod by pod); tighter in the
+    # LP relaxation than "unit_on ⇒ Σ placed ≥ 1", since gang_on forces need_g pods of room.
+    witnesses: list[list[cp_model.LinearExprT]] = [[] for _ in problem.unit_ids]
     for g, placed in enumerate(totals):
-        members[int(problem.gang_unit[g])].append(placed)
-    unit_placed = [cp_model.LinearExpr.sum(m) for m in members]
-    for u, on in enumerate(v.unit_on):
-        model.add(unit_placed[u] >= 1).only_enforce_if(on)
+        if problem.gang_pending[g] == 0 or problem.gang_blocked[g] is not None:
+            continue
+        on = v.gang_on[g]
+        witnesses[int(problem.gang_unit[g])].append(on if problem.gang_need[g] > 0 else placed)
+    for u, unit in enumerate(v.unit_on):
+        if not isinstance(unit, int):
+            model.add(unit <= cp_model.LinearExpr.sum(witnesses[u]))
     weights = unit_weights(problem).tolist()
     return [
         Term(

@@ -1,6 +1,7 @@
 """Fragmentation tie-break: open as few empty nodes as possible (keep whole nodes free).
 
 Aggregated empty class c with slots s:      # opened_c · s ≥ x[t, c],  0 ≤ opened_c ≤ K
+Empty `patterns` class c:                    # opened_c = Σ_p n[c, p]
 Virtual node k of an empty multi-type class: # used_ck ⇔ Σ_t x[t, c, k] ≥ 1
 Symmetry breaking among virtual nodes:       # load_c,k ≥ load_c,k+1
 """
@@ -26,6 +27,13 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
                 model.add(o * klass.slots >= v.x[t, c, 0])
                 v.opened[c] = o
                 opened.append(o)
+            continue
+        if klass.mode == "patterns":
+            if klass.empty:  # opened_c = Σ_p n[c, p]
+                v.opened[c] = cp_model.LinearExpr.sum(
+                    [v.n[c, p] for p in range(len(klass.patterns))]
+                )
+                opened.append(v.opened[c])
             continue
         loads = [v.class_load(c, k) for k in range(klass.virtual)]
         for k in range(klass.virtual - 1):

@@ -39,7 +39,16 @@ def test_cpsat_proves_optimality_and_reports_bound_and_gap() -> None:
     )
     assert d.status == "OPTIMAL" and d.bound == d.objective and d.gap == 0.0
     assert d.tiers["placed_groups"] == 2
-    assert d.stats["vars_after"] < d.stats["vars_before"]
+    assert {"vars_before", "vars_after", "node_classes", "pod_types"} <= set(d.stats)
+
+
+def test_aggregation_shrinks_the_model() -> None:
+    nodes = [node(f"n{i:03d}").gpu(8).obj() for i in range(200)]
+    busy = [pod(f"busy{i}").requests(gpu=1 + i % 7).on(f"n{i:03d}").obj() for i in range(0, 200, 3)]
+    d = run(*nodes, *busy, *gang("g", 64, 64))
+    assert d.status == "OPTIMAL"
+    assert d.stats["vars_before"] == 64 * 200
+    assert d.stats["node_classes"] <= 9 and d.stats["vars_after"] < 40
 
 
 #   n1 [4 GPU]  n2 [4 GPU]    big: 5 × 1 GPU (min 5, placed first by name), then s1, s2: 4 × 1 GPU each

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from ortools.sat.python import cp_model
 
 from solver import SchedulerConf, compile_problem
@@ -20,10 +21,14 @@ def problem_of(*objects: dict[str, Any]) -> Problem:
 
 
 def solve(
-    problem: Problem, *, place_all: bool = False, modules: tuple[Any, ...] = (capacity,)
+    problem: Problem,
+    *,
+    place_all: bool = False,
+    modules: tuple[Any, ...] = (capacity,),
+    patterns: bool = True,
 ) -> tuple[int, PlacementVars, cp_model.CpSolver]:
     m = cp_model.CpModel()
-    v = PlacementVars.create(problem, node_classes(problem), m, tight=False)
+    v = PlacementVars.create(problem, node_classes(problem, patterns=patterns), m, tight=False)
     terms: list[Term] = []
     for module in modules:
         terms += module.build(problem, m, v)
@@ -56,14 +61,19 @@ def test_capacity_aggregated_class_feasible_and_infeasible() -> None:
 
 
 #   n1 [4 GPU]  n2 [4 GPU]    a: 2 × 3 GPU, b: 1 × 2 GPU — 8 GPUs in all, yet no packing exists
-def test_capacity_is_exact_per_node_for_mixed_types() -> None:
+@pytest.mark.parametrize("patterns", [True, False], ids=["patterns", "virtual-nodes"])
+def test_capacity_is_exact_per_node_for_mixed_types(patterns: bool) -> None:
     nodes = [node("n1").gpu(4).obj(), node("n2").gpu(4).obj()]
-    p = problem_of(*nodes, *gpu_pods("a", 2, 3), *gpu_pods("b", 1, 2))
-    classes = node_classes(p)
-    assert len(classes) == 1 and not classes[0].aggregated and classes[0].virtual == 2
-    assert solve(p, place_all=True)[0] == cp_model.INFEASIBLE
-    p = problem_of(*nodes, *gpu_pods("a", 2, 3), *gpu_pods("b", 1, 1))
-    assert solve(p, place_all=True)[0] == cp_model.OPTIMAL
+    p = problem_of(*nodes, *gpu_pods("a", 2, 3, "a"), podgroup("a", 2), *gpu_pods("b", 1, 2))
+    (klass,) = node_classes(p, patterns=patterns)
+    assert klass.mode == ("patterns" if patterns else "virtual")
+    if patterns:  # a 4-GPU node holds one a (3 GPU) or one b (2 GPU), never both
+        assert sorted(map(tuple, klass.patterns.tolist())) == [(0, 1), (1, 0)]
+    else:
+        assert klass.virtual == 2
+    assert solve(p, place_all=True, patterns=patterns)[0] == cp_model.INFEASIBLE
+    p = problem_of(*nodes, *gpu_pods("a", 2, 3, "a"), podgroup("a", 2), *gpu_pods("b", 1, 1))
+    assert solve(p, place_all=True, patterns=patterns)[0] == cp_model.OPTIMAL
 
 
 #   n1 [4 GPU]   gang of 5 × 1 GPU, minMember 5: all or nothing -> nothing
