@@ -3,6 +3,8 @@
     gangplan schedule -f FILE... [--config CONF] [--engine auto|cpsat|greedy]
                       [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|table]
+    gangplan topology -f FILE... [-o table|json] [--nodes]
+    gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
 
 `-f -` reads standard input; a directory reads its *.yaml, *.yml and *.json files.
 Invalid input exits 2 with one message naming the file, document and field, and prints
@@ -18,8 +20,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from clients.queues_cli import queues_app
 from clients.render import dump, explain_table, schedule_table
-from solver import GangplanError, explain, load_conf, load_manifests, schedule
+from solver import (
+    ClusterModel,
+    Decision,
+    GangplanError,
+    explain,
+    load_conf,
+    load_manifests,
+    schedule,
+)
 from solver.engines import ENGINES
 
 __all__ = ["app", "main"]
@@ -84,15 +95,26 @@ def schedule_cmd(
         ),
     ] = 0,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="Ask a gangplan server (host:port) instead of solving here. "
+            "GANGPLAN_TOKEN and GANGPLAN_CA_CERT set a bearer token and TLS.",
+        ),
+    ] = None,
     output: Annotated[Output, typer.Option("-o", "--output")] = Output.json,
 ) -> None:
     """Simulate one scheduling cycle for every pending pod in the manifests."""
     try:
         conf = load_conf(config)
         model = load_manifests(*files)
-        decision = schedule(
-            model, conf, engine=engine, time_limit=time_limit, workers=workers, seed=seed
-        )
+        if server is not None:
+            decision = _schedule_remote(server, model, config, engine, time_limit, workers, seed)
+        else:
+            decision = schedule(
+                model, conf, engine=engine, time_limit=time_limit, workers=workers, seed=seed
+            )
     except GangplanError as err:
         _fail(err)
         return
@@ -122,6 +144,111 @@ def explain_cmd(
         explain_table(data, Console())
     else:
         sys.stdout.write(dump(data, "json") + "\n")
+
+
+def _schedule_remote(
+    server: str,
+    model: ClusterModel,
+    config: str | None,
+    engine: str,
+    time_limit: float,
+    workers: int,
+    seed: int,
+) -> Decision:
+    """`schedule --server`: a server error exits 2 with its status and message."""
+    from clients.client import ClientError, schedule_remote
+
+    try:
+        return schedule_remote(
+            server,
+            model,
+            config,
+            engine=engine,
+            time_limit=time_limit,
+            workers=workers,
+            seed=seed,
+        )
+    except ClientError as err:
+        where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)
+        stderr.print(f"error: {server}: {err}{where}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str | None, typer.Option("--host", help="Listen address.")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="gRPC port (0: any).")] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", help="Prometheus /metrics port.")
+    ] = None,
+    tls_cert: Annotated[str | None, typer.Option("--tls-cert", help="Server cert (PEM).")] = None,
+    tls_key: Annotated[str | None, typer.Option("--tls-key", help="Server key (PEM).")] = None,
+    client_ca: Annotated[
+        str | None, typer.Option("--client-ca", help="Require client certs from this CA.")
+    ] = None,
+    token_file: Annotated[
+        str | None, typer.Option("--token-file", help="Require this bearer token (file).")
+    ] = None,
+    engine: Annotated[
+        str | None, typer.Option("--engine", help="Engine when a request names none.")
+    ] = None,
+    config: Config = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="RPC threads.")] = None,
+) -> None:
+    """Run the gRPC service until SIGTERM; every flag also reads GANGPLAN_<FLAG>."""
+    from server.main import run
+
+    status = run(
+        host=host,
+        port=port,
+        metrics_port=metrics_port,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        client_ca=client_ca,
+        token_file=token_file,
+        engine=engine,
+        scheduler_conf=config,
+        workers=workers,
+    )
+    if status:
+        raise typer.Exit(status)
+
+
+class TopologyOutput(StrEnum):
+    json = "json"
+    table = "table"
+
+
+@app.command("topology")
+def topology_cmd(
+    files: Files,
+    output: Annotated[TopologyOutput, typer.Option("-o", "--output")] = TopologyOutput.table,
+    show_nodes: Annotated[bool, typer.Option("--nodes", help="List every node (table).")] = False,
+) -> None:
+    """The ClusterNetworkTopology tree with node counts (Koordinator's status.detailStatus)."""
+    from solver.errors import InputError
+    from solver.policies.topology import build_tree, render_tree, topology_view
+
+    try:
+        model = load_manifests(*files)
+        tree = build_tree(model.topology, model.nodes)
+    except GangplanError as err:
+        _fail(err)
+        return
+    if model.topology is None:  # pragma: no cover - build_tree raised already
+        _fail(InputError("no ClusterNetworkTopology named default in the input"))
+        return
+    view = topology_view(tree, model.topology)
+    if output is TopologyOutput.json:
+        sys.stdout.write(dump(view, "json") + "\n")
+        return
+    sys.stdout.write(render_tree(tree, show_nodes=show_nodes) + "\n")
+    if view["nodesOutOfTree"]:
+        left = view["nodesOutOfTree"]
+        sys.stdout.write(f"not in the tree (a topology label is missing): {', '.join(left)}\n")
+
+
+app.add_typer(queues_app, name="queues")
 
 
 def main() -> None:

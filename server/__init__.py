@@ -1,6 +1,13 @@
-"""The gRPC service (`gangplan serve`): generated stubs, proto <-> model conversion, the
-servicer, interceptors (auth, metrics) and the `create_server()` factory.
+"""The gRPC service (`gangplan serve`): `gangplan.v1.PlacementService` over the library.
 
-Not built yet: it is tracked by the gRPC issue. The library in `solver` is what the
-service will call; nothing here is imported by the CLI today.
+proto/gangplan/v1/*.proto   the contract          gangplan/v1/   its generated stubs
+server/convert.py           protobuf <-> model    server/store.py   in-memory snapshots
+server/servicer.py          the RPCs              server/interceptors.py   auth, metrics, logs
+server/app.py               create_server()       server/main.py    serve() with SIGTERM drain
+server/settings.py          flags and GANGPLAN_* environment variables (pydantic-settings)
 """
+
+from server.app import GangplanServer, create_server
+from server.settings import Settings
+
+__all__ = ["GangplanServer", "Settings", "create_server"]

@@ -2,7 +2,10 @@
 
 Pending pods are grouped into pod types by (gang, demand, eligibility, scores); nodes are
 kept one by one (node classes are the CP-SAT engine's business). Placement order inside a
-gang is by pod name.
+gang is by pod name, except in topology-gathered gang groups, where it is the
+`network-topology-index` order (`Problem.type_rank`). Unit-level node restrictions
+(nodes outside the network tree, a Godel PodGroup's nodeSelector and required keys) are
+folded into `eligible` with their own counted reasons.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from solver.model import ClusterModel, Pod
 from solver.policies.binpack import binpack_weights
 from solver.policies.gang import plan_gangs
 from solver.policies.predicates import node_fit_reason
+from solver.policies.queues import compile_queues
+from solver.policies.topology import compile_topology
 from solver.problem import Problem
 from solver.quantity import CPU, MEMORY, PODS
 
@@ -93,6 +98,18 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
     num_types = len(type_pods)
     reasons = np.array(type_reason, dtype=np.int64).reshape(num_types, len(nodes))
 
+    def code_of(reason: str) -> int:
+        if reason not in reason_code:
+            reason_code[reason] = len(reason_texts)
+            reason_texts.append(reason)
+        return reason_code[reason]
+
+    topo = compile_topology(model, conf, gang_plan, code_of)
+    for t in range(num_types):
+        for mask, code in topo.gang_masks.get(type_gang[t], ()):
+            reasons[t] = np.where((reasons[t] == 0) & ~mask, code, reasons[t])
+    type_rank = topo.rank_types(type_gang, type_pods, gang_plan.unit)
+
     num_units = len(gang_plan.unit_ids)
     unit_priority = np.full(num_units, np.iinfo(np.int64).min, dtype=np.int64)
     unit_created: list[str] = ["~"] * num_units  # "~" sorts after every timestamp
@@ -112,6 +129,26 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
         dtype=np.int64,
     )
 
+    unit_keys = [
+        (-int(unit_priority[u]), unit_created[u], gang_plan.unit_ids[u]) for u in range(num_units)
+    ]
+    queues = compile_queues(
+        model, conf, gang_plan.gang_ids, gang_plan.unit, unit_keys, type_gang, resources, code_of
+    )
+    static_score = np.zeros((num_types, len(nodes)))
+    for t in range(num_types):
+        for allowed, code in queues.masks.get(type_gang[t], ()):
+            reasons[t] = np.where((reasons[t] == 0) & ~np.array(allowed), code, reasons[t])
+        if type_gang[t] in queues.scores:
+            static_score[t] += np.array(queues.scores[type_gang[t]])
+    if queues.unit_order is not None:
+        unit_order = np.array(queues.unit_order, dtype=np.int64)
+    blocked = list(topo.blocked(gang_plan.blocked))
+    enqueue_reason: list[str | None] = [None] * len(gang_plan.gang_ids)
+    for g, why in queues.enqueue_rejected.items():
+        enqueue_reason[g] = why
+        blocked[g] = blocked[g] or f"not enqueued: {why}"
+
     weight, per_resource = 0.0, dict[str, float]()
     if conf.enabled("binpack"):
         weight, per_resource = binpack_weights(conf.arguments("binpack"), resources)
@@ -123,17 +160,17 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
         free=free,
         type_demand=np.array(type_demand, dtype=np.int64).reshape(num_types, len(resources)),
         type_gang=np.array(type_gang, dtype=np.int64),
-        type_pods=tuple(tuple(p) for p in type_pods),
+        type_pods=tuple(tuple(p) for p in type_pods),  # rank order (rank_types sorted them)
         eligible=reasons == 0,
         ineligible_reason=reasons,
         reason_texts=tuple(reason_texts),
-        static_score=np.zeros((num_types, len(nodes))),
+        static_score=static_score,
         gang_ids=gang_plan.gang_ids,
         gang_need=np.array(gang_plan.need, dtype=np.int64),
         gang_pending=np.array(gang_plan.pending, dtype=np.int64),
         gang_unit=np.array(gang_plan.unit, dtype=np.int64),
         gang_requires=gang_plan.requires,
-        gang_blocked=gang_plan.blocked,
+        gang_blocked=tuple(blocked),
         unit_ids=gang_plan.unit_ids,
         unit_priority=unit_priority,
         unit_order=unit_order,
@@ -141,5 +178,26 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
         binpack_resource_weight=np.array(
             [per_resource.get(r, 0.0) for r in resources], dtype=np.float64
         ),
-        notes=model.notes + conf.notes,
+        notes=model.notes + conf.notes + topo.notes,
+        topo_layers=topo.layers,
+        topo_domains=topo.domains,
+        topo_parent=topo.parent,
+        node_domain=topo.node_domain,
+        unit_gather=topo.unit_gather,
+        unit_gather_layer=topo.unit_gather_layer,
+        unit_pod_multiple=topo.unit_pod_multiple,
+        unit_peers=topo.unit_peers,
+        gather_multiple_text=topo.multiple_text,
+        unit_domain=topo.unit_domain,
+        unit_domain_names=topo.unit_domain_names,
+        unit_godel=topo.unit_godel,
+        godel_allocatable=topo.godel_allocatable,
+        godel_requested=topo.godel_requested,
+        type_rank=type_rank,
+        queue_names=queues.queue_names,
+        queue_headroom=np.array(queues.headroom, dtype=np.int64).reshape(
+            len(queues.queue_names), len(resources)
+        ),
+        type_queues=tuple(tuple(q) for q in queues.type_queues),
+        gang_enqueue_reason=tuple(enqueue_reason),
     )

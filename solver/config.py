@@ -8,6 +8,12 @@ tiers:
   - name: gang                        # all-or-nothing PodGroups / GangGroups
     arguments: {defaultMatchPolicy: once-satisfied}
   - name: binpack                     # Volcano binpack: binpack.weight, binpack.cpu, ...
+  - name: network-topology            # Koordinator gather (ClusterNetworkTopology, network-topology-spec)
+  - name: job-affinity                # Godel PodGroup affinity (required/preferred, nodeSelector, sortRules)
+  - name: capacity                    # Volcano queues: realCapability at every level, enqueue
+    enableHierarchy: true
+  - name: nodegroup                   # queue <-> node-group affinity; arguments: strict, enablePreferredOrder
+    enableHierarchy: true
 ```
 
 A plugin that is not listed does not act. Resource capacity is not a plugin: it always
@@ -27,7 +33,15 @@ from solver.errors import ConfigError
 
 __all__ = ["BUILTIN_PLUGINS", "PluginConf", "SchedulerConf", "load_conf"]
 
-BUILTIN_PLUGINS = ("predicates", "gang", "binpack")
+BUILTIN_PLUGINS = (
+    "predicates",
+    "gang",
+    "binpack",
+    "network-topology",
+    "job-affinity",
+    "capacity",
+    "nodegroup",
+)
 """Plugins gangplan implements today, in their default tier order."""
 
 UPSTREAM_PLUGINS = frozenset(
@@ -35,13 +49,19 @@ UPSTREAM_PLUGINS = frozenset(
         "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
         "cdp", "deviceshare", "network-topology-aware", "nodeorder", "resourcequota",
-        "network-topology", "job-affinity", "nodegroup", "capacity", "capacity-card",
+        "capacity-card",
     }
 )  # fmt: skip
 """Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""
 
 KNOWN_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"})
 DEFAULT_ACTIONS = ("enqueue", "allocate")
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "capacity": {"name": "capacity", "enableHierarchy": True},
+    # strict: false here (upstream's default is true) so that a cluster without node groups
+    # is not blocked by the built-in conf; an explicit conf gets Volcano's default.
+    "nodegroup": {"name": "nodegroup", "enableHierarchy": True, "arguments": {"strict": False}},
+}
 
 
 class PluginConf(BaseModel):
@@ -86,7 +106,10 @@ class SchedulerConf(BaseModel):
     @classmethod
     def default(cls) -> SchedulerConf:
         """Every built-in plugin with its defaults; actions `enqueue, allocate`."""
-        return cls(tiers=(TierConf(plugins=[PluginConf(name=n) for n in BUILTIN_PLUGINS]),))
+        plugins = [
+            PluginConf.model_validate(_DEFAULTS.get(n, {"name": n})) for n in BUILTIN_PLUGINS
+        ]
+        return cls(tiers=(TierConf(plugins=plugins),))
 
     def plugin(self, name: str) -> PluginConf | None:
         for tier in self.tiers:

@@ -114,6 +114,12 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
             continue
         g = g_index[gid]
         pending = int(problem.gang_pending[g])
+        rejected = problem.gang_enqueue_reason[g] if problem.gang_enqueue_reason else None
+        if rejected is not None:
+            podgroups[gid] = GroupOutcome(
+                enqueued=False, placed=False, reason=f"not enqueued: {rejected}"
+            )
+            continue
         if pending == 0:
             bound = sum(1 for k in gang.members if model.pod_by_key[k].bound)
             ok = bound >= gang.min_member and bound > 0

@@ -5,12 +5,16 @@ Tiers, highest first; a higher tier dominates every lower one:
 1. `placed_groups` — Σ over gang groups with at least one pod placed of the group's
    priority rank (1 for the lowest distinct pending priority, 2 for the next, ...);
 2. `placed_pods` — pods placed;
-3. `opened_nodes` (fewer is better) — nodes without any bound pod that receive pods: the
+3. `affinity` — Σ over placed pods of round(100 × the static policy score of its node)
+   (node-group affinity, ...), present when some score is non-zero;
+4. `opened_nodes` (fewer is better) — nodes without any bound pod that receive pods: the
    fragmentation tie-break, keeping whole nodes free for the next big job.
 
-`objective = (placed_groups × (P + 1) + placed_pods) × (N + 1) − opened_nodes` for P
-pending pods and N nodes, so each tier outweighs everything below it. The CP-SAT engine
-maximises exactly this (`engines/cpsat/_terms.py`). Later features add their tiers here.
+Each tier is weighted by the product of (range + 1) of the tiers below it, so a unit of
+any tier outweighs everything below it: with P pending pods, N nodes and affinity range A,
+`objective = ((placed_groups × (P + 1) + placed_pods) × (A + 1) + affinity − A_min) × (N + 1) − opened_nodes`
+(without scores A = 0 and the affinity factor vanishes). The CP-SAT engine maximises
+exactly this (`engines/cpsat/_terms.py`). Later features add their tiers here.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ import numpy as np
 
 from solver.problem import IntArray, Problem
 
-__all__ = ["evaluate", "unit_weights"]
+__all__ = ["evaluate", "score_units", "unit_weights"]
+
+
+def score_units(score: float) -> int:
+    """A policy score as the integer the objective counts (hundredths)."""
+    return round(100 * score)
 
 
 def unit_weights(problem: Problem) -> IntArray:
@@ -42,9 +51,18 @@ def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
     empty = np.all(problem.free == problem.capacity, axis=1)
     opened = int((touched & empty).sum())
     num_pods, num_nodes = problem.num_pods, problem.num_nodes
-    return {
-        "objective": (placed_groups * (num_pods + 1) + placed_pods) * (num_nodes + 1) - opened,
+    units = np.rint(100 * problem.static_score).astype(np.int64)
+    affinity = sum(int(units[t, nodes[nodes >= 0]].sum()) for t, nodes in enumerate(pod_node))
+    counts = np.array([len(p) for p in problem.type_pods], dtype=np.int64)
+    lo = int((counts * np.minimum(units.min(axis=1, initial=0), 0)).sum()) if units.size else 0
+    hi = int((counts * np.maximum(units.max(axis=1, initial=0), 0)).sum()) if units.size else 0
+    top = (placed_groups * (num_pods + 1) + placed_pods) * (hi - lo + 1) + affinity - lo
+    tiers = {
+        "objective": top * (num_nodes + 1) - opened,
         "placed_groups": placed_groups,
         "placed_pods": placed_pods,
-        "opened_nodes": opened,
     }
+    if hi or lo:
+        tiers["affinity"] = affinity
+    tiers["opened_nodes"] = opened
+    return tiers

@@ -12,7 +12,15 @@ Rules checked:
    nodeSelector, required node affinity;
 4. with `gang`: a gang with placed pods reaches its minMember share (bound members count
    as its match policy says), and so does every gang in its `groups` list;
-5. `podgroups[..].placed` agrees with the placements.
+5. `podgroups[..].placed` agrees with the placements;
+6. with `network-topology`: in a GangGroup whose first gang (lowest id with a pending pod)
+   carries a valid `network-topology-spec`, every newly placed pod is on a node of the
+   network tree, all of them share one domain of the deepest MustGather layer, and in every
+   domain of a layer with `podCountMultiple` m their count is a multiple of m — domains
+   read from the nodes' labels and `ClusterNetworkTopology/default` here, not from the
+   Problem;
+7. with `job-affinity`: a Godel PodGroup's placed pods match its `nodeSelector`, and its
+   placed and running pods share one value of every `required` topology key.
 """
 
 from __future__ import annotations
@@ -22,7 +30,19 @@ from collections import defaultdict
 from solver.config import SchedulerConf
 from solver.decision import Decision
 from solver.errors import InternalError
-from solver.model import ClusterModel, Gang, MatchPolicy, Node, Pod
+from solver.model import (
+    CLUSTER_LAYER,
+    MUST_GATHER,
+    NODE_LAYER,
+    ClusterModel,
+    Gang,
+    GatherSpecError,
+    MatchPolicy,
+    Node,
+    Pod,
+    parse_gather_spec,
+    parse_job_affinity,
+)
 
 __all__ = ["check", "verify"]
 
@@ -58,6 +78,12 @@ def verify(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> list
             placed_count[pod.gang] += 1
     if conf.enabled("gang"):
         problems.extend(_gangs(model, conf, placed_count))
+
+    placed_nodes = {key: p.node for key, p in decision.placements.items() if p.node in nodes}
+    if conf.enabled("network-topology"):
+        problems.extend(_gather(model, conf, placed_nodes))
+    if conf.enabled("job-affinity"):
+        problems.extend(_job_affinity(model, conf, placed_nodes))
 
     for gid, outcome in decision.podgroups.items():
         gang = model.gangs.get(gid)
@@ -209,5 +235,194 @@ def _gangs(model: ClusterModel, conf: SchedulerConf, placed: dict[str, int]) -> 
                 problems.append(
                     f"gang {gid}: placed while gang {member} has {placed[member]} of {need} "
                     "required new pods"
+                )
+    return problems
+
+
+# ----------------------------------------------------------------------------- topology
+
+_SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
+
+
+def _components(model: ClusterModel, conf: SchedulerConf) -> list[list[str]]:
+    """GangGroups: gangs joined by `groups` (either direction; only with `gang`), sorted by id."""
+    linked: dict[str, set[str]] = defaultdict(set)
+    for gid, gang in model.gangs.items():
+        for other in gang.groups if conf.enabled("gang") else ():
+            if other in model.gangs:
+                linked[gid].add(other)
+                linked[other].add(gid)
+    seen: set[str] = set()
+    out: list[list[str]] = []
+    for gid in sorted(model.gangs):
+        if gid in seen:
+            continue
+        group, stack = {gid}, [gid]
+        while stack:
+            for other in linked[stack.pop()]:
+                if other not in group:
+                    group.add(other)
+                    stack.append(other)
+        seen |= group
+        out.append(sorted(group))
+    return out
+
+
+def _node_paths(model: ClusterModel) -> tuple[list[str], dict[str, dict[str, str]]] | None:
+    """Layer names top -> down and, per node in the tree, its domain name in every layer."""
+    topology = model.topology
+    if topology is None:
+        return None
+    spec = {layer.name: layer for layer in topology.layers}
+    chain: list[str] = []
+    current = NODE_LAYER
+    for _ in topology.layers:
+        if current not in spec:
+            return None
+        chain.append(current)
+        current = spec[current].parent or ""
+    chain.reverse()
+    if not chain or chain[-1] != NODE_LAYER:
+        return None
+    parent_of: dict[tuple[str, str], tuple[str, str]] = {}
+    leaf: dict[str, tuple[str, str]] = {}
+    for node in model.nodes:  # name order: the first node to name a domain attaches it
+        metas: list[tuple[str, str]] = []
+        for depth, layer in enumerate(chain):
+            if layer == NODE_LAYER:
+                metas.append((layer, node.name))
+                continue
+            value = next((node.labels[k] for k in spec[layer].label_keys if node.labels.get(k)), "")
+            if not value and depth == len(chain) - 2:
+                value = node.name
+            if not value:
+                break
+            metas.append((layer, value))
+        if len(metas) != len(chain):
+            continue
+        above = (CLUSTER_LAYER, "")
+        for meta in metas:
+            parent_of.setdefault(meta, above)
+            above = meta
+        leaf[node.name] = metas[-1]
+    paths: dict[str, dict[str, str]] = {}
+    for name, meta in leaf.items():
+        path: dict[str, str] = {}
+        walk: tuple[str, str] | None = meta
+        while walk is not None and walk[0] != CLUSTER_LAYER:
+            path[walk[0]] = walk[1]
+            walk = parent_of.get(walk)
+        path[CLUSTER_LAYER] = ""
+        paths[name] = path
+    return [CLUSTER_LAYER, *chain], paths
+
+
+def _gather(model: ClusterModel, conf: SchedulerConf, placed: dict[str, str]) -> list[str]:
+    problems: list[str] = []
+    tree = (
+        None
+        if not any(_SPEC in g.annotations for g in model.gangs.values())
+        else _node_paths(model)
+    )
+    for group in _components(model, conf):
+        first = next(
+            (g for g in group if any(model.pod_by_key[k].pending for k in model.gangs[g].members)),
+            None,
+        )
+        text = model.gangs[first].annotations.get(_SPEC) if first else None
+        if not text:
+            continue
+        try:
+            spec = parse_gather_spec(text)
+        except GatherSpecError:
+            continue  # Koordinator ignores a malformed spec
+        pods = [k for g in group for k in model.gangs[g].members if k in placed]
+        if not pods:
+            continue
+        name = ",".join(group)
+        if tree is None:
+            problems.append(f"gang group {name}: placed by topology without a network tree")
+            continue
+        layers, paths = tree
+        outside = sorted({placed[k] for k in pods if placed[k] not in paths})
+        if outside:
+            problems.append(f"gang group {name}: pods on nodes outside the network tree: {outside}")
+            continue
+        depth = {layer: i for i, layer in enumerate(layers)}
+        musts = [r.layer for r in spec.rules if r.strategy == MUST_GATHER]
+        known = [m for m in musts if m in depth]
+        if musts and not known:
+            problems.append(f"gang group {name}: placed although its MustGather layer is unknown")
+        elif known:
+            layer = max(known, key=lambda m: depth[m])
+            domains = sorted({paths[placed[k]][layer] for k in pods})
+            if len(domains) > 1:
+                problems.append(f"gang group {name}: MustGather {layer} spans domains {domains}")
+        multiples = {r.layer: r.pod_count_multiple for r in spec.rules if r.pod_count_multiple > 1}
+        for layer, m in multiples.items():
+            if layer not in depth:
+                continue
+            counts: dict[str, int] = defaultdict(int)
+            for k in pods:
+                counts[paths[placed[k]][layer]] += 1
+            bad = {d: c for d, c in sorted(counts.items()) if c % m}
+            if bad:
+                problems.append(f"gang group {name}: {layer} podCountMultiple {m} broken: {bad}")
+    return problems
+
+
+def _job_affinity(model: ClusterModel, conf: SchedulerConf, placed: dict[str, str]) -> list[str]:
+    problems: list[str] = []
+    nodes = model.node_by_name
+    for group in _components(model, conf):
+        if len(group) != 1:
+            continue
+        gang = model.gangs[group[0]]
+        if gang.dialect != "scheduling.godel.kubewharf.io" or gang.affinity is None:
+            continue
+        text = gang.annotations.get(_SPEC)
+        if conf.enabled("network-topology") and text:
+            try:
+                parse_gather_spec(text)
+                continue  # the Koordinator spec takes precedence
+            except GatherSpecError:
+                pass
+        affinity = parse_job_affinity(gang.affinity)
+        if affinity is None:
+            continue
+        new = [placed[k] for k in gang.members if k in placed]
+        if not new:
+            continue
+        if affinity.node_selector is not None:
+            for node_name in sorted(set(new)):
+                labels = nodes[node_name].labels
+                ok = any(
+                    (
+                        term.match_expressions
+                        and all(
+                            _label_expression_holds(labels, e.key, e.operator, e.values)
+                            for e in term.match_expressions
+                        )
+                    )
+                    or (not term.match_expressions and term.match_fields)
+                    for term in affinity.node_selector
+                )
+                if not ok:
+                    problems.append(
+                        f"gang {gang.id}: pod on {node_name} misses the PodGroup nodeSelector"
+                    )
+        if affinity.required:
+            running = [
+                model.pod_by_key[k].node_name or ""
+                for k in gang.members
+                if model.pod_by_key[k].bound and model.pod_by_key[k].node_name in nodes
+            ]
+            values = set()
+            for node_name in set(new) | set(running):
+                labels = nodes[node_name].labels
+                values.add(tuple(labels.get(key) for key in sorted(set(affinity.required))))
+            if len(values) != 1 or None in next(iter(values)):
+                problems.append(
+                    f"gang {gang.id}: pods span required topology domains {sorted(map(str, values))}"
                 )
     return problems

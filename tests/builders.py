@@ -170,3 +170,60 @@ def groups_annotation(*ids: str) -> dict[str, str]:
     import json
 
     return {"gang.scheduling.koordinator.sh/groups": json.dumps(list(ids))}
+
+
+# ----------------------------------------------------------------------------- topology
+
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+SPEC_ANNOTATION = "gang.scheduling.koordinator.sh/network-topology-spec"
+INDEX_ANNOTATION = "gang.scheduling.koordinator.sh/network-topology-index"
+
+
+def network_topology(
+    *layers: tuple[str, str | None, list[str]], name: str = "default"
+) -> dict[str, Any]:
+    """`ClusterNetworkTopology`: layers as (topologyLayer, parentTopologyLayer, labelKey)."""
+    spec = []
+    for layer, parent, keys in layers:
+        entry: dict[str, Any] = {"topologyLayer": layer}
+        if parent:
+            entry["parentTopologyLayer"] = parent
+        if keys:
+            entry["labelKey"] = keys
+        spec.append(entry)
+    return {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "ClusterNetworkTopology",
+        "metadata": {"name": name},
+        "spec": {"networkTopologySpec": spec},
+    }
+
+
+def spine_block_topology() -> dict[str, Any]:
+    """The reference's tree: SpineLayer -> BlockLayer -> NodeTopologyLayer (NVIDIA labels)."""
+    return network_topology(
+        ("SpineLayer", None, [SPINE]),
+        ("BlockLayer", "SpineLayer", [BLOCK]),
+        ("NodeTopologyLayer", "BlockLayer", []),
+    )
+
+
+def gather(*rules: tuple[str, str] | tuple[str, str, int]) -> dict[str, str]:
+    """PodGroup annotation network-topology-spec from (layer, strategy[, podCountMultiple])."""
+    import json
+
+    strategy = []
+    for rule in rules:
+        entry: dict[str, Any] = {"layer": rule[0], "strategy": rule[1]}
+        if len(rule) > 2:
+            entry["podCountMultiple"] = rule[2]
+        strategy.append(entry)
+    return {SPEC_ANNOTATION: json.dumps({"gatherStrategy": strategy})}
+
+
+def godel_podgroup(name: str, min_member: int, affinity: dict[str, Any]) -> dict[str, Any]:
+    """A Godel PodGroup with `spec.affinity.podGroupAffinity`."""
+    pg = podgroup(name, min_member, dialect="godel")
+    pg["spec"]["affinity"] = {"podGroupAffinity": affinity}
+    return pg

@@ -46,39 +46,82 @@ def cluster(num_nodes: int, gangs: list[tuple[str, int, int, int]], seed: int) -
         nodes.append(Node(name=name, allocatable=alloc))
         used = int(rng.integers(0, 9))
         if used:
-            pods.append(Pod(namespace="load", name=f"load-{i:05d}", node_name=name, phase="Running", gang=f"load/load-{i:05d}",
-                            requests={"cpu": 8_000 * used, "memory": 64 * GiB * used, GPU: used, "pods": 1}))
-            gang_objs[f"load/load-{i:05d}"] = Gang(id=f"load/load-{i:05d}", namespace="load", name=f"load-{i:05d}", dialect="none",
-                                                   min_member=1, total_number=1, members=(f"load/load-{i:05d}",))
+            pods.append(
+                Pod(
+                    namespace="load",
+                    name=f"load-{i:05d}",
+                    node_name=name,
+                    phase="Running",
+                    gang=f"load/load-{i:05d}",
+                    requests={"cpu": 8_000 * used, "memory": 64 * GiB * used, GPU: used, "pods": 1},
+                )
+            )
+            gang_objs[f"load/load-{i:05d}"] = Gang(
+                id=f"load/load-{i:05d}",
+                namespace="load",
+                name=f"load-{i:05d}",
+                dialect="none",
+                min_member=1,
+                total_number=1,
+                members=(f"load/load-{i:05d}",),
+            )
     for name, size, min_member, gpus in gangs:
         members = []
         for j in range(size):
-            pods.append(Pod(namespace="train", name=f"{name}-{j:04d}", gang=f"train/{name}",
-                            requests={"cpu": 8_000 * gpus, "memory": 64 * GiB * gpus, GPU: gpus, "pods": 1}))
+            pods.append(
+                Pod(
+                    namespace="train",
+                    name=f"{name}-{j:04d}",
+                    gang=f"train/{name}",
+                    requests={"cpu": 8_000 * gpus, "memory": 64 * GiB * gpus, GPU: gpus, "pods": 1},
+                )
+            )
             members.append(f"train/{name}-{j:04d}")
-        gang_objs[f"train/{name}"] = Gang(id=f"train/{name}", namespace="train", name=name, dialect="scheduling.sigs.k8s.io",
-                                          min_member=min_member, total_number=size, members=tuple(sorted(members)))
-    return ClusterModel(nodes=tuple(nodes), pods=tuple(sorted(pods, key=lambda p: p.key)), gangs=gang_objs)
+        gang_objs[f"train/{name}"] = Gang(
+            id=f"train/{name}",
+            namespace="train",
+            name=name,
+            dialect="scheduling.sigs.k8s.io",
+            min_member=min_member,
+            total_number=size,
+            members=tuple(sorted(members)),
+        )
+    return ClusterModel(
+        nodes=tuple(nodes), pods=tuple(sorted(pods, key=lambda p: p.key)), gangs=gang_objs
+    )
 
 
 SCENARIOS: list[tuple[str, int, list[tuple[str, int, int, int]]]] = [
-    (f"{n} nodes, gang of {g}", n, [("job", g, g, 1)]) for n in (100, 1000, 10000) for g in (8, 64, 256, 1024)
+    (f"{n} nodes, gang of {g}", n, [("job", g, g, 1)])
+    for n in (100, 1000, 10000)
+    for g in (8, 64, 256, 1024)
 ] + [
-    (f"{n} nodes, 6 competing gangs (1/4-GPU pods)", n,
-     [("a", n // 2, n // 2, 4), ("b", n // 4, n // 4, 1), ("c", n, n // 2, 1), ("d", n // 8, n // 8, 4),
-      ("e", n * 2, n, 1), ("f", 16, 16, 8)])
+    (
+        f"{n} nodes, 6 competing gangs (1/4-GPU pods)",
+        n,
+        [
+            ("a", n // 2, n // 2, 4),
+            ("b", n // 4, n // 4, 1),
+            ("c", n, n // 2, 1),
+            ("d", n // 8, n // 8, 4),
+            ("e", n * 2, n, 1),
+            ("f", 16, 16, 8),
+        ],
+    )
     for n in (100, 1000, 10000)
 ]
 
 
-def measure(name: str, num_nodes: int, gangs: list[tuple[str, int, int, int]], workers: int) -> dict[str, Any]:
+def measure(
+    name: str, num_nodes: int, gangs: list[tuple[str, int, int, int]], workers: int
+) -> dict[str, Any]:
     model = cluster(num_nodes, gangs, seed=1)
     conf = SchedulerConf.default()
     started = time.perf_counter()
     problem = compile_problem(model, conf)
     compile_s = time.perf_counter() - started
     started = time.perf_counter()
-    greedy = solve_greedy(problem)
+    solve_greedy(problem)
     greedy_s = time.perf_counter() - started
     full = solve_cpsat(problem, SolveParams(time_limit=30, workers=workers, seed=0))
     one = solve_cpsat(problem, SolveParams(time_limit=1.0, workers=workers, seed=0))
@@ -95,7 +138,11 @@ def measure(name: str, num_nodes: int, gangs: list[tuple[str, int, int, int]], w
         "compile_ms": round(compile_s * 1000, 1),
         "greedy_ms": round(greedy_s * 1000, 2),
         "first_solution_s": round(float(full.stats.get("first_solution_seconds", float("nan"))), 3),
-        "optimal_s": round(float(full.stats["build_seconds"]) + float(full.stats["solve_seconds"]), 3) if full.status in ("OPTIMAL", "INFEASIBLE") else None,
+        "optimal_s": round(
+            float(full.stats["build_seconds"]) + float(full.stats["solve_seconds"]), 3
+        )
+        if full.status in ("OPTIMAL", "INFEASIBLE")
+        else None,
         "status_30s": full.status,
         "status_1s": one.status,
         "gap_1s": None if gap_1s is None else round(gap_1s, 6),
@@ -113,7 +160,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
     machine = f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
     rows = []
     for name, n, gangs in SCENARIOS:
@@ -125,8 +174,20 @@ def main() -> None:
         with (HERE / "results.jsonl").open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
-    cols = ["scenario", "vars_before", "vars_after", "node_classes", "greedy_ms", "first_solution_s", "optimal_s", "gap_1s",
-            "greedy_groups", "cpsat_groups_1s", "greedy_opened", "cpsat_opened_1s"]
+    cols = [
+        "scenario",
+        "vars_before",
+        "vars_after",
+        "node_classes",
+        "greedy_ms",
+        "first_solution_s",
+        "optimal_s",
+        "gap_1s",
+        "greedy_groups",
+        "cpsat_groups_1s",
+        "greedy_opened",
+        "cpsat_opened_1s",
+    ]
     print(f"\ngit {sha}, {machine}, CP-SAT workers {args.workers}\n")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))

@@ -12,6 +12,12 @@ placed where they still fit. If some gang ends below its need, everything placed
 unit is rolled back, that gang and every gang requiring it are dropped, and the rest of
 the unit is tried again (so a group never ends half-placed).
 
+Topology-aware units are placed differently (`solver/engines/gather.py`): a gang group
+with a Koordinator `network-topology-spec` by the offer-slot gather (all of its pending
+pods in one plan, or none), a Godel PodGroup with job-level affinity NodeGroup by NodeGroup
+(the first group where it reaches its share wins; pods spill circle by circle). Units
+without topology are placed exactly as below.
+
 A pod goes to the node with the highest score (static policy scores + binpack) among the
 nodes where it fits, lowest node name on ties. Because binpack only grows on the node that
 just received a pod, the pods of one type are placed in one vectorised step: nodes sorted
@@ -25,22 +31,34 @@ import time
 import numpy as np
 
 from solver.engines._result import EngineResult, fit_report, format_fit_error
-from solver.problem import IntArray, Problem
+from solver.engines.gather import gather_unit, godel_groups
+from solver.problem import GodelPlan, IntArray, Problem
 from solver.quantity import format_quantity
 
 __all__ = ["solve_greedy"]
 
 
-def _fill(problem: Problem, t: int, count: int, free: IntArray) -> IntArray:
-    """Node index for up to `count` pods of type `t`, updating `free` in place."""
+def _fill(
+    problem: Problem, t: int, count: int, free: IntArray, nodes: IntArray | None = None
+) -> IntArray:
+    """Node index for up to `count` pods of type `t` (on `nodes`, default all), updating `free`."""
     if count <= 0:
         return np.empty(0, dtype=np.int64)
     demand = problem.type_demand[t]
     positive = demand > 0
+    pool = free if nodes is None else free[nodes]
     with np.errstate(divide="ignore"):
-        slots = np.min(np.maximum(free[:, positive], 0) // demand[positive], axis=1)
-    slots = np.where(problem.eligible[t], slots, 0)
-    candidates = np.flatnonzero(slots > 0)
+        slots = np.min(np.maximum(pool[:, positive], 0) // demand[positive], axis=1)
+    if nodes is None:
+        slots = np.where(problem.eligible[t], slots, 0)
+        candidates = np.flatnonzero(slots > 0)
+    else:
+        slots = np.where(problem.eligible[t, nodes], slots, 0)
+        keep = slots > 0
+        candidates, slots = nodes[keep], slots[keep]
+        slots_all = np.zeros(problem.num_nodes, dtype=np.int64)
+        slots_all[candidates] = slots
+        slots = slots_all
     if candidates.size == 0:
         return np.empty(0, dtype=np.int64)
     used = problem.capacity[candidates] - free[candidates]
@@ -66,6 +84,13 @@ def solve_greedy(problem: Problem) -> EngineResult:
                 gang_reason[g] = problem.gang_blocked[g] or ""
             else:
                 active.append(g)
+        if active and problem.is_gather(u):
+            _place_gather_unit(problem, u, active, free, pod_node, gang_reason)
+            continue
+        godel = problem.unit_godel[u] if problem.unit_godel else None
+        if active and godel is not None and (godel.required is not None or godel.preferred):
+            _place_godel_unit(problem, godel, active, free, pod_node, gang_reason)
+            continue
         while active:
             failed = _place_unit(problem, active, free, pod_node, gang_reason)
             if not failed:
@@ -138,6 +163,86 @@ def _place_unit(
     for g, message in first_failure.items():
         gang_reason.setdefault(g, message)  # why some optional members stayed pending
     return []
+
+
+def _place_gather_unit(
+    problem: Problem,
+    u: int,
+    gangs: list[int],
+    free: IntArray,
+    pod_node: list[IntArray],
+    gang_reason: dict[int, str],
+) -> None:
+    """Koordinator's gather: every pending pod of the group in one plan, or none (gather.py)."""
+    outcome = gather_unit(problem, u, gangs, free)
+    if outcome.message:
+        for g in gangs:
+            gang_reason[g] = outcome.message
+        return
+    for t, nodes in outcome.pod_node.items():
+        pod_node[t][:] = nodes
+        placed = nodes[nodes >= 0]
+        np.subtract.at(free, placed, problem.type_demand[t])
+
+
+def _place_godel_unit(
+    problem: Problem,
+    plan: GodelPlan,
+    gangs: list[int],
+    free: IntArray,
+    pod_node: list[IntArray],
+    gang_reason: dict[int, str],
+) -> None:
+    """Godel: the first NodeGroup where every gang reaches its share wins; pods spill by circle."""
+    groups = godel_groups(problem, plan, free)
+    if not groups:
+        for g in gangs:
+            gang_reason[g] = (
+                f"gang {problem.gang_ids[g]}: no valid node groups are available "
+                "(Godel job-level affinity: every domain is empty or smaller than the job)"
+            )
+        return
+    best: tuple[int, str, str] = (-1, "", "")
+    for group in groups:
+        trial = free.copy()
+        chosen: dict[int, list[int]] = {}
+        placed = dict.fromkeys(gangs, 0)
+        first_failure = ""
+        for g in gangs:
+            for t in problem.gang_types(g):
+                remaining = len(problem.type_pods[t])
+                for circle in group.circles:
+                    if remaining <= 0:
+                        break
+                    nodes = _fill(problem, t, remaining, trial, circle)
+                    chosen.setdefault(t, []).extend(nodes.tolist())
+                    remaining -= int(nodes.size)
+                placed[g] += len(chosen.get(t, []))
+                if remaining > 0 and not first_failure:
+                    _, counts = fit_report(problem, t, trial)
+                    first_failure = format_fit_error(problem.num_nodes, counts)
+        ok = all(
+            placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
+            for g in gangs
+        )
+        if ok:
+            free[:] = trial
+            for t, picked in chosen.items():
+                pod_node[t][: len(picked)] = picked
+            if first_failure:
+                for g in gangs:
+                    gang_reason.setdefault(g, first_failure)
+            return
+        total = sum(placed.values())
+        if total > best[0]:
+            best = (total, group.name, first_failure)
+    for g in gangs:
+        need = max(int(problem.gang_need[g]), 1)
+        gang_reason[g] = (
+            f"gang {problem.gang_ids[g]}: no node group holds {need} required pod(s) "
+            f"(Godel job-level affinity, {len(groups)} group(s) tried; best {best[1]}: "
+            f"{best[0]} fit); {best[2]}"
+        ).rstrip("; ")
 
 
 def _shortfall(problem: Problem, g: int, need: int, free: IntArray) -> list[str]:

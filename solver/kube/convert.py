@@ -40,6 +40,7 @@ from solver.kube.objects import (
 from solver.model import (
     ClusterModel,
     Gang,
+    JobAffinityError,
     MatchPolicy,
     NetworkTopology,
     Node,
@@ -50,6 +51,7 @@ from solver.model import (
     Taint,
     Toleration,
     TopologyLayer,
+    parse_job_affinity,
 )
 from solver.quantity import PODS
 
@@ -449,11 +451,18 @@ def _gang_from_pod_group(raw: RawObject, pg: K8sPodGroup, priority_of: Any) -> G
         created=pg.metadata.creation_timestamp,
     )
     queue = pg.spec.queue or ("default" if dialect == "scheduling.volcano.sh" else None)
+    if dialect == "scheduling.godel.kubewharf.io":
+        try:  # typed by Godel's CRD schema: a wrong type is an input error
+            parse_job_affinity(pg.spec.affinity)
+        except JobAffinityError as err:
+            field = "spec.affinity" + (f".{err.field}" if err.field else "")
+            raise raw.error(err.message, field=field) from None
     return gang.model_copy(
         update={
             "queue": queue,
             "priority": priority,
             "min_resources": dict(pg.spec.min_resources),
+            "phase": pg.status.phase,
             "affinity": pg.spec.affinity,
         }
     )

@@ -278,10 +278,15 @@ class PodGroupSpec(_K8s):
     affinity: dict[str, Any] | None = None
 
 
+class PodGroupStatus(_K8s):
+    phase: str = ""
+
+
 class K8sPodGroup(_K8s):
     api_version: str = Field(alias="apiVersion")
     metadata: Metadata
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
 class QueueGuarantee(_K8s):

@@ -1,25 +1,290 @@
-"""Koordinator's ClusterNetworkTopology: the layers of the network tree and their node labels."""
+"""Network topology vocabulary: Koordinator's ClusterNetworkTopology and gather spec, Godel's
+job-level affinity.
+
+The layers of `ClusterNetworkTopology/default` are kept as declared (the tree is built by
+`solver.policies.topology`). The two annotation/field parsers here are pure functions of the
+user's text so that both the reader (`solver.kube`, which reports errors with file and
+field) and the policy can use them:
+
+* `parse_gather_spec` reads the PodGroup annotation
+  `gang.scheduling.koordinator.sh/network-topology-spec` with Go `encoding/json` semantics
+  (Koordinator unmarshals it into `NetworkTopologySpec`): field names match
+  case-insensitively, unknown fields are ignored, `null` is the zero value, a wrong JSON
+  type is an error. Koordinator logs the error and treats the gang as not topology-aware;
+  callers decide how to report it (`GatherSpecError`).
+* `parse_job_affinity` reads Godel's PodGroup `spec.affinity` (typed by the CRD schema, so
+  a wrong type is an input error: `JobAffinityError` names the field). Values the schema
+  does not constrain (sort-rule enumerations) are kept as written; the policy applies
+  Godel's lenient defaults to them.
+"""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
+
+from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 NODE_LAYER = "NodeTopologyLayer"
 
+MUST_GATHER = "MustGather"
+PREFER_GATHER = "PreferGather"
 
-class TopologyLayer(BaseModel):
+__all__ = [
+    "CLUSTER_LAYER",
+    "MUST_GATHER",
+    "NODE_LAYER",
+    "PREFER_GATHER",
+    "GatherRule",
+    "GatherSpec",
+    "GatherSpecError",
+    "JobAffinity",
+    "JobAffinityError",
+    "NetworkTopology",
+    "SortRule",
+    "TopologyLayer",
+    "parse_gather_spec",
+    "parse_job_affinity",
+]
+
+
+class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+
+class TopologyLayer(_Frozen):
     name: str
     parent: str | None = None
     label_keys: tuple[str, ...] = ()
 
 
-class NetworkTopology(BaseModel):
+class NetworkTopology(_Frozen):
     """`ClusterNetworkTopology/default`: layers as declared (the tree is built by the topology policy)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "default"
     layers: tuple[TopologyLayer, ...] = ()
+
+
+# ----------------------------------------------------------------------------- Koordinator spec
+
+
+class GatherRule(_Frozen):
+    """One `gatherStrategy[]` entry. `strategy` is kept verbatim: only `MustGather` acts."""
+
+    layer: str = ""
+    strategy: str = ""
+    pod_count_multiple: int = 0  # <= 1: no constraint (Koordinator keeps only values > 1)
+
+
+class GatherSpec(_Frozen):
+    """A parsed `network-topology-spec`; an empty one still makes the gang topology-aware."""
+
+    rules: tuple[GatherRule, ...] = ()
+
+
+class GatherSpecError(ValueError):
+    """The annotation is not a valid `NetworkTopologySpec` (Go `json.Unmarshal` would fail)."""
+
+
+def _go_fields(obj: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """Go's field matching: an exact key wins, otherwise a case-insensitive one."""
+    out: dict[str, Any] = {}
+    for name in names:
+        if name in obj:
+            out[name] = obj[name]
+            continue
+        for key, value in obj.items():
+            if key.lower() == name.lower():
+                out[name] = value
+                break
+    return out
+
+
+def _go_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def parse_gather_spec(text: str) -> GatherSpec:
+    """Parse the annotation value; raises GatherSpecError with Go's reason when it would fail."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise GatherSpecError(f"invalid JSON: {exc}") from None
+    if value is None:
+        return GatherSpec()
+    if not isinstance(value, dict):
+        raise GatherSpecError(f"cannot unmarshal {_go_type(value)} into NetworkTopologySpec")
+    strategy = _go_fields(value, ("gatherStrategy",)).get("gatherStrategy")
+    if strategy is None:
+        return GatherSpec()
+    if not isinstance(strategy, list):
+        raise GatherSpecError(f"gatherStrategy: cannot unmarshal {_go_type(strategy)} into array")
+    rules: list[GatherRule] = []
+    for i, item in enumerate(strategy):
+        if item is None:
+            rules.append(GatherRule())
+            continue
+        if not isinstance(item, dict):
+            raise GatherSpecError(
+                f"gatherStrategy[{i}]: cannot unmarshal {_go_type(item)} into NetworkTopologyGatherRule"
+            )
+        fields = _go_fields(item, ("layer", "strategy", "podCountMultiple"))
+        parsed: dict[str, Any] = {}
+        for name in ("layer", "strategy"):
+            v = fields.get(name)
+            if v is not None and not isinstance(v, str):
+                raise GatherSpecError(
+                    f"gatherStrategy[{i}].{name}: cannot unmarshal {_go_type(v)} into string"
+                )
+            parsed[name] = v or ""
+        multiple = fields.get("podCountMultiple")
+        if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int)):
+            shown = json.dumps(multiple)
+            raise GatherSpecError(
+                f"gatherStrategy[{i}].podCountMultiple: cannot unmarshal {_go_type(multiple)} "
+                f"{shown} into int"
+            )
+        parsed["pod_count_multiple"] = multiple or 0
+        rules.append(GatherRule(**parsed))
+    return GatherSpec(rules=tuple(rules))
+
+
+# ----------------------------------------------------------------------------- Godel affinity
+
+
+class SortRule(_Frozen):
+    """`sortRules[]` as written; an empty `dimension` means `Capacity` (Godel's compatibility rule)."""
+
+    resource: str = ""
+    dimension: str = ""
+    order: str = ""
+
+
+class JobAffinity(_Frozen):
+    """Godel `spec.affinity.podGroupAffinity` (`podGroupAntiAffinity` is not consumed by Godel)."""
+
+    required: tuple[str, ...] = ()  # topologyKey of each term, empty keys dropped
+    preferred: tuple[str, ...] = ()  # largest layer first, empty keys dropped
+    node_selector: tuple[NodeSelectorTerm, ...] | None = None  # None: no nodeSelector
+    sort_rules: tuple[SortRule, ...] = ()
+
+    @property
+    def groups_nodes(self) -> bool:
+        """Godel builds NodeGroups only with required or preferred terms."""
+        return bool(self.required or self.preferred)
+
+
+class JobAffinityError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _expect(value: Any, kind: type, field: str, what: str) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise JobAffinityError(field, f"expected {what}, got {_go_type(value)}")
+    return value
+
+
+def _terms(value: Any, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    keys: list[str] = []
+    for i, term in enumerate(_expect(value, list, field, "a list")):
+        if term is None:
+            continue
+        term = _expect(term, dict, f"{field}[{i}]", "an object")
+        key = term.get("topologyKey")
+        if key is None:
+            continue
+        key = _expect(key, str, f"{field}[{i}].topologyKey", "a string")
+        if key:
+            keys.append(key)
+    return tuple(keys)
+
+
+def _requirements(value: Any, field: str) -> tuple[NodeSelectorRequirement, ...]:
+    out: list[NodeSelectorRequirement] = []
+    for i, item in enumerate(_expect(value, list, field, "a list") if value is not None else []):
+        where = f"{field}[{i}]"
+        item = _expect(item, dict, where, "an object")
+        key = _expect(item.get("key", ""), str, f"{where}.key", "a string")
+        op = _expect(item.get("operator", ""), str, f"{where}.operator", "a string")
+        if op not in _OPERATORS:
+            raise JobAffinityError(
+                f"{where}.operator", f"unknown operator {op!r} (one of {', '.join(_OPERATORS)})"
+            )
+        values = item.get("values") or []
+        for j, v in enumerate(_expect(values, list, f"{where}.values", "a list")):
+            _expect(v, str, f"{where}.values[{j}]", "a string")
+        if op in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+            raise JobAffinityError(f"{where}.values", f"{op} needs exactly one integer value")
+        out.append(NodeSelectorRequirement(key=key, operator=op, values=tuple(values)))
+    return tuple(out)
+
+
+def parse_job_affinity(affinity: dict[str, Any] | None) -> JobAffinity | None:
+    """Godel `spec.affinity` -> JobAffinity; None when there is no `podGroupAffinity`.
+
+    Raises JobAffinityError naming the field (relative to `spec.affinity`) on a type error.
+    """
+    if affinity is None:
+        return None
+    affinity = _expect(affinity, dict, "", "an object")
+    body = affinity.get("podGroupAffinity")
+    if body is None:
+        return None
+    body = _expect(body, dict, "podGroupAffinity", "an object")
+    base = "podGroupAffinity"
+    selector: tuple[NodeSelectorTerm, ...] | None = None
+    raw_selector = body.get("nodeSelector")
+    if raw_selector is not None:
+        raw_selector = _expect(raw_selector, dict, f"{base}.nodeSelector", "an object")
+        terms_field = f"{base}.nodeSelector.nodeSelectorTerms"
+        raw_terms = raw_selector.get("nodeSelectorTerms") or []
+        terms: list[NodeSelectorTerm] = []
+        for i, term in enumerate(_expect(raw_terms, list, terms_field, "a list")):
+            term = _expect(term or {}, dict, f"{terms_field}[{i}]", "an object")
+            terms.append(
+                NodeSelectorTerm(
+                    match_expressions=_requirements(
+                        term.get("matchExpressions"), f"{terms_field}[{i}].matchExpressions"
+                    ),
+                    match_fields=_requirements(
+                        term.get("matchFields"), f"{terms_field}[{i}].matchFields"
+                    ),
+                )
+            )
+        selector = tuple(terms)
+    rules: list[SortRule] = []
+    raw_rules = body.get("sortRules")
+    for i, rule in enumerate(
+        _expect(raw_rules, list, f"{base}.sortRules", "a list") if raw_rules is not None else []
+    ):
+        rule = _expect(rule, dict, f"{base}.sortRules[{i}]", "an object")
+        parsed = {
+            name: _expect(rule.get(name) or "", str, f"{base}.sortRules[{i}].{name}", "a string")
+            for name in ("resource", "dimension", "order")
+        }
+        rules.append(SortRule(**parsed))
+    return JobAffinity(
+        required=_terms(body.get("required"), f"{base}.required"),
+        preferred=_terms(body.get("preferred"), f"{base}.preferred"),
+        node_selector=selector,
+        sort_rules=tuple(rules),
+    )

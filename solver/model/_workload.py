@@ -96,6 +96,9 @@ class Gang(_Frozen):
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = Field(default=None, description="Godel spec.affinity")
     created: str | None = None
+    phase: str = Field(
+        default="", description="PodGroup status.phase (Pending, Inqueue, Running, ...)"
+    )
     members: tuple[str, ...] = Field(default=(), description="pod keys, sorted")
 
     @property

@@ -8,18 +8,19 @@ from ortools.sat.python import cp_model
 
 __all__ = ["TIER_ORDER", "Term", "combine"]
 
-TIER_ORDER = ("placed_groups", "placed_pods", "opened_nodes")
+TIER_ORDER = ("placed_groups", "placed_pods", "affinity", "opened_nodes")
 """Highest tier first (DESIGN §3); later features insert theirs (preemption, topology, ...)."""
 
 
 @dataclass(frozen=True)
 class Term:
-    """One named tier: `expr` ranges over [0, upper]; `maximize=False` means fewer is better."""
+    """One named tier: `expr` ranges over [lower, upper]; `maximize=False`: fewer is better."""
 
     name: str
     expr: cp_model.LinearExprT
     upper: int
     maximize: bool = True
+    lower: int = 0
 
 
 def combine(terms: list[Term]) -> tuple[cp_model.LinearExprT, dict[str, int]]:
@@ -34,7 +35,7 @@ def combine(terms: list[Term]) -> tuple[cp_model.LinearExprT, dict[str, int]]:
     weight = 1
     for term in reversed(ordered):
         weights[term.name] = weight
-        weight *= term.upper + 1
+        weight *= term.upper - term.lower + 1
     expr = sum(
         ((weights[t.name] if t.maximize else -weights[t.name]) * t.expr for t in ordered),
         start=cp_model.LinearExpr.constant(0),

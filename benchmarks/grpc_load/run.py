@@ -1,0 +1,190 @@
+"""Bounded loopback load test of `gangplan serve`: concurrent PlaceJob calls on a big snapshot.
+
+    .venv/bin/python benchmarks/grpc_load/run.py --nodes 10240 --clients 32 --calls 10
+
+Starts `gangplan serve` as a subprocess on 127.0.0.1 (port 0), stores one snapshot of
+`--nodes` 8-GPU nodes, then runs `--clients` concurrent asyncio clients, each making
+`--calls` PlaceJob calls of one `--gang`-pod gang (8 GPUs per pod, all required). Calls are
+read-only, so every call sees the same free cluster. The run stops by itself after
+`--max-seconds`. Prints throughput, p50/p99 latency and errors, and appends one JSON row
+(with the git SHA and the machine) to results.jsonl beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+MB = 1024 * 1024
+
+
+def cluster(nodes: int) -> pb.Cluster:
+    return pb.Cluster(
+        nodes=[
+            pb.Node(
+                name=f"node-{i:05d}",
+                labels={"rack": f"rack-{i // 16:04d}", "block": f"block-{i // 256:03d}"},
+                allocatable={"cpu": 96_000, "memory": 1024 * 2**30, "nvidia.com/gpu": 8},
+            )
+            for i in range(nodes)
+        ]
+    )
+
+
+def job(name: str, size: int) -> pb.Job:
+    return pb.Job(
+        gangs=[pb.Gang(namespace="bench", name=name, min_member=size)],
+        pods=[
+            pb.Pod(
+                namespace="bench",
+                name=f"{name}-{i}",
+                gang=f"bench/{name}",
+                requests={"cpu": 8000, "memory": 64 * 2**30, "nvidia.com/gpu": 8},
+            )
+            for i in range(size)
+        ],
+    )
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        match = re.search(r"model name\s*:\s*(.+)", text)
+        cpu = match.group(1).strip() if match else cpu
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def git_sha() -> str:
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    )
+    return out.stdout.strip() or "unknown"
+
+
+async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
+    options = [
+        ("grpc.max_send_message_length", 64 * MB),
+        ("grpc.max_receive_message_length", 64 * MB),
+    ]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+        stub = spb_grpc.PlacementServiceStub(channel)
+        started = time.perf_counter()
+        await stub.PutSnapshot(
+            spb.PutSnapshotRequest(cluster=cluster(args.nodes), snapshot_id="bench"), timeout=60
+        )
+        put_seconds = time.perf_counter() - started
+        # Warm-up: one call so imports and caches are not in the numbers.
+        await stub.PlaceJob(
+            spb.PlaceJobRequest(snapshot=spb.SnapshotRef(id="bench"), job=job("warm", args.gang)),
+            timeout=60,
+        )
+        latencies: list[float] = []
+        errors: dict[str, int] = {}
+        placed_pods = 0
+        deadline = time.monotonic() + args.max_seconds
+
+        async def client(c: int) -> None:
+            nonlocal placed_pods
+            for k in range(args.calls):
+                if time.monotonic() > deadline:
+                    return
+                request = spb.PlaceJobRequest(
+                    snapshot=spb.SnapshotRef(id="bench"),
+                    job=job(f"c{c}-{k}", args.gang),
+                    options=spb.SolveOptions(engine=args.engine),
+                )
+                t0 = time.perf_counter()
+                try:
+                    response = await stub.PlaceJob(request, timeout=args.timeout)
+                except grpc.aio.AioRpcError as err:
+                    errors[err.code().name] = errors.get(err.code().name, 0) + 1
+                    continue
+                latencies.append(time.perf_counter() - t0)
+                placed_pods += sum(1 for p in response.decision.placements if p.node)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(client(c) for c in range(args.clients)))
+        wall = time.perf_counter() - t0
+    latencies.sort()
+
+    def pct(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+
+    return {
+        "sha": git_sha(),
+        "machine": machine(),
+        "nodes": args.nodes,
+        "gang": args.gang,
+        "clients": args.clients,
+        "calls": len(latencies) + sum(errors.values()),
+        "engine": args.engine,
+        "server_workers": args.workers,
+        "put_snapshot_s": round(put_seconds, 3),
+        "wall_s": round(wall, 2),
+        "calls_per_s": round(len(latencies) / wall, 1),
+        "pods_per_s": round(placed_pods / wall, 0),
+        "p50_ms": round(pct(0.50), 1) if latencies else None,
+        "p99_ms": round(pct(0.99), 1) if latencies else None,
+        "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else None,
+        "errors": errors,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=10_240)
+    parser.add_argument("--gang", type=int, default=64, help="pods per PlaceJob gang")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--calls", type=int, default=10, help="PlaceJob calls per client")
+    parser.add_argument("--workers", type=int, default=4, help="server RPC threads")
+    parser.add_argument("--engine", default="greedy")
+    parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call (s)")
+    parser.add_argument("--max-seconds", type=float, default=300.0, help="stop issuing after")
+    args = parser.parse_args()
+
+    env = {
+        **os.environ,
+        "GANGPLAN_LOG_LEVEL": "WARNING",
+        "GANGPLAN_WORKERS": str(args.workers),
+        "GANGPLAN_MAX_QUEUED": str(args.clients + 8),
+    }
+    command = [str(ROOT / ".venv" / "bin" / "gangplan"), "serve", "--port", "0"]
+    command += ["--metrics-port", "0"]
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            match = re.search(r"127\.0\.0\.1:(\d+)", server.stdout.readline())
+            if not match:
+                sys.exit("server did not start")
+            result = asyncio.run(load(int(match.group(1)), args))
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)
+    print(json.dumps(result, indent=2))
+    with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

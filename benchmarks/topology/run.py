@@ -1,0 +1,251 @@
+"""Topology benchmark: Koordinator offer-slot gather at 10,240 nodes (greedy engine).
+
+Cluster: 20 spines × 16 blocks × 32 nodes, each node 8 GPUs / 96 cpu / 1 TiB, pre-loaded
+so that 60% of the GPUs are busy (per node ~ Binomial(8, 0.6), fixed seed). Gangs of
+64 … 2,048 pods × (1 GPU, 8 cpu), one gang group each, with
+`MustGather SpineLayer` + `PreferGather BlockLayer` (2,048: PreferGather only, since no
+spine holds it at this load). Each gang is placed against the same pre-loaded cluster
+`--reps` times; the time is `gather_unit` + committing the plan (what the greedy engine
+does per topology unit), excluding compile. Output: a markdown table on stdout and
+`results.json` next to this script.
+
+    .venv/bin/python benchmarks/topology/run.py [--reps 200] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from solver import SchedulerConf  # noqa: E402
+from solver.compile import compile_problem  # noqa: E402
+from solver.engines.gather import gather_unit  # noqa: E402
+from solver.kube import RawObject, build_model  # noqa: E402
+
+SPINES, BLOCKS, NODES = 20, 16, 32
+SIZES = (64, 128, 256, 512, 1024, 2048)
+SPEC_SPINE = json.dumps(
+    {
+        "gatherStrategy": [
+            {"layer": "SpineLayer", "strategy": "MustGather"},
+            {"layer": "BlockLayer", "strategy": "PreferGather"},
+        ]
+    }
+)
+SPEC_PREFER = json.dumps({"gatherStrategy": [{"layer": "BlockLayer", "strategy": "PreferGather"}]})
+
+
+def objects(seed: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+            "kind": "ClusterNetworkTopology",
+            "metadata": {"name": "default"},
+            "spec": {
+                "networkTopologySpec": [
+                    {"topologyLayer": "SpineLayer", "labelKey": ["spine"]},
+                    {
+                        "topologyLayer": "BlockLayer",
+                        "parentTopologyLayer": "SpineLayer",
+                        "labelKey": ["block"],
+                    },
+                    {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
+                ]
+            },
+        }
+    ]
+    for s in range(SPINES):
+        for b in range(BLOCKS):
+            for n in range(NODES):
+                name = f"n-{s:02d}-{b:02d}-{n:02d}"
+                out.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Node",
+                        "metadata": {
+                            "name": name,
+                            "labels": {"spine": f"s{s:02d}", "block": f"s{s:02d}-b{b:02d}"},
+                        },
+                        "status": {
+                            "allocatable": {
+                                "cpu": "96",
+                                "memory": "1Ti",
+                                "nvidia.com/gpu": "8",
+                                "pods": "110",
+                            }
+                        },
+                    }
+                )
+                used = int(rng.binomial(8, 0.6))
+                if used:
+                    out.append(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "metadata": {"name": f"load-{name}", "namespace": "load"},
+                            "spec": {
+                                "nodeName": name,
+                                "containers": [
+                                    {
+                                        "name": "c",
+                                        "resources": {
+                                            "requests": {
+                                                "cpu": str(used * 8),
+                                                "nvidia.com/gpu": str(used),
+                                            }
+                                        },
+                                    }
+                                ],
+                            },
+                            "status": {"phase": "Running"},
+                        }
+                    )
+    for size in SIZES:
+        spec = SPEC_PREFER if size >= 2048 else SPEC_SPINE
+        gang = f"job-{size}"
+        out.append(
+            {
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {
+                    "name": gang,
+                    "namespace": "default",
+                    "annotations": {"gang.scheduling.koordinator.sh/network-topology-spec": spec},
+                },
+                "spec": {"minMember": size},
+            }
+        )
+        for i in range(size):
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{gang}-{i:04d}",
+                        "namespace": "default",
+                        "labels": {"pod-group.scheduling.sigs.k8s.io": gang},
+                        "annotations": {
+                            "gang.scheduling.koordinator.sh/network-topology-index": str(i)
+                        },
+                    },
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "c",
+                                "resources": {"requests": {"cpu": "8", "nvidia.com/gpu": "1"}},
+                            }
+                        ]
+                    },
+                }
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    model = build_model(
+        RawObject(source="bench", document=str(i), body=o)
+        for i, o in enumerate(objects(args.seed), 1)
+    )
+    built = time.perf_counter() - started
+    started = time.perf_counter()
+    problem = compile_problem(model, SchedulerConf.default())
+    compiled = time.perf_counter() - started
+    gpu = problem.resources.index("nvidia.com/gpu")
+    busy = 1 - problem.free[:, gpu].sum() / problem.capacity[:, gpu].sum()
+    spine_layer = problem.topo_layers.index("SpineLayer")
+    block_layer = problem.topo_layers.index("BlockLayer")
+
+    rows: list[dict[str, Any]] = []
+    for u, unit_id in enumerate(problem.unit_ids):
+        if not problem.is_gather(u):
+            continue  # the load pods (bound, gangs of one)
+        gangs = [int(g) for g in np.flatnonzero(problem.gang_unit == u)]
+        size = int(sum(problem.gang_pending[g] for g in gangs))
+        times: list[float] = []
+        outcome = None
+        for _ in range(args.reps):
+            free = problem.free.copy()
+            t0 = time.perf_counter()
+            outcome = gather_unit(problem, u, gangs, free)
+            for t, nodes in outcome.pod_node.items():
+                np.subtract.at(free, nodes[nodes >= 0], problem.type_demand[t])
+            times.append(time.perf_counter() - t0)
+        assert outcome is not None
+        used = (
+            np.concatenate([n[n >= 0] for n in outcome.pod_node.values()])
+            if outcome.pod_node
+            else np.empty(0, dtype=np.int64)
+        )
+        rows.append(
+            {
+                "gang": unit_id,
+                "pods": size,
+                "placed": int(used.size),
+                "candidate": outcome.candidate or outcome.message[:60],
+                "spines": int(np.unique(problem.node_domain[spine_layer][used]).size),
+                "blocks": int(np.unique(problem.node_domain[block_layer][used]).size),
+                "nodes": int(np.unique(used).size),
+                "p50_ms": float(np.percentile(times, 50) * 1000),
+                "p99_ms": float(np.percentile(times, 99) * 1000),
+            }
+        )
+
+    rows.sort(key=lambda r: r["pods"])
+    cpu = platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    meta = {
+        "git": sha,
+        "machine": f"{cpu}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}, numpy {np.__version__}",
+        "nodes": problem.num_nodes,
+        "gpu_busy": round(float(busy), 3),
+        "build_model_s": round(built, 2),
+        "compile_s": round(compiled, 2),
+        "reps": args.reps,
+    }
+    (Path(__file__).parent / "results.json").write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n"
+    )
+    print(
+        f"git {sha} · {meta['machine']} · {problem.num_nodes} nodes, {busy:.0%} GPUs busy · "
+        f"model {built:.1f} s, compile {compiled:.1f} s · {args.reps} reps per gang\n"
+    )
+    print(
+        "| gang pods | placed | chosen domain | spines | blocks | nodes | greedy p50 (ms) | greedy p99 (ms) |"
+    )
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['pods']} | {r['placed']} | {r['candidate']} | {r['spines']} | {r['blocks']} | "
+            f"{r['nodes']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,320 @@
+"""The typed Python client of `gangplan.v1.PlacementService` (also `gangplan.Client`).
+
+    from gangplan.v1 import cluster_pb2 as pb
+    with Client("127.0.0.1:50051", token="s3cret") as client:
+        client.put_snapshot(pb.Cluster(nodes=[...]), snapshot_id="prod")
+        answer = client.place_job(pb.Job(gangs=[...], pods=[...]), snapshot="prod")
+        answer.decision.placements   # pod -> node, or the reason it stays pending
+
+Errors arrive as `ClientError` with the status code, the message and, for
+INVALID_ARGUMENT, the field violations. Only idempotent calls (PlaceJob, Preempt, Enqueue,
+ValidateQueues) are retried, by gRPC's own retry policy, on UNAVAILABLE and
+RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2
+from grpc_status import rpc_status
+
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from solver.decision import Decision
+from solver.model import ClusterModel
+
+__all__ = ["Client", "ClientError", "schedule_remote"]
+
+SERVICE = "gangplan.v1.PlacementService"
+IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues")
+
+PemSource = bytes | str | Path
+
+
+class ClientError(Exception):
+    """A call failed: `code` (grpc.StatusCode), `details`, and field `violations`."""
+
+    def __init__(
+        self, code: grpc.StatusCode, details: str, violations: list[tuple[str, str]]
+    ) -> None:
+        self.code = code
+        self.details = details
+        self.violations = violations
+        super().__init__(f"{code.name}: {details}")
+
+    @classmethod
+    def from_rpc_error(cls, err: grpc.RpcError) -> ClientError:
+        code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
+        details = (err.details() if isinstance(err, grpc.Call) else str(err)) or ""
+        violations: list[tuple[str, str]] = []
+        status = rpc_status.from_call(err) if isinstance(err, grpc.Call) else None
+        details_any: list[Any] = list(status.details) if status else []
+        for detail in details_any:
+            bad = error_details_pb2.BadRequest()
+            if detail.Unpack(bad):
+                violations.extend((v.field, v.description) for v in bad.field_violations)
+        return cls(code, details, violations)
+
+
+def _pem(source: PemSource | None) -> bytes | None:
+    if source is None:
+        return None
+    if isinstance(source, bytes):
+        return source
+    return Path(source).read_bytes()
+
+
+def _service_config(retries: int) -> str:
+    config: dict[str, Any] = {"methodConfig": []}
+    if retries > 0:
+        config["methodConfig"].append(
+            {
+                "name": [{"service": SERVICE, "method": m} for m in IDEMPOTENT],
+                "retryPolicy": {
+                    "maxAttempts": retries + 1,
+                    "initialBackoff": "0.05s",
+                    "maxBackoff": "2s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
+                },
+            }
+        )
+    return json.dumps(config)
+
+
+class Client:
+    """A channel to one gangplan server.
+
+    `tls=True` (implied by `ca_cert` or a client certificate) uses TLS with `ca_cert` as the
+    trusted roots (the system's when None); `client_cert` + `client_key` add mutual TLS;
+    `token` sends `authorization: Bearer <token>`. `timeout` is each call's deadline (the
+    server's solver budget) unless a call passes its own. `retries` counts extra attempts
+    of idempotent calls (at most 4: gRPC caps attempts at 5).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        tls: bool = False,
+        ca_cert: PemSource | None = None,
+        client_cert: PemSource | None = None,
+        client_key: PemSource | None = None,
+        timeout: float | None = 10.0,
+        retries: int = 3,
+        max_message_mb: int = 256,
+    ) -> None:
+        options = [
+            ("grpc.max_receive_message_length", max_message_mb * 1024 * 1024),
+            ("grpc.max_send_message_length", max_message_mb * 1024 * 1024),
+            ("grpc.enable_retries", 1 if retries > 0 else 0),
+            ("grpc.service_config", _service_config(min(retries, 4))),
+        ]
+        if tls or ca_cert is not None or client_cert is not None:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_pem(ca_cert),
+                private_key=_pem(client_key),
+                certificate_chain=_pem(client_cert),
+            )
+            self.channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=options)
+        self.timeout = timeout
+        self._metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+        self._stub = spb_grpc.PlacementServiceStub(self.channel)
+        self._health_check = self.channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any, timeout: float | None) -> Any:
+        try:
+            return method(
+                request,
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as err:
+            raise ClientError.from_rpc_error(err) from None
+
+    # ------------------------------------------------------------------------- snapshots
+
+    def put_snapshot(
+        self, cluster: pb.Cluster, snapshot_id: str = "", *, timeout: float | None = None
+    ) -> spb.PutSnapshotResponse:
+        """Store `cluster`; returns the snapshot id and its generation."""
+        request = spb.PutSnapshotRequest(cluster=cluster, snapshot_id=snapshot_id)
+        response: spb.PutSnapshotResponse = self._call(self._stub.PutSnapshot, request, timeout)
+        return response
+
+    def update_snapshot(
+        self, request: spb.UpdateSnapshotRequest, *, timeout: float | None = None
+    ) -> spb.UpdateSnapshotResponse:
+        """Apply deltas; set `request.expected_generation` to fail on a concurrent change."""
+        response: spb.UpdateSnapshotResponse = self._call(
+            self._stub.UpdateSnapshot, request, timeout
+        )
+        return response
+
+    def delete_snapshot(self, snapshot_id: str, *, timeout: float | None = None) -> None:
+        self._call(
+            self._stub.DeleteSnapshot, spb.DeleteSnapshotRequest(snapshot_id=snapshot_id), timeout
+        )
+
+    # ------------------------------------------------------------------------- placement
+
+    @staticmethod
+    def _source(
+        snapshot: str | None, cluster: pb.Cluster | None, expected_generation: int
+    ) -> dict[str, Any]:
+        if (snapshot is None) == (cluster is None):
+            raise ValueError("pass exactly one of snapshot= and cluster=")
+        if snapshot is not None:
+            ref = spb.SnapshotRef(id=snapshot, expected_generation=expected_generation)
+            return {"snapshot": ref}
+        return {"cluster": cluster}
+
+    @staticmethod
+    def _options(engine: str, scheduler_conf: str, workers: int, seed: int) -> spb.SolveOptions:
+        return spb.SolveOptions(
+            engine=engine, scheduler_conf=scheduler_conf, workers=workers, seed=seed
+        )
+
+    def place_job(
+        self,
+        job: pb.Job | None = None,
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        expected_generation: int = 0,
+        engine: str = "",
+        scheduler_conf: str = "",
+        workers: int = 0,
+        seed: int = 0,
+        timeout: float | None = None,
+    ) -> spb.PlaceJobResponse:
+        """Where the job's pods go (an empty job: every pending pod of the cluster)."""
+        request = spb.PlaceJobRequest(
+            job=job or pb.Job(),
+            options=self._options(engine, scheduler_conf, workers, seed),
+            **self._source(snapshot, cluster, expected_generation),
+        )
+        response: spb.PlaceJobResponse = self._call(self._stub.PlaceJob, request, timeout)
+        return response
+
+    def preempt(
+        self,
+        job: pb.Job,
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        expected_generation: int = 0,
+        engine: str = "",
+        scheduler_conf: str = "",
+        timeout: float | None = None,
+    ) -> spb.PreemptResponse:
+        """Victims for the job (none until preemption lands; see `reason`)."""
+        request = spb.PreemptRequest(
+            job=job,
+            options=self._options(engine, scheduler_conf, 0, 0),
+            **self._source(snapshot, cluster, expected_generation),
+        )
+        response: spb.PreemptResponse = self._call(self._stub.Preempt, request, timeout)
+        return response
+
+    def enqueue(
+        self,
+        job: pb.Job,
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        expected_generation: int = 0,
+        scheduler_conf: str = "",
+        timeout: float | None = None,
+    ) -> spb.EnqueueResponse:
+        """Whether the job's gangs may enter their queues."""
+        request = spb.EnqueueRequest(
+            job=job,
+            options=self._options("", scheduler_conf, 0, 0),
+            **self._source(snapshot, cluster, expected_generation),
+        )
+        response: spb.EnqueueResponse = self._call(self._stub.Enqueue, request, timeout)
+        return response
+
+    def validate_queues(
+        self,
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        timeout: float | None = None,
+    ) -> spb.ValidateQueuesResponse:
+        request = spb.ValidateQueuesRequest(**self._source(snapshot, cluster, 0))
+        response: spb.ValidateQueuesResponse = self._call(
+            self._stub.ValidateQueues, request, timeout
+        )
+        return response
+
+    def health(self, service: str = "", *, timeout: float | None = None) -> str:
+        """`SERVING`, `NOT_SERVING`, ... of the whole server ("") or one service."""
+        response: health_pb2.HealthCheckResponse = self._call(
+            self._health_check, health_pb2.HealthCheckRequest(service=service), timeout
+        )
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+def schedule_remote(
+    server: str,
+    model: ClusterModel,
+    conf_path: str | None,
+    *,
+    engine: str,
+    time_limit: float,
+    workers: int,
+    seed: int,
+) -> Decision:
+    """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
+
+    The conf file (already checked locally) is sent as text. `GANGPLAN_TOKEN` gives a bearer
+    token and `GANGPLAN_CA_CERT` a CA file for TLS; the deadline is `time_limit` plus one
+    second for the round trip.
+    """
+    from server.convert import cluster_to_proto, decision_from_proto
+
+    conf_text = Path(conf_path).read_text(encoding="utf-8") if conf_path else ""
+    ca = os.environ.get("GANGPLAN_CA_CERT") or None
+    with Client(server, token=os.environ.get("GANGPLAN_TOKEN") or None, ca_cert=ca) as client:
+        response = client.place_job(
+            cluster=cluster_to_proto(model),
+            engine=engine,
+            scheduler_conf=conf_text,
+            workers=workers,
+            seed=seed,
+            timeout=time_limit + 1.0,
+        )
+    return decision_from_proto(response.decision)

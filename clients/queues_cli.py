@@ -1,0 +1,150 @@
+"""`gangplan queues validate` and `gangplan queues tree` (Volcano hierarchical queues)."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.tree import Tree
+
+from clients.render import dump
+from solver import GangplanError, InputError, load_conf, load_manifests
+from solver.policies.queue_validation import DEFAULT_MAX_DEPTH, validate_queues
+from solver.policies.queues import INF, QueueTree, build_queue_tree
+from solver.quantity import format_quantity
+
+__all__ = ["queues_app"]
+
+queues_app = typer.Typer(
+    help="Volcano queues: validate a queue tree, draw it.", no_args_is_help=True
+)
+stderr = Console(stderr=True, highlight=False)
+
+
+class Output(StrEnum):
+    json = "json"
+    table = "table"
+
+
+Files = Annotated[
+    list[str],
+    typer.Option("-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."),
+]
+
+
+def _fail(err: GangplanError) -> None:
+    stderr.print(f"[red]error:[/red] {err}", markup=True, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@queues_app.command("validate")
+def validate_cmd(
+    files: Files,
+    output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
+    max_depth: Annotated[
+        int, typer.Option("--max-depth", min=1, help="Deepest allowed queue (root = 0).")
+    ] = DEFAULT_MAX_DEPTH,
+    delete: Annotated[
+        str | None,
+        typer.Option("--delete", help="Also check whether deleting this queue is admitted."),
+    ] = None,
+) -> None:
+    """Apply Volcano's queue admission rules to every queue; exit 1 when any is invalid."""
+    try:
+        model = load_manifests(*files)
+    except GangplanError as err:
+        _fail(err)
+        return
+    verdicts = validate_queues(model, max_depth=max_depth, delete=delete)
+    if output is Output.json:
+        data = {
+            "queues": {
+                name: {"valid": v.valid, "reason": v.reason, "warnings": v.warnings}
+                for name, v in verdicts.items()
+            }
+        }
+        sys.stdout.write(dump(data, "json") + "\n")
+    else:
+        console = Console()
+        for name, v in verdicts.items():
+            mark = "[green]valid[/green]" if v.valid else "[red]invalid[/red]"
+            console.print(
+                f"{name}: {mark}" + (f" — {v.reason}" if v.reason else ""), soft_wrap=True
+            )
+            for w in v.warnings:
+                console.print(f"  [yellow]warning:[/yellow] {w}", soft_wrap=True)
+        if not verdicts:
+            console.print("no Queue objects in the input")
+    if not all(v.valid for v in verdicts.values()):
+        raise typer.Exit(1)
+
+
+def _amounts(values: dict[str, int]) -> str:
+    shown = [
+        f"{r}: {'∞' if v >= INF else format_quantity(r, v)}" for r, v in sorted(values.items()) if v
+    ]
+    return ", ".join(shown) or "-"
+
+
+def _view(tree: QueueTree) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, q in sorted(tree.queues.items()):
+        out[name] = {
+            "parent": q.parent,
+            "children": q.children,
+            "state": q.state,
+            "capability": {r: (None if v >= INF else v) for r, v in sorted(q.capability.items())},
+            "realCapability": {
+                r: (None if v >= INF else v) for r, v in sorted(q.real_capability.items())
+            },
+            "deserved": dict(sorted(q.deserved.items())),
+            "guarantee": dict(sorted(q.guarantee.items())),
+            "allocated": dict(sorted(q.allocated.items())),
+        }
+    return out
+
+
+@queues_app.command("tree")
+def tree_cmd(
+    files: Files,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Scheduler conf (Volcano format).")
+    ] = None,
+    output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
+) -> None:
+    """Draw the queue tree with capability / deserved / guarantee / allocated per queue."""
+    try:
+        conf = load_conf(config)
+        model = load_manifests(*files)
+        tree = build_queue_tree(model, conf)
+        if tree is None:
+            raise InputError("no queues in the input (or the capacity plugin is not in the conf)")
+        if tree.broken:
+            raise InputError(f"the queue tree cannot be built: {tree.broken}")
+    except GangplanError as err:
+        _fail(err)
+        return
+    if output is Output.json:
+        sys.stdout.write(dump({"queues": _view(tree)}, "json") + "\n")
+        return
+
+    def label(name: str) -> str:
+        q = tree.queues[name]
+        extra = " (implicit)" if q.implicit else ""
+        return (
+            f"[bold]{name}[/bold]{extra} [{q.state}]\n"
+            f"capability {_amounts(q.capability)} | real {_amounts(q.real_capability)}\n"
+            f"deserved {_amounts(q.deserved)} | guarantee {_amounts(q.guarantee)} | allocated {_amounts(q.allocated)}"
+        )
+
+    root = Tree(label("root"))
+
+    def grow(node: Tree, name: str) -> None:
+        for child in tree.queues[name].children:
+            grow(node.add(label(child)), child)
+
+    grow(root, "root")
+    Console().print(root)

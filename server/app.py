@@ -1,0 +1,108 @@
+"""`create_server()`: the gRPC server with the placement service, health, reflection,
+interceptors, TLS and metrics, bound but not started (as grpc's own examples do)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from gangplan.v1 import placement_service_pb2 as spb
+from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from server.interceptors import AuthInterceptor, ObservabilityInterceptor
+from server.metrics import Metrics
+from server.servicer import PlacementServicer, ScheduleFn
+from server.settings import Settings
+from server.store import SnapshotStore
+
+__all__ = ["SERVICE_NAME", "GangplanServer", "create_server"]
+
+SERVICE_NAME: str = spb.DESCRIPTOR.services_by_name["PlacementService"].full_name
+
+
+@dataclass
+class GangplanServer:
+    """A bound server; `start()` serves, `stop()` drains."""
+
+    server: grpc.Server
+    port: int
+    settings: Settings
+    health: health.HealthServicer
+    metrics: Metrics
+    store: SnapshotStore
+    servicer: PlacementServicer
+    metrics_port: int | None = None
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        self.server.start()
+        if self.settings.metrics_port is not None:
+            self.metrics_port = self.metrics.serve(self.settings.host, self.settings.metrics_port)
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def stop(self, grace: float | None = None) -> None:
+        """Health goes NOT_SERVING, new calls are refused, in-flight calls get `grace` seconds."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self.health.enter_graceful_shutdown()
+        self.server.stop(self.settings.grace if grace is None else grace).wait()
+        self.metrics.stop()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.server.wait_for_termination(timeout)
+
+
+def _read(path: object) -> bytes:
+    with open(str(path), "rb") as f:
+        return f.read()
+
+
+def create_server(
+    settings: Settings | None = None, *, schedule_fn: ScheduleFn | None = None
+) -> tuple[GangplanServer, int]:
+    """The server and its bound port. `schedule_fn` replaces `solver.schedule` (tests)."""
+    settings = settings or Settings()
+    metrics = Metrics()
+    interceptors: list[grpc.ServerInterceptor] = [ObservabilityInterceptor(metrics)]
+    if settings.token is not None:
+        interceptors.append(AuthInterceptor(settings.token.get_secret_value()))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="gangplan"),
+        interceptors=interceptors,
+        options=[
+            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", settings.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+    )
+    store = SnapshotStore(settings.max_snapshots)
+    servicer = PlacementServicer(settings, store, metrics, schedule_fn)
+    spb_grpc.add_PlacementServiceServicer_to_server(servicer, server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    address = f"{settings.host}:{settings.port}"
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        credentials = grpc.ssl_server_credentials(
+            [(_read(settings.tls_key), _read(settings.tls_cert))],
+            root_certificates=_read(settings.client_ca) if settings.client_ca else None,
+            require_client_auth=settings.client_ca is not None,
+        )
+        port = server.add_secure_port(address, credentials)
+    else:
+        port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot bind {address}")
+    return (
+        GangplanServer(server, port, settings, health_servicer, metrics, store, servicer),
+        port,
+    )

@@ -1,0 +1,171 @@
+"""Server interceptors: observability (request id, metrics, one log line per RPC) and auth.
+
+The observability interceptor is outermost, so rejected calls are counted and logged too.
+The bearer-token check guards every method except the health service (Kubernetes probes
+carry no token); a rejected call gets UNAUTHENTICATED before any servicer code runs, so it
+touches no state.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import grpc
+
+from server.metrics import Metrics
+
+__all__ = ["AuthInterceptor", "JsonFormatter", "ObservabilityInterceptor", "request_id"]
+
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+REQUEST_ID = "x-request-id"
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+log = logging.getLogger("gangplan.server")
+
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Handler | None]"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, message, request id and any `extra` fields."""
+
+    FIELDS = ("method", "code", "ms", "peer", "snapshot", "engine", "status")
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "msg": record.getMessage(),
+        }
+        rid = request_id.get()
+        if rid:
+            data["request_id"] = rid
+        for name in self.FIELDS:
+            if hasattr(record, name):
+                data[name] = getattr(record, name)
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        return json.dumps(data, sort_keys=False)
+
+
+def _code(context: grpc.ServicerContext) -> grpc.StatusCode | None:
+    """The code the servicer set (abort, set_code); the stubs omit `ServicerContext.code`."""
+    code: grpc.StatusCode | None = context.code()  # type: ignore[attr-defined]
+    return code
+
+
+def _metadata(details: grpc.HandlerCallDetails) -> dict[str, str]:
+    return {k: v for k, v in details.invocation_metadata or () if isinstance(v, str)}
+
+
+def _replace(handler: Handler, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Handler:
+    """The same kind of handler with its behaviour wrapped."""
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(
+            wrap(handler.unary_unary),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(
+            wrap(handler.unary_stream),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(
+            wrap(handler.stream_unary),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    assert handler.stream_stream is not None
+    return grpc.stream_stream_rpc_method_handler(
+        wrap(handler.stream_stream),
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+class AuthInterceptor(grpc.ServerInterceptor):
+    """Requires `authorization: Bearer <token>` on every method but health."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    def intercept_service(
+        self, continuation: Continuation, details: grpc.HandlerCallDetails
+    ) -> Handler | None:
+        handler = continuation(details)
+        if handler is None or details.method.startswith(HEALTH_PREFIX):
+            return handler
+        given = _metadata(details).get("authorization", "").encode()
+        if hmac.compare_digest(given, self._expected):
+            return handler
+
+        def deny(_behaviour: Callable[..., Any]) -> Callable[..., Any]:
+            def abort(_request: Any, context: grpc.ServicerContext) -> Any:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+            return abort
+
+        return _replace(handler, deny)
+
+
+class ObservabilityInterceptor(grpc.ServerInterceptor):
+    """Request id (from `x-request-id` or a new one, echoed back), metrics and a log line."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def intercept_service(
+        self, continuation: Continuation, details: grpc.HandlerCallDetails
+    ) -> Handler | None:
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method = details.method
+        rid = _metadata(details).get(REQUEST_ID) or uuid.uuid4().hex[:16]
+        streaming = handler.response_streaming
+
+        def observe(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                token = request_id.set(rid)
+                started = time.perf_counter()
+                code = grpc.StatusCode.OK
+                try:
+                    if not streaming:
+                        context.send_initial_metadata(((REQUEST_ID, rid),))
+                    return behaviour(request, context)
+                except Exception:
+                    code = _code(context) or grpc.StatusCode.UNKNOWN
+                    if code is grpc.StatusCode.UNKNOWN:
+                        log.exception("unhandled error", extra={"method": method})
+                    raise
+                finally:
+                    seconds = time.perf_counter() - started
+                    if code is grpc.StatusCode.OK:
+                        code = _code(context) or grpc.StatusCode.OK
+                    name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+                    self.metrics.rpcs.labels(method, name).inc()
+                    self.metrics.rpc_seconds.labels(method).observe(seconds)
+                    log.info(
+                        "rpc",
+                        extra={
+                            "method": method,
+                            "code": name,
+                            "ms": round(seconds * 1000, 2),
+                            "peer": context.peer(),
+                        },
+                    )
+                    request_id.reset(token)
+
+            return call
+
+        return _replace(handler, observe)

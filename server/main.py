@@ -1,0 +1,78 @@
+"""`gangplan serve`: run the service until SIGTERM or SIGINT, then drain.
+
+On the signal, health goes NOT_SERVING (so load balancers and probes stop sending), new
+calls are refused, and in-flight calls get `grace` seconds to finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from pydantic import ValidationError
+
+from server.app import create_server
+from server.interceptors import JsonFormatter
+from server.servicer import ScheduleFn
+from server.settings import Settings
+
+__all__ = ["run", "serve"]
+
+log = logging.getLogger("gangplan.server")
+
+
+def _logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("gangplan")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+def serve(settings: Settings, *, schedule_fn: ScheduleFn | None = None) -> None:
+    """Serve until SIGTERM/SIGINT (must run in the main thread)."""
+    _logging(settings.log_level)
+    srv, port = create_server(settings, schedule_fn=schedule_fn)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info(f"received {signal.Signals(signum).name}: draining")
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    srv.start()
+    metrics = f", metrics on :{srv.metrics_port}" if srv.metrics_port is not None else ""
+    tls = " (TLS)" if settings.tls_cert else ""
+    # One plain line on stdout that scripts (and tests) can wait for.
+    print(f"gangplan serve: listening on {settings.host}:{port}{tls}{metrics}", flush=True)
+    log.info("serving", extra={"peer": f"{settings.host}:{port}"})
+    while not stop.wait(0.5):
+        pass
+    srv.stop()
+    log.info("stopped")
+
+
+def run(**flags: object) -> int:
+    """`gangplan serve`: flags given (not None) win over `GANGPLAN_*` environment variables.
+
+    Returns the exit status: 0 after a drain, 2 for invalid settings.
+    """
+    token_file = flags.pop("token_file", None)
+    given = {k: v for k, v in flags.items() if v is not None}
+    if token_file is not None:
+        with open(str(token_file), encoding="utf-8") as f:
+            given["token"] = f.read().strip()
+    try:
+        settings = Settings(**given)  # type: ignore[arg-type]
+    except ValidationError as err:
+        for e in err.errors():
+            where = ".".join(str(x) for x in e["loc"]) or "settings"
+            print(f"error: {where}: {e['msg']}", file=sys.stderr)
+        return 2
+    serve(settings)
+    return 0

@@ -1,0 +1,358 @@
+"""`gangplan.v1.PlacementService`: snapshots in, verified Decisions out.
+
+Every placement call runs the same pipeline as `gangplan schedule`: the cluster (a stored
+snapshot or inline) plus the job -> `ClusterModel` -> `solver.schedule` (compile, engine,
+verify) -> `Decision` -> protobuf. Status codes:
+
+    ConvertError, InputError, ConfigError -> INVALID_ARGUMENT (google.rpc.BadRequest details)
+    NotFound                              -> NOT_FOUND
+    StaleGeneration                       -> FAILED_PRECONDITION
+    TooManySnapshots                      -> RESOURCE_EXHAUSTED
+    no time left for greedy               -> DEADLINE_EXCEEDED
+    InternalError and anything unexpected -> INTERNAL
+
+Deadlines: the solver budget is the call's time remaining after the model is built, less
+`deadline_margin`. A non-greedy engine gets greedy instead (with a note) when that budget is
+under `min_cpsat_budget`, or when `solver.schedule` takes no `time_limit` yet. Cancellation:
+the call stops between stages (after the model is built, before the solve) when the client
+has gone; a running solve finishes (the engines take no stop hook yet) and its answer is
+dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from gangplan.v1 import placement_service_pb2 as spb
+from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from server.convert import (
+    ClusterState,
+    ConvertError,
+    apply_job,
+    build_model,
+    cluster_state,
+    decision_to_proto,
+    job_gangs,
+)
+from server.metrics import Metrics
+from server.settings import Settings
+from server.store import NotFound, SnapshotStore, StaleGeneration, TooManySnapshots
+from solver import ConfigError, Decision, InputError, InternalError, SchedulerConf, load_conf
+from solver import schedule as solver_schedule
+from solver.engines import ENGINES
+from solver.policies.queue_validation import validate_queues
+
+__all__ = ["PlacementServicer", "ScheduleFn"]
+
+log = logging.getLogger("gangplan.server")
+
+ScheduleFn = Callable[..., Decision]
+NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
+PREEMPT_REASON = (
+    "job-level preemption is not implemented yet: the job is placed on free capacity only "
+    "and no victims are proposed"
+)
+
+
+class _Abort(Exception):
+    """Raised inside the servicer; turned into a status by `_guard`."""
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, violations: list[tuple[str, str]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.violations = violations or []
+
+
+def _abort(context: grpc.ServicerContext, err: _Abort) -> NoReturn:
+    if not err.violations:
+        context.abort(err.code, err.message)
+    bad = error_details_pb2.BadRequest(
+        field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field=f, description=d)
+            for f, d in err.violations
+        ]
+    )
+    detail = any_pb2.Any()
+    detail.Pack(bad)
+    status = status_pb2.Status(code=err.code.value[0], message=err.message, details=[detail])
+    context.abort_with_status(rpc_status.to_status(status))
+    raise AssertionError("unreachable")  # abort raises
+
+
+def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Maps the servicer's exceptions to status codes (see the module docstring)."""
+
+    @functools.wraps(method)
+    def wrapper(self: PlacementServicer, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except _Abort as err:
+            _abort(context, err)
+        except ConvertError as err:
+            _abort(context, _Abort(grpc.StatusCode.INVALID_ARGUMENT, str(err), err.violations))
+        except NotFound as err:
+            _abort(context, _Abort(grpc.StatusCode.NOT_FOUND, str(err)))
+        except StaleGeneration as err:
+            _abort(context, _Abort(grpc.StatusCode.FAILED_PRECONDITION, str(err)))
+        except TooManySnapshots as err:
+            _abort(context, _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err)))
+        except InputError as err:
+            _abort(context, _Abort(grpc.StatusCode.INVALID_ARGUMENT, str(err), [("", str(err))]))
+        except InternalError as err:
+            log.exception("internal error")
+            _abort(context, _Abort(grpc.StatusCode.INTERNAL, str(err)))
+
+    return wrapper
+
+
+@functools.lru_cache(maxsize=32)
+def _conf_from_text(text: str) -> SchedulerConf:
+    """Parse a Volcano conf sent in a request (cached: front ends resend the same text)."""
+    fd, path = tempfile.mkstemp(suffix=".yaml", prefix="gangplan-conf-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            conf = load_conf(path)
+        except ConfigError as err:
+            where = "options.scheduler_conf" + (f".{err.field}" if err.field else "")
+            raise _Abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{where}: {err.message}",
+                [(where, err.message)],
+            ) from None
+    finally:
+        os.unlink(path)
+    source = "options.scheduler_conf"
+    return conf.model_copy(
+        update={"source": source, "notes": tuple(n.replace(path, source) for n in conf.notes)}
+    )
+
+
+@dataclass(frozen=True)
+class _Answer:
+    decision: Decision
+    gangs: set[str] | None  # the job's gangs (closed over GangGroups); None: every gang
+    generation: int
+    singles: frozenset[str]  # pending pods that are a gang of one
+
+
+class PlacementServicer(spb_grpc.PlacementServiceServicer):
+    def __init__(
+        self,
+        settings: Settings,
+        store: SnapshotStore,
+        metrics: Metrics,
+        schedule_fn: ScheduleFn | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.schedule_fn: ScheduleFn = schedule_fn or solver_schedule
+        self._accepts = set(inspect.signature(self.schedule_fn).parameters)
+        self.default_conf = load_conf(settings.scheduler_conf)
+
+    # ------------------------------------------------------------------------- snapshots
+
+    @_guard
+    def PutSnapshot(
+        self, request: spb.PutSnapshotRequest, context: grpc.ServicerContext
+    ) -> spb.PutSnapshotResponse:
+        state = cluster_state(request.cluster, "cluster")
+        snap = self.store.put(state, request.snapshot_id)
+        self._snapshot_metrics(state)
+        return spb.PutSnapshotResponse(snapshot_id=snap.id, generation=snap.generation)
+
+    @_guard
+    def UpdateSnapshot(
+        self, request: spb.UpdateSnapshotRequest, context: grpc.ServicerContext
+    ) -> spb.UpdateSnapshotResponse:
+        snap = self.store.update(request)
+        self._snapshot_metrics(snap.state)
+        return spb.UpdateSnapshotResponse(
+            snapshot_id=snap.id,
+            generation=snap.generation,
+            node_count=len(snap.state.nodes),
+            pod_count=len(snap.state.pods),
+        )
+
+    @_guard
+    def DeleteSnapshot(
+        self, request: spb.DeleteSnapshotRequest, context: grpc.ServicerContext
+    ) -> spb.DeleteSnapshotResponse:
+        self.store.delete(request.snapshot_id)
+        self._snapshot_metrics(None)
+        return spb.DeleteSnapshotResponse()
+
+    def _snapshot_metrics(self, state: ClusterState | None) -> None:
+        nodes, pods = self.store.sizes()
+        self.metrics.snapshot_sizes(len(self.store), nodes, pods)
+        if state is not None:
+            self.metrics.queue_cards(state.queues.values())
+
+    # ------------------------------------------------------------------------- placement
+
+    @_guard
+    def PlaceJob(
+        self, request: spb.PlaceJobRequest, context: grpc.ServicerContext
+    ) -> spb.PlaceJobResponse:
+        answer = self._solve(request, context)
+        return spb.PlaceJobResponse(
+            decision=self._decision(answer),
+            placed=_placed(answer),
+            generation=answer.generation,
+        )
+
+    @_guard
+    def Preempt(
+        self, request: spb.PreemptRequest, context: grpc.ServicerContext
+    ) -> spb.PreemptResponse:
+        answer = self._solve(request, context)
+        return spb.PreemptResponse(
+            decision=self._decision(answer),
+            placed=_placed(answer),
+            reason="" if answer.decision.victims else PREEMPT_REASON,
+            generation=answer.generation,
+        )
+
+    @_guard
+    def Enqueue(
+        self, request: spb.EnqueueRequest, context: grpc.ServicerContext
+    ) -> spb.EnqueueResponse:
+        answer = self._solve(request, context)
+        admissions = []
+        for gid, outcome in sorted(answer.decision.podgroups.items()):
+            if answer.gangs is not None and gid not in answer.gangs:
+                continue
+            reason = "" if outcome.enqueued else outcome.reason
+            admissions.append(spb.Admission(gang=gid, admitted=outcome.enqueued, reason=reason))
+        return spb.EnqueueResponse(admissions=admissions, generation=answer.generation)
+
+    @_guard
+    def ValidateQueues(
+        self, request: spb.ValidateQueuesRequest, context: grpc.ServicerContext
+    ) -> spb.ValidateQueuesResponse:
+        state, _ = self._cluster(request)
+        verdicts = validate_queues(build_model(state, None))
+        return spb.ValidateQueuesResponse(
+            valid=all(v.valid for v in verdicts.values()),
+            violations=[
+                spb.QueueViolation(queue=name, field=path, description=message)
+                for name, v in verdicts.items()
+                for path, message in v.problems
+            ],
+        )
+
+    # ------------------------------------------------------------------------- the pipeline
+
+    def _cluster(self, request: Any) -> tuple[ClusterState, int]:
+        which = request.WhichOneof("cluster_source")
+        if which == "snapshot":
+            snap = self.store.get(request.snapshot.id, request.snapshot.expected_generation)
+            return snap.state, snap.generation
+        if which == "cluster":
+            return cluster_state(request.cluster, "cluster"), 0
+        raise _Abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "name a snapshot or send a cluster",
+            [("cluster_source", "set `snapshot` or `cluster`")],
+        )
+
+    def _solve(self, request: Any, context: grpc.ServicerContext) -> _Answer:
+        started = time.perf_counter()
+        state, generation = self._cluster(request)
+        job = request.job
+        state, gangs = apply_job(state, job, "job")
+        empty = not (job.gangs or job.pods or job.gang_ids)
+        closed = None if empty else job_gangs(state, gangs)
+        model = build_model(state, closed)
+        options = request.options
+        conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
+        conf = conf or self.default_conf
+        engine, kwargs, notes = self._budget(options, context)
+        if not context.is_active():
+            raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
+        decision = self.schedule_fn(model, conf, engine=engine, **kwargs)
+        if notes:
+            decision = _with_notes(decision, notes)
+        self.metrics.solved(decision, time.perf_counter() - started)
+        singles = frozenset(p.key for p in model.pending_pods if model.gangs[p.gang].implicit)
+        return _Answer(decision, closed, generation, singles)
+
+    def _budget(
+        self, options: spb.SolveOptions, context: grpc.ServicerContext
+    ) -> tuple[str, dict[str, Any], list[str]]:
+        """(engine, extra schedule() arguments, notes) for the time this call has left."""
+        engine = options.engine or self.settings.engine
+        if engine not in ENGINES:
+            message = f"unknown engine {engine!r} (available: {', '.join(sorted(ENGINES))})"
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("options.engine", message)])
+        remaining = context.time_remaining()
+        if remaining is None or remaining > NO_DEADLINE:
+            budget = self.settings.time_limit
+        else:
+            budget = remaining - self.settings.deadline_margin
+            if budget <= 0:
+                raise _Abort(
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                    "the deadline left no time to solve after building the model",
+                )
+        notes = []
+        if engine != "greedy":
+            if "time_limit" not in self._accepts:
+                notes.append(f"engine {engine!r} takes no time limit here: greedy answered")
+                engine = "greedy"
+            elif budget < self.settings.min_cpsat_budget:
+                notes.append(
+                    f"deadline left {budget * 1000:.0f} ms, under the "
+                    f"{self.settings.min_cpsat_budget * 1000:.0f} ms engine {engine!r} "
+                    "needs: greedy answered"
+                )
+                engine = "greedy"
+        kwargs: dict[str, Any] = {}
+        if "time_limit" in self._accepts:
+            kwargs["time_limit"] = budget
+        if "workers" in self._accepts:
+            kwargs["workers"] = options.workers or self.settings.solver_workers
+        if "seed" in self._accepts:
+            kwargs["seed"] = options.seed or self.settings.seed
+        return engine, kwargs, notes
+
+    def _decision(self, answer: _Answer) -> spb.Decision:
+        msg = decision_to_proto(answer.decision)
+        if answer.gangs is not None:
+            # Only the job's gangs: bound pods of other gangs were in the model as load.
+            gangs = [g for g in msg.gangs if g.gang in answer.gangs]
+            del msg.gangs[:]
+            msg.gangs.extend(gangs)
+        return msg
+
+
+def _placed(answer: _Answer) -> bool:
+    """Every named gang of the job placed, and every pending pod of a gang of one."""
+    d = answer.decision
+    for gid, outcome in d.podgroups.items():
+        if (answer.gangs is None or gid in answer.gangs) and not outcome.placed:
+            return False
+    return all(d.placements[k].node is not None for k in answer.singles if k in d.placements)
+
+
+def _with_notes(decision: Decision, notes: list[str]) -> Decision:
+    return dataclasses.replace(decision, notes=(*decision.notes, *notes))

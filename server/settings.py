@@ -1,0 +1,84 @@
+"""Service configuration: flags of `gangplan serve`, else environment variables `GANGPLAN_*`.
+
+Every field below can be set as `GANGPLAN_<FIELD>` (e.g. `GANGPLAN_PORT=50051`,
+`GANGPLAN_TOKEN=...`); flags given to `gangplan serve` win over the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GANGPLAN_", extra="ignore", frozen=True)
+
+    host: str = Field(default="127.0.0.1", description="address to listen on ('[::]' for all)")
+    port: int = Field(default=50051, ge=0, le=65535, description="gRPC port; 0 picks a free one")
+    metrics_port: int | None = Field(
+        default=9464,
+        ge=0,
+        le=65535,
+        description="Prometheus /metrics port on the same host; 0 picks one; None disables",
+    )
+    tls_cert: Path | None = Field(default=None, description="server certificate chain (PEM)")
+    tls_key: Path | None = Field(default=None, description="server private key (PEM)")
+    client_ca: Path | None = Field(
+        default=None, description="CA bundle (PEM); when set, clients must present a certificate"
+    )
+    token: SecretStr | None = Field(
+        default=None,
+        description="when set, every RPC except health needs `authorization: Bearer <token>`",
+    )
+    workers: int = Field(default=4, ge=1, description="threads serving RPCs (solves in parallel)")
+    max_queued: int = Field(
+        default=28,
+        ge=0,
+        description="RPCs waiting beyond `workers`; more concurrent calls get RESOURCE_EXHAUSTED",
+    )
+    max_message_mb: int = Field(
+        default=256, ge=1, description="largest request or response message, MiB"
+    )
+    max_snapshots: int = Field(default=64, ge=1, description="snapshots kept in memory")
+    engine: str = Field(default="greedy", description="engine when a request names none")
+    scheduler_conf: Path | None = Field(
+        default=None, description="Volcano scheduler conf used when a request carries none"
+    )
+    solver_workers: int = Field(
+        default=1,
+        ge=1,
+        description="CP-SAT num_workers per solve when a request names none; keep "
+        "workers x solver_workers <= cores",
+    )
+    seed: int = Field(default=0, description="CP-SAT random seed when a request names none")
+    time_limit: float = Field(
+        default=10.0, gt=0, description="solver budget (s) for a call without a deadline"
+    )
+    deadline_margin: float = Field(
+        default=0.02, ge=0, description="seconds kept back from a call's deadline to answer"
+    )
+    min_cpsat_budget: float = Field(
+        default=0.1, ge=0, description="below this budget (s) a CP-SAT request gets greedy"
+    )
+    grace: float = Field(default=10.0, ge=0, description="SIGTERM: seconds in-flight calls get")
+    log_level: str = Field(default="INFO", description="logging level")
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Settings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key must be given together")
+        if self.client_ca is not None and self.tls_cert is None:
+            raise ValueError("client_ca (mutual TLS) needs tls_cert and tls_key")
+        return self
+
+    @property
+    def max_concurrent_rpcs(self) -> int:
+        return self.workers + self.max_queued
+
+    @property
+    def max_message_bytes(self) -> int:
+        return self.max_message_mb * 1024 * 1024

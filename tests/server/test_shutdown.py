@@ -1,0 +1,78 @@
+"""SIGTERM drains: the call in flight finishes, new calls are refused, the process exits 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from clients.client import Client, ClientError
+from tests.server.conftest import gang_job, small_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wait_for(stream: Any, pattern: str, timeout: float = 20.0) -> re.Match[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        match = re.search(pattern, line)
+        if match:
+            return match
+    raise AssertionError(f"no line matching {pattern!r}")
+
+
+def test_sigterm_drains_a_call_in_flight() -> None:
+    env = {**os.environ, "SLOW_SECONDS": "1.5", "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.server.slow_server"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            _drain(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _drain(proc: subprocess.Popen[str]) -> None:
+    port = _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
+    results: list[Any] = []
+    with Client(f"127.0.0.1:{port}", retries=0, timeout=15) as client:
+        assert client.health() == "SERVING"
+
+        def call() -> None:
+            try:
+                results.append(client.place_job(gang_job("j", 2), cluster=small_cluster()))
+            except ClientError as err:
+                results.append(err)
+
+        in_flight = threading.Thread(target=call)
+        in_flight.start()
+        _wait_for(proc.stderr, "solving")
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        with Client(f"127.0.0.1:{port}", retries=0, timeout=2) as late:
+            with pytest.raises(ClientError) as refused:
+                late.place_job(gang_job("k", 1), cluster=small_cluster())
+            assert refused.value.code is grpc.StatusCode.UNAVAILABLE
+        in_flight.join(15)
+    assert len(results) == 1 and not isinstance(results[0], ClientError), results
+    assert results[0].placed
+    assert proc.wait(15) == 0
