@@ -20,7 +20,13 @@ Rules checked:
    read from the nodes' labels and `ClusterNetworkTopology/default` here, not from the
    Problem;
 7. with `job-affinity`: a Godel PodGroup's placed pods match its `nodeSelector`, and its
-   placed and running pods share one value of every `required` topology key.
+   placed and running pods share one value of every `required` topology key;
+8. with `capacity`: no newly placed pod belongs to a job reported as not enqueued, and for
+   every queue (leaf and every ancestor) allocated + the requests of its newly placed pods
+   stay within realCapability in each resource those pods request (realCapability from
+   the queue tree's definition, usage summed here from the pods);
+9. with `nodegroup`: every newly placed pod of a job in a queue is on a node its queue's
+   node-group affinity allows.
 """
 
 from __future__ import annotations
@@ -84,6 +90,10 @@ def verify(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> list
         problems.extend(_gather(model, conf, placed_nodes))
     if conf.enabled("job-affinity"):
         problems.extend(_job_affinity(model, conf, placed_nodes))
+    if conf.enabled("capacity"):
+        problems.extend(_queues(model, conf, decision, new_on))
+    if conf.enabled("nodegroup"):
+        problems.extend(_nodegroups(model, conf, new_on))
 
     for gid, outcome in decision.podgroups.items():
         gang = model.gangs.get(gid)
@@ -425,4 +435,64 @@ def _job_affinity(model: ClusterModel, conf: SchedulerConf, placed: dict[str, st
                 problems.append(
                     f"gang {gang.id}: pods span required topology domains {sorted(map(str, values))}"
                 )
+    return problems
+
+
+def _queues(
+    model: ClusterModel, conf: SchedulerConf, decision: Decision, new_on: dict[str, list[Pod]]
+) -> list[str]:
+    from solver.policies.queues import INF, build_queue_tree, job_queue
+
+    problems: list[str] = []
+    placed = [pod for pods in new_on.values() for pod in pods]
+    for pod in placed:
+        outcome = decision.podgroups.get(pod.gang)
+        if outcome is not None and not outcome.enqueued:
+            problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
+    tree = build_queue_tree(model, conf)
+    if tree is None:
+        return problems
+    added: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod in placed:
+        leaf = job_queue(model, pod.gang)
+        if leaf is None:
+            continue
+        if leaf not in tree.queues or tree.broken or not tree.queues[leaf].leaf:
+            problems.append(f"{pod.key}: placed although queue {leaf} cannot run jobs")
+            continue
+        for name in tree.path(leaf):
+            for r, v in pod.requests.items():
+                if r != "pods":
+                    added[name][r] += v
+    for name, extra in sorted(added.items()):
+        q = tree.queues[name]
+        for r, v in sorted(extra.items()):
+            limit = q.real_capability.get(r, INF)
+            if v and limit < INF and q.allocated.get(r, 0) + v > limit:
+                problems.append(
+                    f"queue {name}: {r} allocated {q.allocated.get(r, 0)} + placed {v} > "
+                    f"realCapability {limit}"
+                )
+    return problems
+
+
+def _nodegroups(
+    model: ClusterModel, conf: SchedulerConf, new_on: dict[str, list[Pod]]
+) -> list[str]:
+    from solver.policies.nodegroup import nodegroup_verdict
+    from solver.policies.queues import job_queue
+
+    problems: list[str] = []
+    index = {node.name: i for i, node in enumerate(model.nodes)}
+    verdicts: dict[str, list[str | None]] = {}
+    for node_name, pods in sorted(new_on.items()):
+        for pod in pods:
+            queue = job_queue(model, pod.gang)
+            if queue is None:
+                continue
+            if queue not in verdicts:
+                verdicts[queue] = nodegroup_verdict(model, conf, queue)[0]
+            why = verdicts[queue][index[node_name]]
+            if why:
+                problems.append(f"{pod.key} on {node_name}: {why} (queue {queue})")
     return problems

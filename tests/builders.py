@@ -227,3 +227,83 @@ def godel_podgroup(name: str, min_member: int, affinity: dict[str, Any]) -> dict
     pg = podgroup(name, min_member, dialect="godel")
     pg["spec"]["affinity"] = {"podGroupAffinity": affinity}
     return pg
+
+
+def queue(
+    name: str,
+    parent: str | None = None,
+    *,
+    capability: dict[str, Any] | None = None,
+    deserved: dict[str, Any] | None = None,
+    guarantee: dict[str, Any] | None = None,
+    affinity: dict[str, list[str]] | None = None,
+    anti: dict[str, list[str]] | None = None,
+    state: str | None = None,
+    priority: int | None = None,
+    allocated_pods: int | None = None,
+) -> dict[str, Any]:
+    """A Volcano Queue; `affinity`/`anti` map "required"/"preferred" to node-group names."""
+    spec: dict[str, Any] = {}
+    if parent:
+        spec["parent"] = parent
+    if capability:
+        spec["capability"] = {k: str(v) for k, v in capability.items()}
+    if deserved:
+        spec["deserved"] = {k: str(v) for k, v in deserved.items()}
+    if guarantee:
+        spec["guarantee"] = {"resource": {k: str(v) for k, v in guarantee.items()}}
+    if priority is not None:
+        spec["priority"] = priority
+    if affinity or anti:
+        spec["affinity"] = {}
+        for key, lists in (("nodeGroupAffinity", affinity), ("nodeGroupAntiAffinity", anti)):
+            if lists:
+                spec["affinity"][key] = {
+                    f"{kind}DuringSchedulingIgnoredDuringExecution": names
+                    for kind, names in lists.items()
+                }
+    body: dict[str, Any] = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    status: dict[str, Any] = {}
+    if state:
+        status["state"] = state
+    if allocated_pods is not None:
+        status["allocated"] = {"pods": str(allocated_pods)}
+    if status:
+        body["status"] = status
+    return body
+
+
+def volcano_job(
+    name: str,
+    queue_name: str,
+    pods: int,
+    *,
+    gpu: int = 1,
+    cpu: int = 1,
+    min_member: int | None = None,
+    priority: int | None = None,
+    bound_on: str | None = None,
+) -> list[dict[str, Any]]:
+    """A Volcano PodGroup (with minResources) in `queue_name` and its pods."""
+    mm = pods if min_member is None else min_member
+    pg = podgroup(name, mm, "volcano")
+    pg["spec"]["queue"] = queue_name
+    pg["spec"]["minResources"] = {"cpu": str(cpu * mm), "nvidia.com/gpu": str(gpu * mm)}
+    out = [pg]
+    for i in range(pods):
+        b = (
+            pod(f"{name}-{i}")
+            .annotate("scheduling.k8s.io/group-name", name)
+            .requests(cpu=cpu, gpu=gpu)
+        )
+        if priority is not None:
+            b.priority(priority)
+        if bound_on:
+            b.on(bound_on)
+        out.append(b.obj())
+    return out

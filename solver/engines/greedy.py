@@ -32,7 +32,7 @@ import numpy as np
 
 from solver.engines._result import EngineResult, fit_report, format_fit_error
 from solver.engines.gather import gather_unit, godel_groups
-from solver.problem import GodelPlan, IntArray, Problem
+from solver.problem import QUOTA_UNLIMITED, GodelPlan, IntArray, Problem
 from solver.quantity import format_quantity
 
 __all__ = ["solve_greedy"]
@@ -71,9 +71,61 @@ def _fill(
     return np.repeat(chosen, take)
 
 
+class _Quota:
+    """Queue headroom during one run: the capacity plugin's allocate gate, at every level.
+
+    A pod of type t may be placed only if, for the type's leaf queue and every ancestor,
+    `allocated + request ≤ realCapability` on each resource it requests (Volcano checks it
+    per task before choosing a node); `left` is the headroom still free.
+    """
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.left = problem.queue_headroom.copy()
+        self.finite = self.left < QUOTA_UNLIMITED
+
+    def cap(self, t: int, count: int) -> tuple[int, str | None]:
+        """How many of `count` pods of type t the quotas admit, and why fewer when so."""
+        problem = self.problem
+        if not problem.type_queues or not problem.type_queues[t]:
+            return count, None
+        demand = problem.type_demand[t]
+        allowed, why = count, None
+        for q in problem.type_queues[t]:
+            for r in np.flatnonzero((demand > 0) & self.finite[q]).tolist():
+                fits = int(self.left[q, r] // demand[r])
+                if fits < allowed:
+                    allowed = max(fits, 0)
+                    name = problem.resources[r]
+                    why = (
+                        f"queue {problem.queue_names[q]}: insufficient {name} quota "
+                        f"({format_quantity(name, int(self.left[q, r]))} left of realCapability, "
+                        f"{format_quantity(name, int(demand[r]))} per pod)"
+                    )
+        return allowed, why
+
+    def charge(self, t: int, n: int) -> None:
+        if n and self.problem.type_queues and self.problem.type_queues[t]:
+            rows = list(self.problem.type_queues[t])
+            taken = np.where(self.finite[rows], n * self.problem.type_demand[t], 0)
+            self.left[rows] -= taken
+
+    def admits(self, counts: dict[int, int]) -> str | None:
+        """Whether a whole plan (pods per type) fits every quota; the reason when not."""
+        trial = _Quota.__new__(_Quota)
+        trial.problem, trial.left, trial.finite = self.problem, self.left.copy(), self.finite
+        for t, n in counts.items():
+            allowed, why = trial.cap(t, n)
+            if allowed < n:
+                return why
+            trial.charge(t, n)
+        return None
+
+
 def solve_greedy(problem: Problem) -> EngineResult:
     started = time.perf_counter()
     free = problem.free.copy()
+    quota = _Quota(problem)
     pod_node = [np.full(len(pods), -1, dtype=np.int64) for pods in problem.type_pods]
     gang_reason: dict[int, str] = {}
     for u in problem.unit_order.tolist():
@@ -85,14 +137,14 @@ def solve_greedy(problem: Problem) -> EngineResult:
             else:
                 active.append(g)
         if active and problem.is_gather(u):
-            _place_gather_unit(problem, u, active, free, pod_node, gang_reason)
+            _place_gather_unit(problem, u, active, free, quota, pod_node, gang_reason)
             continue
         godel = problem.unit_godel[u] if problem.unit_godel else None
         if active and godel is not None and (godel.required is not None or godel.preferred):
-            _place_godel_unit(problem, godel, active, free, pod_node, gang_reason)
+            _place_godel_unit(problem, godel, active, free, quota, pod_node, gang_reason)
             continue
         while active:
-            failed = _place_unit(problem, active, free, pod_node, gang_reason)
+            failed = _place_unit(problem, active, free, quota, pod_node, gang_reason)
             if not failed:
                 break
             dropped = _with_dependents(problem, set(failed), active, gang_reason)
@@ -110,23 +162,29 @@ def _place_unit(
     problem: Problem,
     gangs: list[int],
     free: IntArray,
+    quota: _Quota,
     pod_node: list[IntArray],
     gang_reason: dict[int, str],
 ) -> list[int]:
     """Try to place the unit; on success commit and return [], else roll back and return failures."""
-    snapshot = free.copy()
+    snapshot, quota_snapshot = free.copy(), quota.left.copy()
     tentative: dict[int, list[int]] = {}  # type -> node per pod, in order
     placed = dict.fromkeys(gangs, 0)
     first_failure: dict[int, str] = {}
 
     def place(t: int, count: int) -> int:
-        nodes = _fill(problem, t, count, free)
+        allowed, why = quota.cap(t, count)
+        nodes = _fill(problem, t, allowed, free)
+        quota.charge(t, int(nodes.size))
         tentative.setdefault(t, []).extend(nodes.tolist())
         if nodes.size < count:
             g = int(problem.type_gang[t])
             if g not in first_failure:
-                _, counts = fit_report(problem, t, free)
-                first_failure[g] = format_fit_error(problem.num_nodes, counts)
+                if nodes.size == allowed and why:
+                    first_failure[g] = why
+                else:
+                    _, counts = fit_report(problem, t, free)
+                    first_failure[g] = format_fit_error(problem.num_nodes, counts)
         return int(nodes.size)
 
     # Phase 1: each gang's required share; phase 2: optional extra members.
@@ -141,6 +199,7 @@ def _place_unit(
     failed = [g for g in gangs if placed[g] < problem.gang_need[g]]
     if failed:
         free[:] = snapshot
+        quota.left[:] = quota_snapshot
         for g in failed:
             need = int(problem.gang_need[g])
             parts = [f"gang {problem.gang_ids[g]}: {placed[g]} of {need} required pod(s) fit"]
@@ -153,11 +212,7 @@ def _place_unit(
             done = len(tentative.get(t, []))
             rest = len(problem.type_pods[t]) - done
             if rest > 0:
-                nodes = _fill(problem, t, rest, free)
-                tentative.setdefault(t, []).extend(nodes.tolist())
-                if nodes.size < rest and g not in first_failure:
-                    _, counts = fit_report(problem, t, free)
-                    first_failure[g] = format_fit_error(problem.num_nodes, counts)
+                place(t, rest)
     for t, chosen in tentative.items():
         pod_node[t][: len(chosen)] = chosen
     for g, message in first_failure.items():
@@ -170,16 +225,21 @@ def _place_gather_unit(
     u: int,
     gangs: list[int],
     free: IntArray,
+    quota: _Quota,
     pod_node: list[IntArray],
     gang_reason: dict[int, str],
 ) -> None:
     """Koordinator's gather: every pending pod of the group in one plan, or none (gather.py)."""
     outcome = gather_unit(problem, u, gangs, free)
-    if outcome.message:
+    message = outcome.message or quota.admits(
+        {t: int((nodes >= 0).sum()) for t, nodes in outcome.pod_node.items()}
+    )
+    if message:
         for g in gangs:
-            gang_reason[g] = outcome.message
+            gang_reason[g] = message
         return
     for t, nodes in outcome.pod_node.items():
+        quota.charge(t, int((nodes >= 0).sum()))
         pod_node[t][:] = nodes
         placed = nodes[nodes >= 0]
         np.subtract.at(free, placed, problem.type_demand[t])
@@ -190,6 +250,7 @@ def _place_godel_unit(
     plan: GodelPlan,
     gangs: list[int],
     free: IntArray,
+    quota: _Quota,
     pod_node: list[IntArray],
     gang_reason: dict[int, str],
 ) -> None:
@@ -225,10 +286,16 @@ def _place_godel_unit(
             placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
             for g in gangs
         )
+        over = quota.admits({t: len(picked) for t, picked in chosen.items()}) if ok else None
+        if over:
+            for g in gangs:
+                gang_reason[g] = f"gang {problem.gang_ids[g]}: {over}"
+            return
         if ok:
             free[:] = trial
             for t, picked in chosen.items():
                 pod_node[t][: len(picked)] = picked
+                quota.charge(t, len(picked))
             if first_failure:
                 for g in gangs:
                     gang_reason.setdefault(g, first_failure)
