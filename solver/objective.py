@@ -1,29 +1,50 @@
 """The objective every engine is scored by (DESIGN §3), as named tiers.
 
-Tiers, highest first; a higher tier dominates every lower one:
+Tiers, highest first; each outweighs every combination of the tiers below it:
 
 1. `placed_groups` — Σ over gang groups with at least one pod placed of the group's
    priority rank (1 for the lowest distinct pending priority, 2 for the next, ...);
 2. `placed_pods` — pods placed;
-3. `affinity` — Σ over placed pods of round(100 × the static policy score of its node)
+3. `domains:<Layer>` (fewer is better), one per network-topology layer from the top down
+   (e.g. `domains:SpineLayer`, then `domains:BlockLayer`) — Σ over topology-aware gang
+   groups of the domains of that layer their placed pods use; present with a topology;
+4. `affinity` — Σ over placed pods of round(100 × the static policy score of its node)
    (node-group affinity, ...), present when some score is non-zero;
-4. `opened_nodes` (fewer is better) — nodes without any bound pod that receive pods: the
+5. `opened_nodes` (fewer is better) — nodes without any bound pod that receive pods: the
    fragmentation tie-break, keeping whole nodes free for the next big job.
 
-Each tier is weighted by the product of (range + 1) of the tiers below it, so a unit of
-any tier outweighs everything below it: with P pending pods, N nodes and affinity range A,
-`objective = ((placed_groups × (P + 1) + placed_pods) × (A + 1) + affinity − A_min) × (N + 1) − opened_nodes`
-(without scores A = 0 and the affinity factor vanishes). The CP-SAT engine maximises
-exactly this (`engines/cpsat/_terms.py`). Later features add their tiers here.
+`tier_specs()` gives each tier's range [lower, upper]; tier i weighs
+Π_{j below i} (upper_j − lower_j + 1) and `objective = Σ ± weight × value` (− for the
+fewer-is-better tiers). The CP-SAT engine maximises exactly this sum
+(`engines/cpsat/_terms.py` reads the same specs), so objectives and bounds of every engine
+compare directly.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from solver.problem import IntArray, Problem
 
-__all__ = ["evaluate", "score_units", "unit_weights"]
+__all__ = [
+    "TierSpec",
+    "evaluate",
+    "score_units",
+    "tier_specs",
+    "tier_weights",
+    "topology_units",
+    "unit_weights",
+]
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    name: str
+    lower: int
+    upper: int
+    maximize: bool = True
 
 
 def score_units(score: float) -> int:
@@ -37,32 +58,94 @@ def unit_weights(problem: Problem) -> IntArray:
     return np.searchsorted(distinct, problem.unit_priority).astype(np.int64) + 1
 
 
+def topology_units(problem: Problem) -> list[int]:
+    """Units whose placement is scored by network-topology domains (Koordinator gather)."""
+    if not problem.unit_gather.size:
+        return []
+    return [int(u) for u in np.flatnonzero(problem.unit_gather)]
+
+
+def _unit_pending(problem: Problem) -> IntArray:
+    return np.bincount(
+        problem.gang_unit, weights=problem.gang_pending, minlength=len(problem.unit_ids)
+    ).astype(np.int64)
+
+
+def _score_table(problem: Problem) -> IntArray:
+    return np.rint(100 * problem.static_score).astype(np.int64)
+
+
+def tier_specs(problem: Problem) -> list[TierSpec]:
+    """The tiers in force for this Problem, highest first, with their ranges."""
+    specs = [
+        TierSpec("placed_groups", 0, int(unit_weights(problem).sum())),
+        TierSpec("placed_pods", 0, problem.num_pods),
+    ]
+    units = topology_units(problem)
+    if units:
+        pending = _unit_pending(problem)
+        for layer in range(1, len(problem.topo_layers) - 1):
+            domains = len(problem.topo_domains[layer])
+            upper = int(sum(min(int(pending[u]), domains) for u in units))
+            specs.append(
+                TierSpec(f"domains:{problem.topo_layers[layer]}", 0, upper, maximize=False)
+            )
+    table = _score_table(problem)
+    if table.size:
+        counts = np.array([len(p) for p in problem.type_pods], dtype=np.int64)
+        lo = int((counts * np.minimum(table.min(axis=1), 0)).sum())
+        hi = int((counts * np.maximum(table.max(axis=1), 0)).sum())
+        if lo or hi:
+            specs.append(TierSpec("affinity", lo, hi))
+    specs.append(TierSpec("opened_nodes", 0, problem.num_nodes, maximize=False))
+    return specs
+
+
+def tier_weights(specs: list[TierSpec]) -> dict[str, int]:
+    weights: dict[str, int] = {}
+    weight = 1
+    for spec in reversed(specs):
+        weights[spec.name] = weight
+        weight *= spec.upper - spec.lower + 1
+    return weights
+
+
 def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
+    """Every tier's value for an answer (per-type node indices), and the combined `objective`."""
     placed_per_unit = np.zeros(len(problem.unit_ids), dtype=np.int64)
     placed_pods = 0
     for t, nodes in enumerate(pod_node):
         count = int((nodes >= 0).sum())
         placed_pods += count
         placed_per_unit[problem.gang_unit[problem.type_gang[t]]] += count
-    placed_groups = int(unit_weights(problem)[placed_per_unit > 0].sum())
+    values = {
+        "placed_groups": int(unit_weights(problem)[placed_per_unit > 0].sum()),
+        "placed_pods": placed_pods,
+    }
+    units = set(topology_units(problem))
+    if units:
+        per_unit: dict[int, list[int]] = {u: [] for u in units}
+        for t, nodes in enumerate(pod_node):
+            u = int(problem.gang_unit[problem.type_gang[t]])
+            if u in units:
+                per_unit[u].extend(nodes[nodes >= 0].tolist())
+        for layer in range(1, len(problem.topo_layers) - 1):
+            used = 0
+            for placed in per_unit.values():
+                domains = problem.node_domain[layer, placed] if placed else np.empty(0)
+                used += len({int(d) for d in domains if d >= 0})
+            values[f"domains:{problem.topo_layers[layer]}"] = used
+    table = _score_table(problem)
+    values["affinity"] = sum(
+        int(table[t, nodes[nodes >= 0]].sum()) for t, nodes in enumerate(pod_node)
+    )
     touched = np.zeros(problem.num_nodes, dtype=bool)
     for nodes in pod_node:
         touched[nodes[nodes >= 0]] = True
     empty = np.all(problem.free == problem.capacity, axis=1)
-    opened = int((touched & empty).sum())
-    num_pods, num_nodes = problem.num_pods, problem.num_nodes
-    units = np.rint(100 * problem.static_score).astype(np.int64)
-    affinity = sum(int(units[t, nodes[nodes >= 0]].sum()) for t, nodes in enumerate(pod_node))
-    counts = np.array([len(p) for p in problem.type_pods], dtype=np.int64)
-    lo = int((counts * np.minimum(units.min(axis=1, initial=0), 0)).sum()) if units.size else 0
-    hi = int((counts * np.maximum(units.max(axis=1, initial=0), 0)).sum()) if units.size else 0
-    top = (placed_groups * (num_pods + 1) + placed_pods) * (hi - lo + 1) + affinity - lo
-    tiers = {
-        "objective": top * (num_nodes + 1) - opened,
-        "placed_groups": placed_groups,
-        "placed_pods": placed_pods,
-    }
-    if hi or lo:
-        tiers["affinity"] = affinity
-    tiers["opened_nodes"] = opened
-    return tiers
+    values["opened_nodes"] = int((touched & empty).sum())
+
+    specs = tier_specs(problem)
+    weights = tier_weights(specs)
+    objective = sum((1 if s.maximize else -1) * weights[s.name] * values[s.name] for s in specs)
+    return {"objective": int(objective), **{s.name: values[s.name] for s in specs}}

@@ -128,8 +128,16 @@ def solve_greedy(problem: Problem) -> EngineResult:
     quota = _Quota(problem)
     pod_node = [np.full(len(pods), -1, dtype=np.int64) for pods in problem.type_pods]
     gang_reason: dict[int, str] = {}
+    unit_gangs: dict[int, list[int]] = {}
+    for g in np.flatnonzero(problem.gang_pending > 0).tolist():
+        unit_gangs.setdefault(int(problem.gang_unit[g]), []).append(g)
+    for g, u in enumerate(problem.gang_unit.tolist()):  # gangs required by pending ones
+        if u in unit_gangs and g not in unit_gangs[u]:
+            unit_gangs[u].append(g)
     for u in problem.unit_order.tolist():
-        gangs = [int(g) for g in np.flatnonzero(problem.gang_unit == u)]
+        if u not in unit_gangs:
+            continue  # nothing pending in this gang group
+        gangs = sorted(unit_gangs[u])
         active = []
         for g in gangs:
             if problem.gang_blocked[g] is not None:

@@ -418,7 +418,10 @@ def compile_queues(
         if unit_order is not None
         else sorted(range(len(unit_job_key)), key=lambda u: unit_job_key[u])
     )
-    gangs_in_order = [gang_ids[g] for u in order for g in range(len(gang_ids)) if gang_unit[g] == u]
+    unit_members: dict[int, list[str]] = {}
+    for g, u in enumerate(gang_unit):
+        unit_members.setdefault(u, []).append(gang_ids[g])
+    gangs_in_order = [gid for u in order for gid in unit_members.get(u, [])]
     rejected_ids = plan_enqueue(model, conf, tree, gangs_in_order)
     index = {gid: g for g, gid in enumerate(gang_ids)}
     rejected = {index[gid]: why for gid, why in rejected_ids.items()}

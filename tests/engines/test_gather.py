@@ -511,27 +511,37 @@ def gather_cases(draw: st.DrawFn) -> tuple[ClusterModel, bool]:
     return model(*objects), fits_in_a_block
 
 
-def _check_gather(case: tuple[ClusterModel, bool]) -> None:
+def _check_gather(case: tuple[ClusterModel, bool], engine: str = "greedy") -> None:
     cluster, fits_in_a_block = case
     conf = SchedulerConf.default()
-    decision = schedule(cluster, conf, engine="greedy")
+    decision = schedule(cluster, conf, engine=engine, workers=1, time_limit=20)
     assert verify(cluster, conf, decision) == []
     blocks = {cluster.node_by_name[n].labels[BLOCK] for n in decision.placed.values()}
     if fits_in_a_block:
         assert len(decision.placed) == len(cluster.pending_pods)
         assert len(blocks) == 1
+    if engine != "greedy":
+        greedy = schedule(cluster, conf, engine="greedy")
+        assert decision.objective >= greedy.objective
+        assert decision.status in ("OPTIMAL", "INFEASIBLE")
+        # CP-SAT agrees with the greedy on feasibility of the single gang
+        assert bool(decision.placed) == bool(greedy.placed) or decision.objective > greedy.objective
 
 
-@given(gather_cases())
-def test_a_gang_that_fits_a_block_lands_in_one_block(case: tuple[ClusterModel, bool]) -> None:
-    _check_gather(case)
+@given(gather_cases(), st.sampled_from(["greedy", "cpsat"]))
+def test_a_gang_that_fits_a_block_lands_in_one_block(
+    case: tuple[ClusterModel, bool], engine: str
+) -> None:
+    _check_gather(case, engine)
 
 
 @pytest.mark.slow
 @settings(max_examples=2000)
-@given(gather_cases())
-def test_a_gang_that_fits_a_block_lands_in_one_block_long(case: tuple[ClusterModel, bool]) -> None:
-    _check_gather(case)
+@given(gather_cases(), st.sampled_from(["greedy", "cpsat"]))
+def test_a_gang_that_fits_a_block_lands_in_one_block_long(
+    case: tuple[ClusterModel, bool], engine: str
+) -> None:
+    _check_gather(case, engine)
 
 
 def test_problem_fields_for_engines() -> None:

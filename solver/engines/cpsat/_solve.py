@@ -3,6 +3,8 @@
 Model (one module per constraint family, each returning its objective terms):
     capacity  — per node class / virtual node and resource
     quota     — queue realCapability at every level
+    topology  — one domain per MustGather / Godel-required unit, gather all-or-nothing,
+                podCountMultiple; tiers domains:<Layer>
     gang      — minMember shares, GangGroup requirements; tiers placed_groups, placed_pods
     affinity  — tier affinity: static policy scores (node groups, ...) of the chosen nodes
     packing   — empty nodes opened; tier opened_nodes (fragmentation tie-break)
@@ -23,7 +25,7 @@ from ortools.sat.python import cp_model
 
 from solver.engines._params import SolveParams
 from solver.engines._result import EngineResult
-from solver.engines.cpsat import affinity, capacity, gang, packing, quota
+from solver.engines.cpsat import affinity, capacity, gang, packing, quota, topology
 from solver.engines.cpsat._classes import node_classes
 from solver.engines.cpsat._terms import combine
 from solver.engines.cpsat._vars import PlacementVars
@@ -85,36 +87,30 @@ def _hint(
                 model.add_hint(v.used[c, k], int(sum(values[t, c, k] for t in klass.types) > 0))
 
 
-def _has_topology(problem: Problem) -> bool:
-    return bool(
-        (problem.unit_gather.size and problem.unit_gather.any())
-        or any(d is not None for d in problem.unit_domain)
-        or (problem.unit_pod_multiple.size and (problem.unit_pod_multiple > 1).any())
-    )
-
-
 def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat") -> EngineResult:
     started = time.perf_counter()
     greedy = solve_greedy(problem)
     greedy_score = evaluate(problem, greedy.pod_node)["objective"]
-    if _has_topology(problem):
-        # Network-topology constraints are not in the CP-SAT model yet: answer with the
-        # greedy (Koordinator/Godel algorithms) rather than risk an unverified plan.
+    beyond = topology.unsupported(problem)
+    if beyond:
+        # A rule the model does not encode: answer with the greedy (the upstream
+        # algorithm) rather than risk an unverified plan.
         greedy.engine, greedy.status = engine, "HEURISTIC"
         greedy.stats = {**greedy.stats, "cpsat_skipped": 1}
         return greedy
 
     model = cp_model.CpModel()
-    classes = node_classes(problem)
+    classes = node_classes(problem, split_by=topology.class_split(problem))
     v = PlacementVars.create(problem, classes, model)
     terms = [
         *capacity.build(problem, model, v),
         *quota.build(problem, model, v),
         *gang.build(problem, model, v),
+        *topology.build(problem, model, v),
         *affinity.build(problem, model, v),
         *packing.build(problem, model, v),
     ]
-    objective, _ = combine(terms)
+    objective, _ = combine(problem, terms)
     model.maximize(objective)
     _hint(problem, v, model, greedy.pod_node)
     built = time.perf_counter() - started

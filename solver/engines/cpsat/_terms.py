@@ -6,38 +6,35 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-__all__ = ["TIER_ORDER", "Term", "combine"]
+from solver.errors import InternalError
+from solver.objective import tier_specs, tier_weights
+from solver.problem import Problem
 
-TIER_ORDER = ("placed_groups", "placed_pods", "affinity", "opened_nodes")
-"""Highest tier first (DESIGN §3); later features insert theirs (preemption, topology, ...)."""
+__all__ = ["Term", "combine"]
 
 
 @dataclass(frozen=True)
 class Term:
-    """One named tier: `expr` ranges over [lower, upper]; `maximize=False`: fewer is better."""
+    """One named tier's expression; its order and range come from `solver.objective`."""
 
     name: str
     expr: cp_model.LinearExprT
-    upper: int
-    maximize: bool = True
-    lower: int = 0
 
 
-def combine(terms: list[Term]) -> tuple[cp_model.LinearExprT, dict[str, int]]:
-    """One maximised expression in which every tier dominates all tiers below it.
-
-    weight(tier i) = Π_{j below i} (upper_j + 1), so a unit of tier i outweighs any
-    combination of the tiers below. Returns the expression and the weight of each tier.
-    """
+def combine(problem: Problem, terms: list[Term]) -> tuple[cp_model.LinearExprT, dict[str, int]]:
+    """One maximised expression in which every tier dominates all tiers below it, weighted
+    exactly as `solver.objective.evaluate` scores answers. A tier no module returned counts 0."""
+    specs = tier_specs(problem)
+    weights = tier_weights(specs)
     by_name = {t.name: t for t in terms}
-    ordered = [by_name[name] for name in TIER_ORDER if name in by_name]
-    weights: dict[str, int] = {}
-    weight = 1
-    for term in reversed(ordered):
-        weights[term.name] = weight
-        weight *= term.upper - term.lower + 1
-    expr = sum(
-        ((weights[t.name] if t.maximize else -weights[t.name]) * t.expr for t in ordered),
-        start=cp_model.LinearExpr.constant(0),
+    unknown = set(by_name) - set(weights)
+    if unknown:
+        raise InternalError(f"objective terms without a tier spec: {sorted(unknown)}")
+    expr = cp_model.LinearExpr.sum(
+        [
+            (weights[s.name] if s.maximize else -weights[s.name]) * by_name[s.name].expr
+            for s in specs
+            if s.name in by_name
+        ]
     )
     return expr, weights

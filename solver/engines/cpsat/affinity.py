@@ -19,15 +19,8 @@ __all__ = ["build"]
 
 def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[Term]:
     parts = []
-    lower = upper = 0
     for (t, c, _k), var in v.x.items():
         weight = score_units(float(problem.static_score[t, v.classes[c].nodes[0]]))
         if weight:
             parts.append(weight * var)
-    for t, pods in enumerate(problem.type_pods):
-        row = [score_units(float(s)) for s in problem.static_score[t]] or [0]
-        lower += len(pods) * min(0, min(row))
-        upper += len(pods) * max(0, max(row))
-    if upper == lower == 0:
-        return []
-    return [Term("affinity", cp_model.LinearExpr.sum(parts), upper, lower=lower)]
+    return [Term("affinity", cp_model.LinearExpr.sum(parts))] if parts else []

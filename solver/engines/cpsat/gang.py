@@ -61,8 +61,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
     return [
         Term(
             "placed_groups",
-            sum(w * on for w, on in zip(weights, v.unit_on, strict=True)),
-            int(sum(weights)),
+            cp_model.LinearExpr.sum([w * on for w, on in zip(weights, v.unit_on, strict=True)]),
         ),
-        Term("placed_pods", sum(totals, start=cp_model.LinearExpr.constant(0)), problem.num_pods),
+        Term("placed_pods", cp_model.LinearExpr.sum(totals)),
     ]

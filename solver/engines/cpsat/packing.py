@@ -46,11 +46,4 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
                 model.add(load == 0).only_enforce_if(~used[k])
             v.opened[c] = sum(used, start=cp_model.LinearExpr.constant(0))
             opened.append(v.opened[c])
-    return [
-        Term(
-            "opened_nodes",
-            sum(opened, start=cp_model.LinearExpr.constant(0)),
-            problem.num_nodes,
-            maximize=False,
-        )
-    ]
+    return [Term("opened_nodes", cp_model.LinearExpr.sum(opened))]

@@ -36,7 +36,7 @@ def solve(
         for t, pods in enumerate(problem.type_pods):
             m.add(v.type_total(t) == len(pods))
     if terms:
-        m.maximize(combine(terms)[0])
+        m.maximize(combine(problem, terms)[0])
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = 10
@@ -120,16 +120,20 @@ def test_packing_opens_no_empty_node_when_a_used_one_has_room() -> None:
     assert -solver.objective_value == 2
 
 
-def test_combine_makes_each_tier_dominate() -> None:
+#   3 nodes × 1 GPU, three one-pod gangs of priorities 0, 0, 5: tiers in order
+def test_combine_uses_the_objective_tier_specs() -> None:
+    p = problem_of(
+        *[node(f"n{i}").gpu(1).obj() for i in range(3)],
+        pod("a").requests(gpu=1).obj(),
+        pod("b").requests(gpu=1).obj(),
+        pod("c").requests(gpu=1).priority(5).obj(),
+    )
     m = cp_model.CpModel()
     a, b, c = (m.new_int_var(0, 3, n) for n in "abc")
     expr, weights = combine(
-        [
-            Term("placed_pods", b, 3),
-            Term("placed_groups", a, 3),
-            Term("opened_nodes", c, 3, maximize=False),
-        ]
+        p, [Term("placed_pods", b), Term("placed_groups", a), Term("opened_nodes", c)]
     )
+    # ranges: opened_nodes 0..3, placed_pods 0..3, placed_groups 0..(1 + 1 + 2)
     assert weights == {"opened_nodes": 1, "placed_pods": 4, "placed_groups": 16}
     m.maximize(expr)
     m.add(a + b <= 3)
