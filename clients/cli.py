@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from clients.cards_cli import cards_cmd
 from clients.queues_cli import queues_app
 from clients.render import dump, explain_table, schedule_table
 from solver import (
@@ -249,6 +250,7 @@ def topology_cmd(
 
 
 app.add_typer(queues_app, name="queues")
+app.command("cards")(cards_cmd)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from solver.config import SchedulerConf
 from solver.model import ClusterModel, Pod
 from solver.policies.binpack import binpack_weights
+from solver.policies.cards import CARD_NAME
 from solver.policies.gang import plan_gangs
 from solver.policies.predicates import node_fit_reason
 from solver.policies.queues import compile_queues
@@ -86,7 +87,7 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
     for pod in model.pending_pods:  # sorted by key, so pods of a type stay in name order
         demand = [pod.requests.get(r, 0) for r in resources]
         row = eligibility(pod)
-        key = (pod.gang, tuple(demand), _eligibility_signature(pod))
+        key = (pod.gang, tuple(demand), _eligibility_signature(pod), pod.annotations.get(CARD_NAME))
         if key not in types:
             types[key] = len(type_pods)
             type_demand.append(demand)
@@ -133,7 +134,16 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
         (-int(unit_priority[u]), unit_created[u], gang_plan.unit_ids[u]) for u in range(num_units)
     ]
     queues = compile_queues(
-        model, conf, gang_plan.gang_ids, gang_plan.unit, unit_keys, type_gang, resources, code_of
+        model,
+        conf,
+        gang_plan.gang_ids,
+        gang_plan.unit,
+        unit_keys,
+        type_gang,
+        type_pods,
+        type_demand,
+        resources,
+        code_of,
     )
     static_score = np.zeros((num_types, len(nodes)))
     for t in range(num_types):
@@ -141,6 +151,10 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
             reasons[t] = np.where((reasons[t] == 0) & ~np.array(allowed), code, reasons[t])
         if type_gang[t] in queues.scores:
             static_score[t] += np.array(queues.scores[type_gang[t]])
+        for allowed, code in queues.card_masks.get(t, ()):
+            reasons[t] = np.where((reasons[t] == 0) & ~np.array(allowed), code, reasons[t])
+        if t in queues.card_scores:
+            static_score[t] += np.array(queues.card_scores[t])
     if queues.unit_order is not None:
         unit_order = np.array(queues.unit_order, dtype=np.int64)
     blocked = list(topo.blocked(gang_plan.blocked))
@@ -195,9 +209,18 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
         godel_requested=topo.godel_requested,
         type_rank=type_rank,
         queue_names=queues.queue_names,
+        quota_dims=queues.quota_dims,
         queue_headroom=np.array(queues.headroom, dtype=np.int64).reshape(
-            len(queues.queue_names), len(resources)
+            len(queues.queue_names), len(queues.quota_dims)
         ),
         type_queues=tuple(tuple(q) for q in queues.type_queues),
+        type_quota_demand=np.array(queues.type_quota_demand, dtype=np.int64).reshape(
+            num_types, len(queues.quota_dims)
+        ),
+        type_card_dims=tuple(tuple(d) for d in queues.type_card_dims),
+        type_card_count=np.array(queues.type_card_count, dtype=np.int64),
+        type_node_card=np.array(queues.type_node_card, dtype=np.int64).reshape(
+            num_types, len(nodes)
+        ),
         gang_enqueue_reason=tuple(enqueue_reason),
     )

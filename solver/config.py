@@ -42,6 +42,9 @@ BUILTIN_PLUGINS = (
     "capacity",
     "nodegroup",
 )
+OPTIONAL_PLUGINS = ("capacity-card",)
+"""Implemented but not in the default conf: capacity-card replaces capacity (upstream says
+never to enable both), so it acts only when a conf lists it."""
 """Plugins gangplan implements today, in their default tier order."""
 
 UPSTREAM_PLUGINS = frozenset(
@@ -49,7 +52,6 @@ UPSTREAM_PLUGINS = frozenset(
         "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
         "cdp", "deviceshare", "network-topology-aware", "nodeorder", "resourcequota",
-        "capacity-card",
     }
 )  # fmt: skip
 """Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""
@@ -161,10 +163,17 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
                 source=source,
                 field=f"actions[{i}]",
             )
+    if conf.enabled("capacity") and conf.enabled("capacity-card"):
+        raise ConfigError(
+            "capacity and capacity-card must not be enabled together (capacity-card replaces "
+            "capacity's queue quotas)",
+            source=source,
+            field="tiers",
+        )
     notes = []
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):
-            if plugin.name in BUILTIN_PLUGINS:
+            if plugin.name in BUILTIN_PLUGINS or plugin.name in OPTIONAL_PLUGINS:
                 continue
             kind = "is not implemented yet" if plugin.name in UPSTREAM_PLUGINS else "is unknown"
             notes.append(

@@ -98,7 +98,12 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
         g = int(problem.type_gang[t])
         for pod, n in zip(pods, result.pod_node[t].tolist(), strict=True):
             if n >= 0:
-                placements[pod] = Placement(node=problem.node_names[n])
+                card = None
+                if problem.type_card_dims and problem.type_card_dims[t]:
+                    card = problem.quota_dims[int(problem.type_node_card[t, n])].removeprefix(
+                        "card:"
+                    )
+                placements[pod] = Placement(node=problem.node_names[n], card=card)
                 placed_per_gang[g] += 1
     for t, pods in enumerate(problem.type_pods):
         g = int(problem.type_gang[t])

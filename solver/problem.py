@@ -138,10 +138,22 @@ class Problem:
     # --- queues (capacity plugin, solver/policies/queues.py): Q queues on the paths of the
     # pending jobs' leaf queues. Empty when no queue is in play.
     queue_names: tuple[str, ...] = ()  # [Q]
-    queue_headroom: IntArray = field(default_factory=lambda: _frozen_int((0, 0)))  # [Q, R]
+    quota_dims: tuple[str, ...] = ()  # [D] what queues limit: the resources (capacity) or
+    #   cpu, memory and `card:<card type>` (capacity-card)
+    queue_headroom: IntArray = field(default_factory=lambda: _frozen_int((0, 0)))  # [Q, D]
     #   realCapability − allocated at the start of the cycle; QUOTA_UNLIMITED = no limit
-    #   (HARD: Σ over types t with q in type_queues[t] of demand[t, r] · placed(t) ≤ headroom)
+    #   (HARD: Σ over types t with q in type_queues[t] of type_quota_demand[t, d] · placed(t)
+    #   ≤ headroom[q, d]; card dims: Σ over pods on nodes n with type_node_card[t, n] = d of
+    #   type_card_count[t] ≤ headroom[q, d])
     type_queues: tuple[tuple[int, ...], ...] = ()  # [T] the type's leaf queue and ancestors
+    type_quota_demand: IntArray = field(default_factory=lambda: _frozen_int((0, 0)))  # [T, D]
+    #   one pod's use of each non-card quota dim (cpu/memory 0 under cardUnlimitedCpuMemory)
+    type_card_dims: tuple[tuple[int, ...], ...] = ()  # [T] card alternatives (quota dims),
+    #   preferred first; () = no card demand
+    type_card_count: IntArray = field(default_factory=lambda: _frozen_int((0,)))  # [T] cards/pod
+    type_node_card: IntArray = field(default_factory=lambda: _frozen_int((0, 0)))  # [T, N]
+    #   quota dim of the card type a pod of type t uses on node n (the first alternative the
+    #   node offers); -1 = none (such nodes are ineligible for card pods)
     gang_enqueue_reason: tuple[str | None, ...] = ()  # [G] why the job may not enter its
     #   queue this cycle (also in gang_blocked); None = enqueued
 

@@ -26,12 +26,17 @@ Rules checked:
    stay within realCapability in each resource those pods request (realCapability from
    the queue tree's definition, usage summed here from the pods);
 9. with `nodegroup`: every newly placed pod of a job in a queue is on a node its queue's
-   node-group affinity allows.
+   node-group affinity allows;
+10. with `capacity-card`: a pod with `volcano.sh/card.name` is reported with a card type
+    that is one of its alternatives and that its node offers (from the node's labels and
+    allocatable), and rule 8's quotas count that card type (cpu/memory left out under
+    `cardUnlimitedCpuMemory`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from solver.config import SchedulerConf
 from solver.decision import Decision
@@ -90,7 +95,7 @@ def verify(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> list
         problems.extend(_gather(model, conf, placed_nodes))
     if conf.enabled("job-affinity"):
         problems.extend(_job_affinity(model, conf, placed_nodes))
-    if conf.enabled("capacity"):
+    if conf.enabled("capacity") or conf.enabled("capacity-card"):
         problems.extend(_queues(model, conf, decision, new_on))
     if conf.enabled("nodegroup"):
         problems.extend(_nodegroups(model, conf, new_on))
@@ -453,7 +458,15 @@ def _queues(
     if tree is None:
         return problems
     added: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    node_of = {pod.key: node for node, pods in new_on.items() for pod in pods}
     for pod in placed:
+        use = {r: v for r, v in pod.requests.items() if r != "pods"}
+        if tree.card_mode:
+            use, why = _card_use(
+                model, tree, pod, node_of[pod.key], decision.placements[pod.key].card
+            )
+            if why:
+                problems.append(why)
         leaf = job_queue(model, pod.gang)
         if leaf is None:
             continue
@@ -461,9 +474,8 @@ def _queues(
             problems.append(f"{pod.key}: placed although queue {leaf} cannot run jobs")
             continue
         for name in tree.path(leaf):
-            for r, v in pod.requests.items():
-                if r != "pods":
-                    added[name][r] += v
+            for r, v in use.items():
+                added[name][r] += v
     for name, extra in sorted(added.items()):
         q = tree.queues[name]
         for r, v in sorted(extra.items()):
@@ -496,3 +508,25 @@ def _nodegroups(
             if why:
                 problems.append(f"{pod.key} on {node_name}: {why} (queue {queue})")
     return problems
+
+
+def _card_use(
+    model: ClusterModel, tree: Any, pod: Pod, node_name: str, card: str | None
+) -> tuple[dict[str, int], str | None]:
+    """What a placed pod uses under capacity-card, and a violation when its card is wrong."""
+    from solver.policies.cards import CARD_NAME, node_cards
+
+    text = pod.annotations.get(CARD_NAME, "").strip()
+    cards = {} if not text else {"alternatives": [a.strip() for a in text.split("|") if a.strip()]}
+    use: dict[str, int] = {}
+    why = None
+    if cards:
+        offered = node_cards(model.node_by_name[node_name])
+        if card is None or card not in cards["alternatives"] or card not in offered:
+            why = f"{pod.key} on {node_name}: card {card} is not one of {text} offered by the node"
+        else:
+            resource = offered[card][0]
+            use[f"card:{card}"] = pod.requests.get(resource, 0)
+    if not (tree.unlimited_cpu_memory and cards):
+        use.update({r: v for r, v in pod.requests.items() if r in ("cpu", "memory")})
+    return use, why

@@ -6,22 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from solver import load_manifests, schedule
+from solver import load_conf, load_manifests, schedule
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").rglob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = sorted(p for p in ROOT.rglob("*.yaml") if p.parent.name != "plan")
+CARD_CONF = ROOT / "cards" / "capacity-card.conf"
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_example_schedules(path: Path) -> None:
-    # Topology constraints are in the greedy engine so far; CP-SAT's half of issue 4 adds them
-    # to cpsat/auto (until then `auto` may return a plan verify rejects for these examples).
-    engine = "greedy" if path.parent.name == "topology" else "auto"
-    decision = schedule(load_manifests(str(path)), engine=engine)  # verified inside
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in EXAMPLES])
+def test_example_schedules(path: Path, engine: str) -> None:
+    conf = load_conf(CARD_CONF) if path.parent.name == "cards" else None
+    decision = schedule(load_manifests(str(path)), conf, engine=engine, workers=1)  # verified
     assert decision.placements
 
 
 def test_topology_examples_place_as_the_references_describe() -> None:
-    root = Path(EXAMPLES[0]).parents[1] / "topology"
+    root = ROOT / "topology"
     d = schedule(load_manifests(str(root / "koordinator-gather.yaml")), engine="greedy")
     assert d.placed == {
         "default/llm-master-0": "node-3",
@@ -41,11 +42,11 @@ def test_topology_examples_place_as_the_references_describe() -> None:
 
 
 def test_volcano_example_counts_the_running_member() -> None:
-    d = schedule(load_manifests(str(Path(EXAMPLES[0]).parent / "volcano.yaml")))
+    d = schedule(load_manifests(str(ROOT / "dialects" / "volcano.yaml")))
     assert d.podgroups["research/resnet"].placed
     assert len(d.placed) == 3
 
 
 def test_godel_example_stays_pending_whole() -> None:
-    d = schedule(load_manifests(str(Path(EXAMPLES[0]).parent / "godel.yaml")))
+    d = schedule(load_manifests(str(ROOT / "dialects" / "godel.yaml")))
     assert d.placed == {} and not d.podgroups["default/nginx"].placed

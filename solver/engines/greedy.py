@@ -72,11 +72,12 @@ def _fill(
 
 
 class _Quota:
-    """Queue headroom during one run: the capacity plugin's allocate gate, at every level.
+    """Queue headroom during one run: the capacity (or capacity-card) allocate gate.
 
     A pod of type t may be placed only if, for the type's leaf queue and every ancestor,
-    `allocated + request ≤ realCapability` on each resource it requests (Volcano checks it
-    per task before choosing a node); `left` is the headroom still free.
+    `allocated + request ≤ realCapability` on each quota dimension it uses (Volcano checks
+    it per task before choosing a node); under capacity-card a card pod also uses the quota
+    of the card type of the node it lands on. `left` is the headroom still free.
     """
 
     def __init__(self, problem: Problem) -> None:
@@ -84,42 +85,77 @@ class _Quota:
         self.left = problem.queue_headroom.copy()
         self.finite = self.left < QUOTA_UNLIMITED
 
-    def cap(self, t: int, count: int) -> tuple[int, str | None]:
+    def _use(self, t: int, card: int | None) -> IntArray:
+        use: IntArray = self.problem.type_quota_demand[t].copy()
+        if card is not None and card >= 0:
+            use[card] += int(self.problem.type_card_count[t])
+        return use
+
+    def cap(self, t: int, count: int, card: int | None = None) -> tuple[int, str | None]:
         """How many of `count` pods of type t the quotas admit, and why fewer when so."""
         problem = self.problem
         if not problem.type_queues or not problem.type_queues[t]:
             return count, None
-        demand = problem.type_demand[t]
+        use = self._use(t, card)
         allowed, why = count, None
         for q in problem.type_queues[t]:
-            for r in np.flatnonzero((demand > 0) & self.finite[q]).tolist():
-                fits = int(self.left[q, r] // demand[r])
+            for d in np.flatnonzero((use > 0) & self.finite[q]).tolist():
+                fits = int(self.left[q, d] // use[d])
                 if fits < allowed:
                     allowed = max(fits, 0)
-                    name = problem.resources[r]
+                    name = problem.quota_dims[d]
+                    reason = _quota_reason(problem, name)
                     why = (
-                        f"queue {problem.queue_names[q]}: insufficient {name} quota "
-                        f"({format_quantity(name, int(self.left[q, r]))} left of realCapability, "
-                        f"{format_quantity(name, int(demand[r]))} per pod)"
+                        f"queue {problem.queue_names[q]}: {reason} for {name.removeprefix('card:')} "
+                        f"({format_quantity(name, int(self.left[q, d]))} left, "
+                        f"{format_quantity(name, int(use[d]))} per pod)"
                     )
         return allowed, why
 
-    def charge(self, t: int, n: int) -> None:
+    def charge(self, t: int, n: int, card: int | None = None) -> None:
         if n and self.problem.type_queues and self.problem.type_queues[t]:
             rows = list(self.problem.type_queues[t])
-            taken = np.where(self.finite[rows], n * self.problem.type_demand[t], 0)
+            taken = np.where(self.finite[rows], n * self._use(t, card), 0)
             self.left[rows] -= taken
 
-    def admits(self, counts: dict[int, int]) -> str | None:
-        """Whether a whole plan (pods per type) fits every quota; the reason when not."""
+    def admits(self, pod_node: dict[int, IntArray]) -> str | None:
+        """Whether a whole plan (node per pod, per type) fits every quota; the reason when not."""
         trial = _Quota.__new__(_Quota)
         trial.problem, trial.left, trial.finite = self.problem, self.left.copy(), self.finite
-        for t, n in counts.items():
-            allowed, why = trial.cap(t, n)
+        for t, n, card in _by_card(self.problem, pod_node):
+            allowed, why = trial.cap(t, n, card)
             if allowed < n:
                 return why
-            trial.charge(t, n)
+            trial.charge(t, n, card)
         return None
+
+    def charge_plan(self, pod_node: dict[int, IntArray]) -> None:
+        for t, n, card in _by_card(self.problem, pod_node):
+            self.charge(t, n, card)
+
+
+def _quota_reason(problem: Problem, dim: str) -> str:
+    """capacity-card's event reason names; plain words under the capacity plugin."""
+    if not any(d.startswith("card:") for d in problem.quota_dims):
+        return f"insufficient {dim} quota"
+    return {"cpu": "InsufficientCPUQuota", "memory": "InsufficientMemoryQuota"}.get(
+        dim, "InsufficientScalarQuota"
+    )
+
+
+def _by_card(problem: Problem, pod_node: dict[int, IntArray]) -> list[tuple[int, int, int | None]]:
+    """(type, pods, card dim) counts of a plan; card None for types without card demand."""
+    out: list[tuple[int, int, int | None]] = []
+    for t, nodes in pod_node.items():
+        placed = nodes[nodes >= 0]
+        if not problem.type_card_dims or not problem.type_card_dims[t]:
+            out.append((t, int(placed.size), None))
+            continue
+        cards, counts = np.unique(problem.type_node_card[t, placed], return_counts=True)
+        out.extend(
+            (t, int(c), int(k)) for k, c in zip(cards.tolist(), counts.tolist(), strict=True)
+        )
+    return out
 
 
 def solve_greedy(problem: Problem) -> EngineResult:
@@ -166,6 +202,39 @@ def solve_greedy(problem: Problem) -> EngineResult:
     )
 
 
+def _fill_with_quota(
+    problem: Problem, t: int, count: int, free: IntArray, quota: _Quota
+) -> tuple[IntArray, int, str | None]:
+    """_fill under the quotas: card pods card type by card type, preferred type first.
+
+    Returns the chosen nodes, how many the quotas admitted, and the quota's reason when
+    that was fewer than `count`.
+    """
+    cards = problem.type_card_dims[t] if problem.type_card_dims else ()
+    if not cards:
+        allowed, why = quota.cap(t, count)
+        nodes = _fill(problem, t, allowed, free)
+        quota.charge(t, int(nodes.size))
+        return nodes, allowed, why
+    chosen: list[IntArray] = []
+    admitted, why, remaining = 0, None, count
+    for card in cards:
+        if remaining <= 0:
+            break
+        allowed, reason = quota.cap(t, remaining, card)
+        why = why or (reason if allowed < remaining else None)
+        subset = np.flatnonzero(problem.type_node_card[t] == card)
+        nodes = (
+            _fill(problem, t, allowed, free, subset) if subset.size else np.empty(0, dtype=np.int64)
+        )
+        quota.charge(t, int(nodes.size), card)
+        admitted += allowed
+        remaining -= int(nodes.size)
+        chosen.append(nodes)
+    nodes = np.concatenate(chosen) if chosen else np.empty(0, dtype=np.int64)
+    return nodes, min(admitted, count), why
+
+
 def _place_unit(
     problem: Problem,
     gangs: list[int],
@@ -181,9 +250,7 @@ def _place_unit(
     first_failure: dict[int, str] = {}
 
     def place(t: int, count: int) -> int:
-        allowed, why = quota.cap(t, count)
-        nodes = _fill(problem, t, allowed, free)
-        quota.charge(t, int(nodes.size))
+        nodes, allowed, why = _fill_with_quota(problem, t, count, free, quota)
         tentative.setdefault(t, []).extend(nodes.tolist())
         if nodes.size < count:
             g = int(problem.type_gang[t])
@@ -239,15 +306,13 @@ def _place_gather_unit(
 ) -> None:
     """Koordinator's gather: every pending pod of the group in one plan, or none (gather.py)."""
     outcome = gather_unit(problem, u, gangs, free)
-    message = outcome.message or quota.admits(
-        {t: int((nodes >= 0).sum()) for t, nodes in outcome.pod_node.items()}
-    )
+    message = outcome.message or quota.admits(outcome.pod_node)
     if message:
         for g in gangs:
             gang_reason[g] = message
         return
+    quota.charge_plan(outcome.pod_node)
     for t, nodes in outcome.pod_node.items():
-        quota.charge(t, int((nodes >= 0).sum()))
         pod_node[t][:] = nodes
         placed = nodes[nodes >= 0]
         np.subtract.at(free, placed, problem.type_demand[t])
@@ -294,16 +359,17 @@ def _place_godel_unit(
             placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
             for g in gangs
         )
-        over = quota.admits({t: len(picked) for t, picked in chosen.items()}) if ok else None
+        trial_plan = {t: np.array(picked, dtype=np.int64) for t, picked in chosen.items()}
+        over = quota.admits(trial_plan) if ok else None
         if over:
             for g in gangs:
                 gang_reason[g] = f"gang {problem.gang_ids[g]}: {over}"
             return
         if ok:
             free[:] = trial
+            quota.charge_plan(trial_plan)
             for t, picked in chosen.items():
                 pod_node[t][: len(picked)] = picked
-                quota.charge(t, len(picked))
             if first_failure:
                 for g in gangs:
                     gang_reason.setdefault(g, first_failure)

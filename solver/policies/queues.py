@@ -29,7 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solver.config import SchedulerConf
-from solver.model import ClusterModel, Queue
+from solver.model import ClusterModel, Pod, Queue
+from solver.policies.cards import (
+    CARD_QUOTA,
+    CARD_REQUEST,
+    CardError,
+    ClusterCards,
+    discover,
+    node_cards,
+    parse_quota,
+    pod_card_demand,
+)
 from solver.quantity import CPU, MEMORY, PODS, format_quantity
 
 __all__ = [
@@ -98,6 +108,10 @@ class QueueTree:
     queues: dict[str, QueueInfo]
     hierarchical: bool
     broken: str | None = None  # a cycle or missing parent: every capacity gate rejects
+    card_mode: bool = False  # capacity-card: quotas from volcano.sh/card.quota, unset = 0
+    cards: ClusterCards | None = None  # card discovery (capacity-card)
+    unlimited_cpu_memory: bool = False  # capacity-card cardUnlimitedCpuMemory
+    notes: list[str] = field(default_factory=list)
 
     def path(self, name: str) -> list[str]:
         """`name` and its ancestors, leaf first, root last."""
@@ -137,13 +151,18 @@ def _limits(
 
 
 def build_queue_tree(model: ClusterModel, conf: SchedulerConf) -> QueueTree | None:
-    """The queue tree of the input; None when the capacity plugin is off or nothing uses queues."""
-    if not conf.enabled("capacity"):
+    """The queue tree of the input; None when no quota plugin is on or nothing uses queues.
+
+    `capacity-card` (mutually exclusive with `capacity`, checked when the conf is read)
+    builds the same tree with its own quotas; see `_card_capabilities`.
+    """
+    card_mode = conf.enabled("capacity-card")
+    if not conf.enabled("capacity") and not card_mode:
         return None
     used = {name for gid in model.gangs if (name := job_queue(model, gid))}
     if not model.queues and not used:
         return None
-    plugin = conf.plugin("capacity")
+    plugin = conf.plugin("capacity-card" if card_mode else "capacity")
     hierarchical = bool(plugin.options.get("enableHierarchy", True)) if plugin else True
     queues: dict[str, QueueInfo] = {}
     for name, spec in model.queues.items():
@@ -157,7 +176,11 @@ def build_queue_tree(model: ClusterModel, conf: SchedulerConf) -> QueueTree | No
         queues[ROOT] = QueueInfo(name=ROOT, parent=None, implicit=True)
     if DEFAULT_QUEUE in used and DEFAULT_QUEUE not in queues:
         queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE, parent=ROOT, implicit=True)
-    tree = QueueTree(queues=queues, hierarchical=hierarchical)
+    tree = QueueTree(queues=queues, hierarchical=hierarchical, card_mode=card_mode)
+    if card_mode:
+        flag = conf.arguments("capacity-card").get("cardUnlimitedCpuMemory", False)
+        tree.unlimited_cpu_memory = flag if isinstance(flag, bool) else False
+        tree.cards = discover(model)
     for info in queues.values():
         if info.parent is not None and info.parent not in queues:
             tree.broken = f"queue {info.name}: parent queue {info.parent} does not exist"
@@ -175,9 +198,81 @@ def build_queue_tree(model: ClusterModel, conf: SchedulerConf) -> QueueTree | No
             queues[info.parent].children.append(info.name)
     for info in queues.values():
         info.children.sort()
-    _capabilities(model, tree)
+    if card_mode:
+        _card_capabilities(tree)
+    else:
+        _capabilities(model, tree)
     _usage(model, tree)
     return tree
+
+
+CARD = "card:"  # quota dimension of a card type: `card:NVIDIA-A100`
+
+
+def _card_capabilities(tree: QueueTree) -> None:
+    """capacity-card quotas: cpu/memory from `spec.capability`, cards from
+    `volcano.sh/card.quota`; a leaf queue's unset quota is zero (upstream), an ancestor's
+    unset quota is no limit (the hierarchical extension); realCapability = capability."""
+    assert tree.cards is not None
+    card_names = set(tree.cards.total)
+    for q in tree.queues.values():
+        spec_cap = q.spec.capability if q.spec else {}
+        quota: dict[str, int] = {}
+        if q.spec is not None:
+            quota, warning = parse_quota(q.spec.annotations.get(CARD_QUOTA))
+            if warning:
+                tree.notes.append(f"queue {q.name}: annotation {CARD_QUOTA} ignored: {warning}")
+        unset = 0 if q.leaf and not q.implicit else INF
+        cap = {r: spec_cap[r] if spec_cap.get(r, 0) > 0 else unset for r in (CPU, MEMORY)}
+        for name in card_names | set(quota):
+            cap[CARD + name] = quota.get(name, unset)
+        q.capability = cap
+        q.real_capability = dict(cap)
+
+
+def card_request(
+    model: ClusterModel, tree: QueueTree, gang_id: str, *, pending_only: bool = False
+) -> dict[str, int]:
+    """GetMinResources of a job under capacity-card: card demand (pods', else the PodGroup's
+    `volcano.sh/card.request`) keyed `card:A|B`, plus minResources cpu/memory (left out when
+    `cardUnlimitedCpuMemory` and the job has cards)."""
+    assert tree.cards is not None
+    gang = model.gangs[gang_id]
+    cards: dict[str, int] = {}
+    for key in gang.members:
+        pod = model.pod_by_key[key]
+        if pending_only and not pod.pending:
+            continue
+        try:
+            demand = pod_card_demand(pod, tree.cards)
+        except CardError:
+            continue
+        if demand is not None:
+            cards[CARD + demand.key] = cards.get(CARD + demand.key, 0) + demand.count
+    if not cards:
+        annotated, _ = parse_quota(gang.annotations.get(CARD_REQUEST))
+        cards = {CARD + k: v for k, v in annotated.items() if v > 0}
+    out = dict(cards)
+    if not (tree.unlimited_cpu_memory and cards):
+        out.update({r: v for r, v in gang.min_resources.items() if r in (CPU, MEMORY)})
+    return out
+
+
+def _pod_card_usage(model: ClusterModel, tree: QueueTree, pod: Pod) -> dict[str, int]:
+    """What a bound pod uses of its queue under capacity-card (its card: the node's type)."""
+    assert tree.cards is not None
+    try:
+        demand = pod_card_demand(pod, tree.cards)
+    except CardError:
+        demand = None
+    out: dict[str, int] = {}
+    if demand is not None and pod.node_name in model.node_by_name:
+        offered = node_cards(model.node_by_name[pod.node_name])
+        card = next((a for a in demand.alternatives if a in offered), demand.alternatives[0])
+        out[CARD + card] = demand.count
+    if not (tree.unlimited_cpu_memory and demand is not None):
+        out.update({r: v for r, v in pod.requests.items() if r in (CPU, MEMORY)})
+    return out
 
 
 def _cluster_total(model: ClusterModel) -> dict[str, int]:
@@ -246,11 +341,14 @@ def _usage(model: ClusterModel, tree: QueueTree) -> None:
         leaf = job_queue(model, gid)
         if leaf is None or leaf not in tree.queues:
             continue
-        allocated = _sum(
-            model.pod_by_key[k].requests for k in gang.members if model.pod_by_key[k].bound
-        )
+        bound_pods = [model.pod_by_key[k] for k in gang.members if model.pod_by_key[k].bound]
+        if tree.card_mode:
+            allocated = _sum(_pod_card_usage(model, tree, p) for p in bound_pods)
+            minimum = card_request(model, tree, gid)
+        else:
+            allocated = _sum(p.requests for p in bound_pods)
+            minimum = {r: v for r, v in gang.min_resources.items() if r != PODS}
         _bump(tree, leaf, "allocated", allocated)
-        minimum = {r: v for r, v in gang.min_resources.items() if r != PODS}
         if not minimum:
             continue
         bound = sum(1 for k in gang.members if model.pod_by_key[k].bound)
@@ -283,6 +381,8 @@ def gate_failure(
         return f"queue {leaf} is {queue.state}"
     if not queue.leaf:
         return f"queue {leaf} is not a leaf queue; only leaf queues run jobs"
+    if tree.card_mode:
+        return _card_gate(tree, leaf, request, enqueue=enqueue)
     for name in tree.path(leaf):
         q = tree.queues[name]
         for r, v in sorted(request.items()):
@@ -299,6 +399,58 @@ def gate_failure(
                     f"{format_quantity(r, used)} in use > realCapability "
                     f"{format_quantity(r, limit)} (over by {format_quantity(r, over)})"
                 )
+    return None
+
+
+_REASON = {CPU: "InsufficientCPUQuota", MEMORY: "InsufficientMemoryQuota"}
+
+
+def _card_gate(tree: QueueTree, leaf: str, request: dict[str, int], *, enqueue: bool) -> str | None:
+    """capacity-card's checks with the upstream reason names, at the leaf and every ancestor.
+
+    cpu/memory and single cards: `used + request ≤ capability`. An alternative `A|B`:
+    job mode (enqueue) `Σ_alt used + request ≤ Σ_alt capability`; task mode: some single
+    alternative fits alone (the engines then charge the card type of the node it lands on).
+    """
+    spec = tree.queues[leaf].spec
+    if spec is not None and not spec.capability and CARD_QUOTA not in spec.annotations:
+        return f"EmptyQueueCapability: queue {leaf} has neither spec.capability nor {CARD_QUOTA}"
+    for name in tree.path(leaf):
+        q = tree.queues[name]
+
+        def used(dim: str, q: QueueInfo = q) -> int:
+            value = q.allocated.get(dim, 0)
+            if enqueue:
+                value += q.inqueue.get(dim, 0) - q.elastic.get(dim, 0)
+            return value
+
+        for dim, v in sorted(request.items()):
+            if v <= 0:
+                continue
+            if not dim.startswith(CARD):
+                limit = q.real(dim)
+                if limit < INF and used(dim) + v > limit:
+                    return (
+                        f"{_REASON.get(dim, 'InsufficientScalarQuota')}: queue {name}: {dim} "
+                        f"{format_quantity(dim, v)} requested + {format_quantity(dim, used(dim))} "
+                        f"in use > capability {format_quantity(dim, limit)}"
+                    )
+                continue
+            alternatives = [CARD + a for a in dim.removeprefix(CARD).split("|")]
+            limits = [q.real(a) for a in alternatives]
+            if any(limit >= INF for limit in limits):
+                continue
+            if enqueue or len(alternatives) == 1:
+                total = sum(used(a) for a in alternatives) + v
+                if total > sum(limits):
+                    return (
+                        f"InsufficientScalarQuota: queue {name}: {dim.removeprefix(CARD)} "
+                        f"{v} requested + {total - v} in use > quota {sum(limits)}"
+                    )
+            elif not any(
+                used(a) + v <= limit for a, limit in zip(alternatives, limits, strict=True)
+            ):
+                return f"InsufficientScalarQuota: queue {name}: no card type of {dim.removeprefix(CARD)} has quota for {v}"
     return None
 
 
@@ -331,7 +483,10 @@ def plan_enqueue(
             continue
         if "enqueue" not in conf.actions:
             continue
-        request = {r: v for r, v in gang.min_resources.items() if r != PODS}
+        if tree.card_mode:
+            request = card_request(model, tree, gid)
+        else:
+            request = {r: v for r, v in gang.min_resources.items() if r != PODS}
         why = gate_failure(tree, leaf, request, enqueue=True) if request or tree.broken else None
         if why:
             rejected[gid] = why
@@ -350,11 +505,18 @@ class QueuePlan:
     tree: QueueTree | None
     enqueue_rejected: dict[int, str]  # gang index -> why it may not enter its queue
     queue_names: tuple[str, ...]  # Q: every queue on the path of a job with pending pods
-    headroom: list[list[int]]  # [Q][R] realCapability − allocated (INF: no limit)
+    quota_dims: tuple[str, ...]  # D: resources (capacity) or cpu, memory, card:<name> (cards)
+    headroom: list[list[int]]  # [Q][D] realCapability − allocated (INF: no limit)
     type_queues: list[list[int]]  # [T] indices of the type's leaf queue and its ancestors
+    type_quota_demand: list[list[int]]  # [T][D] what one pod uses of a quota, card dims 0
+    type_card_dims: list[list[int]]  # [T] card alternatives as indices into quota_dims
+    type_card_count: list[int]  # [T] cards per pod (0: no card demand)
+    type_node_card: list[list[int]]  # [T][N] quota dim of the card the pod uses on node n; -1
     unit_order: list[int] | None  # units in Volcano's queue order (None: no queues in play)
     masks: dict[int, list[tuple[list[bool], int]]]  # gang -> [(node allowed, reason code)]
     scores: dict[int, list[float]]  # gang -> nodegroup score per node
+    card_masks: dict[int, list[tuple[list[bool], int]]]  # type -> [(node allowed, reason code)]
+    card_scores: dict[int, list[float]]  # type -> capacity-card score per node
 
 
 def _queue_cmp(tree: QueueTree, a: str, b: str) -> int:
@@ -387,6 +549,8 @@ def compile_queues(
     gang_unit: tuple[int, ...],
     unit_job_key: list[tuple[int, str, str]],  # per unit: (-priority, created, id)
     type_gang: list[int],
+    type_pods: list[list[str]],
+    type_demand: list[list[int]],
     resources: tuple[str, ...],
     code_of: Callable[[str], int],
 ) -> QueuePlan:
@@ -441,12 +605,65 @@ def compile_queues(
             type_queues.append([q_index[n] for n in tree.path(q)] if q in tree.queues else [])
     else:
         type_queues = [[] for _ in type_gang]
+    num_types, num_nodes = len(type_gang), len(model.nodes)
+    type_card_dims: list[list[int]] = [[] for _ in range(num_types)]
+    type_card_count = [0] * num_types
+    type_node_card = [[-1] * num_nodes for _ in range(num_types)]
+    card_masks: dict[int, list[tuple[list[bool], int]]] = {}
+    card_scores: dict[int, list[float]] = {}
+    if tree is not None and tree.card_mode:
+        assert tree.cards is not None
+        dims = [CPU, MEMORY, *sorted(CARD + c for c in {*tree.cards.total, *_quota_cards(tree)})]
+        quota_demand = []
+        offered = [set(node_cards(n)) for n in model.nodes]
+        weight = card_weight(conf.arguments("capacity-card").get("nodeOrderWeight", 1.0))
+        for t in range(num_types):
+            pod = model.pod_by_key[type_pods[t][0]]
+            try:
+                demand = pod_card_demand(pod, tree.cards)
+            except CardError as err:
+                card_masks[t] = [
+                    ([False] * num_nodes, code_of(f"GetTaskRequestResourceFailed: {err}"))
+                ]
+                demand = None
+            row = [
+                0 if (tree.unlimited_cpu_memory and demand) else type_demand[t][resources.index(r)]
+                for r in (CPU, MEMORY)
+            ]
+            quota_demand.append(row + [0] * (len(dims) - 2))
+            if demand is None:
+                continue
+            type_card_count[t] = demand.count
+            type_card_dims[t] = [
+                dims.index(CARD + a) for a in demand.alternatives if CARD + a in dims
+            ]
+            card_row = [0.0] * num_nodes
+            for n in range(num_nodes):
+                pick = next((i for i, a in enumerate(demand.alternatives) if a in offered[n]), None)
+                if pick is not None:
+                    type_node_card[t][n] = dims.index(CARD + demand.alternatives[pick])
+                    if len(demand.alternatives) > 1:
+                        card_row[n] = 100 * 0.5**pick * weight
+            allowed = [d >= 0 for d in type_node_card[t]]
+            if not all(allowed):
+                card_masks.setdefault(t, []).append(
+                    (allowed, code_of(f"node offers none of card types {demand.key}"))
+                )
+            if any(card_row):
+                card_scores[t] = card_row
+        quota_dims: tuple[str, ...] = tuple(dims)
+    else:
+        quota_dims = resources
+        quota_demand = [
+            [0 if r == PODS else v for r, v in zip(resources, row, strict=True)]
+            for row in type_demand
+        ]
     headroom = [
         [
             INF
             if r == PODS or tree is None
             else max(0, _sub(tree.queues[q].real(r), tree.queues[q].allocated.get(r, 0)))
-            for r in resources
+            for r in quota_dims
         ]
         for q in queue_names
     ]
@@ -469,5 +686,35 @@ def compile_queues(
             masks[g] = [(allowed, code_of(why)) for why, allowed in by_reason.items()]
             scores[g] = node_scores.tolist()
     return QueuePlan(
-        tree, rejected, tuple(queue_names), headroom, type_queues, unit_order, masks, scores
+        tree=tree,
+        enqueue_rejected=rejected,
+        queue_names=tuple(queue_names),
+        quota_dims=quota_dims,
+        headroom=headroom,
+        type_queues=type_queues,
+        type_quota_demand=quota_demand,
+        type_card_dims=type_card_dims,
+        type_card_count=type_card_count,
+        type_node_card=type_node_card,
+        unit_order=unit_order,
+        masks=masks,
+        scores=scores,
+        card_masks=card_masks,
+        card_scores=card_scores,
     )
+
+
+def _quota_cards(tree: QueueTree) -> set[str]:
+    return {
+        d.removeprefix(CARD)
+        for q in tree.queues.values()
+        for d in q.capability
+        if d.startswith(CARD)
+    }
+
+
+def card_weight(value: object) -> float:
+    """nodeOrderWeight: a positive number, else 1.0 (upstream warns and uses the default)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return 1.0
+    return float(value)

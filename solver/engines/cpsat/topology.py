@@ -35,11 +35,14 @@ def unsupported(problem: Problem) -> str | None:
 
 
 def class_split(problem: Problem) -> IntArray | None:
-    """[K, N] columns node classes must not mix: domains of the inner layers, unit domains."""
+    """[K, N] columns node classes must not mix: domains of the inner layers, unit domains,
+    and (capacity-card) the card type each card pod type would use on the node."""
     rows: list[IntArray] = []
     if len(problem.topo_layers) > 2:
         rows.extend(problem.node_domain[1:-1])
     rows.extend(d for d in problem.unit_domain if d is not None)
+    # capacity-card: a class holds one card type per card pod type
+    rows.extend(problem.type_node_card[t] for t, dims in enumerate(problem.type_card_dims) if dims)
     return np.vstack(rows) if rows else None
 
 

@@ -1,0 +1,54 @@
+"""`gangplan cards`: the GPU card types each node offers (Volcano capacity-card discovery)."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from clients.render import dump
+from solver import GangplanError, load_manifests
+from solver.policies.cards import discover
+
+__all__ = ["cards_cmd"]
+
+
+class Output(StrEnum):
+    json = "json"
+    table = "table"
+
+
+def cards_cmd(
+    files: Annotated[
+        list[str],
+        typer.Option(
+            "-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."
+        ),
+    ],
+    output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
+) -> None:
+    """Card types per node and cluster totals (whole cards, MPS, MIG) from labels and allocatable."""
+    try:
+        model = load_manifests(*files)
+    except GangplanError as err:
+        Console(stderr=True).print(f"[red]error:[/red] {err}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    cards = discover(model)
+    if output is Output.json:
+        data = {"nodes": cards.per_node, "total": dict(sorted(cards.total.items()))}
+        sys.stdout.write(dump(data, "json") + "\n")
+        return
+    table = Table(title="Card types")
+    table.add_column("node")
+    table.add_column("card type")
+    table.add_column("count", justify="right")
+    for node, found in sorted(cards.per_node.items()):
+        for name, count in sorted(found.items()):
+            table.add_row(node, name, str(count))
+    for name, count in sorted(cards.total.items()):
+        table.add_row("[bold]total[/bold]", name, f"[bold]{count}[/bold]")
+    Console().print(table)
