@@ -6,8 +6,11 @@ Tiers, highest first; each outweighs every combination of the tiers below it:
    priority rank (1 for the lowest distinct pending priority, 2 for the next, ...);
 2. `placed_pods` — pods placed;
 3. `domains:<Layer>` (fewer is better), one per network-topology layer from the top down
-   (e.g. `domains:SpineLayer`, then `domains:BlockLayer`) — Σ over topology-aware gang
-   groups of the domains of that layer their placed pods use; present with a topology;
+   (e.g. `domains:SpineLayer`, `domains:BlockLayer`, then `domains:NodeTopologyLayer`,
+   i.e. nodes) — Σ over gathered gang groups of the domains of that layer their placed pods
+   use (Koordinator's "lowest layer that holds the job"); present with a topology;
+   then `gather_slack` (fewer is better) — for MustGather gang groups, the free pod slots
+   of the chosen domain (bin-packing: the domain closest to the need wins);
 4. `affinity` — Σ over placed pods of round(100 × the static policy score of its node)
    (node-group affinity, ...), present when some score is non-zero;
 5. `opened_nodes` (fewer is better) — nodes without any bound pod that receive pods: the
@@ -32,6 +35,8 @@ __all__ = [
     "TierSpec",
     "evaluate",
     "score_units",
+    "domain_slots",
+    "slack_units",
     "tier_specs",
     "tier_weights",
     "topology_units",
@@ -65,6 +70,34 @@ def topology_units(problem: Problem) -> list[int]:
     return [int(u) for u in np.flatnonzero(problem.unit_gather)]
 
 
+def domain_slots(problem: Problem, u: int) -> dict[int, int]:
+    """Free pod slots per domain of unit u's one-domain rule, counted with the unit's first
+    pod type on the nodes it may use, at the start of the cycle (Koordinator's offer slots)."""
+    domain = problem.unit_domain[u] if problem.unit_domain else None
+    types = [t for t in range(problem.num_types) if problem.gang_unit[problem.type_gang[t]] == u]
+    if domain is None or not types:
+        return {}
+    t = types[0]
+    demand = problem.type_demand[t]
+    positive = demand > 0
+    slots = np.min(np.maximum(problem.free[:, positive], 0) // demand[positive], axis=1)
+    slots = np.where(problem.eligible[t] & (domain >= 0), slots, 0)
+    out: dict[int, int] = {}
+    for d, s in zip(domain.tolist(), slots.tolist(), strict=True):
+        if d >= 0:
+            out[d] = out.get(d, 0) + int(s)
+    return out
+
+
+def slack_units(problem: Problem) -> list[int]:
+    """Gathered units with a MustGather domain: scored by the slack of the chosen domain."""
+    return [
+        u
+        for u in topology_units(problem)
+        if problem.unit_domain and problem.unit_domain[u] is not None
+    ]
+
+
 def _unit_pending(problem: Problem) -> IntArray:
     return np.bincount(
         problem.gang_unit, weights=problem.gang_pending, minlength=len(problem.unit_ids)
@@ -84,12 +117,16 @@ def tier_specs(problem: Problem) -> list[TierSpec]:
     units = topology_units(problem)
     if units:
         pending = _unit_pending(problem)
-        for layer in range(1, len(problem.topo_layers) - 1):
+        for layer in range(1, len(problem.topo_layers)):
             domains = len(problem.topo_domains[layer])
             upper = int(sum(min(int(pending[u]), domains) for u in units))
             specs.append(
                 TierSpec(f"domains:{problem.topo_layers[layer]}", 0, upper, maximize=False)
             )
+        slack = [domain_slots(problem, u) for u in slack_units(problem)]
+        upper = sum(max(s.values(), default=0) for s in slack)
+        if upper:
+            specs.append(TierSpec("gather_slack", 0, upper, maximize=False))
     table = _score_table(problem)
     if table.size:
         counts = np.array([len(p) for p in problem.type_pods], dtype=np.int64)
@@ -129,12 +166,20 @@ def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
             u = int(problem.gang_unit[problem.type_gang[t]])
             if u in units:
                 per_unit[u].extend(nodes[nodes >= 0].tolist())
-        for layer in range(1, len(problem.topo_layers) - 1):
+        for layer in range(1, len(problem.topo_layers)):
             used = 0
             for placed in per_unit.values():
                 domains = problem.node_domain[layer, placed] if placed else np.empty(0)
                 used += len({int(d) for d in domains if d >= 0})
             values[f"domains:{problem.topo_layers[layer]}"] = used
+        slack = 0
+        for u in slack_units(problem):
+            placed = per_unit.get(u, [])
+            if placed:
+                domain = problem.unit_domain[u]
+                assert domain is not None
+                slack += domain_slots(problem, u).get(int(domain[placed[0]]), 0)
+        values["gather_slack"] = slack
     table = _score_table(problem)
     values["affinity"] = sum(
         int(table[t, nodes[nodes >= 0]].sum()) for t, nodes in enumerate(pod_node)

@@ -151,7 +151,7 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
 
     values = {key: int(solver.value(var)) for key, var in v.x.items()}
     pattern_counts = {key: int(solver.value(var)) for key, var in v.n.items()}
-    pod_node = v.expand(values, pattern_counts)
+    pod_node = topology.layout_ranks(problem, v.expand(values, pattern_counts))
     score = evaluate(problem, pod_node)["objective"]
     bound = float(solver.best_objective_bound)
     if greedy_score >= score:  # ties keep the greedy's (upstream-like) node choice

@@ -21,10 +21,10 @@ from ortools.sat.python import cp_model
 
 from solver.engines.cpsat._terms import Term
 from solver.engines.cpsat._vars import PlacementVars
-from solver.objective import topology_units
+from solver.objective import domain_slots, slack_units, topology_units
 from solver.problem import IntArray, Problem
 
-__all__ = ["build", "class_split", "unsupported"]
+__all__ = ["build", "class_split", "layout_ranks", "unsupported"]
 
 
 def unsupported(problem: Problem) -> str | None:
@@ -61,12 +61,18 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
         keys_of.setdefault(int(problem.gang_unit[problem.type_gang[key[0]]]), []).append(key)
 
     # one-domain rule (MustGather / Godel required)
+    slack_terms: list[cp_model.LinearExprT] = []
+    slack_of = set(slack_units(problem))
     for u, domain in enumerate(problem.unit_domain):
         if domain is None or u not in keys_of:
             continue
         values = sorted({int(domain[v.classes[c].nodes[0]]) for _, c, _ in keys_of[u]} - {-1})
         y = {d: model.new_bool_var(f"domain[{u},{d}]") for d in values}
         model.add(cp_model.LinearExpr.sum(list(y.values())) <= 1)
+        if u in slack_of:
+            # gather_slack = Σ_d slots(d) · y[u, d]: the chosen domain's free slots
+            slots = domain_slots(problem, u)
+            slack_terms += [slots.get(d, 0) * y[d] for d in values if slots.get(d, 0)]
         for key in keys_of[u]:
             d = int(domain[v.classes[key[1]].nodes[0]])
             if d < 0:
@@ -84,7 +90,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
 
     terms: list[Term] = []
     layers = len(problem.topo_layers)
-    used_by_layer: dict[int, list[cp_model.IntVar]] = {}
+    used_by_layer: dict[int, list[cp_model.LinearExprT]] = {}
     for u in sorted(
         gather
         | {
@@ -117,7 +123,11 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
                     used = model.new_bool_var(f"used[{u},{layer},{d}]")
                     model.add(total <= pending * used)
                     used_by_layer.setdefault(layer, []).append(used)
-    for layer in range(1, layers - 1):
+    if gather and layers:
+        used_by_layer[layers - 1] = _nodes_used(problem, model, v, gather, unit_types)
+    if slack_terms:
+        terms.append(Term("gather_slack", cp_model.LinearExpr.sum(slack_terms)))
+    for layer in range(1, layers):
         if layer in used_by_layer:
             terms.append(
                 Term(
@@ -126,3 +136,70 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
                 )
             )
     return terms
+
+
+def _nodes_used(
+    problem: Problem,
+    model: cp_model.CpModel,
+    v: PlacementVars,
+    gather: set[int],
+    unit_types: dict[int, list[int]],
+) -> list[cp_model.LinearExprT]:
+    """Nodes each gathered unit uses (the node layer's `domains` tier), exactly per class mode:
+
+    slots class (one type t):  # m · s ≥ x[t, c],  m ≤ K          -> m nodes
+    patterns class:            # Σ_p n[c, p] over patterns holding a pod of the unit
+    virtual nodes:             # b_k ⇐ Σ_{t ∈ unit} x[t, c, k] ≥ 1
+    """
+    out: list[cp_model.LinearExprT] = []
+    counts = [len(p) for p in problem.type_pods]
+    for u in sorted(gather):
+        mine = set(unit_types.get(u, []))
+        for c, klass in enumerate(v.classes):
+            types = [t for t in klass.types if t in mine]
+            if not types:
+                continue
+            if klass.mode == "slots":
+                m = model.new_int_var(0, len(klass.nodes), f"nodes[{u},{c}]")
+                model.add(m * klass.slots >= v.x[types[0], c, 0])
+                out.append(m)
+            elif klass.mode == "patterns":
+                cols = [klass.types.index(t) for t in types]
+                out += [
+                    v.n[c, p]
+                    for p in range(len(klass.patterns))
+                    if any(klass.patterns[p, i] > 0 for i in cols)
+                ]
+            else:
+                for k in range(klass.virtual):
+                    b = model.new_bool_var(f"node_used[{u},{c},{k}]")
+                    model.add(
+                        cp_model.LinearExpr.sum([v.x[t, c, k] for t in types])
+                        <= sum(counts[t] for t in types) * b
+                    )
+                    out.append(b)
+    return out
+
+
+def layout_ranks(problem: Problem, pod_node: list[IntArray]) -> list[IntArray]:
+    """Consecutive ranks share the smallest domain: in gathered units, each type's pods (kept
+    in `network-topology-index` order) take their nodes sorted by domain path, then name."""
+    units = set(topology_units(problem))
+    if not units:
+        return pod_node
+    inner = (
+        problem.node_domain[1:-1]
+        if len(problem.topo_layers) > 2
+        else np.zeros((0, problem.num_nodes), dtype=np.int64)
+    )
+    out = []
+    for t, row in enumerate(pod_node):
+        if int(problem.gang_unit[problem.type_gang[t]]) not in units:
+            out.append(row)
+            continue
+        placed = row[row >= 0]
+        order = sorted(placed.tolist(), key=lambda n: (*inner[:, n].tolist(), n))
+        new = row.copy()
+        new[: len(order)] = order
+        out.append(new)
+    return out

@@ -127,3 +127,49 @@ def test_must_gather_spine_is_hard_in_cpsat() -> None:
     )
     assert greedy.placed == {} == exact.placed
     assert exact.status == "INFEASIBLE"
+
+
+#   s1 ─┬─ b1: 1 + 1 free slots          MustGather Block, 2 pods: no node holds both, so two
+#       └─ b2: 1 + 1 + 1 free slots      nodes either way; b1 (2 slots) is the tightest block and
+#                                        the gather_slack tier makes CP-SAT pick it, as the greedy does
+def test_cpsat_bin_packs_the_must_gather_domain() -> None:
+    objs: list[dict[str, Any]] = [spine_block_topology()]
+    for b, slots in {"b1": [1, 1], "b2": [1, 1, 1]}.items():
+        for i, s in enumerate(slots):
+            name = f"{b}-n{i}"
+            objs.append(node(name).cpu("4").label(SPINE, "s1").label(BLOCK, b).obj())
+            objs.append(pod(f"busy-{name}").requests(cpu=str(4 - s)).on(name).obj())
+    objs += job("g", 2, cpu="1", **gather(("BlockLayer", "MustGather")))
+    greedy, exact = both(*objs)
+    assert blocks(objs, exact) == {"b1"} == blocks(objs, greedy)
+    assert exact.tiers["gather_slack"] == 2 == greedy.tiers["gather_slack"]
+
+
+def test_layout_ranks_keeps_consecutive_ranks_in_one_block() -> None:
+    import numpy as np
+
+    from solver import compile_problem
+    from solver.engines.cpsat.topology import layout_ranks
+
+    objs = [spine_block_topology(), *tree_nodes(FAKE), *job("job", 4, "16", **PREFER_BOTH)]
+    problem = compile_problem(model(*objs), CONF)
+    names = list(problem.node_names)
+    scattered = [np.array([names.index(n) for n in ("node-2", "node-1", "node-7", "node-8")])]
+    (laid,) = layout_ranks(problem, scattered)
+    # b1 = node-1, node-8 first (ranks 0, 1), then b2 = node-2, node-7 (ranks 2, 3)
+    assert [names[n] for n in laid] == ["node-1", "node-8", "node-2", "node-7"]
+
+
+def test_cpsat_prefers_one_node_like_koordinator() -> None:
+    # b1 offers 1 + 1 slots, b2 one node with 2: the lowest layer that holds both pods is a
+    # node, so both engines put them together on b2's node.
+    objs: list[dict[str, Any]] = [spine_block_topology()]
+    for b, slots in {"b1": [1, 1], "b2": [2]}.items():
+        for i, s in enumerate(slots):
+            name = f"{b}-n{i}"
+            objs.append(node(name).cpu("4").label(SPINE, "s1").label(BLOCK, b).obj())
+            objs.append(pod(f"busy-{name}").requests(cpu=str(4 - s)).on(name).obj())
+    objs += job("g", 2, cpu="1", **gather(("BlockLayer", "MustGather")))
+    greedy, exact = both(*objs)
+    assert set(exact.placed.values()) == {"b2-n0"} == set(greedy.placed.values())
+    assert exact.tiers["domains:NodeTopologyLayer"] == 1
