@@ -33,9 +33,9 @@ from solver.problem import IntArray, Problem
 
 __all__ = [
     "TierSpec",
+    "domain_slots",
     "evaluate",
     "score_units",
-    "domain_slots",
     "slack_units",
     "tier_specs",
     "tier_weights",

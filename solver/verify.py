@@ -36,7 +36,6 @@ Rules checked:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from solver.config import SchedulerConf
 from solver.decision import Decision
@@ -99,6 +98,8 @@ def verify(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> list
         problems.extend(_queues(model, conf, decision, new_on))
     if conf.enabled("nodegroup"):
         problems.extend(_nodegroups(model, conf, new_on))
+    if conf.enabled("capacity-card"):
+        problems.extend(_cards(model, decision, new_on))
 
     for gid, outcome in decision.podgroups.items():
         gang = model.gangs.get(gid)
@@ -462,11 +463,13 @@ def _queues(
     for pod in placed:
         use = {r: v for r, v in pod.requests.items() if r != "pods"}
         if tree.card_mode:
-            use, why = _card_use(
-                model, tree, pod, node_of[pod.key], decision.placements[pod.key].card
+            use, _ = _card_use(
+                model,
+                tree.unlimited_cpu_memory,
+                pod,
+                node_of[pod.key],
+                decision.placements[pod.key].card,
             )
-            if why:
-                problems.append(why)
         leaf = job_queue(model, pod.gang)
         if leaf is None:
             continue
@@ -510,8 +513,18 @@ def _nodegroups(
     return problems
 
 
+def _cards(model: ClusterModel, decision: Decision, new_on: dict[str, list[Pod]]) -> list[str]:
+    problems = []
+    for node_name, pods in sorted(new_on.items()):
+        for pod in pods:
+            _, why = _card_use(model, False, pod, node_name, decision.placements[pod.key].card)
+            if why:
+                problems.append(why)
+    return problems
+
+
 def _card_use(
-    model: ClusterModel, tree: Any, pod: Pod, node_name: str, card: str | None
+    model: ClusterModel, unlimited: bool, pod: Pod, node_name: str, card: str | None
 ) -> tuple[dict[str, int], str | None]:
     """What a placed pod uses under capacity-card, and a violation when its card is wrong."""
     from solver.policies.cards import CARD_NAME, node_cards
@@ -527,6 +540,6 @@ def _card_use(
         else:
             resource = offered[card][0]
             use[f"card:{card}"] = pod.requests.get(resource, 0)
-    if not (tree.unlimited_cpu_memory and cards):
+    if not (unlimited and cards):
         use.update({r: v for r, v in pod.requests.items() if r in ("cpu", "memory")})
     return use, why

@@ -611,23 +611,28 @@ def compile_queues(
     type_node_card = [[-1] * num_nodes for _ in range(num_types)]
     card_masks: dict[int, list[tuple[list[bool], int]]] = {}
     card_scores: dict[int, list[float]] = {}
-    if tree is not None and tree.card_mode:
-        assert tree.cards is not None
-        dims = [CPU, MEMORY, *sorted(CARD + c for c in {*tree.cards.total, *_quota_cards(tree)})]
+    if conf.enabled("capacity-card"):
+        # Card awareness (node filter, scores, the card each pod uses) applies with or without
+        # queues; quotas only where a queue tree exists.
+        cards = tree.cards if tree is not None and tree.cards is not None else discover(model)
+        quota_cards = _quota_cards(tree) if tree is not None else set()
+        flag = conf.arguments("capacity-card").get("cardUnlimitedCpuMemory", False)
+        unlimited = flag if isinstance(flag, bool) else False
+        dims = [CPU, MEMORY, *sorted(CARD + c for c in {*cards.total, *quota_cards})]
         quota_demand = []
         offered = [set(node_cards(n)) for n in model.nodes]
         weight = card_weight(conf.arguments("capacity-card").get("nodeOrderWeight", 1.0))
         for t in range(num_types):
             pod = model.pod_by_key[type_pods[t][0]]
             try:
-                demand = pod_card_demand(pod, tree.cards)
+                demand = pod_card_demand(pod, cards)
             except CardError as err:
                 card_masks[t] = [
                     ([False] * num_nodes, code_of(f"GetTaskRequestResourceFailed: {err}"))
                 ]
                 demand = None
             row = [
-                0 if (tree.unlimited_cpu_memory and demand) else type_demand[t][resources.index(r)]
+                0 if (unlimited and demand) else type_demand[t][resources.index(r)]
                 for r in (CPU, MEMORY)
             ]
             quota_demand.append(row + [0] * (len(dims) - 2))

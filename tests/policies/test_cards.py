@@ -374,3 +374,18 @@ def test_no_decision_exceeds_a_card_quota(cluster: ClusterModel, engine: str) ->
 @settings(max_examples=400)
 def test_no_decision_exceeds_a_card_quota_long(cluster: ClusterModel, engine: str) -> None:
     _check_cards(cluster, engine)
+
+
+def test_card_awareness_without_queues() -> None:
+    # A Koordinator gang (no queue) asking for H100: only the H100 node, and `card` reported.
+    pods = [
+        pod(f"w-{i}")
+        .group("w")
+        .requests(gpu=1)
+        .annotate("volcano.sh/card.name", "NVIDIA-H100")
+        .obj()
+        for i in range(2)
+    ]
+    d = run(*NODES, podgroup("w", 2), *pods)
+    assert {p.node for p in d.placements.values()} == {"h100-1"}
+    assert {p.card for p in d.placements.values()} == {"NVIDIA-H100"}
