@@ -47,7 +47,20 @@ SPEC_SPINE = json.dumps(
 SPEC_PREFER = json.dumps({"gatherStrategy": [{"layer": "BlockLayer", "strategy": "PreferGather"}]})
 
 
-def objects(seed: int) -> list[dict[str, Any]]:
+CARDS = ("NVIDIA-A100", "NVIDIA-H100")
+
+
+def card_conf() -> SchedulerConf:
+    """The default plugins with capacity-card instead of capacity (card awareness, no queues)."""
+    from solver.config import PluginConf, TierConf
+
+    plugins = [p for p in SchedulerConf.default().tiers[0].plugins if p.name != "capacity"]
+    return SchedulerConf(tiers=(TierConf(plugins=[*plugins, PluginConf(name="capacity-card")]),))
+
+
+def objects(seed: int, cards: bool = False) -> list[dict[str, Any]]:
+    """The instance; with `cards`, spines alternate A100/H100 nodes and every pod accepts
+    `NVIDIA-A100|NVIDIA-H100` (A100 preferred)."""
     rng = np.random.default_rng(seed)
     out: list[dict[str, Any]] = [
         {
@@ -77,7 +90,19 @@ def objects(seed: int) -> list[dict[str, Any]]:
                         "kind": "Node",
                         "metadata": {
                             "name": name,
-                            "labels": {"spine": f"s{s:02d}", "block": f"s{s:02d}-b{b:02d}"},
+                            "labels": {
+                                "spine": f"s{s:02d}",
+                                "block": f"s{s:02d}-b{b:02d}",
+                                **(
+                                    {
+                                        "nvidia.com/gpu.product": CARDS[s % 2],
+                                        "nvidia.com/gpu.count": "8",
+                                        "nvidia.com/gpu.memory": "81920",
+                                    }
+                                    if cards
+                                    else {}
+                                ),
+                            },
                         },
                         "status": {
                             "allocatable": {
@@ -138,7 +163,8 @@ def objects(seed: int) -> list[dict[str, Any]]:
                         "namespace": "default",
                         "labels": {"pod-group.scheduling.sigs.k8s.io": gang},
                         "annotations": {
-                            "gang.scheduling.koordinator.sh/network-topology-index": str(i)
+                            "gang.scheduling.koordinator.sh/network-topology-index": str(i),
+                            **({"volcano.sh/card.name": "|".join(CARDS)} if cards else {}),
                         },
                     },
                     "spec": {
@@ -154,13 +180,16 @@ def objects(seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def cpsat_rows(seed: int, time_limit: float, workers: int) -> list[dict[str, Any]]:
+def cpsat_rows(
+    seed: int, time_limit: float, workers: int, cards: bool = False
+) -> list[dict[str, Any]]:
     """The same cluster with one gang at a time, solved by the cpsat engine (greedy hint)."""
     from solver.engines import SolveParams
     from solver.engines.cpsat import solve_cpsat
     from solver.objective import evaluate
 
-    everything = objects(seed)
+    everything = objects(seed, cards)
+    conf = card_conf() if cards else SchedulerConf.default()
     rows = []
     for size in SIZES:
         gang = f"job-{size}"
@@ -175,7 +204,7 @@ def cpsat_rows(seed: int, time_limit: float, workers: int) -> list[dict[str, Any
         model = build_model(
             RawObject(source="bench", document=str(i), body=o) for i, o in enumerate(keep, 1)
         )
-        problem = compile_problem(model, SchedulerConf.default())
+        problem = compile_problem(model, conf)
         result = solve_cpsat(problem, SolveParams(time_limit=time_limit, workers=workers, seed=0))
         used = np.concatenate([row[row >= 0] for row in result.pod_node])
         tiers = evaluate(problem, result.pod_node)
@@ -213,10 +242,14 @@ def main() -> None:
     parser.add_argument("--cpsat", action="store_true", help="also solve each gang with CP-SAT")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cards", action="store_true", help="A100/H100 spines, pods A100|H100")
     args = parser.parse_args()
+    suffix = "_cards" if args.cards else ""
     if args.cpsat:
-        rows = cpsat_rows(args.seed, args.time_limit, args.workers)
-        (Path(__file__).parent / "results_cpsat.json").write_text(json.dumps(rows, indent=2) + "\n")
+        rows = cpsat_rows(args.seed, args.time_limit, args.workers, args.cards)
+        (Path(__file__).parent / f"results_cpsat{suffix}.json").write_text(
+            json.dumps(rows, indent=2) + "\n"
+        )
         print(
             "| gang pods | CP-SAT status | seconds (build + solve) | first solution (s) | vars | node classes | spines | blocks | nodes | objective − greedy |"
         )
@@ -231,11 +264,11 @@ def main() -> None:
     started = time.perf_counter()
     model = build_model(
         RawObject(source="bench", document=str(i), body=o)
-        for i, o in enumerate(objects(args.seed), 1)
+        for i, o in enumerate(objects(args.seed, args.cards), 1)
     )
     built = time.perf_counter() - started
     started = time.perf_counter()
-    problem = compile_problem(model, SchedulerConf.default())
+    problem = compile_problem(model, card_conf() if args.cards else SchedulerConf.default())
     compiled = time.perf_counter() - started
     gpu = problem.resources.index("nvidia.com/gpu")
     busy = 1 - problem.free[:, gpu].sum() / problem.capacity[:, gpu].sum()
@@ -297,7 +330,7 @@ def main() -> None:
         "compile_s": round(compiled, 2),
         "reps": args.reps,
     }
-    (Path(__file__).parent / "results.json").write_text(
+    (Path(__file__).parent / f"results{suffix}.json").write_text(
         json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n"
     )
     print(

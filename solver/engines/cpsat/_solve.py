@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -27,7 +28,7 @@ from solver.engines._params import SolveParams
 from solver.engines._result import EngineResult
 from solver.engines.cpsat import affinity, capacity, gang, packing, quota, topology
 from solver.engines.cpsat._classes import node_classes
-from solver.engines.cpsat._terms import combine
+from solver.engines.cpsat._terms import combine, ordered
 from solver.engines.cpsat._vars import PlacementVars
 from solver.engines.cpsat.explain import explain_unsatisfied
 from solver.engines.greedy import solve_greedy
@@ -111,7 +112,8 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         *packing.build(problem, model, v),
     ]
     objective, _ = combine(problem, terms)
-    model.maximize(objective)
+    if objective is not None:
+        model.maximize(objective)
     _hint(problem, v, model, greedy.pod_node)
     built = time.perf_counter() - started
 
@@ -120,11 +122,24 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     if greedy.gang_reason:  # keep a slice for explaining what stays unplaced
         budget -= min(1.0, 0.2 * budget)
     budget = max(0.01, budget)
-    solver.parameters.max_time_in_seconds = budget
     solver.parameters.num_workers = params.num_workers
     solver.parameters.random_seed = params.seed
     callback = _FirstSolution(time.perf_counter())
-    status = solver.solve(model, callback)
+    lexicographic = objective is None
+    staged: list[int] | None = None
+    solve_started = time.perf_counter()
+    if lexicographic:
+        status, proven_all, staged = _solve_lexicographically(
+            model, solver, ordered(problem, terms), budget, callback
+        )
+    else:
+        solver.parameters.max_time_in_seconds = budget
+        status = solver.solve(model, callback)
+        proven_all = status == cp_model.OPTIMAL
+
+    def value_of(var: cp_model.IntVar) -> int:
+        return staged[var.index] if staged is not None else int(solver.value(var))
+
     if status == cp_model.MODEL_INVALID:
         raise InternalError(f"CP-SAT model invalid: {model.validate()}")
     if status == cp_model.INFEASIBLE:
@@ -139,8 +154,9 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         "vars_after": len(model.proto.variables),
         "constraints": len(model.proto.constraints),
         "build_seconds": built,
-        "solve_seconds": solver.wall_time,
+        "solve_seconds": time.perf_counter() - solve_started,
         "greedy_objective": greedy_score,
+        "lexicographic": int(lexicographic),
     }
     if callback.first is not None:
         stats["first_solution_seconds"] = callback.first
@@ -149,14 +165,16 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         greedy.engine, greedy.status, greedy.stats = engine, "HEURISTIC", {**greedy.stats, **stats}
         return greedy
 
-    values = {key: int(solver.value(var)) for key, var in v.x.items()}
-    pattern_counts = {key: int(solver.value(var)) for key, var in v.n.items()}
+    values = {key: value_of(var) for key, var in v.x.items()}
+    pattern_counts = {key: value_of(var) for key, var in v.n.items()}
     pod_node = topology.layout_ranks(problem, v.expand(values, pattern_counts))
     score = evaluate(problem, pod_node)["objective"]
-    bound = float(solver.best_objective_bound)
+    bound: float | None = float(solver.best_objective_bound) if not lexicographic else None
+    if lexicographic and proven_all:
+        bound = float(score)  # every tier proven optimal in turn
     if greedy_score >= score:  # ties keep the greedy's (upstream-like) node choice
         pod_node, score = greedy.pod_node, greedy_score
-    proven = status == cp_model.OPTIMAL or score >= bound
+    proven = proven_all or (bound is not None and score >= bound)
     result_status = "OPTIMAL" if proven else "FEASIBLE"
     if proven and problem.num_pods > 0 and all((row < 0).all() for row in pod_node):
         result_status = "INFEASIBLE"  # proven: not a single gang group can be placed
@@ -172,6 +190,50 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         bound=bound,
         stats=stats,
     )
+
+
+def _solve_lexicographically(
+    model: cp_model.CpModel,
+    solver: cp_model.CpSolver,
+    tiers: list[tuple[str, bool, cp_model.LinearExprT]],
+    budget: float,
+    callback: _FirstSolution,
+) -> tuple[Any, bool, list[int] | None]:
+    """Optimise tier after tier, each fixed at its best value before the next (a stage
+    proven optimal early leaves its time to the next). Returns the status, whether every tier was proven optimal, and the values of
+    every variable in the last stage that found a solution (None if none did)."""
+    deadline = time.perf_counter() + budget
+    status: Any = cp_model.UNKNOWN
+    proven = True
+    values: list[int] | None = None
+    for i, (_name, maximize, expr) in enumerate(tiers):
+        left = deadline - time.perf_counter()
+        if left <= 0.005:
+            proven = False
+            break
+        if maximize:
+            model.maximize(expr)
+        else:
+            model.minimize(expr)
+        # Higher tiers matter more: each stage may use half of what is left, the last all.
+        solver.parameters.max_time_in_seconds = left if i == len(tiers) - 1 else left / 2
+        stage = solver.solve(model, callback)
+        if stage not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            proven = False
+            if values is None:
+                status = stage
+            break
+        proven = proven and stage == cp_model.OPTIMAL
+        count = len(model.proto.variables)
+        values = [int(solver.value(model.get_int_var_from_proto_index(k))) for k in range(count)]
+        best = int(solver.value(expr))
+        model.add(expr >= best if maximize else expr <= best)
+        model.clear_hints()  # type: ignore[no-untyped-call]
+        for k, value in enumerate(values):
+            model.add_hint(model.get_int_var_from_proto_index(k), value)
+    if values is None:
+        return status, False, None
+    return (cp_model.OPTIMAL if proven else cp_model.FEASIBLE), proven, values
 
 
 def solve_auto(problem: Problem, params: SolveParams) -> EngineResult:

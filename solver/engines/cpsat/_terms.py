@@ -10,7 +10,11 @@ from solver.errors import InternalError
 from solver.objective import tier_specs, tier_weights
 from solver.problem import Problem
 
-__all__ = ["Term", "combine"]
+__all__ = ["SAFE_WEIGHT", "Term", "combine", "ordered"]
+
+SAFE_WEIGHT = 2**52
+"""Past this total weight one weighted objective could overflow CP-SAT's int64 arithmetic:
+the engine then optimises the tiers one after another (lexicographically) instead."""
 
 
 @dataclass(frozen=True)
@@ -21,11 +25,25 @@ class Term:
     expr: cp_model.LinearExprT
 
 
-def combine(problem: Problem, terms: list[Term]) -> tuple[cp_model.LinearExprT, dict[str, int]]:
+def ordered(problem: Problem, terms: list[Term]) -> list[tuple[str, bool, cp_model.LinearExprT]]:
+    """(name, maximize, expression) of every returned tier, highest first."""
+    by_name = {t.name: t for t in terms}
+    return [
+        (s.name, s.maximize, by_name[s.name].expr) for s in tier_specs(problem) if s.name in by_name
+    ]
+
+
+def combine(
+    problem: Problem, terms: list[Term]
+) -> tuple[cp_model.LinearExprT | None, dict[str, int]]:
     """One maximised expression in which every tier dominates all tiers below it, weighted
-    exactly as `solver.objective.evaluate` scores answers. A tier no module returned counts 0."""
+    exactly as `solver.objective.evaluate` scores answers. A tier no module returned counts 0.
+    None (with the weights) when the weights are too large for one objective."""
     specs = tier_specs(problem)
     weights = tier_weights(specs)
+    top = specs[0] if specs else None
+    if top is not None and weights[top.name] * (top.upper - top.lower + 1) > SAFE_WEIGHT:
+        return None, weights
     by_name = {t.name: t for t in terms}
     unknown = set(by_name) - set(weights)
     if unknown:

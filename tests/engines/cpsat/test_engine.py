@@ -154,3 +154,19 @@ def test_auto_falls_back_to_greedy_when_cpsat_finds_nothing_in_time() -> None:
     result = solve_cpsat(problem, SolveParams(time_limit=0.01, workers=1), engine="auto")
     assert result.status == "HEURISTIC" and result.engine == "auto"
     assert result.bound is None
+
+
+def test_lexicographic_path_when_weights_would_overflow(monkeypatch: pytest.MonkeyPatch) -> None:
+    objs = [
+        node("n1").gpu(4).obj(),
+        node("n2").gpu(4).obj(),
+        *gang("big", 5, 5),
+        *gang("s1", 4, 4),
+        *gang("s2", 4, 4),
+    ]
+    weighted = run(*objs)
+    monkeypatch.setattr("solver.engines.cpsat._terms.SAFE_WEIGHT", 1)
+    staged = run(*objs)
+    assert staged.stats["lexicographic"] == 1 and weighted.stats["lexicographic"] == 0
+    assert staged.status == "OPTIMAL" and staged.tiers == weighted.tiers
+    assert staged.bound == staged.objective
