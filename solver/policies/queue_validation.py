@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from solver.model import ClusterModel, Queue
 from solver.policies import nodegroup
+from solver.policies.queues import job_queue, sum_resources
 from solver.quantity import PODS, format_quantity
 
 __all__ = ["DEFAULT_MAX_DEPTH", "QueueVerdict", "validate_queues"]
@@ -81,16 +82,7 @@ def _fmt(resources: dict[str, int]) -> str:
     )
 
 
-def _sum(items: list[dict[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in items:
-        for r, v in item.items():
-            out[r] = out.get(r, 0) + v
-    return out
-
-
 def _running_pods(model: ClusterModel) -> dict[str, int]:
-    from solver.policies.queues import job_queue
 
     counts: dict[str, int] = {}
     for gid, gang in model.gangs.items():
@@ -175,7 +167,7 @@ def validate_queues(
             parent_spec = queues[parent]
             siblings = [queues[s] for s in children.get(parent, [])]
             for attr in ("guarantee", "deserved"):
-                total = _sum([getattr(s, attr) for s in siblings])
+                total = sum_resources([getattr(s, attr) for s in siblings])
                 own: dict[str, int] = getattr(parent_spec, attr)
                 over = {r: t for r, t in total.items() if r != PODS and t > own.get(r, 0)}
                 if over:
@@ -193,7 +185,7 @@ def validate_queues(
                         f"capability[{r}]={format_quantity(r, cap)} is smaller than its descendants' max capability={format_quantity(r, biggest)}",
                     )
             for attr in ("guarantee", "deserved"):
-                total = _sum([getattr(queues[c], attr) for c in children[name]])
+                total = sum_resources([getattr(queues[c], attr) for c in children[name]])
                 own = getattr(q, attr)
                 if any(r != PODS and t > own.get(r, 0) for r, t in total.items()):
                     v.fail(

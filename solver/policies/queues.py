@@ -52,6 +52,7 @@ __all__ = [
     "gate_failure",
     "job_queue",
     "plan_enqueue",
+    "sum_resources",
 ]
 
 INF = 2**62  # "unlimited" in integer arithmetic; saturating helpers below keep it there
@@ -316,11 +317,12 @@ def _capabilities(model: ClusterModel, tree: QueueTree) -> None:
             child.real_capability = real
             order.append(child_name)
     if tree.hierarchical:
-        root.deserved = _sum(queues[c].deserved for c in root.children)
-        root.guarantee = _sum(queues[c].guarantee for c in root.children)
+        root.deserved = sum_resources(queues[c].deserved for c in root.children)
+        root.guarantee = sum_resources(queues[c].guarantee for c in root.children)
 
 
-def _sum(items: Iterable[dict[str, int]]) -> dict[str, int]:
+def sum_resources(items: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Resource-wise sum of resource maps."""
     out: dict[str, int] = {}
     for item in items:
         for r, v in item.items():
@@ -343,10 +345,10 @@ def _usage(model: ClusterModel, tree: QueueTree) -> None:
             continue
         bound_pods = [model.pod_by_key[k] for k in gang.members if model.pod_by_key[k].bound]
         if tree.card_mode:
-            allocated = _sum(_pod_card_usage(model, tree, p) for p in bound_pods)
+            allocated = sum_resources(_pod_card_usage(model, tree, p) for p in bound_pods)
             minimum = card_request(model, tree, gid)
         else:
-            allocated = _sum(p.requests for p in bound_pods)
+            allocated = sum_resources(p.requests for p in bound_pods)
             minimum = {r: v for r, v in gang.min_resources.items() if r != PODS}
         _bump(tree, leaf, "allocated", allocated)
         if not minimum:
