@@ -4,6 +4,8 @@
                       [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|table]
     gangplan topology -f FILE... [-o table|json] [--nodes]
+    gangplan plan     -f FILE... --catalog CAT [--cluster F...] [--trace CSV] [-o table|json]
+                      [--plot PNG] | --sweep SWEEP.yaml [--executor process|ray|dask]
     gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
 
 `-f -` reads standard input; a directory reads its *.yaml, *.yml and *.json files.
@@ -21,6 +23,7 @@ import typer
 from rich.console import Console
 
 from clients.cards_cli import cards_cmd
+from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.render import dump, explain_table, schedule_table
 from solver import (
@@ -250,6 +253,7 @@ def topology_cmd(
 
 
 app.add_typer(queues_app, name="queues")
+app.command("plan")(plan_cmd)
 app.command("cards")(cards_cmd)
 
 

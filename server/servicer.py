@@ -260,6 +260,26 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             ],
         )
 
+    @_guard
+    def PlanCapacity(
+        self, request: spb.PlanCapacityRequest, context: grpc.ServicerContext
+    ) -> spb.PlanCapacityResponse:
+        """Capacity planning (`solver.plan`); the deadline less the margin is the time limit."""
+        from server.plan import plan_capacity
+
+        state = ClusterState() if request.WhichOneof("cluster_source") is None else None
+        if state is None:
+            state, _ = self._cluster(request)
+        remaining = context.time_remaining()
+        budget = self.settings.time_limit
+        if remaining is not None and remaining < NO_DEADLINE:
+            budget = min(budget, remaining - self.settings.deadline_margin)
+            if budget <= 0.05:
+                raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline left no time to plan")
+        workers = request.options.workers or self.settings.solver_workers or 1
+        seed = request.options.seed or self.settings.seed
+        return plan_capacity(state, request, budget, workers, seed)
+
     # ------------------------------------------------------------------------- the pipeline
 
     def _cluster(self, request: Any) -> tuple[ClusterState, int]:

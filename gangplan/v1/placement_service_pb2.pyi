@@ -815,10 +815,8 @@ Global___Admission: _TypeAlias = Admission  # noqa: Y015
 
 @_typing.final
 class EnqueueResponse(_message.Message):
-    """Response of Enqueue.
-
-    Queue quotas (capacity, capacity-card) are not enforced by the library yet: every gang is
-    admitted, and each admission's reason says that queues were not checked.
+    """Response of Enqueue: the capacity (or capacity-card) plugin's admission of each gang, at
+    its leaf queue and every ancestor; a gang in no queue is admitted.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -889,7 +887,7 @@ class QueueViolation(_message.Message):
     queue: _builtins.str
     """Queue name."""
     field: _builtins.str
-    """Field path, e.g. `parent` or `guarantee["cpu"]`."""
+    """Field path in the Queue object, e.g. `spec.parent` or `spec.guarantee.resource.cpu`."""
     description: _builtins.str
     """What is wrong."""
     def __init__(
@@ -919,7 +917,7 @@ class ValidateQueuesResponse(_message.Message):
     """True when there are no violations."""
     @_builtins.property
     def violations(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueViolation]:
-        """Problems found, sorted by queue then field."""
+        """Problems found (Volcano's queue admission rules), sorted by queue."""
 
     def __init__(
         self,
@@ -934,3 +932,386 @@ class ValidateQueuesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ValidateQueuesResponse: _TypeAlias = ValidateQueuesResponse  # noqa: Y015
+
+@_typing.final
+class PlanNodeType(_message.Message):
+    """A node type that can be bought."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class AllocatableEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    COST_FIELD_NUMBER: _builtins.int
+    GPU_MODEL_FIELD_NUMBER: _builtins.int
+    ALLOCATABLE_FIELD_NUMBER: _builtins.int
+    MAX_COUNT_FIELD_NUMBER: _builtins.int
+    NODES_PER_BLOCK_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Unique name."""
+    cost: _builtins.float
+    """Cost per node, in any unit (>= 0)."""
+    gpu_model: _builtins.str
+    """GPU model (card type) of its devices; empty for CPU nodes."""
+    max_count: _builtins.int
+    """At most this many may be added; unset: unlimited."""
+    nodes_per_block: _builtins.int
+    """Bought in whole topology blocks of this many nodes; 0: one by one."""
+    @_builtins.property
+    def allocatable(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Allocatable per node in integer units (cpu in milli, memory in bytes,
+        nvidia.com/gpu in devices).
+        """
+
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Node labels, for pods' nodeSelector."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        cost: _builtins.float = ...,
+        gpu_model: _builtins.str = ...,
+        allocatable: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        max_count: _builtins.int | None = ...,
+        nodes_per_block: _builtins.int = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_count", b"_max_count", "max_count", b"max_count"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_count", b"_max_count", "allocatable", b"allocatable", "cost", b"cost", "gpu_model", b"gpu_model", "labels", b"labels", "max_count", b"max_count", "name", b"name", "nodes_per_block", b"nodes_per_block"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_count: _TypeAlias = _typing.Literal["max_count"]  # noqa: Y015
+    _WhichOneofArgType__max_count: _TypeAlias = _typing.Literal["_max_count", b"_max_count"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_count) -> _WhichOneofReturnType__max_count | None: ...
+
+Global___PlanNodeType: _TypeAlias = PlanNodeType  # noqa: Y015
+
+@_typing.final
+class PlanCapacityRequest(_message.Message):
+    """Request of PlanCapacity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class CardQuotaEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SNAPSHOT_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    WORKLOAD_FIELD_NUMBER: _builtins.int
+    NODE_TYPES_FIELD_NUMBER: _builtins.int
+    CARD_QUOTA_FIELD_NUMBER: _builtins.int
+    BUDGET_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    budget: _builtins.float
+    """Most total cost of the added nodes; unset: no budget."""
+    @_builtins.property
+    def snapshot(self) -> Global___SnapshotRef:
+        """A stored snapshot."""
+
+    @_builtins.property
+    def cluster(self) -> _cluster_pb2.Cluster:
+        """The cluster, inline."""
+
+    @_builtins.property
+    def workload(self) -> _cluster_pb2.Job:
+        """The workload: its pending pods, with the cluster's pending pods. A gang (GangGroup)
+        is planned whole or not at all.
+        """
+
+    @_builtins.property
+    def node_types(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlanNodeType]:
+        """The catalogue."""
+
+    @_builtins.property
+    def card_quota(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Most GPUs of a model that may be added, by model."""
+
+    @_builtins.property
+    def options(self) -> Global___SolveOptions:
+        """CP-SAT workers and seed (engine and scheduler_conf are ignored). The call's deadline
+        is the time limit.
+        """
+
+    def __init__(
+        self,
+        *,
+        snapshot: Global___SnapshotRef | None = ...,
+        cluster: _cluster_pb2.Cluster | None = ...,
+        workload: _cluster_pb2.Job | None = ...,
+        node_types: _abc.Iterable[Global___PlanNodeType] | None = ...,
+        card_quota: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        budget: _builtins.float | None = ...,
+        options: Global___SolveOptions | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget", b"_budget", "budget", b"budget", "cluster", b"cluster", "cluster_source", b"cluster_source", "options", b"options", "snapshot", b"snapshot", "workload", b"workload"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget", b"_budget", "budget", b"budget", "card_quota", b"card_quota", "cluster", b"cluster", "cluster_source", b"cluster_source", "node_types", b"node_types", "options", b"options", "snapshot", b"snapshot", "workload", b"workload"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__budget: _TypeAlias = _typing.Literal["budget"]  # noqa: Y015
+    _WhichOneofArgType__budget: _TypeAlias = _typing.Literal["_budget", b"_budget"]  # noqa: Y015
+    _WhichOneofReturnType_cluster_source: _TypeAlias = _typing.Literal["snapshot", "cluster"]  # noqa: Y015
+    _WhichOneofArgType_cluster_source: _TypeAlias = _typing.Literal["cluster_source", b"cluster_source"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__budget) -> _WhichOneofReturnType__budget | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_cluster_source) -> _WhichOneofReturnType_cluster_source | None: ...
+
+Global___PlanCapacityRequest: _TypeAlias = PlanCapacityRequest  # noqa: Y015
+
+@_typing.final
+class PlanNodeCount(_message.Message):
+    """Nodes of one type in the plan."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_TYPE_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    EXISTING_FIELD_NUMBER: _builtins.int
+    node_type: _builtins.str
+    """Catalogue type, or `existing:<node>(+k)` for a class of current nodes."""
+    count: _builtins.int
+    """Nodes to add (catalogue) or used (existing)."""
+    existing: _builtins.bool
+    """A class of current nodes."""
+    def __init__(
+        self,
+        *,
+        node_type: _builtins.str = ...,
+        count: _builtins.int = ...,
+        existing: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "existing", b"existing", "node_type", b"node_type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanNodeCount: _TypeAlias = PlanNodeCount  # noqa: Y015
+
+@_typing.final
+class PlanUnplaced(_message.Message):
+    """Jobs that still cannot run, with the same reason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOBS_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    PODS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    """Jobs."""
+    pods: _builtins.int
+    """Pods."""
+    reason: _builtins.str
+    """Why, counted the way kube-scheduler counts it."""
+    @_builtins.property
+    def jobs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Job ids (at most 20)."""
+
+    def __init__(
+        self,
+        *,
+        jobs: _abc.Iterable[_builtins.str] | None = ...,
+        count: _builtins.int = ...,
+        pods: _builtins.int = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "jobs", b"jobs", "pods", b"pods", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanUnplaced: _TypeAlias = PlanUnplaced  # noqa: Y015
+
+@_typing.final
+class PlanUtilisation(_message.Message):
+    """How full one resource (or card type, `gpu[A100]`) of the planned cluster is."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    USED_FIELD_NUMBER: _builtins.int
+    CAPACITY_FIELD_NUMBER: _builtins.int
+    RATIO_FIELD_NUMBER: _builtins.int
+    resource: _builtins.str
+    """Resource name."""
+    used: _builtins.float
+    """Requested by the placed pods (cpu in milli, memory in MiB, GPUs in devices)."""
+    capacity: _builtins.float
+    """Capacity of every current node plus the added ones."""
+    ratio: _builtins.float
+    """used / capacity."""
+    def __init__(
+        self,
+        *,
+        resource: _builtins.str = ...,
+        used: _builtins.float = ...,
+        capacity: _builtins.float = ...,
+        ratio: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "ratio", b"ratio", "resource", b"resource", "used", b"used"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanUtilisation: _TypeAlias = PlanUtilisation  # noqa: Y015
+
+@_typing.final
+class PlanCapacityResponse(_message.Message):
+    """Response of PlanCapacity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class BoundsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    NODES_FIELD_NUMBER: _builtins.int
+    COST_FIELD_NUMBER: _builtins.int
+    OBJECTIVE_FIELD_NUMBER: _builtins.int
+    BOUND_FIELD_NUMBER: _builtins.int
+    GAP_FIELD_NUMBER: _builtins.int
+    BOUNDS_FIELD_NUMBER: _builtins.int
+    UNPLACED_FIELD_NUMBER: _builtins.int
+    UTILISATION_FIELD_NUMBER: _builtins.int
+    PLACED_PODS_FIELD_NUMBER: _builtins.int
+    TOTAL_PODS_FIELD_NUMBER: _builtins.int
+    SOLVE_SECONDS_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
+    status: _builtins.str
+    """OPTIMAL (cost equals the bound), FEASIBLE (CP-SAT, with a gap) or HEURISTIC."""
+    cost: _builtins.float
+    """Cost of the added nodes."""
+    objective: _builtins.float
+    """Cost plus the penalty of work left out."""
+    bound: _builtins.float
+    """Best lower bound on the objective."""
+    gap: _builtins.float
+    """(objective - bound) / objective."""
+    placed_pods: _builtins.int
+    """Pods placed."""
+    total_pods: _builtins.int
+    """Pods in the workload."""
+    solve_seconds: _builtins.float
+    """Seconds spent planning."""
+    @_builtins.property
+    def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlanNodeCount]:
+        """Nodes to add per catalogue type, and current node classes used."""
+
+    @_builtins.property
+    def bounds(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """Each bound by name (l1, config_lp, cpsat); absent when not computed."""
+
+    @_builtins.property
+    def unplaced(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlanUnplaced]:
+        """What still cannot run."""
+
+    @_builtins.property
+    def utilisation(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlanUtilisation]:
+        """Utilisation per resource and card type."""
+
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What the planner noted."""
+
+    def __init__(
+        self,
+        *,
+        status: _builtins.str = ...,
+        nodes: _abc.Iterable[Global___PlanNodeCount] | None = ...,
+        cost: _builtins.float = ...,
+        objective: _builtins.float = ...,
+        bound: _builtins.float = ...,
+        gap: _builtins.float = ...,
+        bounds: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        unplaced: _abc.Iterable[Global___PlanUnplaced] | None = ...,
+        utilisation: _abc.Iterable[Global___PlanUtilisation] | None = ...,
+        placed_pods: _builtins.int = ...,
+        total_pods: _builtins.int = ...,
+        solve_seconds: _builtins.float = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "bounds", b"bounds", "cost", b"cost", "gap", b"gap", "nodes", b"nodes", "notes", b"notes", "objective", b"objective", "placed_pods", b"placed_pods", "solve_seconds", b"solve_seconds", "status", b"status", "total_pods", b"total_pods", "unplaced", b"unplaced", "utilisation", b"utilisation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanCapacityResponse: _TypeAlias = PlanCapacityResponse  # noqa: Y015

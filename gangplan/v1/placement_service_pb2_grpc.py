@@ -70,6 +70,11 @@ class PlacementServiceStub:
                 request_serializer=gangplan_dot_v1_dot_placement__service__pb2.ValidateQueuesRequest.SerializeToString,
                 response_deserializer=gangplan_dot_v1_dot_placement__service__pb2.ValidateQueuesResponse.FromString,
                 _registered_method=True)
+        self.PlanCapacity = channel.unary_unary(
+                '/gangplan.v1.PlacementService/PlanCapacity',
+                request_serializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityRequest.SerializeToString,
+                response_deserializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -119,7 +124,15 @@ class PlacementServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ValidateQueues(self, request, context):
-        """Checks the queue tree of a cluster for structural errors.
+        """Checks every queue of a cluster against Volcano's queue admission rules.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PlanCapacity(self, request, context):
+        """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
+        the workload runs on the cluster; what still cannot run and why; the proven bound.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -162,6 +175,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.ValidateQueues,
                     request_deserializer=gangplan_dot_v1_dot_placement__service__pb2.ValidateQueuesRequest.FromString,
                     response_serializer=gangplan_dot_v1_dot_placement__service__pb2.ValidateQueuesResponse.SerializeToString,
+            ),
+            'PlanCapacity': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanCapacity,
+                    request_deserializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityRequest.FromString,
+                    response_serializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -354,6 +372,33 @@ class PlacementService:
             '/gangplan.v1.PlacementService/ValidateQueues',
             gangplan_dot_v1_dot_placement__service__pb2.ValidateQueuesRequest.SerializeToString,
             gangplan_dot_v1_dot_placement__service__pb2.ValidateQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanCapacity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gangplan.v1.PlacementService/PlanCapacity',
+            gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityRequest.SerializeToString,
+            gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -64,7 +64,11 @@ class PlacementServiceStub:
     Enqueue: _grpc.UnaryUnaryMultiCallable[_placement_service_pb2.EnqueueRequest, _placement_service_pb2.EnqueueResponse]
     """May this job's gangs enter their queues? See EnqueueResponse for what is enforced."""
     ValidateQueues: _grpc.UnaryUnaryMultiCallable[_placement_service_pb2.ValidateQueuesRequest, _placement_service_pb2.ValidateQueuesResponse]
-    """Checks the queue tree of a cluster for structural errors."""
+    """Checks every queue of a cluster against Volcano's queue admission rules."""
+    PlanCapacity: _grpc.UnaryUnaryMultiCallable[_placement_service_pb2.PlanCapacityRequest, _placement_service_pb2.PlanCapacityResponse]
+    """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
+    the workload runs on the cluster; what still cannot run and why; the proven bound.
+    """
 
 @_typing.type_check_only
 class PlacementServiceAsyncStub(PlacementServiceStub):
@@ -84,7 +88,11 @@ class PlacementServiceAsyncStub(PlacementServiceStub):
     Enqueue: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.EnqueueRequest, _placement_service_pb2.EnqueueResponse]  # type: ignore[assignment]
     """May this job's gangs enter their queues? See EnqueueResponse for what is enforced."""
     ValidateQueues: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.ValidateQueuesRequest, _placement_service_pb2.ValidateQueuesResponse]  # type: ignore[assignment]
-    """Checks the queue tree of a cluster for structural errors."""
+    """Checks every queue of a cluster against Volcano's queue admission rules."""
+    PlanCapacity: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.PlanCapacityRequest, _placement_service_pb2.PlanCapacityResponse]  # type: ignore[assignment]
+    """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
+    the workload runs on the cluster; what still cannot run and why; the proven bound.
+    """
 
 class PlacementServiceServicer(metaclass=_abc_1.ABCMeta):
     """The placement service."""
@@ -143,6 +151,16 @@ class PlacementServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _placement_service_pb2.ValidateQueuesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_placement_service_pb2.ValidateQueuesResponse, _abc.Awaitable[_placement_service_pb2.ValidateQueuesResponse]]:
-        """Checks the queue tree of a cluster for structural errors."""
+        """Checks every queue of a cluster against Volcano's queue admission rules."""
+
+    @_abc_1.abstractmethod
+    def PlanCapacity(
+        self,
+        request: _placement_service_pb2.PlanCapacityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_placement_service_pb2.PlanCapacityResponse, _abc.Awaitable[_placement_service_pb2.PlanCapacityResponse]]:
+        """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
+        the workload runs on the cluster; what still cannot run and why; the proven bound.
+        """
 
 def add_PlacementServiceServicer_to_server(servicer: PlacementServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

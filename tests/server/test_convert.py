@@ -22,8 +22,11 @@ from solver import load_manifests, schedule
 from solver.model import parse_job_affinity
 
 ROOT = Path(__file__).resolve().parents[2]
+NOT_MANIFESTS = {"catalog.yaml", "sweep.yaml"}  # examples/plan/: planner inputs, not Kubernetes
 EXAMPLES = sorted(
-    str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*.yaml") if "conf" not in p.name
+    str(p.relative_to(ROOT))
+    for p in (ROOT / "examples").rglob("*.yaml")
+    if "conf" not in p.name and p.name not in NOT_MANIFESTS
 )
 
 

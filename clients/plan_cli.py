@@ -1,0 +1,260 @@
+"""`gangplan plan`: capacity planning and what-if sweeps.
+
+    gangplan plan -f WORKLOAD... --catalog CATALOG.yaml [--cluster FILE...]
+                  [--trace CSV [--trace-mapping FIELD=COLUMN,...]]
+                  [-o table|json] [--plot out.png] [--time-limit S] [--workers N] [--seed N]
+    gangplan plan --sweep sweep.yaml [--executor process|ray|dask] [--max-workers N]
+                  [--output results.jsonl]
+
+Invalid input (catalogue, CSV columns, manifests, sweep file) exits 2 with one message
+naming the file and field; nothing is printed on standard output then.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from clients.render import dump
+from solver import GangplanError, InputError, load_manifests
+from solver.plan import (
+    PlanInput,
+    PlanOptions,
+    PlanResult,
+    Workload,
+    cluster_from_csv,
+    cluster_from_model,
+    load_catalog,
+    make_input,
+    parse_mapping,
+    plan,
+    workload_from_model,
+    workload_from_trace,
+)
+
+__all__ = ["build_plan_input", "plan_cmd"]
+
+stderr = Console(stderr=True, highlight=False)
+
+
+class PlanOutput(StrEnum):
+    json = "json"
+    table = "table"
+
+
+def build_plan_input(
+    files: list[str],
+    catalog: str,
+    cluster: list[str],
+    trace: str | None,
+    trace_mapping: str | None,
+) -> PlanInput:
+    """Workload (manifests and/or a trace) + current cluster + catalogue -> PlanInput."""
+    manifests = [*files, *(c for c in cluster if not c.endswith(".csv"))]
+    workload = Workload()
+    existing = []
+    if manifests:
+        model = load_manifests(*manifests)
+        workload_from_model(model, workload)
+        existing.extend(cluster_from_model(model))
+        workload.notes.extend(model.notes)
+    for c in cluster:
+        if c.endswith(".csv"):
+            existing.extend(cluster_from_csv(c))
+    if trace:
+        workload_from_trace(trace, parse_mapping(trace_mapping), workload)
+    if not manifests and not trace:
+        raise InputError("name a workload: -f manifests and/or --trace CSV")
+    return make_input(workload, load_catalog(catalog), existing)
+
+
+def _progress(quiet: bool) -> tuple[Progress | None, Any]:
+    if quiet or not stderr.is_terminal:
+        return None, None
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    )
+    return bar, bar.add_task("planning", total=1.0)
+
+
+def plan_table(result: PlanResult, console: Console) -> None:
+    add = Table(title="Nodes to add")
+    add.add_column("node type")
+    add.add_column("nodes", justify="right")
+    for name, n in sorted(result.add.items()):
+        add.add_row(name, str(n))
+    for name, n in sorted(result.use.items()):
+        add.add_row(f"[dim]{name} (existing, used)[/dim]", str(n))
+    console.print(add)
+    util = Table(title="Utilisation of the planned cluster")
+    for col in ("resource", "used", "capacity", "ratio"):
+        util.add_column(col, justify="left" if col == "resource" else "right")
+    for name, u in result.utilisation.items():
+        util.add_row(name, f"{u['used']:g}", f"{u['capacity']:g}", f"{100 * u['ratio']:.1f}%")
+    console.print(util)
+    if result.unplaced:
+        left = Table(title="Still cannot run")
+        left.add_column("jobs", justify="right")
+        left.add_column("pods", justify="right")
+        left.add_column("reason", overflow="fold")
+        left.add_column("e.g.", overflow="fold")
+        for job in result.unplaced:
+            left.add_row(str(job.count), str(job.pods), job.reason, ", ".join(job.jobs[:3]))
+        console.print(left)
+    bounds = ", ".join(f"{k} {v:g}" for k, v in result.bounds.items() if v is not None)
+    console.print(
+        f"status [bold]{result.status}[/bold]  cost {result.cost:g}  objective "
+        f"{result.objective:g}  bound {result.bound:g} ({bounds})  gap "
+        f"{100 * result.gap:.2f}%  placed {result.placed_pods}/{result.total_pods} pods  "
+        f"{result.seconds:.1f} s",
+        soft_wrap=True,
+    )
+
+
+def plan_cmd(
+    files: Annotated[
+        list[str] | None,
+        typer.Option("-f", "--filename", help="Workload manifests (pending pods). Repeatable."),
+    ] = None,
+    catalog: Annotated[
+        str | None, typer.Option("--catalog", help="Node-type catalogue (YAML).")
+    ] = None,
+    cluster: Annotated[
+        list[str] | None,
+        typer.Option("--cluster", help="Current cluster: manifests or an openb node CSV."),
+    ] = None,
+    trace: Annotated[str | None, typer.Option("--trace", help="Pod-list CSV.")] = None,
+    trace_mapping: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-mapping",
+            help="FIELD=COLUMN,... for name,cpu,memory,gpu,gpu_milli,gpu_spec (openb defaults).",
+        ),
+    ] = None,
+    output: Annotated[PlanOutput, typer.Option("-o", "--output")] = PlanOutput.table,
+    plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG here.")] = None,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", min=0.1, help="Seconds per plan.")
+    ] = 10.0,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    parts: Annotated[
+        int, typer.Option("--parts", min=1, help="POP-style split of the integer master.")
+    ] = 1,
+    sweep: Annotated[
+        str | None, typer.Option("--sweep", help="Run the scenarios of a sweep file.")
+    ] = None,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Sweep executor: process, ray or dask.")
+    ] = "process",
+    max_workers: Annotated[
+        int | None, typer.Option("--max-workers", min=1, help="Concurrent scenarios.")
+    ] = None,
+    results: Annotated[
+        str | None, typer.Option("--results", help="Sweep JSONL (default: the file's `output`).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Plan capacity: nodes to add per type at minimum cost, what cannot run, the bound."""
+    try:
+        if sweep is not None:
+            _sweep(sweep, executor, max_workers, results, output, quiet)
+            return
+        if catalog is None:
+            raise InputError("--catalog is required (or --sweep)")
+        inp = build_plan_input(files or [], catalog, cluster or [], trace, trace_mapping)
+        options = PlanOptions(time_limit=time_limit, workers=workers, seed=seed, parts=parts)
+        bar, task = _progress(quiet)
+        if bar is not None:
+            with bar:
+                result = plan(
+                    inp, options, progress=lambda s, f: bar.update(task, completed=f, description=s)
+                )
+        else:
+            result = plan(inp, options)
+    except GangplanError as err:
+        stderr.print(f"[red]error:[/red] {err}", markup=True, soft_wrap=True)
+        raise typer.Exit(2) from None
+    for note in (*inp.notes, *result.notes):
+        stderr.print(f"note: {note}", markup=False, soft_wrap=True)
+    if plot:
+        from solver.plan.plot import plot_plan
+
+        plot_plan(result, plot)
+    if output is PlanOutput.json:
+        sys.stdout.write(dump(result.to_dict(), "json") + "\n")
+    else:
+        plan_table(result, Console())
+
+
+def _sweep(
+    path: str,
+    executor: str,
+    max_workers: int | None,
+    results: str | None,
+    output: PlanOutput,
+    quiet: bool,
+) -> None:
+    from solver.plan.sweep import load_sweep, run_sweep
+
+    spec = load_sweep(path)
+    base = build_plan_input(
+        spec.workload, spec.catalog, spec.cluster, spec.trace, spec.trace_mapping
+    )
+    options = PlanOptions(time_limit=spec.time_limit, workers=spec.workers, seed=spec.seed)
+    out = results or spec.output
+    bar, task = _progress(quiet)
+    if bar is not None:
+        bar.update(task, total=len(spec.scenarios), description="scenarios")
+
+    def tick(row: dict[str, Any], n: int, total: int) -> None:
+        if bar is not None:
+            bar.update(task, completed=n, total=total, description=f"scenario {row['scenario']}")
+
+    if bar is not None:
+        with bar:
+            rows = run_sweep(
+                base,
+                spec.scenarios,
+                options,
+                out,
+                executor=executor,
+                max_workers=max_workers,
+                on_result=tick,
+            )
+    else:
+        rows = run_sweep(
+            base, spec.scenarios, options, out, executor=executor, max_workers=max_workers
+        )
+    skipped = len(spec.scenarios) - len(rows)
+    if output is PlanOutput.json:
+        sys.stdout.write(
+            dump({"results": out, "solved": len(rows), "skipped": skipped}, "json") + "\n"
+        )
+        return
+    table = Table(title=f"Sweep {Path(path).name} -> {out}")
+    for col in ("scenario", "status", "cost", "gap", "add", "unplaced pods"):
+        table.add_column(col)
+    for row in sorted(rows, key=lambda r: str(r["scenario"])):
+        table.add_row(
+            str(row["scenario"]),
+            str(row["status"]),
+            f"{row['cost']:g}",
+            f"{100 * row['gap']:.2f}%",
+            ", ".join(f"{k}={v}" for k, v in row["add"].items()),
+            str(row["total_pods"] - row["placed_pods"]),
+        )
+    Console().print(table)
+    if skipped:
+        Console().print(f"{skipped} scenario(s) already in {out}: skipped (resume)")

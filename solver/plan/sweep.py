@@ -1,0 +1,374 @@
+"""What-if sweeps: many planning scenarios on a `concurrent.futures` executor.
+
+A sweep file (YAML; paths are relative to it):
+
+    workload: [workload.yaml]       # manifests (or `trace: pods.csv`, `traceMapping: ...`)
+    cluster: []                     # current cluster: manifests or an openb node CSV
+    catalog: catalog.yaml
+    output: sweep.jsonl             # results, one JSON object per scenario
+    timeLimit: 5                    # seconds per scenario
+    workers: 1                      # CP-SAT num_workers per scenario
+    seed: 0
+    scenarios:                      # each overrides the catalogue
+    - name: base
+    - name: cheap-h100
+      prices: {h100x8: 70}          # cost per node type
+      maxCounts: {a100x8: 4}        # most nodes per type
+      cardQuota: {H100: 32}         # most GPUs of a model
+      budget: 400                   # most total cost
+    grid:                           # optional: the cartesian product, names generated
+      prices.h100x8: [70, 80, 90]
+      cardQuota.A100: [16, 32]
+
+Execution: the base `PlanInput` is built once in the parent; each scenario is a small
+picklable override, solved by the module-level `solve_scenario` in a worker. Executors:
+`process` (default: `ProcessPoolExecutor` with the `forkserver` start method -- forking a
+parent that runs CP-SAT or gRPC threads is unsafe -- and `max_workers = cores //
+workers`), `dask` (`distributed.Client(...).get_executor()`), `ray` (tasks reserving
+`num_cpus=workers`). Ray and Dask are optional extras, imported only when asked for.
+Every result is appended to the JSONL file as it completes; a scenario whose name is
+already there is skipped, so an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import multiprocessing
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from solver.errors import InputError
+from solver.plan._model import PlanInput
+from solver.plan.planner import PlanOptions, plan
+
+__all__ = ["Scenario", "SweepSpec", "apply_scenario", "load_sweep", "run_sweep", "solve_scenario"]
+
+_OVERRIDES = ("prices", "maxCounts", "cardQuota", "budget")
+_SPEC_KEYS = {
+    "workload",
+    "trace",
+    "traceMapping",
+    "cluster",
+    "catalog",
+    "output",
+    "timeLimit",
+    "workers",
+    "seed",
+    "scenarios",
+    "grid",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    prices: tuple[tuple[str, float], ...] = ()
+    max_counts: tuple[tuple[str, int], ...] = ()
+    card_quota: tuple[tuple[str, int], ...] = ()
+    budget: float | None = None
+
+
+@dataclass
+class SweepSpec:
+    source: str
+    workload: list[str] = field(default_factory=list)
+    trace: str | None = None
+    trace_mapping: str | None = None
+    cluster: list[str] = field(default_factory=list)
+    catalog: str = ""
+    output: str = "sweep.jsonl"
+    time_limit: float = 5.0
+    workers: int = 1
+    seed: int = 0
+    scenarios: list[Scenario] = field(default_factory=list)
+
+
+def _err(source: str, where: str, message: str) -> InputError:
+    return InputError(f"{source}: {where}: {message}")
+
+
+def _scenario(raw: Any, source: str, where: str) -> Scenario:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise _err(source, where, "a scenario is a mapping with a non-empty `name`")
+    unknown = sorted(set(raw) - {"name", *_OVERRIDES})
+    if unknown:
+        raise _err(
+            source, f"{where}.{unknown[0]}", f"unknown field (known: name, {', '.join(_OVERRIDES)})"
+        )
+    out: dict[str, Any] = {"name": raw["name"]}
+    for key, attr, kind in (
+        ("prices", "prices", float),
+        ("maxCounts", "max_counts", int),
+        ("cardQuota", "card_quota", int),
+    ):
+        value = raw.get(key) or {}
+        if not isinstance(value, dict):
+            raise _err(source, f"{where}.{key}", "must be a mapping")
+        items = []
+        for k, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise _err(source, f"{where}.{key}.{k}", f"must be a number >= 0, got {v!r}")
+            items.append((str(k), kind(v)))
+        out[attr] = tuple(sorted(items))
+    if raw.get("budget") is not None:
+        b = raw["budget"]
+        if isinstance(b, bool) or not isinstance(b, int | float) or b < 0:
+            raise _err(source, f"{where}.budget", f"must be a number >= 0, got {b!r}")
+        out["budget"] = float(b)
+    return Scenario(**out)
+
+
+def _grid(raw: Any, source: str) -> Iterator[dict[str, Any]]:
+    if not isinstance(raw, dict):
+        raise _err(source, "grid", "must be a mapping `field.key: [values]`")
+    axes = []
+    for key, values in raw.items():
+        head, _, tail = str(key).partition(".")
+        if head not in _OVERRIDES or (head != "budget" and not tail):
+            raise _err(source, f"grid.{key}", f"expected one of {', '.join(_OVERRIDES)}(.name)")
+        if not isinstance(values, list) or not values:
+            raise _err(source, f"grid.{key}", "must be a non-empty list")
+        axes.append([(head, tail, v) for v in values])
+    for combo in itertools.product(*axes):
+        spec: dict[str, Any] = {
+            "name": ",".join(f"{h}{'.' + t if t else ''}={v}" for h, t, v in combo)
+        }
+        for head, tail, value in combo:
+            if head == "budget":
+                spec["budget"] = value
+            else:
+                spec.setdefault(head, {})[tail] = value
+        yield spec
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read a sweep file (see the module docstring); InputError names the file and field."""
+    source = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{source}: cannot read file: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: malformed YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise _err(source, "(top level)", "expected a mapping")
+    unknown = sorted(set(data) - _SPEC_KEYS)
+    if unknown:
+        raise _err(source, unknown[0], "unknown field")
+    base = Path(path).parent
+
+    def rel(p: Any, where: str) -> str:
+        if not isinstance(p, str) or not p:
+            raise _err(source, where, "must be a path")
+        return str(p if Path(p).is_absolute() else base / p)
+
+    def rels(value: Any, where: str) -> list[str]:
+        if value is None:
+            return []
+        items = value if isinstance(value, list) else [value]
+        return [rel(v, f"{where}[{i}]") for i, v in enumerate(items)]
+
+    if "catalog" not in data:
+        raise _err(source, "catalog", "required")
+    spec = SweepSpec(
+        source=source,
+        workload=rels(data.get("workload"), "workload"),
+        trace=rel(data["trace"], "trace") if data.get("trace") else None,
+        trace_mapping=data.get("traceMapping"),
+        cluster=rels(data.get("cluster"), "cluster"),
+        catalog=rel(data["catalog"], "catalog"),
+        output=rel(data.get("output", "sweep.jsonl"), "output"),
+    )
+    for key, attr, kind in (
+        ("timeLimit", "time_limit", float),
+        ("workers", "workers", int),
+        ("seed", "seed", int),
+    ):
+        if key in data:
+            v = data[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise _err(source, key, f"must be a number >= 0, got {v!r}")
+            setattr(spec, attr, kind(v))
+    if not spec.workload and not spec.trace:
+        raise _err(source, "workload", "name manifests (`workload`) or a trace CSV (`trace`)")
+    raw = data.get("scenarios") or []
+    if not isinstance(raw, list):
+        raise _err(source, "scenarios", "must be a list")
+    spec.scenarios = [_scenario(s, source, f"scenarios[{i}]") for i, s in enumerate(raw)]
+    if data.get("grid"):
+        spec.scenarios += [_scenario(s, source, "grid") for s in _grid(data["grid"], source)]
+    if not spec.scenarios:
+        spec.scenarios = [Scenario(name="base")]
+    names = [s.name for s in spec.scenarios]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise _err(source, "scenarios", f"duplicate scenario name {dup!r}")
+    return spec
+
+
+def apply_scenario(inp: PlanInput, scenario: Scenario) -> PlanInput:
+    """The base input with the scenario's catalogue overrides; InputError for unknown names."""
+    names = {t.name for t in inp.types if not t.existing}
+    for kind, items in (("prices", scenario.prices), ("maxCounts", scenario.max_counts)):
+        for name, _ in items:
+            if name not in names:
+                raise InputError(f"scenario {scenario.name}: {kind}.{name}: no such node type")
+    prices = dict(scenario.prices)
+    counts = dict(scenario.max_counts)
+    types = tuple(
+        dataclasses.replace(
+            t,
+            cost=prices.get(t.name, t.cost),
+            max_count=counts.get(t.name, t.max_count),
+        )
+        if not t.existing
+        else t
+        for t in inp.types
+    )
+    quota = dict(inp.card_quota)
+    quota.update(scenario.card_quota)
+    return dataclasses.replace(
+        inp,
+        types=types,
+        card_quota=tuple(sorted(quota.items())),
+        budget=scenario.budget if scenario.budget is not None else inp.budget,
+    )
+
+
+def solve_scenario(name: str, inp: PlanInput, options: PlanOptions) -> dict[str, Any]:
+    """Runs in a worker: one plan, returned as a JSON-ready dict."""
+    result = plan(inp, options)
+    return {"scenario": name, **result.to_dict()}
+
+
+class _RayExecutor(Executor):
+    """Ray tasks behind the `concurrent.futures.Executor` interface (`ObjectRef.future()`)."""
+
+    def __init__(self, cpus: int) -> None:
+        import ray  # optional extra
+
+        if not ray.is_initialized():
+            ray.init(include_dashboard=False, log_to_driver=False)
+        self._ray = ray
+        self._task = ray.remote(num_cpus=cpus)(solve_scenario)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = self._task.remote(*args, **kwargs).future()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        return None
+
+
+def make_executor(kind: str, workers: int, max_workers: int | None = None) -> Executor:
+    """`process` (forkserver pool), `dask` or `ray`; max_workers defaults to cores // workers."""
+    cores = os.cpu_count() or 1
+    slots = max_workers or max(1, cores // max(1, workers))
+    if kind == "process":
+        method = (
+            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        )
+        return ProcessPoolExecutor(
+            max_workers=slots, mp_context=multiprocessing.get_context(method)
+        )
+    if kind == "dask":
+        try:
+            from distributed import Client
+        except ImportError:
+            raise InputError(
+                "--executor dask needs the `distributed` package: pip install 'gangplan[dask]'"
+            ) from None
+        client = Client(processes=True, n_workers=slots, threads_per_worker=1)
+        executor: Executor = client.get_executor()
+        return executor
+    if kind == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise InputError(
+                "--executor ray needs the `ray` package: pip install 'gangplan[ray]'"
+            ) from None
+        return _RayExecutor(max(1, workers))
+    raise InputError(f"unknown executor {kind!r} (process, dask, ray)")
+
+
+def done_scenarios(output: str | Path) -> set[str]:
+    """Names already in the JSONL file (a torn last line from a crash is ignored)."""
+    done: set[str] = set()
+    path = Path(output)
+    if not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("scenario"), str):
+            done.add(row["scenario"])
+    return done
+
+
+def _git_sha() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,
+        )
+    except OSError:
+        return ""
+    return out.stdout.strip()
+
+
+def run_sweep(
+    base: PlanInput,
+    scenarios: list[Scenario],
+    options: PlanOptions,
+    output: str | Path,
+    *,
+    executor: str = "process",
+    max_workers: int | None = None,
+    on_result: Callable[[dict[str, Any], int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Solve every scenario not yet in `output`; append each result as it completes."""
+    done = done_scenarios(output)
+    todo = [s for s in scenarios if s.name not in done]
+    inputs = [(s.name, apply_scenario(base, s)) for s in todo]  # bad overrides fail early
+    results: list[dict[str, Any]] = []
+    if not inputs:
+        return results
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    sha = _git_sha()
+    pool = make_executor(executor, options.workers, max_workers)
+    try:
+        futures = {pool.submit(solve_scenario, name, inp, options): name for name, inp in inputs}
+        with Path(output).open("a+", encoding="utf-8") as out:
+            if out.tell() > 0:  # a crash may have torn the last line: start a fresh one
+                out.seek(out.tell() - 1)
+                if out.read(1) != "\n":
+                    out.write("\n")
+            for n, future in enumerate(as_completed(futures), start=1):
+                row = future.result()
+                row["git_sha"] = sha
+                row["time_limit"] = options.time_limit
+                row["workers"] = options.workers
+                row["seed"] = options.seed
+                out.write(json.dumps(row, sort_keys=True) + "\n")
+                out.flush()
+                results.append(row)
+                if on_result is not None:
+                    on_result(row, n, len(inputs))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results
