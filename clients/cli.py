@@ -99,6 +99,12 @@ def schedule_cmd(
         ),
     ] = 0,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    preempt: Annotated[
+        bool,
+        typer.Option(
+            "--preempt", help="Job-level preemption (also on when the conf lists preempt/reclaim)."
+        ),
+    ] = False,
     server: Annotated[
         str | None,
         typer.Option(
@@ -117,7 +123,13 @@ def schedule_cmd(
             decision = _schedule_remote(server, model, config, engine, time_limit, workers, seed)
         else:
             decision = schedule(
-                model, conf, engine=engine, time_limit=time_limit, workers=workers, seed=seed
+                model,
+                conf,
+                engine=engine,
+                time_limit=time_limit,
+                workers=workers,
+                seed=seed,
+                preempt=preempt,
             )
     except GangplanError as err:
         _fail(err)

@@ -62,10 +62,6 @@ log = logging.getLogger("gangplan.server")
 
 ScheduleFn = Callable[..., Decision]
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
-PREEMPT_REASON = (
-    "job-level preemption is not implemented yet: the job is placed on free capacity only "
-    "and no victims are proposed"
-)
 
 
 class _Abort(Exception):
@@ -224,11 +220,18 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def Preempt(
         self, request: spb.PreemptRequest, context: grpc.ServicerContext
     ) -> spb.PreemptResponse:
-        answer = self._solve(request, context)
+        answer = self._solve(request, context, preempt=True)
+        reasons = sorted(
+            {
+                g.reason
+                for gid, g in answer.decision.podgroups.items()
+                if (answer.gangs is None or gid in answer.gangs) and not g.placed
+            }
+        )
         return spb.PreemptResponse(
             decision=self._decision(answer),
-            placed=_placed(answer),
-            reason="" if answer.decision.victims else PREEMPT_REASON,
+            placed=_placed(answer, nominated=True),
+            reason="" if answer.decision.victims else "; ".join(reasons),
             generation=answer.generation,
         )
 
@@ -295,7 +298,9 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             [("cluster_source", "set `snapshot` or `cluster`")],
         )
 
-    def _solve(self, request: Any, context: grpc.ServicerContext) -> _Answer:
+    def _solve(
+        self, request: Any, context: grpc.ServicerContext, *, preempt: bool = False
+    ) -> _Answer:
         started = time.perf_counter()
         state, generation = self._cluster(request)
         job = request.job
@@ -309,6 +314,8 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         engine, kwargs, notes = self._budget(options, context)
         if not context.is_active():
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
+        if preempt and "preempt" in self._accepts:
+            kwargs["preempt"] = True
         decision = self.schedule_fn(model, conf, engine=engine, **kwargs)
         if notes:
             decision = _with_notes(decision, notes)
@@ -365,13 +372,20 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         return msg
 
 
-def _placed(answer: _Answer) -> bool:
-    """Every named gang of the job placed, and every pending pod of a gang of one."""
+def _placed(answer: _Answer, *, nominated: bool = False) -> bool:
+    """Every named gang of the job placed (or, with `nominated`, nominated after preemption),
+    and every pending pod of a gang of one."""
     d = answer.decision
+
+    def taken(key: str) -> bool:
+        p = d.placements[key]
+        return p.node is not None or (nominated and p.nominated is not None)
+
     for gid, outcome in d.podgroups.items():
-        if (answer.gangs is None or gid in answer.gangs) and not outcome.placed:
+        waiting = nominated and outcome.reason.startswith("nominated after preemption")
+        if (answer.gangs is None or gid in answer.gangs) and not outcome.placed and not waiting:
             return False
-    return all(d.placements[k].node is not None for k in answer.singles if k in d.placements)
+    return all(taken(k) for k in answer.singles if k in d.placements)
 
 
 def _with_notes(decision: Decision, notes: list[str]) -> Decision:

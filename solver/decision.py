@@ -17,7 +17,7 @@ from solver.model import ClusterModel
 from solver.objective import evaluate
 from solver.problem import Problem
 
-__all__ = ["Decision", "GroupOutcome", "Placement", "Victim", "decide"]
+__all__ = ["Decision", "GroupOutcome", "Placement", "Preemption", "Victim", "decide"]
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,58 @@ class Decision:
             "seconds": round(self.seconds, 6),
             "stats": {k: round(v, 6) if isinstance(v, float) else v for k, v in self.stats.items()},
             "notes": list(self.notes),
+            "patches": self.patches(),
         }
 
+    def patches(self) -> list[dict[str, Any]]:
+        """The Kubernetes status patches a front end applies: nominated members and victims."""
+        out: list[dict[str, Any]] = [
+            {"pod": key, "status": {"nominatedNodeName": p.nominated}}
+            for key, p in self.placements.items()
+            if p.nominated
+        ]
+        out += [
+            {
+                "pod": v.pod,
+                "delete": True,
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "DisruptionTarget",
+                            "status": "True",
+                            "reason": "PreemptionByScheduler",
+                            "message": v.message,
+                        }
+                    ]
+                },
+            }
+            for v in self.victims
+        ]
+        return out
 
-def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds: float) -> Decision:
+
+@dataclass(frozen=True)
+class Preemption:
+    """What the preemption step adds: victims and the nominated node of each member pod."""
+
+    victims: tuple[Victim, ...]
+    nominated: dict[str, str]  # pod key -> node
+    reasons: dict[int, str]  # gang index -> why preemption did not help
+    cost: int
+    evicted: int
+
+
+def decide(
+    problem: Problem,
+    model: ClusterModel,
+    result: EngineResult,
+    seconds: float,
+    preemption: Preemption | None = None,
+) -> Decision:
     placements: dict[str, Placement] = {}
+    if preemption is not None:
+        for g, why in preemption.reasons.items():
+            result.gang_reason[g] = f"{result.gang_reason.get(g, 'not placed')}; {why}"
     placed_per_gang = np.zeros(len(problem.gang_ids), dtype=np.int64)
     for t, pods in enumerate(problem.type_pods):
         g = int(problem.type_gang[t])
@@ -109,8 +156,12 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
         g = int(problem.type_gang[t])
         for pod in pods:
             if pod not in placements:
-                reason = result.gang_reason.get(g) or "not placed"
-                placements[pod] = Placement(node=None, reason=reason)
+                nominated = preemption.nominated.get(pod) if preemption else None
+                if nominated:
+                    reason = f"nominated to {nominated} after preemption: waiting for the victims to terminate"
+                else:
+                    reason = result.gang_reason.get(g) or "not placed"
+                placements[pod] = Placement(node=None, nominated=nominated, reason=reason)
 
     g_index = {gid: i for i, gid in enumerate(problem.gang_ids)}
     podgroups: dict[str, GroupOutcome] = {}
@@ -131,6 +182,16 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
             reason = "" if ok else result.gang_reason.get(g, "no pending member pods")
             podgroups[gid] = GroupOutcome(enqueued=True, placed=ok, reason=reason)
             continue
+        members_nominated = preemption is not None and any(
+            k in preemption.nominated for k in gang.members
+        )
+        if members_nominated:
+            podgroups[gid] = GroupOutcome(
+                enqueued=True,
+                placed=False,
+                reason="nominated after preemption: its pods wait for the victims to terminate",
+            )
+            continue
         placed = int(placed_per_gang[g]) > 0 and placed_per_gang[g] >= problem.gang_need[g]
         reason = "" if placed and placed_per_gang[g] == pending else result.gang_reason.get(g, "")
         if placed and reason:
@@ -138,6 +199,9 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
         podgroups[gid] = GroupOutcome(enqueued=True, placed=bool(placed), reason=reason)
 
     tiers = evaluate(problem, result.pod_node)
+    if preemption is not None and preemption.victims:
+        tiers["preemption_cost"] = preemption.cost
+        tiers["evicted_pods"] = preemption.evicted
     return Decision(
         placements=dict(sorted(placements.items())),
         podgroups=podgroups,
@@ -149,4 +213,5 @@ def decide(problem: Problem, model: ClusterModel, result: EngineResult, seconds:
         bound=result.bound,
         notes=problem.notes,
         stats=dict(result.stats),
+        victims=preemption.victims if preemption is not None else (),
     )

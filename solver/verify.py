@@ -2,9 +2,12 @@
 
 Written from the Kubernetes and Koordinator rules directly, without the policies or the
 Problem, so a bug in compiling cannot hide. Returns every violation found (empty list:
-the Decision is valid); `check()` raises InternalError instead.
+the Decision is valid); `check()` raises InternalError instead. Pods nominated after
+preemption count as placed on their nominated node, and victims as gone.
 
 Rules checked:
+0. victims are bound pods, not labelled non-preemptible, of lower priority than the pods
+   placed or nominated, with the DisruptionTarget message;
 1. every placement names a pending pod of the model and an existing node (or none);
 2. capacity: on every node, bound pods + newly placed pods fit `allocatable` in every
    resource a newly placed pod requests (the pod count included);
@@ -21,7 +24,7 @@ Rules checked:
    Problem;
 7. with `job-affinity`: a Godel PodGroup's placed pods match its `nodeSelector`, and its
    placed and running pods share one value of every `required` topology key;
-8. with `capacity`: no newly placed pod belongs to a job reported as not enqueued, and for
+8. with `capacity` (or `capacity-card`): no newly placed pod belongs to a job reported as not enqueued, and for
    every queue (leaf and every ancestor) allocated + the requests of its newly placed pods
    stay within realCapability in each resource those pods request (realCapability from
    the queue tree's definition, usage summed here from the pods);
@@ -61,35 +64,47 @@ def verify(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> list
     problems: list[str] = []
     pods = model.pod_by_key
     nodes = model.node_by_name
-    new_on: dict[str, list[Pod]] = defaultdict(list)
+    new_on: dict[str, list[Pod]] = defaultdict(list)  # placed and nominated pods per node
+    placed_count: dict[str, int] = defaultdict(int)  # bound this cycle, per gang
     for key, placement in decision.placements.items():
         pod = pods.get(key)
         if pod is None or not pod.pending:
             problems.append(f"{key}: not a pending pod of the input")
             continue
-        if placement.node is None:
+        target = placement.node or placement.nominated
+        if target is None:
             continue
-        if placement.node not in nodes:
-            problems.append(f"{key}: placed on unknown node {placement.node}")
+        if placement.node and placement.nominated:
+            problems.append(f"{key}: both placed and nominated")
+        if target not in nodes:
+            problems.append(f"{key}: placed on unknown node {target}")
             continue
-        new_on[placement.node].append(pod)
+        new_on[target].append(pod)
+        if placement.node:
+            placed_count[pod.gang] += 1
 
+    evicted = {v.pod for v in decision.victims}
+    problems.extend(_victims(model, decision, new_on))
     for node_name, new_pods in new_on.items():
-        problems.extend(_capacity(model, nodes[node_name], new_pods))
+        problems.extend(_capacity(model, nodes[node_name], new_pods, evicted))
         if conf.enabled("predicates"):
             for pod in new_pods:
                 why = _predicate_violation(pod, nodes[node_name])
                 if why:
                     problems.append(f"{pod.key} on {node_name}: {why}")
 
-    placed_count: dict[str, int] = defaultdict(int)
+    taken: dict[str, int] = defaultdict(int)  # placed or nominated, per gang
     for pods_here in new_on.values():
         for pod in pods_here:
-            placed_count[pod.gang] += 1
+            taken[pod.gang] += 1
     if conf.enabled("gang"):
-        problems.extend(_gangs(model, conf, placed_count))
+        problems.extend(_gangs(model, conf, taken))
 
-    placed_nodes = {key: p.node for key, p in decision.placements.items() if p.node in nodes}
+    placed_nodes = {
+        key: target
+        for key, p in decision.placements.items()
+        if (target := p.node or p.nominated) in nodes
+    }
     if conf.enabled("network-topology"):
         problems.extend(_gather(model, conf, placed_nodes))
     if conf.enabled("job-affinity"):
@@ -122,11 +137,41 @@ def check(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> None:
         raise InternalError(f"decision failed verification ({len(problems)}):\n  {listed}")
 
 
-def _capacity(model: ClusterModel, node: Node, new_pods: list[Pod]) -> list[str]:
+def _victims(model: ClusterModel, decision: Decision, new_on: dict[str, list[Pod]]) -> list[str]:
+    """Victims are bound, evictable pods of lower priority than the pods they make room for."""
+    problems = []
+    top = max((p.priority for pods in new_on.values() for p in pods), default=None)
+    never = (
+        ("scheduling.koordinator.sh/disable-preemptible", "true"),
+        ("quota.scheduling.koordinator.sh/preemptible", "false"),
+        ("volcano.sh/preemptable", "false"),
+    )
+    for victim in decision.victims:
+        pod = model.pod_by_key.get(victim.pod)
+        if pod is None or not pod.bound or pod.node_name != victim.node:
+            problems.append(f"victim {victim.pod}: not a pod bound to {victim.node}")
+            continue
+        if any(pod.labels.get(k) == v or pod.annotations.get(k) == v for k, v in never):
+            problems.append(f"victim {victim.pod}: labelled as not preemptible")
+        if top is None or pod.priority >= top:
+            problems.append(
+                f"victim {victim.pod}: priority {pod.priority} is not below the preemptor's"
+            )
+        if "preempting to accommodate higher priority pods" not in victim.message:
+            problems.append(f"victim {victim.pod}: no DisruptionTarget message")
+    return problems
+
+
+def _capacity(
+    model: ClusterModel,
+    node: Node,
+    new_pods: list[Pod],
+    evicted: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
     checked = {r for pod in new_pods for r in pod.requests}
     total: dict[str, int] = defaultdict(int)
     for pod in model.pods:
-        if pod.bound and pod.node_name == node.name:
+        if pod.bound and pod.node_name == node.name and pod.key not in evicted:
             for r, v in pod.requests.items():
                 total[r] += v
     for pod in new_pods:

@@ -714,14 +714,16 @@ class PreemptResponse(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     placed: _builtins.bool
-    """True when every gang of the job is placed (with the victims evicted)."""
+    """True when every gang of the job is placed or nominated (once the victims are evicted)."""
     reason: _builtins.str
-    """Why no victims are proposed, or empty when preemption was considered."""
+    """Why no victims are proposed (not eligible, not helpful, ...); empty when there are."""
     generation: _builtins.int
     """The snapshot generation; 0 for an inline cluster."""
     @_builtins.property
     def decision(self) -> Global___Decision:
-        """The verified answer: placements on free capacity, victims (none for now)."""
+        """The verified answer: placements on free capacity, or victims (with their
+        DisruptionTarget message) and the node each member is nominated to.
+        """
 
     def __init__(
         self,

@@ -35,7 +35,7 @@ from solver.engines.gather import gather_unit, godel_groups
 from solver.problem import QUOTA_UNLIMITED, GodelPlan, IntArray, Problem
 from solver.quantity import format_quantity
 
-__all__ = ["solve_greedy"]
+__all__ = ["QuotaState", "solve_greedy"]
 
 
 def _fill(
@@ -71,7 +71,7 @@ def _fill(
     return np.repeat(chosen, take)
 
 
-class _Quota:
+class QuotaState:
     """Queue headroom during one run: the capacity (or capacity-card) allocate gate.
 
     A pod of type t may be placed only if, for the type's leaf queue and every ancestor,
@@ -120,7 +120,7 @@ class _Quota:
 
     def admits(self, pod_node: dict[int, IntArray]) -> str | None:
         """Whether a whole plan (node per pod, per type) fits every quota; the reason when not."""
-        trial = _Quota.__new__(_Quota)
+        trial = QuotaState.__new__(QuotaState)
         trial.problem, trial.left, trial.finite = self.problem, self.left.copy(), self.finite
         for t, n, card in _by_card(self.problem, pod_node):
             allowed, why = trial.cap(t, n, card)
@@ -161,7 +161,7 @@ def _by_card(problem: Problem, pod_node: dict[int, IntArray]) -> list[tuple[int,
 def solve_greedy(problem: Problem) -> EngineResult:
     started = time.perf_counter()
     free = problem.free.copy()
-    quota = _Quota(problem)
+    quota = QuotaState(problem)
     pod_node = [np.full(len(pods), -1, dtype=np.int64) for pods in problem.type_pods]
     gang_reason: dict[int, str] = {}
     unit_gangs: dict[int, list[int]] = {}
@@ -203,7 +203,7 @@ def solve_greedy(problem: Problem) -> EngineResult:
 
 
 def _fill_with_quota(
-    problem: Problem, t: int, count: int, free: IntArray, quota: _Quota
+    problem: Problem, t: int, count: int, free: IntArray, quota: QuotaState
 ) -> tuple[IntArray, int, str | None]:
     """_fill under the quotas: card pods card type by card type, preferred type first.
 
@@ -239,7 +239,7 @@ def _place_unit(
     problem: Problem,
     gangs: list[int],
     free: IntArray,
-    quota: _Quota,
+    quota: QuotaState,
     pod_node: list[IntArray],
     gang_reason: dict[int, str],
 ) -> list[int]:
@@ -300,7 +300,7 @@ def _place_gather_unit(
     u: int,
     gangs: list[int],
     free: IntArray,
-    quota: _Quota,
+    quota: QuotaState,
     pod_node: list[IntArray],
     gang_reason: dict[int, str],
 ) -> None:
@@ -323,7 +323,7 @@ def _place_godel_unit(
     plan: GodelPlan,
     gangs: list[int],
     free: IntArray,
-    quota: _Quota,
+    quota: QuotaState,
     pod_node: list[IntArray],
     gang_reason: dict[int, str],
 ) -> None:

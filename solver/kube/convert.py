@@ -322,6 +322,12 @@ def _pod(raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any) -> Pod:
         gang=gang_id,
         created=k8s.metadata.creation_timestamp,
         terminating=k8s.metadata.deletion_timestamp is not None,
+        preempted=any(
+            c.type == "DisruptionTarget"
+            and c.status == "True"
+            and c.reason == "PreemptionByScheduler"
+            for c in k8s.status.conditions
+        ),
         scheduler_name=k8s.spec.scheduler_name,
     )
 

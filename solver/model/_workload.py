@@ -47,6 +47,10 @@ class Pod(_Frozen):
     gang: str = Field(description="id `ns/name` of the gang this pod belongs to")
     created: str | None = Field(default=None, description="metadata.creationTimestamp")
     terminating: bool = Field(default=False, description="metadata.deletionTimestamp is set")
+    preempted: bool = Field(
+        default=False,
+        description="condition DisruptionTarget=True with reason PreemptionByScheduler",
+    )
     scheduler_name: str = "default-scheduler"
 
     @property

@@ -118,14 +118,24 @@ def test_gang_group_members_are_placed_together(start: Any) -> None:
     }
 
 
-def test_preempt_answers_honestly_without_victims(start: Any) -> None:
+def test_preempt_evicts_lower_priority_pods_or_says_why_not(start: Any) -> None:
     _, port = start()
+    cluster = small_cluster(nodes=1)
+    cluster.pods.append(gpu_pod("low", gpus=4, node="n0", priority=1))
+    job = gang_job("hi", 2, gpus=2)
+    for p in job.pods:
+        p.priority = 100
     with _client(port) as client:
+        answer = client.preempt(job, cluster=cluster)
         fits = client.preempt(gang_job("small", 2), cluster=small_cluster())
-        big = client.preempt(gang_job("big", 4, gpus=4), cluster=small_cluster())
+        too_big = client.preempt(gang_job("big", 2, gpus=8), cluster=cluster)
+    assert answer.placed and answer.reason == ""
+    (victim,) = answer.decision.victims
+    assert victim.pod == "default/low" and victim.node == "n0"
+    assert "preempting to accommodate higher priority pods, preemptor: default/hi" in victim.message
+    assert {p.nominated_node for p in answer.decision.placements} == {"n0"}
     assert fits.placed and not fits.decision.victims
-    assert "not implemented" in fits.reason
-    assert not big.placed and not big.decision.victims
+    assert not too_big.placed and not too_big.decision.victims and too_big.reason
 
 
 def test_enqueue_checks_the_queue(start: Any) -> None:
