@@ -107,10 +107,11 @@ def preempt(
         int(problem.type_gang[t]) for t, nodes in enumerate(pod_node) if (nodes >= 0).any()
     }
     deadline = started + params.time_limit
+    pending_gangs: dict[int, list[int]] = {}
+    for g in np.flatnonzero(problem.gang_pending > 0).tolist():
+        pending_gangs.setdefault(int(problem.gang_unit[g]), []).append(g)
     for u in problem.unit_order.tolist():
-        gangs = [
-            int(g) for g in np.flatnonzero(problem.gang_unit == u) if problem.gang_pending[g] > 0
-        ]
+        gangs = pending_gangs.get(u, [])
         if not gangs or any(g in placed_gangs for g in gangs):
             continue
         if any(problem.gang_blocked[g] is not None for g in gangs):
@@ -138,7 +139,7 @@ def preempt(
             and not problem.is_gather(u)
             and time.perf_counter() < deadline - 0.05
         ):
-            budget = max(0.05, (deadline - time.perf_counter()) / 2)
+            budget = max(0.05, deadline - time.perf_counter() - 0.05)
             better = _cpsat_plan(problem, pre, u, required, free, candidates, plan, params, budget)
             if better is not None:
                 plan = better
@@ -189,13 +190,11 @@ def _greedy_plan(
     room = free.copy()
     np.add.at(room, pre.victim_node[candidates], pre.victim_demand[candidates])
     # job-aware cost per node: Σ over distinct candidate jobs on the node of their rank
-    node_cost = np.zeros(problem.num_nodes, dtype=np.int64)
-    seen: set[tuple[int, int]] = set()
-    for v in candidates.tolist():
-        key = (int(pre.victim_node[v]), int(pre.victim_job[v]))
-        if key not in seen:
-            seen.add(key)
-            node_cost[key[0]] += pre.job_rank[key[1]]
+    jobs = len(pre.job_ids)
+    pairs = np.unique(pre.victim_node[candidates] * jobs + pre.victim_job[candidates])
+    node_cost = np.bincount(
+        pairs // jobs, weights=pre.job_rank[pairs % jobs], minlength=problem.num_nodes
+    ).astype(np.int64)
     nominated: dict[int, list[int]] = {}
     if problem.is_gather(u):
         # Koordinator plans topology gangs with the gather solver on the dry-run cluster.
@@ -228,10 +227,11 @@ def _greedy_plan(
         nominated[t] = chosen.tolist()
     # reprieve, node by node, in (priority ↓, job, name) order
     victims: set[int] = set()
-    per_node: dict[int, list[int]] = {}
-    for v in candidates.tolist():
-        per_node.setdefault(int(pre.victim_node[v]), []).append(v)
     used_nodes = {n for nodes in nominated.values() for n in nodes}
+    per_node: dict[int, list[int]] = {}
+    on_used = candidates[np.isin(pre.victim_node[candidates], sorted(used_nodes))]
+    for v in on_used.tolist():
+        per_node.setdefault(int(pre.victim_node[v]), []).append(v)
     for n in sorted(used_nodes):
         checked = np.zeros(len(problem.resources), dtype=bool)
         for t, targets in nominated.items():
