@@ -40,6 +40,9 @@ from solver.problem import IntArray, Problem
 
 __all__ = ["PreemptionPlan", "PreemptionResult", "preempt"]
 
+_NODES_PER_POD = 4  # CP-SAT model: candidate nodes kept per required pod on large clusters
+_MIN_NODES = 256
+
 
 @dataclass
 class PreemptionPlan:
@@ -268,8 +271,27 @@ def _cpsat_plan(
     params: SolveParams,
     budget: float,
 ) -> PreemptionPlan | None:
-    """Victims and nodes together: minimise Σ rank of evicted jobs, then evicted pods."""
+    """Victims and nodes together: minimise Σ rank of evicted jobs, then evicted pods.
+
+    On large clusters the model keeps the greedy plan's nodes plus the nodes whose cheapest
+    victim is cheapest (up to `_NODES_PER_POD` per required pod): a smaller model that
+    still contains the greedy plan, so the answer is never worse, only possibly not optimal.
+    """
     types = sorted(required)
+    limit = max(_MIN_NODES, _NODES_PER_POD * sum(required.values()))
+    if np.unique(pre.victim_node[candidates]).size > limit:
+        cheapest = np.full(problem.num_nodes, np.iinfo(np.int64).max)
+        np.minimum.at(
+            cheapest, pre.victim_node[candidates], pre.job_rank[pre.victim_job[candidates]]
+        )
+        order = np.lexsort((np.arange(problem.num_nodes), cheapest))
+        keep = set(order[:limit].tolist()) | {n for nodes in hint.nominated.values() for n in nodes}
+        keep |= {int(pre.victim_node[v]) for v in hint.victims}
+        candidates = candidates[np.isin(pre.victim_node[candidates], sorted(keep))]
+        free = free.copy()
+        free[
+            ~np.isin(np.arange(problem.num_nodes), sorted(keep))
+        ] = -1  # no room off the kept nodes
     cand = candidates.tolist()
     by_node: dict[int, list[int]] = {}
     for v in cand:
