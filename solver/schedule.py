@@ -13,6 +13,7 @@ from solver.engines.preempt import preempt as run_preemption
 from solver.errors import InputError
 from solver.model import ClusterModel
 from solver.policies.preemption import compile_preemption, preemption_enabled
+from solver.policies.reclaim import reclaim_planner
 from solver.problem import Problem
 from solver.verify import check
 
@@ -50,17 +51,25 @@ def schedule(
     preemption = None
     if preemption_enabled(conf, preempt):
         left = max(0.05, time_limit - (time.perf_counter() - started))
-        preemption = _preempt(problem, model, result, replace(params, time_limit=left), engine)
+        preemption = _preempt(
+            problem, model, conf, result, replace(params, time_limit=left), engine
+        )
     decision = decide(problem, model, result, time.perf_counter() - started, preemption)
     check(model, conf, decision)
     return decision
 
 
 def _preempt(
-    problem: Problem, model: ClusterModel, result: EngineResult, params: SolveParams, engine: str
+    problem: Problem,
+    model: ClusterModel,
+    conf: SchedulerConf,
+    result: EngineResult,
+    params: SolveParams,
+    engine: str,
 ) -> Preemption:
     pre = compile_preemption(model, problem)
-    outcome = run_preemption(problem, pre, result.pod_node, params, engine)
+    planner = reclaim_planner(model, conf)
+    outcome = run_preemption(problem, pre, result.pod_node, params, engine, planner)
     victims: list[Victim] = []
     nominated: dict[str, str] = {}
     cost = evicted = 0
@@ -69,10 +78,16 @@ def _preempt(
         gangs = unit_id.split(",")
         trigger = min((pre.trigger[g][0] for g in gangs if g in pre.trigger), default="")
         scheduler = next((pre.scheduler_name[g] for g in gangs if g in pre.scheduler_name), "")
-        message = (
-            f"{scheduler}: preempting to accommodate higher priority pods, "
-            f"preemptor: {unit_id}, triggerpod: {trigger}"
-        )
+        if plan.engine == "reclaim":
+            message = (
+                f"{scheduler}: reclaiming for queue {plan.queue}, "
+                f"preemptor: {unit_id}, triggerpod: {trigger}"
+            )
+        else:
+            message = (
+                f"{scheduler}: preempting to accommodate higher priority pods, "
+                f"preemptor: {unit_id}, triggerpod: {trigger}"
+            )
         for v in plan.victims:
             victims.append(
                 Victim(

@@ -6,8 +6,9 @@ the Decision is valid); `check()` raises InternalError instead. Pods nominated a
 preemption count as placed on their nominated node, and victims as gone.
 
 Rules checked:
-0. victims are bound pods, not labelled non-preemptible, of lower priority than the pods
-   placed or nominated, with the DisruptionTarget message;
+0. victims are bound pods, not labelled non-preemptible, with the DisruptionTarget
+   message, and (preemption, not a queue's reclaim) of lower priority than the pods placed or
+   nominated;
 1. every placement names a pending pod of the model and an existing node (or none);
 2. capacity: on every node, bound pods + newly placed pods fit `allocatable` in every
    resource a newly placed pod requests (the pod count included);
@@ -153,11 +154,12 @@ def _victims(model: ClusterModel, decision: Decision, new_on: dict[str, list[Pod
             continue
         if any(pod.labels.get(k) == v or pod.annotations.get(k) == v for k, v in never):
             problems.append(f"victim {victim.pod}: labelled as not preemptible")
-        if top is None or pod.priority >= top:
+        reclaimed = ": reclaiming for queue " in victim.message
+        if not reclaimed and (top is None or pod.priority >= top):
             problems.append(
                 f"victim {victim.pod}: priority {pod.priority} is not below the preemptor's"
             )
-        if "preempting to accommodate higher priority pods" not in victim.message:
+        if "preempting to accommodate higher priority pods" not in victim.message and not reclaimed:
             problems.append(f"victim {victim.pod}: no DisruptionTarget message")
     return problems
 

@@ -35,7 +35,7 @@ from solver.engines.gather import gather_unit, godel_groups
 from solver.problem import QUOTA_UNLIMITED, GodelPlan, IntArray, Problem
 from solver.quantity import format_quantity
 
-__all__ = ["QuotaState", "solve_greedy"]
+__all__ = ["QuotaState", "fill_type", "solve_greedy"]
 
 
 def _fill(
@@ -420,3 +420,7 @@ def _with_dependents(
                 )
                 changed = True
     return dropped
+
+
+fill_type = _fill
+"""Public name of the vectorised fill: up to `count` pods of type t, best nodes first."""

@@ -1,4 +1,9 @@
-"""Job-level preemption: free room for a whole gang group, evict as little as possible.
+"""Job-level preemption and queue reclaim: free room for a whole gang group, evict little.
+
+With the `reclaim` action and a queue tree, Volcano's reclaim is tried first for a group in
+a queue (solver/policies/reclaim.py gives the victim order and eligibility; victims are
+evicted in that order until the group fits, or none are). Otherwise, or when reclaim does
+not help, Koordinator's priority preemption runs:
 
 For every gang group left unplaced by the placement engine, highest priority first
 (Problem.unit_order), against the cluster as the placement left it:
@@ -35,7 +40,9 @@ from solver.engines._params import SolveParams
 from solver.engines._result import fit_report, format_fit_error
 from solver.engines.gather import gather_unit
 from solver.engines.greedy import QuotaState
+from solver.engines.greedy import fill_type as fill
 from solver.policies.preemption import PreemptionInput
+from solver.policies.reclaim import ReclaimPlanner
 from solver.problem import IntArray, Problem
 
 __all__ = ["PreemptionPlan", "PreemptionResult", "preempt"]
@@ -50,7 +57,8 @@ class PreemptionPlan:
     victims: list[int]  # victim indices into PreemptionInput
     nominated: dict[int, list[int]]  # type -> node per nominated pod (in type_pods order)
     cost: int  # Σ rank of the distinct evicted jobs
-    engine: str
+    engine: str  # greedy | cpsat (Koordinator preemption) or reclaim (Volcano)
+    queue: str = ""  # the reclaiming queue (reclaim only)
 
 
 @dataclass
@@ -96,6 +104,7 @@ def preempt(
     pod_node: list[IntArray],
     params: SolveParams,
     engine: str,
+    reclaim: ReclaimPlanner | None = None,
 ) -> PreemptionResult:
     started = time.perf_counter()
     result = PreemptionResult()
@@ -130,15 +139,25 @@ def preempt(
                 result.reasons[g] = "preemption: not supported for Godel job-level affinity"
             continue
         priority = int(problem.unit_priority[u])
-        candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
         required = _required(problem, gangs)
-        plan = _greedy_plan(problem, pre, u, gangs, required, free, candidates)
+        plan: PreemptionPlan | str | None = None
+        if reclaim is not None:
+            plan = _reclaim_plan(problem, pre, reclaim, u, required, free, removed)
+            if isinstance(plan, str):
+                for g in gangs:
+                    result.reasons[g] = f"reclaim: {plan}"
+                plan = None
+        if plan is None:
+            candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
+            plan = _greedy_plan(problem, pre, u, gangs, required, free, candidates)
         if isinstance(plan, str):
             for g in gangs:
-                result.reasons[g] = f"preemption: {plan}"
+                earlier = result.reasons.get(g)
+                result.reasons[g] = "; ".join(x for x in (earlier, f"preemption: {plan}") if x)
             continue
         if (
             engine != "greedy"
+            and plan.engine == "greedy"
             and not problem.is_gather(u)
             and time.perf_counter() < deadline - 0.05
         ):
@@ -161,6 +180,63 @@ def preempt(
         result.plans.append(plan)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _fill_all(
+    problem: Problem, required: dict[int, int], room: IntArray
+) -> dict[int, list[int]] | None:
+    """Nodes for every required pod on `room` (binpack order, as the greedy places), or None."""
+    trial = room.copy()
+    out: dict[int, list[int]] = {}
+    for t, count in required.items():
+        nodes = fill(problem, t, count, trial)
+        if nodes.size < count:
+            return None
+        out[t] = nodes.tolist()
+    return out
+
+
+def _reclaim_plan(
+    problem: Problem,
+    pre: PreemptionInput,
+    planner: ReclaimPlanner,
+    u: int,
+    required: dict[int, int],
+    free: IntArray,
+    removed: np.ndarray,
+) -> PreemptionPlan | str | None:
+    """Volcano's reclaim for unit u: evict in victim order until the job fits (or nothing).
+
+    None when the unit is in no queue; a reason when reclaim cannot help.
+    """
+    t0 = next(iter(required), None)
+    if t0 is None or not problem.type_queues or not problem.type_queues[t0]:
+        return None
+    queue = problem.queue_names[problem.type_queues[t0][0]]
+    request: dict[str, int] = {}
+    for t, count in required.items():
+        for r, v in zip(problem.resources, problem.type_demand[t].tolist(), strict=True):
+            request[r] = request.get(r, 0) + v * count
+    why = planner.may_reclaim(queue, request)
+    if why:
+        return why
+    index = {key: i for i, key in enumerate(pre.victim_keys)}
+    room = free.copy()
+    chosen: list[int] = []
+    for k in planner.eligible_in_order(queue, request):
+        v = index.get(planner.victims[k][0])
+        if v is None or removed[v]:
+            continue
+        chosen.append(v)
+        room[pre.victim_node[v]] += pre.victim_demand[v]
+        nominated = _fill_all(problem, required, room)
+        if nominated is not None:
+            victims = sorted(_whole_gangs(pre, set(chosen)), key=lambda x: pre.victim_keys[x])
+            return PreemptionPlan(u, victims, nominated, plan_cost(pre, victims), "reclaim", queue)
+    return (
+        "evicting every reclaimable pod of other queues does not make room for the job "
+        f"of queue {queue}"
+    )
 
 
 def _ineligible(problem: Problem, pre: PreemptionInput, u: int, gangs: list[int]) -> str | None:
