@@ -462,6 +462,9 @@ def apply_job(state: ClusterState, job: pb.Job, path: str) -> tuple[ClusterState
     """The state with the job's gangs and pods upserted, and the ids of the job's gangs."""
     out = Violations()
     new = state.copy() if (job.gangs or job.pods) else state
+    if new is not state:
+        # A job adds no nodes: the copy shares the order cached on the stored snapshot.
+        new.sorted_nodes = state.sorted_nodes
     gangs: set[str] = set()
     for i, g in enumerate(job.gangs):
         gang = gang_from_proto(g, f"{path}.gangs[{i}]", out)

@@ -44,10 +44,9 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
     resources = _resource_axis(model)
     r_index = {r: i for i, r in enumerate(resources)}
     nodes = model.nodes
-    n_index = {n.name: i for i, n in enumerate(nodes)}
-    capacity = np.array(
-        [[n.allocatable.get(r, 0) for r in resources] for n in nodes], dtype=np.int64
-    ).reshape(len(nodes), len(resources))
+    table = model.node_table
+    n_index = table.index
+    capacity = table.capacity(resources)
     free = capacity.copy()
     for pod in model.bound_pods:
         i = n_index.get(pod.node_name or "")
@@ -58,23 +57,12 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
                 free[i, r_index[r]] -= v
 
     predicates_on = conf.enabled("predicates")
-    reason_texts: list[str] = [""]
-    reason_code: dict[str, int] = {"": 0}
-    signature_rows: dict[tuple[object, ...], np.ndarray] = {}
+    no_verdicts = np.zeros(len(nodes), dtype=np.int64)
 
     def eligibility(pod: Pod) -> np.ndarray:
-        sig = _eligibility_signature(pod)
-        if sig not in signature_rows:
-            row = np.zeros(len(nodes), dtype=np.int64)
-            if predicates_on:
-                for i, node in enumerate(nodes):
-                    reason = node_fit_reason(pod, node) or ""
-                    if reason not in reason_code:
-                        reason_code[reason] = len(reason_texts)
-                        reason_texts.append(reason)
-                    row[i] = reason_code[reason]
-            signature_rows[sig] = row
-        return signature_rows[sig]
+        if not predicates_on:
+            return no_verdicts
+        return table.verdicts(_eligibility_signature(pod), pod, node_fit_reason)
 
     gang_plan = plan_gangs(model, conf)
     g_index = {gid: i for i, gid in enumerate(gang_plan.gang_ids)}
@@ -98,6 +86,10 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
 
     num_types = len(type_pods)
     reasons = np.array(type_reason, dtype=np.int64).reshape(num_types, len(nodes))
+    # Every code in the rows above is in the table's texts by now; this call's own
+    # reasons (topology, queues, cards) get codes after them.
+    reason_texts = table.reason_texts()
+    reason_code = {text: code for code, text in enumerate(reason_texts)}
 
     def code_of(reason: str) -> int:
         if reason not in reason_code:
@@ -169,7 +161,7 @@ def compile_problem(model: ClusterModel, conf: SchedulerConf) -> Problem:
 
     return Problem(
         resources=resources,
-        node_names=tuple(n.name for n in nodes),
+        node_names=table.names,
         capacity=capacity,
         free=free,
         type_demand=np.array(type_demand, dtype=np.int64).reshape(num_types, len(resources)),

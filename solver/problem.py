@@ -161,7 +161,7 @@ class Problem:
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False
-            elif isinstance(value, tuple):
+            elif isinstance(value, tuple) and value and isinstance(value[0], np.ndarray):
                 for item in value:
                     if isinstance(item, np.ndarray):
                         item.flags.writeable = False

@@ -545,7 +545,7 @@ def _nodegroups(
     from solver.policies.queues import job_queue
 
     problems: list[str] = []
-    index = {node.name: i for i, node in enumerate(model.nodes)}
+    index = model.node_table.index
     verdicts: dict[str, list[str | None]] = {}
     for node_name, pods in sorted(new_on.items()):
         for pod in pods:

@@ -109,18 +109,24 @@ async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
             for k in range(args.calls):
                 if time.monotonic() > deadline:
                     return
+                due = None
+                if args.rate > 0:
+                    # Open loop: call k of client c is due at (k * clients + c) / rate, and
+                    # its latency counts from then (no coordinated omission when behind).
+                    due = t0 + (k * args.clients + c) / args.rate
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
                 request = spb.PlaceJobRequest(
                     snapshot=spb.SnapshotRef(id="bench"),
                     job=job(f"c{c}-{k}", args.gang),
                     options=spb.SolveOptions(engine=args.engine),
                 )
-                t0 = time.perf_counter()
+                sent = time.perf_counter() if due is None else due
                 try:
                     response = await stub.PlaceJob(request, timeout=args.timeout)
                 except grpc.aio.AioRpcError as err:
                     errors[err.code().name] = errors.get(err.code().name, 0) + 1
                     continue
-                latencies.append(time.perf_counter() - t0)
+                latencies.append(time.perf_counter() - sent)
                 placed_pods += sum(1 for p in response.decision.placements if p.node)
 
         t0 = time.perf_counter()
@@ -138,6 +144,7 @@ async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
         "gang": args.gang,
         "clients": args.clients,
         "calls": len(latencies) + sum(errors.values()),
+        "rate": args.rate or None,
         "engine": args.engine,
         "server_workers": args.workers,
         "put_snapshot_s": round(put_seconds, 3),
@@ -158,6 +165,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--calls", type=int, default=10, help="PlaceJob calls per client")
     parser.add_argument("--workers", type=int, default=4, help="server RPC threads")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="offered PlaceJob calls/s over all clients (open loop); 0 = each client calls "
+        "again as soon as it has its answer (closed loop, saturation)",
+    )
     parser.add_argument("--engine", default="greedy")
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call (s)")
     parser.add_argument("--max-seconds", type=float, default=300.0, help="stop issuing after")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.model._cluster import Node
 from solver.model._topology import NetworkTopology
 from solver.model._workload import Gang, Pod, Queue
+
+if TYPE_CHECKING:
+    from solver.node_table import NodeTable
 
 
 class ClusterModel(BaseModel):
@@ -37,8 +41,15 @@ class ClusterModel(BaseModel):
         return self
 
     @cached_property
+    def node_table(self) -> NodeTable:
+        """Per-node arrays of these nodes, shared with earlier models of the same nodes."""
+        from solver.node_table import node_table  # the table module imports this package
+
+        return node_table(self.nodes)
+
+    @cached_property
     def node_by_name(self) -> dict[str, Node]:
-        return {n.name: n for n in self.nodes}
+        return self.node_table.by_name
 
     @cached_property
     def pod_by_key(self) -> dict[str, Pod]:

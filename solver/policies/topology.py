@@ -456,7 +456,7 @@ def unit_gather(
 
 def peer_counts(model: ClusterModel, selector: str) -> IntArray:
     """Bound pods per node carrying `network-topology-selector: <selector>` (ExistingPodNum)."""
-    index = {n.name: i for i, n in enumerate(model.nodes)}
+    index = model.node_table.index
     counts = np.zeros(len(model.nodes), dtype=np.int64)
     for pod in model.bound_pods:
         if pod.annotations.get(ANNOTATION_SELECTOR) == selector and pod.node_name in index:
@@ -613,7 +613,7 @@ def godel_node_metrics(model: ClusterModel) -> tuple[IntArray, IntArray]:
         -1, 3
     )
     used = np.zeros_like(alloc)
-    index = {nd.name: i for i, nd in enumerate(model.nodes)}
+    index = model.node_table.index
     for pod in model.bound_pods:
         i = index.get(pod.node_name or "")
         if i is not None:
