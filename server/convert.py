@@ -394,6 +394,8 @@ class ClusterState:
     gangs: dict[str, Gang] = field(default_factory=dict)
     queues: dict[str, Queue] = field(default_factory=dict)
     topology: NetworkTopology | None = None
+    # Derived, shared by copies: pod key -> (that Pod object, its implicit gang of one).
+    gangs_of_one: dict[str, tuple[Pod, Gang]] = field(default_factory=dict, repr=False)
 
     def copy(self) -> ClusterState:
         return ClusterState(
@@ -402,6 +404,7 @@ class ClusterState:
             gangs=dict(self.gangs),
             queues=dict(self.queues),
             topology=self.topology,
+            gangs_of_one=self.gangs_of_one,
         )
 
     @cached_property
@@ -500,6 +503,30 @@ def job_gangs(state: ClusterState, gangs: set[str]) -> set[str]:
     return closed
 
 
+def _gang_of_one(state: ClusterState, pod: Pod) -> Gang:
+    """The implicit gang of a pod without one. A running pod's is built once per snapshot
+    lineage (copies share the cache; an entry counts only for the very same Pod object):
+    on a snapshot with many running pods, building them was most of a call."""
+    cached = state.gangs_of_one.get(pod.key)
+    if cached is not None and cached[0] is pod:
+        return cached[1]
+    ns, name = pod.key.split("/", 1)
+    gang = Gang(
+        id=pod.key,
+        namespace=ns,
+        name=name,
+        dialect="none",
+        min_member=1,
+        total_number=1,
+        groups=(pod.key,),
+        created=pod.created,
+        members=(pod.key,),
+    )
+    if pod.bound:  # a job's pending pods come and go with each call: not worth keeping
+        state.gangs_of_one[pod.key] = (pod, gang)
+    return gang
+
+
 def build_model(state: ClusterState, gangs: set[str] | None) -> ClusterModel:
     """The ClusterModel of one call.
 
@@ -521,17 +548,8 @@ def build_model(state: ClusterState, gangs: set[str] | None) -> ClusterModel:
         if gang is None:
             if gid not in members:
                 continue
-            ns, name = gid.split("/", 1)
-            gang = Gang(
-                id=gid,
-                namespace=ns,
-                name=name,
-                dialect="none",
-                min_member=1,
-                total_number=1,
-                groups=(gid,),
-                created=state.pods[gid].created,
-            )
+            model_gangs[gid] = _gang_of_one(state, state.pods[gid])
+            continue
         model_gangs[gid] = gang.model_copy(update={"members": tuple(members.get(gid, ()))})
     return ClusterModel(
         nodes=state.sorted_nodes,

@@ -158,4 +158,6 @@ def _apply(old: ClusterState, req: spb.UpdateSnapshotRequest) -> ClusterState:
                 where[key] = f"remove_gangs[{list(req.remove_gangs).index(pod.gang)}]"
     state.check_references(out, where)
     out.check()
+    # Keep the derived gangs of pods still there unchanged; drop the rest (no growth).
+    state.gangs_of_one = {k: v for k, v in old.gangs_of_one.items() if state.pods.get(k) is v[0]}
     return state

@@ -86,8 +86,12 @@ def verify(model: ClusterModel, conf: SchedulerConf, decision: Decision) -> list
 
     evicted = {v.pod for v in decision.victims}
     problems.extend(_victims(model, decision, new_on))
+    running_on: dict[str, list[Pod]] = defaultdict(list)  # one pass, not one per node
+    for pod in model.bound_pods:
+        if pod.node_name in new_on and pod.key not in evicted:
+            running_on[pod.node_name].append(pod)
     for node_name, new_pods in new_on.items():
-        problems.extend(_capacity(model, nodes[node_name], new_pods, evicted))
+        problems.extend(_capacity(nodes[node_name], running_on[node_name], new_pods))
         if conf.enabled("predicates"):
             for pod in new_pods:
                 why = _predicate_violation(pod, nodes[node_name])
@@ -164,18 +168,13 @@ def _victims(model: ClusterModel, decision: Decision, new_on: dict[str, list[Pod
     return problems
 
 
-def _capacity(
-    model: ClusterModel,
-    node: Node,
-    new_pods: list[Pod],
-    evicted: frozenset[str] | set[str] = frozenset(),
-) -> list[str]:
+def _capacity(node: Node, running: list[Pod], new_pods: list[Pod]) -> list[str]:
+    """`running`: the node's bound pods that stay (not evicted)."""
     checked = {r for pod in new_pods for r in pod.requests}
     total: dict[str, int] = defaultdict(int)
-    for pod in model.pods:
-        if pod.bound and pod.node_name == node.name and pod.key not in evicted:
-            for r, v in pod.requests.items():
-                total[r] += v
+    for pod in running:
+        for r, v in pod.requests.items():
+            total[r] += v
     for pod in new_pods:
         for r, v in pod.requests.items():
             total[r] += v
@@ -310,8 +309,9 @@ _SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 def _components(model: ClusterModel, conf: SchedulerConf) -> list[list[str]]:
     """GangGroups: gangs joined by `groups` (either direction; only with `gang`), sorted by id."""
     linked: dict[str, set[str]] = defaultdict(set)
+    gang_on = conf.enabled("gang")
     for gid, gang in model.gangs.items():
-        for other in gang.groups if conf.enabled("gang") else ():
+        for other in gang.groups if gang_on else ():
             if other in model.gangs:
                 linked[gid].add(other)
                 linked[other].add(gid)
@@ -547,9 +547,12 @@ def _nodegroups(
     problems: list[str] = []
     index = model.node_table.index
     verdicts: dict[str, list[str | None]] = {}
+    queue_of: dict[str, str | None] = {}
     for node_name, pods in sorted(new_on.items()):
         for pod in pods:
-            queue = job_queue(model, pod.gang)
+            if pod.gang not in queue_of:
+                queue_of[pod.gang] = job_queue(model, pod.gang)
+            queue = queue_of[pod.gang]
             if queue is None:
                 continue
             if queue not in verdicts:

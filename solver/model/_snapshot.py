@@ -29,8 +29,7 @@ class ClusterModel(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterModel:
-        names = [n.name for n in self.nodes]
-        if len(set(names)) != len(names):
+        if len(self.node_table.index) != len(self.nodes):
             raise ValueError("node names must be unique")
         keys = [p.key for p in self.pods]
         if len(set(keys)) != len(keys):
@@ -48,6 +47,11 @@ class ClusterModel(BaseModel):
         return node_table(self.nodes)
 
     @cached_property
+    def memo(self) -> dict[str, object]:
+        """Values policies derive from this model once per call (the model never changes)."""
+        return {}
+
+    @cached_property
     def node_by_name(self) -> dict[str, Node]:
         return self.node_table.by_name
 
@@ -55,10 +59,10 @@ class ClusterModel(BaseModel):
     def pod_by_key(self) -> dict[str, Pod]:
         return {p.key: p for p in self.pods}
 
-    @property
+    @cached_property
     def pending_pods(self) -> tuple[Pod, ...]:
         return tuple(p for p in self.pods if p.pending)
 
-    @property
+    @cached_property
     def bound_pods(self) -> tuple[Pod, ...]:
         return tuple(p for p in self.pods if p.bound)

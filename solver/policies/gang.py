@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.config import SchedulerConf
-from solver.model import ClusterModel, Gang, MatchPolicy
+from solver.model import ClusterModel, MatchPolicy
 
 __all__ = ["GangPlan", "plan_gangs"]
 
@@ -37,9 +37,7 @@ class GangPlan:
     blocked: tuple[str | None, ...]  # why the gang can never be satisfied this cycle
 
 
-def _policy(gang: Gang, conf: SchedulerConf) -> MatchPolicy:
-    if gang.match_policy is not None:
-        return gang.match_policy
+def _default_policy(conf: SchedulerConf) -> MatchPolicy:
     text = str(conf.arguments("gang").get("defaultMatchPolicy", MatchPolicy.ONCE_SATISFIED))
     return (
         MatchPolicy(text) if text in {p.value for p in MatchPolicy} else MatchPolicy.ONCE_SATISFIED
@@ -81,13 +79,14 @@ def plan_gangs(model: ClusterModel, conf: SchedulerConf) -> GangPlan:
 
     need: list[int] = []
     blocked: list[str | None] = []
+    default_policy = _default_policy(conf) if gang_on else MatchPolicy.ONCE_SATISFIED
     for g, gid in enumerate(gang_ids):
         gang = model.gangs[gid]
         if not gang_on:
             need.append(0)
             blocked.append(None)
             continue
-        policy = _policy(gang, conf)
+        policy = default_policy if gang.match_policy is None else gang.match_policy
         if policy is MatchPolicy.ONCE_SATISFIED:
             n = 0 if unit_bound[unit[g]] > 0 else gang.min_member
         elif policy is MatchPolicy.WAITING_AND_RUNNING:

@@ -127,14 +127,22 @@ class QueueTree:
 
 
 def job_queue(model: ClusterModel, gang_id: str) -> str | None:
-    gang = model.gangs[gang_id]
-    if gang.queue:
-        return gang.queue
-    for key in gang.members:
-        name = model.pod_by_key[key].annotations.get(QUEUE_ANNOTATION)
-        if name:
-            return name
-    return None
+    """The gang's queue: its own, else the first member pod's queue annotation."""
+    queues = model.memo.get("job_queue")
+    if not isinstance(queues, dict):
+        queues = model.memo["job_queue"] = {}
+    if gang_id not in queues:
+        gang = model.gangs[gang_id]
+        queues[gang_id] = gang.queue or next(
+            (
+                name
+                for key in gang.members
+                if (name := model.pod_by_key[key].annotations.get(QUEUE_ANNOTATION))
+            ),
+            None,
+        )
+    found = queues[gang_id]
+    return found if isinstance(found, str) else None
 
 
 def _limits(
