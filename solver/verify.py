@@ -382,11 +382,9 @@ def _node_paths(model: ClusterModel) -> tuple[list[str], dict[str, dict[str, str
 
 def _gather(model: ClusterModel, conf: SchedulerConf, placed: dict[str, str]) -> list[str]:
     problems: list[str] = []
-    tree = (
-        None
-        if not any(_SPEC in g.annotations for g in model.gangs.values())
-        else _node_paths(model)
-    )
+    if not any(_SPEC in g.annotations for g in model.gangs.values()):
+        return problems  # no gang asks to be gathered
+    tree = _node_paths(model)
     for group in _components(model, conf):
         first = next(
             (g for g in group if any(model.pod_by_key[k].pending for k in model.gangs[g].members)),
@@ -436,6 +434,11 @@ def _gather(model: ClusterModel, conf: SchedulerConf, placed: dict[str, str]) ->
 
 def _job_affinity(model: ClusterModel, conf: SchedulerConf, placed: dict[str, str]) -> list[str]:
     problems: list[str] = []
+    if not any(
+        g.dialect == "scheduling.godel.kubewharf.io" and g.affinity is not None
+        for g in model.gangs.values()
+    ):
+        return problems  # no Godel job-level affinity to check
     nodes = model.node_by_name
     for group in _components(model, conf):
         if len(group) != 1:

@@ -36,8 +36,19 @@ ROOT = HERE.parents[1]
 MB = 1024 * 1024
 
 
-def cluster(nodes: int) -> pb.Cluster:
+def cluster(nodes: int, running: int = 0) -> pb.Cluster:
+    """`nodes` nodes; `running` pods of 2 GPUs each already bound, 4 to a node from the
+    first node on (so those nodes are full and the gangs go to the rest)."""
     return pb.Cluster(
+        pods=[
+            pb.Pod(
+                namespace="run",
+                name=f"r-{i:06d}",
+                node_name=f"node-{i // 4 % nodes:05d}",
+                requests={"cpu": 8000, "memory": 64 * 2**30, "nvidia.com/gpu": 2},
+            )
+            for i in range(running)
+        ],
         nodes=[
             pb.Node(
                 name=f"node-{i:05d}",
@@ -45,7 +56,7 @@ def cluster(nodes: int) -> pb.Cluster:
                 allocatable={"cpu": 96_000, "memory": 1024 * 2**30, "nvidia.com/gpu": 8},
             )
             for i in range(nodes)
-        ]
+        ],
     )
 
 
@@ -91,7 +102,8 @@ async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
         stub = spb_grpc.PlacementServiceStub(channel)
         started = time.perf_counter()
         await stub.PutSnapshot(
-            spb.PutSnapshotRequest(cluster=cluster(args.nodes), snapshot_id="bench"), timeout=60
+            spb.PutSnapshotRequest(cluster=cluster(args.nodes, args.running), snapshot_id="bench"),
+            timeout=60,
         )
         put_seconds = time.perf_counter() - started
         # Warm-up: one call so imports and caches are not in the numbers.
@@ -141,6 +153,7 @@ async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
         "sha": git_sha(),
         "machine": machine(),
         "nodes": args.nodes,
+        "running_pods": args.running,
         "gang": args.gang,
         "clients": args.clients,
         "calls": len(latencies) + sum(errors.values()),
@@ -161,6 +174,9 @@ async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=10_240)
+    parser.add_argument(
+        "--running", type=int, default=0, help="running pods (2 GPUs each) in the snapshot"
+    )
     parser.add_argument("--gang", type=int, default=64, help="pods per PlaceJob gang")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--calls", type=int, default=10, help="PlaceJob calls per client")
