@@ -106,3 +106,13 @@ def test_the_cache_is_bounded() -> None:
     first_nodes = tables[0].nodes
     assert node_table(first_nodes) is not tables[0]  # evicted long ago
     assert node_table(tables[-1].nodes) is tables[-1]
+
+
+def test_a_model_copy_does_not_carry_cached_derived_values() -> None:
+    first = _cluster(pod("a").requests(gpu=1).obj())
+    assert len(first.pending_pods) == 1 and "default/a" in first.pod_by_key
+    first.memo["seen"] = True
+    emptied = first.model_copy(update={"pods": ()})
+    assert emptied.pending_pods == () and emptied.pod_by_key == {}
+    assert emptied.memo == {}
+    assert emptied.node_table is first.node_table  # same Node objects: shared again

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -38,6 +39,14 @@ class ClusterModel(BaseModel):
             if pod.gang not in self.gangs:
                 raise ValueError(f"pod {pod.key} refers to unknown gang {pod.gang}")
         return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy without the cached derived values below: they may not hold for `update`."""
+        copy = super().model_copy(update=update, deep=deep)
+        for name, attr in vars(ClusterModel).items():
+            if isinstance(attr, cached_property):
+                copy.__dict__.pop(name, None)
+        return copy
 
     @cached_property
     def node_table(self) -> NodeTable:
