@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, load_conf, load_manifests, schedule, verify
 from solver.decision import Decision, GroupOutcome, Placement
 from tests.builders import groups_annotation, model, node, pod, podgroup
 
@@ -95,3 +96,15 @@ def test_check_raises_internal_error() -> None:
     bad = replace(schedule(CLUSTER), placements={"default/z": Placement(node="n1")})
     with pytest.raises(InternalError, match="failed verification"):
         check(CLUSTER, CONF, bad)
+
+
+def test_a_godel_pod_moved_out_of_its_required_domain_is_reported() -> None:
+    example = Path(__file__).resolve().parents[1] / "examples/topology/godel-job-affinity.yaml"
+    m = load_manifests(str(example))
+    conf = load_conf(None)
+    d = schedule(m, conf, engine="greedy")
+    assert verify(m, conf, d) == []
+    moved = next(k for k, p in d.placements.items() if p.node == "worker3")
+    tampered = replace(d, placements={**d.placements, moved: Placement(node="worker5")})
+    problems = verify(m, conf, tampered)
+    assert any("span required topology domains" in p for p in problems), problems
