@@ -174,8 +174,16 @@ class GreedyPacker:
         )
         self.model_of = [t.gpu_model for t in inp.types]
         self.quota = dict(inp.card_quota)
+        # nodes already used (`opened`) count against maxCount, the budget and card quotas
         self.added_gpus: dict[str, int] = {}
         self.spent = 0.0
+        for t, tt in enumerate(inp.types):
+            if self.opened[t] and not tt.existing:
+                self.spent += float(self.opened[t]) * tt.cost
+                if tt.gpu_model:
+                    self.added_gpus[tt.gpu_model] = (
+                        self.added_gpus.get(tt.gpu_model, 0) + int(self.opened[t]) * tt.gpus
+                    )
         # dominant share of one pod of shape s on type t (inf when incompatible)
         gpu_share = np.where(
             np.array([len(d) for d in arrays.devices])[None, :] > 0,
@@ -296,9 +304,13 @@ class GreedyPacker:
                 done.append((got[0], s, got[1]))
         return True
 
-    def run(self) -> tuple[list[int], list[tuple[int, dict[int, int]]]]:
-        """Place every job class; returns (placed jobs per class, [(type, pattern)])."""
+    def run(
+        self, counts: Sequence[int] | None = None
+    ) -> tuple[list[int], list[tuple[int, dict[int, int]]]]:
+        """Place every job class (`counts[j]` jobs of class j, default all); returns
+        (placed jobs per class, [(type, pattern)] of the nodes it opened)."""
         jobs = self.inp.jobs
+        todo = [job.count for job in jobs] if counts is None else list(counts)
         key = []
         for j, job in enumerate(jobs):
             big = max(float(np.min(self.dominant[s])) for s, _ in job.shapes)
@@ -306,7 +318,7 @@ class GreedyPacker:
         placed = [0] * len(jobs)
         for _, _, j in sorted(key):
             job = jobs[j]
-            for _ in range(job.count):
+            for _ in range(todo[j]):
                 if self.place_job(job.shapes):
                     placed[j] += 1
         nodes = [(int(self.type_of[i]), dict(self.load[i])) for i in range(self.n)]

@@ -34,7 +34,8 @@ Solve, in order (each stage within the time limit; CP-SAT always gets `num_worke
    divided, the answers summed), each a restricted master of its own.
 
 Bounds reported (objective units, costs in the catalogue's unit):
-`l1` (sum-of-sizes LP, `solver.plan.bounds`), `config_lp` (the Lagrangian / LP bound of
+`l1` (sum-of-sizes LP, `solver.plan.bounds`), `devices` (L1 with shared pods packed onto
+GPU devices by arc flow, same module; absent without shared pods), `config_lp` (the Lagrangian / LP bound of
 stage 2), `cpsat` (CP-SAT's bound on the restricted master: a bound on the whole problem
 only when the patterns were enumerated completely -- otherwise reported, not used). The
 gap is against the best valid bound.
@@ -56,7 +57,7 @@ from ortools.sat.python import cp_model
 
 from solver.plan._model import MILLI, PlanInput, PlanResult, Unplaced
 from solver.plan._pack import Arrays, GreedyPacker, arrays_of, pattern_fits
-from solver.plan.bounds import l1_bound, new_lp
+from solver.plan.bounds import device_bound, l1_bound, new_lp
 
 __all__ = ["PlanOptions", "ProgressFn", "plan", "verify_plan"]
 
@@ -547,8 +548,17 @@ def _round_up(p: _Problem, cols: _Columns, master: _Master) -> _Solution | None:
         N[cols.cols[c][0]] += k
     for t in range(p.T):
         N[t] = -(-int(N[t]) // p.block[t]) * p.block[t]
-    if (p.upper < N).any():
+    if not _within_limits(p, N):
         return None
+    sol = _Solution(N, n, z, 0, "lp-round-up")
+    sol.objective = _objective(p, N, z)
+    return sol
+
+
+def _within_limits(p: _Problem, N: np.ndarray) -> bool:
+    """maxCount, card quotas and the budget hold for node counts N."""
+    if (p.upper < N).any():
+        return False
     inp = p.inp
     for model, lim in inp.card_quota:
         used = sum(
@@ -557,12 +567,53 @@ def _round_up(p: _Problem, cols: _Columns, master: _Master) -> _Solution | None:
             if not tt.existing and tt.gpu_model == model
         )
         if used > lim:
-            return None
+            return False
     if inp.budget is not None:
         spent = sum(int(N[t]) * tt.cost for t, tt in enumerate(inp.types) if not tt.existing)
         if spent > inp.budget + 1e-9:
-            return None
-    sol = _Solution(N, n, z, 0, "lp-round-up")
+            return False
+    return True
+
+
+def _round_down_fill(p: _Problem, cols: _Columns, master: _Master) -> _Solution | None:
+    """Every LP column rounded down, jobs placed while their pods are covered, and the
+    jobs left over packed by the greedy onto the nodes the LP left unused (existing
+    classes) or new nodes; None when that breaks a limit."""
+    inp = p.inp
+    n: Counter[int] = Counter()
+    opened = np.zeros(p.T, dtype=np.int64)
+    cover = np.zeros(p.S, dtype=np.int64)
+    for c, v in enumerate(master.n):
+        k = math.floor(v.solution_value() + 1e-6)
+        if k > 0:
+            t, pattern = cols.cols[c]
+            n[c] += k
+            opened[t] += k
+            for s, a in pattern:
+                cover[s] += k * a
+    z = np.zeros(len(inp.jobs), dtype=np.int64)
+    for j, job in enumerate(inp.jobs):
+        z[j] = min(job.count, min(int(cover[s]) // m for s, m in job.shapes))
+        for s, m in job.shapes:
+            cover[s] -= m * int(z[j])
+    packer = GreedyPacker(inp, p.a, opened=np.minimum(opened, p.upper))
+    placed, nodes = packer.run([job.count - int(z[j]) for j, job in enumerate(inp.jobs)])
+    N = opened.copy()
+    for t, packed in nodes:
+        if not packed:
+            continue
+        new = cols.add(t, packed)
+        if new is not None:
+            master.add(*cols.cols[new])
+        key = (t, tuple(sorted((s, k) for s, k in packed.items() if k > 0)))
+        n[cols.index[key]] += 1
+        N[t] += 1
+    z += np.array(placed, dtype=np.int64)
+    for t in range(p.T):
+        N[t] = -(-int(N[t]) // p.block[t]) * p.block[t]
+    if not _within_limits(p, N):
+        return None
+    sol = _Solution(N, dict(n), z, 0, "lp-round-down")
     sol.objective = _objective(p, N, z)
     return sol
 
@@ -670,6 +721,8 @@ def plan(
     # 2. bounds: L1 and the configuration LP by column generation
     say("bounds", 0.1)
     l1 = float(l1_bound(inp, p.a, p.cost, p.pen, p.upper)) if inp.jobs else float(p.constant)
+    dev_lb = device_bound(inp, p.a, p.cost, p.pen, p.upper) if inp.jobs else None
+    stats["bounds_seconds"] = time.perf_counter() - start - stats["greedy_seconds"]
     lp_deadline = start + options.time_limit * options.lp_share
     complete = True
     for t in range(p.T):
@@ -760,11 +813,11 @@ def plan(
             min(0.5, 0.1 + 0.4 * (time.perf_counter() - start) / max(1e-9, lp_deadline - start)),
         )
     if inp.jobs and math.isfinite(lp_value):
-        rounded = _round_up(p, cols, master)
-        if rounded is not None:
-            trace.add(rounded.objective)
-            if rounded.objective < best.objective:
-                best = rounded
+        for rounded in (_round_up(p, cols, master), _round_down_fill(p, cols, master)):
+            if rounded is not None:
+                trace.add(rounded.objective)
+                if rounded.objective < best.objective:
+                    best = rounded
     stats["lp_rounds"] = rounds
     stats["columns"] = len(cols.cols)
     stats["lp_value"] = lp_value / p.scale if math.isfinite(lp_value) else -1.0
@@ -821,6 +874,7 @@ def plan(
 
     bounds_int: dict[str, float | None] = {
         "l1": l1,
+        "devices": dev_lb,
         "config_lp": math.ceil(config_lb - 1e-6 * max(1.0, abs(config_lb)))
         if math.isfinite(config_lb)
         else None,

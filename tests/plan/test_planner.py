@@ -7,6 +7,7 @@ import itertools
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from solver.errors import InputError
@@ -23,6 +24,7 @@ from solver.plan import (
     verify_plan,
     workload_from_trace,
 )
+from solver.plan._pack import GreedyPacker, arrays_of
 
 FAST = PlanOptions(time_limit=5.0, workers=1, seed=0)
 
@@ -89,10 +91,43 @@ def test_l1_with_two_node_types_buys_the_cheaper_capacity() -> None:
 
 
 def test_fractional_gpus_share_devices_exactly() -> None:
-    # three 0.6-GPU pods cannot share a device: 3 devices -> two 2-GPU nodes (L1 says 1).
+    # three 0.6-GPU pods cannot share a device: 3 devices -> two 2-GPU nodes. L1 (milli
+    # summed) says 1; the device arc-flow bound sees the 3 devices and proves 2.
     _, r = run(singles(*[pod(1, 1, 600)] * 3), node("g2", 1, 64, gpus=2, model="T4"))
     assert r.bounds["l1"] == 1  # type: ignore[attr-defined]
+    assert r.bounds["devices"] == 2  # type: ignore[attr-defined]
     assert r.cost == 2 and r.status == "OPTIMAL"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("millis", "whole", "devices_bound"),
+    [
+        # 0.8 + 0.2 fill a device exactly: 4 devices = one 4-GPU node (= L1)
+        ([800, 800, 200, 200, 1000, 1000], 0, 1),
+        # 3.3 GPUs of milli (L1: 1 node), but 0.7 and 0.4 never share a device: 3 + 2
+        # devices -> 2 nodes
+        ([700] * 3 + [400] * 3, 0, 2),
+        # a whole-GPU gang of 3 on a 4-GPU node leaves one device for two 0.5 pods
+        ([500, 500], 3, 1),
+        # ... but not for two 0.6 pods: 5 devices -> 2 nodes
+        ([600, 600], 3, 2),
+    ],
+)
+def test_device_bound_packs_shared_pods_onto_devices(
+    millis: list[int], whole: int, devices_bound: int
+) -> None:
+    w = singles(*[pod(1, 1, m) for m in millis])
+    if whole:
+        w.add_job("default/gang", [pod(1, whole)])
+    _, r = run(w, node("g4", 1, 64, gpus=4, model="A100"))
+    assert r.bounds["devices"] == devices_bound  # type: ignore[attr-defined]
+    assert r.bounds["devices"] >= r.bounds["l1"]  # type: ignore[attr-defined, operator]
+    assert r.cost >= devices_bound  # type: ignore[attr-defined, operator]
+
+
+def test_no_device_bound_without_shared_pods() -> None:
+    _, r = run(singles(pod(1, 2), pod(1, 1)), node("g4", 1, 64, gpus=4, model="A100"))
+    assert r.bounds["devices"] is None and r.bounds["l1"] == 1  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------- leftovers
@@ -246,3 +281,27 @@ def test_trace_with_a_column_mapping(tmp_path: Path) -> None:
     assert r.add == {"t4": 1}  # type: ignore[attr-defined]  # two halves share one device
     with pytest.raises(InputError, match=r"pods.csv: trace mapping cpu=cpu_milli: no such column"):
         workload_from_trace(csv)
+
+
+@pytest.mark.parametrize(
+    ("limits", "placed"),
+    [
+        ({"max_count": 3}, 2),  # 1 node already used + 2 more = maxCount
+        ({"budget": 2.0}, 1),  # 1 node already bought + 1 more = the budget
+        ({"quota": 16}, 1),  # 8 GPUs already added + 8 more = the card quota
+        ({}, 3),
+    ],
+)
+def test_greedy_packer_counts_nodes_already_used_against_limits(
+    limits: dict[str, float], placed: int
+) -> None:
+    # the LP round-down repair hands the greedy the nodes the rounded LP already uses
+    n8 = node("n8", 1, 8, gpus=8, model="A100", max_count=limits.get("max_count"))
+    catalog = Catalog(
+        types=(n8,),
+        budget=limits.get("budget"),
+        card_quota=(("A100", int(limits["quota"])),) if "quota" in limits else (),
+    )
+    inp = make_input(singles(*[pod(8)] * 3), catalog)
+    got, nodes = GreedyPacker(inp, arrays_of(inp), opened=np.array([1])).run()
+    assert sum(got) == placed and len(nodes) == placed
