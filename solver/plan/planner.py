@@ -29,7 +29,10 @@ Solve, in order (each stage within the time limit; CP-SAT always gets `num_worke
    the exact pricing proves no pattern has negative reduced cost, the LP value *is* the
    configuration-LP bound. When every maximal pattern can be enumerated (small
    instances), all are added and the integer master below is exact.
-3. The integer master over the generated patterns (CP-SAT, hinted with the greedy) --
+   The LP's columns are then rounded up (when the limits allow) and rounded down with the
+   left-over jobs packed by the greedy (onto nodes the LP left unused, or new ones); the
+   better of these and the greedy is the incumbent.
+3. The integer master over the generated patterns (CP-SAT, hinted with the incumbent) --
    optionally split POP-style into `parts` random sub-problems (job counts and limits
    divided, the answers summed), each a restricted master of its own.
 

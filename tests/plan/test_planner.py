@@ -236,6 +236,64 @@ def test_optimal_on_small_random_cases(seed: int) -> None:
     assert r.bound <= r.objective  # type: ignore[attr-defined]
 
 
+def _brute_value(pods: list[tuple[int, int]], nodes: list[tuple[int, int]], devices: int) -> int:
+    """Most GPU milli placeable: pods (cpu, milli) on nodes (cpu, count) of `devices` 1-GPU
+    devices each; a pod may stay out."""
+    best = 0
+    caps = [[cpu, *([MILLI] * devices)] for cpu, count in nodes for _ in range(count)]
+
+    def go(i: int, value: int) -> None:
+        nonlocal best
+        rest = sum(m for _, m in pods[i:])
+        if value + rest <= best:
+            return
+        if i == len(pods):
+            best = value
+            return
+        cpu, milli = pods[i]
+        seen = set()
+        for cap in caps:
+            for d in range(1, devices + 1):
+                state = (cap[0], cap[d])
+                if state in seen or cap[0] < cpu or cap[d] < milli:
+                    continue
+                seen.add(state)
+                cap[0] -= cpu
+                cap[d] -= milli
+                go(i + 1, value + milli)
+                cap[0] += cpu
+                cap[d] += milli
+        go(i + 1, value)
+
+    go(0, 0)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_packing_a_fixed_cluster_maximises_the_gpu_placed(seed: int) -> None:
+    # The openb study's offline question: more fractional-GPU pods than the existing nodes
+    # hold (each job weighted by its GPU milli); the plan must place the most milli.
+    rng = random.Random(100 + seed)
+    nodes = [(rng.choice([6, 10]), rng.randint(1, 2)) for _ in range(2)]
+    pods = [
+        (rng.randint(1, 5), rng.choice([1000, 810, 650, 470, 320, 230, 160]))
+        for _ in range(rng.randint(8, 10))
+    ]
+    w = Workload()
+    for i, (cpu, milli) in enumerate(pods):
+        w.add_job(f"default/p{i}", [pod(cpu, 1, milli)], weight=milli)
+    existing = [
+        node(f"n{i}", 0, cpu, gpus=2, model="X", existing=True, max_count=count)
+        for i, (cpu, count) in enumerate(nodes)
+    ]
+    inp = make_input(w, None, existing)
+    r = plan(inp, FAST)
+    assert verify_plan(inp, r) == []
+    placed_milli = sum(m for _, m in pods) - r.objective  # type: ignore[operator]
+    assert placed_milli == _brute_value(pods, nodes, devices=2)
+    assert r.bound <= r.objective
+
+
 # ----------------------------------------------------------------------------- input
 
 
