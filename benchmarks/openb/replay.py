@@ -1,26 +1,57 @@
-"""Online replay of the openb pod list on the 1,213-node openb GPU cluster (numpy).
+"""Online replay of the openb pod list on the 1,213-node openb GPU cluster (numpy), as the FGD
+simulator (`hkust-adsl/kubernetes-scheduler-simulator`, paths below are in that repository)
+runs its openb experiments (`experiments/run_scripts/generate_run_scripts.py`,
+`scripts/generate_config_and_run.py`: `-tune 1.3 --shuffle-pod=true`, one score plugin).
 
-Protocol (FGD simulator, `GenerateWorkloadInflationPods` + ShufflePod): every pod of the
-list, plus copies drawn uniformly with replacement until the arrived GPU demand
-(sum of num_gpu x gpu_milli) reaches 130% of the cluster's GPU capacity, in a random
-order; each pod is placed by the policy when some node fits it, else dropped (no queueing,
-no departures). Reported: the GPU allocation ratio at the end (allocated milli / capacity).
+Protocol (`pkg/simulator/core.go` Simulate, `simulator.go` SortClusterPods / tuneUpPods /
+syncClusterResourceList): the whole pod list in a random order, then copies drawn uniformly
+with replacement from the list, appended in draw order while `total + gpu_milli(copy) <=
+1.3 x capacity` (the simulator tests the copy's per-GPU milli but adds num_gpu x gpu_milli,
+and stops at the first copy that fails). Each pod is placed by the policy when some node
+fits it, else dropped (no queueing, no departures). Reported: `gpu_alloc_ratio`, allocated
+milli / capacity after the last arrival, and `gpu_alloc_ratio_at_130`, the published metric
+(`experiments/analysis/merge_alloc_discrete.py`: mean of the per-arrival allocation ratios
+whose arrived demand rounds to 130% of capacity); they differ by ~0.01 pp at most.
 
-Node model: CPU (milli), memory (MiB), GPU devices with 1000 milli each. A pod fits a node
-when CPU and memory fit, the node's GPU model is allowed (gpu_spec), and it finds
+Node model (`pkg/simulator/plugin/open_gpu_share.go` Filter + kube-scheduler's
+NodeResourcesFit): CPU (milli), memory (MiB), GPU devices with 1000 milli each. A pod fits a
+node when CPU and memory fit, the node's GPU model is allowed (gpu_spec) and it finds
 `num_gpu` devices with at least `gpu_milli` free each (whole GPUs: fully free devices).
 
+Scoring (kube-scheduler 1.20 as vendored, `vendor/.../core/generic_scheduler.go`): the one
+score plugin gives each feasible node an int64 score; the highest wins and ties go to the
+smallest node name. The simulator renames nodes "%04d-<name>" with a random permutation, so
+ties go to a random but fixed node order, drawn here per run from `seed` (else from the
+arrival order).
+
 Policies:
-* `bestfit` -- FGD simulator's BestFit: minimise 0.5 (cpu_free - cpu_req) / max_cpu +
-  0.5 (gpu_free - gpu_req) / max_gpu over feasible nodes; a shared pod takes the device
-  with the least milli left that fits.
-* `fgd` -- Fragmentation Gradient Descent (Weng et al., ATC'23): the node's fragmentation
-  F(n) = sum_m p_m F_n(m) over the workload's GPU pod shapes m with popularity p_m, where
-  F_n(m) is the node's free GPU milli on devices that cannot serve m (all free milli when
-  m cannot run on n at all: CPU, GPU count or model); place the pod where F increases
-  least (device choice included). Approximations: shapes are (cpu, num_gpu, gpu_milli,
-  gpu_spec) of all GPU pods of the list (no popularity cut-off), memory is not part of the
-  shape (as in the simulator), ties go to the lowest node index.
+* `bestfit` -- BestFitScore (`pkg/simulator/plugin/best_fit_score.go`): s = 0.5 (cpu_free -
+  cpu_req) / 128000 + 0.5 (gpu_free - gpu_req) / 8000, score int64((1 - s) x 100) (its
+  min-max normalisation keeps the top set); a shared pod takes the device with the least
+  milli left that fits (first on ties), whole-GPU pods the first free devices.
+* `fgd` -- Fragmentation Gradient Descent (Weng et al., ATC'23; `plugin/fgd_score.go`,
+  `pkg/utils/frag.go`). Typical pods (`GetTypicalPods`, experiments' config
+  `isInvolvedCpuPods: true`, `podPopularityThreshold: 95`, `podIncreaseStep: 1`,
+  `gpuResWeight: 0`): shapes (cpu, gpu_milli, num_gpu, gpu_spec) of the list incl. CPU-only
+  pods, most frequent first, cut once they cover 95% of the pods (35 of 91 shapes on the
+  default list, 127 of 330 on gpuspec33), popularity p_m = count / covered count. A node's
+  fragmentation F(n) = sum_m p_m F_n(m) (`NodeGpuShareFragAmountScore`): F_n(m) = free GPU
+  milli on devices with less than m's gpu_milli left when m fits (Q3: CPU left and num_gpu
+  devices with gpu_milli free), else all free GPU milli (Q1/Q2/Q4, no access, and always
+  for CPU-only shapes).
+  Score = int64(sigmoid((F_before - F_after) / 1000) x 100); a shared pod's score on a node
+  is its best device's and it takes the first device with that score; other pods take
+  devices as `NodeResource.Sub` / `AllocateExclusiveGpuId` (which free devices does not
+  change F). The integer score makes many nodes tie, and the tie order matters: scoring the
+  exact F change (policy `fgd_exact`) gives ~94.5% instead of ~95.4%.
+* `bestfit_exact`, `fgd_exact` -- the same without the integer scores (exact best value,
+  ties to the node order); not the simulator, kept to show what the rounding does.
+
+Remaining differences from the simulator: its random numbers (Go math/rand, seeds 42-51)
+are not reproduced, so per-seed results differ and only the distributions compare; F is
+summed exactly here (integer counts x milli, then / covered count) where the simulator sums
+float64 popularity x milli, and Go's math.Exp may differ from numpy's in the last bit, so a
+score that falls exactly on an integer boundary may round differently (rare).
 """
 
 from __future__ import annotations
@@ -34,6 +65,8 @@ import numpy as np
 DATA = Path(__file__).resolve().parents[1] / "data" / "openb"
 MILLI = 1000
 GMAX = 8
+MAX_SPEC_CPU = 128000.0  # gpushareutils.MaxSpecCpu
+MAX_SPEC_GPU = 8000.0  # gpushareutils.MaxSpecGpu
 
 
 @dataclass
@@ -89,27 +122,57 @@ def load_pods(path: Path, models: list[str]) -> Pods:
 
 
 def arrivals(pods: Pods, capacity_milli: int, seed: int, load: float = 1.3) -> np.ndarray:
-    """Indices of arriving pods: all pods plus uniform copies until demand >= load x capacity,
-    shuffled."""
+    """Indices of arriving pods, as the simulator's `SortClusterPods` + `tuneUpPods`: the
+    whole list in a random order, then copies drawn uniformly with replacement from the list
+    and appended (in draw order) while `total + gpu_milli(copy) <= load x capacity` -- the
+    simulator tests the copy's per-GPU milli but adds its total milli, and stops at the
+    first copy that fails the test."""
     rng = np.random.default_rng(seed)
     demand = pods.ngpu * pods.milli
+    shuffled = rng.permutation(len(demand))
     total = int(demand.sum())
-    extra: list[int] = []
     target = load * capacity_milli
-    while total < target:
-        draw = rng.integers(0, len(demand), size=256)
-        for i in draw:
-            if total >= target:
-                break
-            extra.append(int(i))
-            total += int(demand[i])
-    order = np.concatenate([np.arange(len(demand)), np.array(extra, dtype=np.int64)])
-    return rng.permutation(order)
+    extra: list[int] = []
+    while True:
+        i = int(rng.integers(0, len(demand)))
+        if total + int(pods.milli[i]) > target:
+            break
+        total += int(demand[i])
+        extra.append(i)
+    return np.concatenate([shuffled, np.array(extra, dtype=np.int64)])
+
+
+def typical_shapes(
+    pods: Pods, threshold: float = 95.0, cpu_pods: bool = True
+) -> tuple[list[tuple[int, int, int, str]], np.ndarray]:
+    """The simulator's `GetTypicalPods` (pkg/utils/frag.go) with the FGD experiments' config
+    (`isInvolvedCpuPods: true`, `podPopularityThreshold: 95`, `podIncreaseStep: 1`,
+    `gpuResWeight: 0`): shapes (cpu, gpu_milli, num_gpu, gpu_spec) of the pod list, most
+    frequent first (equal counts: larger shape first), cut after the first shapes that cover
+    `threshold`% of the pods. Returns the shapes and their pod counts (popularity = count /
+    counts.sum())."""
+    counts: dict[tuple[int, int, int, str], int] = {}
+    for i in range(len(pods.names)):
+        k = int(pods.ngpu[i])
+        if k == 0 and not cpu_pods:
+            continue
+        key = (int(pods.cpu[i]), int(pods.milli[i]), k, pods.spec[i] if k else "")
+        counts[key] = counts.get(key, 0) + 1
+    items = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+    total = sum(counts.values())
+    cum, n = 0, 0
+    while cum < threshold * total / 100.0 and n < len(items):
+        cum += items[n][1]
+        n += 1
+    return [k for k, _ in items[:n]], np.array([c for _, c in items[:n]], dtype=np.int64)
 
 
 class Replay:
-    def __init__(self, cluster: Cluster, pods: Pods) -> None:
+    def __init__(self, cluster: Cluster, pods: Pods, rank: np.ndarray | None = None) -> None:
         self.c = cluster
+        # selectHost breaks score ties by the smallest node name; the simulator renames the
+        # nodes "%04d-<name>" with a random permutation (syncClusterResourceList)
+        self.rank = np.arange(len(cluster.cpu)) if rank is None else np.asarray(rank)
         self.p = pods
         N = len(cluster.cpu)
         self.cpu = cluster.cpu.copy()
@@ -120,26 +183,22 @@ class Replay:
         self.capacity = int(cluster.gpus.sum()) * MILLI
         self.allocated = 0
         self.where: list[list[int]] = [[] for _ in range(N)]  # pods placed per node
-        self.max_cpu = float(cluster.cpu.max())
-        self.max_gpu = float(cluster.gpus.max() * MILLI)
-        # FGD: the workload's GPU pod shapes and their popularity
-        gpu = pods.ngpu > 0
-        keys = np.stack(
+        # FGD: the workload's typical pod shapes and their counts (popularity = count / sum)
+        shapes, counts = typical_shapes(pods)
+        gpu = np.array([k > 0 for _, _, k, _ in shapes], dtype=bool)
+        self.m_count_cpu = float(counts[~gpu].sum())  # CPU-only shapes: all free GPU is frag
+        self.m_count = counts[gpu].astype(np.float64)
+        self.m_cpu = np.array([c for c, _, _, _ in shapes], dtype=np.int64)[gpu]
+        self.m_d = np.array([d for _, d, _, _ in shapes], dtype=np.int64)[gpu]
+        self.m_k = np.array([k for _, _, k, _ in shapes], dtype=np.int64)[gpu]
+        self.m_access = np.array(
             [
-                pods.cpu[gpu],
-                pods.ngpu[gpu],
-                pods.milli[gpu],
-                np.unique(pods.spec, return_inverse=True)[1][gpu],
+                [not spec or m in spec.split("|") for m in cluster.models]
+                for _, _, _, spec in shapes
             ],
-            axis=1,
-        )
-        shapes, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
-        idx = np.flatnonzero(gpu)[first]
-        self.m_cpu = shapes[:, 0]
-        self.m_k = shapes[:, 1]
-        self.m_d = shapes[:, 2]
-        self.m_access = pods.access[idx]  # [M, models]
-        self.m_p = counts / counts.sum()
+            dtype=bool,
+        ).reshape(len(shapes), len(cluster.models))[gpu]
+        self.m_norm = float(counts.sum())
         self.dvals = np.unique(self.m_d)
         self.m_di = np.searchsorted(self.dvals, self.m_d)
         self.frag = self._frag(self.cpu, self.dev, cluster.model)
@@ -147,15 +206,16 @@ class Replay:
     # -- FGD's measure -------------------------------------------------------------
 
     def _frag(self, cpu: np.ndarray, dev: np.ndarray, model: np.ndarray) -> np.ndarray:
-        """F(n) for each row (node state): expected free milli unusable by the workload."""
+        """F(n) x m_norm for each row (node state), i.e. sum over typical shapes of count x
+        fragment milli: integer-valued, so exact in float64 whatever the summation order."""
         free = np.where(dev > 0, dev, 0)
         total = free.sum(axis=1).astype(np.float64)
         ge = (dev[:, :, None] >= self.dvals[None, None, :]).sum(axis=1)  # [B, D]
         below = (free[:, :, None] * (dev[:, :, None] < self.dvals[None, None, :])).sum(axis=1)
         acc = np.where(model[:, None] >= 0, self.m_access.T[np.maximum(model, 0)], False)  # [B, M]
         ok = acc & (cpu[:, None] >= self.m_cpu[None, :]) & (ge[:, self.m_di] >= self.m_k[None, :])
-        frag_m = np.where(ok, below[:, self.m_di], total[:, None])
-        return np.asarray(frag_m @ self.m_p)
+        frag_m = np.where(ok, below[:, self.m_di], total[:, None]).astype(np.float64)
+        return np.asarray(frag_m @ self.m_count) + self.m_count_cpu * total
 
     # -- one pod -------------------------------------------------------------------
 
@@ -176,6 +236,14 @@ class Replay:
         row = self.dev[n]
         return list(np.argsort(np.where(row >= d, row, 1 << 30), kind="stable")[:k])
 
+    def place_fgd_exact(self, i: int) -> bool:
+        """FGD without the simulator's integer scores: the exact largest F decrease."""
+        return self.place_fgd(i, exact=True)
+
+    def _tie(self, nodes: np.ndarray) -> int:
+        """The node with the smallest name among equally scored ones."""
+        return int(nodes[np.argmin(self.rank[nodes])])
+
     def _commit(self, n: int, i: int, devices: list[int]) -> None:
         self.cpu[n] -= self.p.cpu[i]
         self.mem[n] -= self.p.mem[i]
@@ -185,19 +253,37 @@ class Replay:
         self.where[n].append(i)
 
     def place_bestfit(self, i: int) -> bool:
+        """BestFitScore: s = 0.5 (cpu_free - cpu_req) / MaxSpecCpu + 0.5 (gpu_free - gpu_req)
+        / MaxSpecGpu, score int64((1 - s) x 100) (min-max normalisation keeps the top set);
+        highest score, ties to the smallest node name; a shared pod takes the device with
+        the least milli left that fits (first on ties), whole GPUs the first free ones."""
+        nodes = self._feasible(i)
+        if nodes.size == 0:
+            return False
+        gfree = np.where(self.dev[nodes] > 0, self.dev[nodes], 0).sum(axis=1).astype(np.float64)
+        cfree = self.cpu[nodes].astype(np.float64)
+        s = (cfree - float(self.p.cpu[i])) / MAX_SPEC_CPU * 0.5
+        s = s + (gfree - float(self.p.ngpu[i] * self.p.milli[i])) / MAX_SPEC_GPU * 0.5
+        score = ((1.0 - s) * 100.0).astype(np.int64)
+        n = self._tie(nodes[score == score.max()])
+        self._commit(n, i, self._devices(n, i, None))
+        return True
+
+    def place_bestfit_exact(self, i: int) -> bool:
+        """BestFit without the simulator's integer scores: the exact minimum of s."""
         nodes = self._feasible(i)
         if nodes.size == 0:
             return False
         gfree = np.where(self.dev[nodes] > 0, self.dev[nodes], 0).sum(axis=1)
         score = (
-            0.5 * (self.cpu[nodes] - self.p.cpu[i]) / self.max_cpu
-            + 0.5 * (gfree - self.p.ngpu[i] * self.p.milli[i]) / self.max_gpu
+            0.5 * (self.cpu[nodes] - self.p.cpu[i]) / MAX_SPEC_CPU
+            + 0.5 * (gfree - self.p.ngpu[i] * self.p.milli[i]) / MAX_SPEC_GPU
         )
-        n = int(nodes[np.argmin(score)])
+        n = self._tie(nodes[score == score.min()])
         self._commit(n, i, self._devices(n, i, None))
         return True
 
-    def place_fgd(self, i: int) -> bool:
+    def place_fgd(self, i: int, exact: bool = False) -> bool:
         nodes = self._feasible(i)
         if nodes.size == 0:
             return False
@@ -232,10 +318,16 @@ class Replay:
             dev_after[take] = 0
         cpu_after = self.cpu[cn] - self.p.cpu[i]
         after = self._frag(cpu_after, dev_after, self.c.model[cn])
-        delta = after - self.frag[cn]
-        j = int(np.argmin(delta))
-        n = int(cn[j])
-        devices = [int(cd[j])] if cd[j] >= 0 else self._devices(n, i, None)
+        # FGDScore: int64(sigmoid((F_before - F_after) / 1000) * 100); a shared pod's node
+        # score is its best device's; selectHost: highest score, ties to the smallest node
+        # name (self.rank); the device: the first (lowest index) with the node's score.
+        x = (self.frag[cn] - after) / self.m_norm / 1000.0
+        score = x if exact else ((1.0 / (1.0 + np.exp(-x))) * 100.0).astype(np.int64)
+        top = score == score.max()
+        n = self._tie(cn[top])
+        devices = (
+            [int(cd[top & (cn == n)].min())] if k == 1 and d < MILLI else self._devices(n, i, None)
+        )
         self._commit(n, i, devices)
         self.frag[n] = self._frag(
             self.cpu[n : n + 1], self.dev[n : n + 1], self.c.model[n : n + 1]
@@ -244,18 +336,51 @@ class Replay:
 
 
 def replay(
-    cluster: Cluster, pods: Pods, order: np.ndarray, policy: str, keep: list[Replay] | None = None
+    cluster: Cluster,
+    pods: Pods,
+    order: np.ndarray,
+    policy: str,
+    keep: list[Replay] | None = None,
+    seed: int | None = None,
 ) -> dict[str, float]:
-    r = Replay(cluster, pods)
+    """Place the arrivals `order` with `policy` (`bestfit`, `fgd`, `bestfit_exact`,
+    `fgd_exact`). The nodes' random name order (score ties) is drawn from `seed`, else from
+    the arrival order itself (so it is reproducible and differs per run seed either way)."""
+    entropy = seed if seed is not None else [int(x) for x in order]
+    rank = np.random.default_rng(entropy).permutation(len(cluster.cpu))
+    r = Replay(cluster, pods, rank)
     if keep is not None:
         keep.append(r)
-    place = r.place_fgd if policy == "fgd" else r.place_bestfit
+    place = getattr(r, f"place_{policy}")
     placed = 0
-    for i in order:
+    demand = pods.ngpu * pods.milli
+    arrived = np.zeros(len(order), dtype=np.int64)
+    used = np.zeros(len(order), dtype=np.int64)
+    total = 0
+    for t, i in enumerate(order):
         placed += place(int(i))
+        total += int(demand[i])
+        arrived[t] = total
+        used[t] = r.allocated
     return {
         "gpu_alloc_ratio": r.allocated / r.capacity,
+        "gpu_alloc_ratio_at_130": discrete_alloc(arrived, used, r.capacity, 130),
         "placed": placed,
         "arrived": len(order),
-        "arrived_gpu_ratio": float((pods.ngpu[order] * pods.milli[order]).sum()) / r.capacity,
+        "arrived_gpu_ratio": float(total) / r.capacity,
     }
+
+
+def discrete_alloc(arrived: np.ndarray, used: np.ndarray, capacity: int, percent: int) -> float:
+    """The published metric (`experiments/analysis/merge_alloc_discrete.py`): the mean of the
+    allocation ratios (in %, rounded to 2 decimals) logged after the arrivals whose arrived
+    GPU demand rounds to `percent`% of capacity (else within +-1%), rounded to 2 decimals;
+    returned as a fraction."""
+    arr = np.round(100.0 * arrived / capacity, 0)
+    alloc = np.round(100.0 * used / capacity, 2)
+    sel = arr == percent
+    if not sel.any():
+        sel = (arr >= percent - 1) & (arr <= percent + 1)
+    if not sel.any():
+        return float("nan")
+    return round(float(alloc[sel].mean()), 2) / 100.0

@@ -49,6 +49,7 @@ SEEDS = range(10)
 PUBLISHED = {
     ("default", "bestfit"): 0.9308,
     ("default", "fgd"): 0.9539,
+    ("gpuspec33", "bestfit"): 0.9309,
     ("gpuspec33", "fgd"): 0.9455,
 }
 OFFLINE_LIMIT = 20.0
@@ -105,7 +106,7 @@ def online(done: set[tuple[Any, ...]]) -> None:
                 if key(row) in done:
                     continue
                 t = time.perf_counter()
-                row.update(replay(cluster, pods, order, policy))
+                row.update(replay(cluster, pods, order, policy, seed=seed))
                 row["seconds"] = time.perf_counter() - t
                 save(row)
 
@@ -149,7 +150,7 @@ def offline(done: set[tuple[Any, ...]]) -> None:
             inp = make_input(w, Catalog(types=()), existing)
             # warm start: the online FGD placement of the same arrivals (node -> class)
             kept: list[Any] = []
-            online = replay(cluster, pods, order, "fgd", keep=kept)
+            online = replay(cluster, pods, order, "fgd", keep=kept, seed=seed)
             klass = {}
             for t, tt in enumerate(inp.types):
                 klass[(tt.capacity("cpu"), tt.capacity("memory"), tt.gpus, tt.gpu_model)] = t
@@ -285,7 +286,8 @@ def report() -> None:
             ]
             if not vals:
                 continue
-            ratios = np.array([r["gpu_alloc_ratio"] for r in vals])
+            # online: the published metric (allocation at 130% arrived); offline: at the end
+            ratios = np.array([r.get("gpu_alloc_ratio_at_130", r["gpu_alloc_ratio"]) for r in vals])
             pub = PUBLISHED.get((name, policy))
             out.append(
                 f"| {name} | {label} | {100 * ratios.mean():.2f}% ± {100 * ratios.std():.2f} | "
