@@ -29,9 +29,10 @@ Solve, in order (each stage within the time limit; CP-SAT always gets `num_worke
    the exact pricing proves no pattern has negative reduced cost, the LP value *is* the
    configuration-LP bound. When every maximal pattern can be enumerated (small
    instances), all are added and the integer master below is exact.
-   The LP's columns are then rounded up (when the limits allow) and rounded down with the
-   left-over jobs packed by the greedy (onto nodes the LP left unused, or new ones); the
-   better of these and the greedy is the incumbent.
+   The LP's columns are then rounded up (when the limits allow), and rounded down with the
+   left-over jobs packed by the greedy (onto nodes the LP left unused, or new ones), with
+   and without first giving each fractional column one node (`_round_down_fill`); the
+   best of these and the greedy is the incumbent.
 3. The integer master over the generated patterns (CP-SAT, hinted with the incumbent) --
    optionally split POP-style into `parts` random sub-problems (job counts and limits
    divided, the answers summed), each a restricted master of its own.
@@ -46,13 +47,14 @@ gap is against the best valid bound.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from ortools.linear_solver import pywraplp
@@ -349,7 +351,8 @@ class _Master:
         self.cover = {s: lp.Constraint(0.0, inf) for s in range(p.S) if p.a.demand[s]}
         for j, job in enumerate(inp.jobs):
             for s, m in job.shapes:
-                self.cover[s].SetCoefficient(self.z[j], -float(m))
+                if s in self.cover:  # no row: no demand left, so z_j is 0
+                    self.cover[s].SetCoefficient(self.z[j], -float(m))
         self.link = [lp.Constraint(0.0, inf) for _ in range(p.T)]
         for t in range(p.T):
             self.link[t].SetCoefficient(self.N[t], 1.0)
@@ -382,7 +385,8 @@ class _Master:
     def add(self, t: int, pattern: Pattern) -> None:
         v = self.lp.NumVar(0.0, self.lp.infinity(), f"n{len(self.n)}")
         for s, a in pattern:
-            self.cover[s].SetCoefficient(v, float(a))
+            if s in self.cover:
+                self.cover[s].SetCoefficient(v, float(a))
         self.link[t].SetCoefficient(v, -1.0)
         self.n.append(v)
 
@@ -540,12 +544,29 @@ def _solve_ip(
     return sol, float(solver.best_objective_bound), name
 
 
-def _round_up(p: _Problem, cols: _Columns, master: _Master) -> _Solution | None:
+@dataclass(frozen=True)
+class _LPPoint:
+    """The LP's values after column generation (read once: the rounding adds columns)."""
+
+    n: list[float]  # per column
+    N: list[float]  # per type
+    z: list[float]  # per job class
+
+    @staticmethod
+    def of(master: _Master) -> _LPPoint:
+        return _LPPoint(
+            n=[v.solution_value() for v in master.n],
+            N=[v.solution_value() for v in master.N],
+            z=[v.solution_value() for v in master.z],
+        )
+
+
+def _round_up(p: _Problem, cols: _Columns, lp: _LPPoint) -> _Solution | None:
     """Every LP column rounded up (covers stay covered), jobs placed as the LP places them
     rounded down; None when that breaks a limit."""
-    n = {c: math.ceil(v.solution_value() - 1e-6) for c, v in enumerate(master.n)}
+    n = {c: math.ceil(v - 1e-6) for c, v in enumerate(lp.n)}
     n = {c: k for c, k in n.items() if k > 0}
-    z = np.array([math.floor(v.solution_value() + 1e-6) for v in master.z], dtype=np.int64)
+    z = np.array([math.floor(v + 1e-6) for v in lp.z], dtype=np.int64)
     N = np.zeros(p.T, dtype=np.int64)
     for c, k in n.items():
         N[cols.cols[c][0]] += k
@@ -578,22 +599,43 @@ def _within_limits(p: _Problem, N: np.ndarray) -> bool:
     return True
 
 
-def _round_down_fill(p: _Problem, cols: _Columns, master: _Master) -> _Solution | None:
-    """Every LP column rounded down, jobs placed while their pods are covered, and the
-    jobs left over packed by the greedy onto the nodes the LP left unused (existing
-    classes) or new nodes; None when that breaks a limit."""
+def _round_down_fill(
+    p: _Problem, cols: _Columns, lp: _LPPoint, fractional_nodes: bool
+) -> _Solution | None:
+    """The LP solution made integral: (1) every column rounded down; (2) when
+    `fractional_nodes`, the columns by fractional part, largest first, one node each while
+    the type has nodes left (existing classes: their count; bought types: the LP's count
+    rounded up), holding only pods not yet covered -- what a fixed, oversubscribed cluster
+    needs, where (4) alone refills hundreds of nodes; (3) jobs placed while their pods are
+    covered; (4) the jobs left over packed by the greedy onto nodes still unused or new
+    ones. None when that breaks a limit."""
     inp = p.inp
     n: Counter[int] = Counter()
     opened = np.zeros(p.T, dtype=np.int64)
     cover = np.zeros(p.S, dtype=np.int64)
-    for c, v in enumerate(master.n):
-        k = math.floor(v.solution_value() + 1e-6)
+    fractional: list[tuple[float, int]] = []
+    for c, value in enumerate(lp.n):
+        k = math.floor(value + 1e-6)
+        if value - k > 1e-6:
+            fractional.append((k - value, c))
         if k > 0:
             t, pattern = cols.cols[c]
             n[c] += k
             opened[t] += k
             for s, a in pattern:
                 cover[s] += k * a
+    cap = np.minimum(p.upper, np.array([math.ceil(v - 1e-6) for v in lp.N], dtype=np.int64))
+    for _, c in sorted(fractional) if fractional_nodes else ():
+        t, pattern = cols.cols[c]
+        if opened[t] >= cap[t]:
+            continue
+        held = {s: min(a, int(p.a.demand[s] - cover[s])) for s, a in pattern}
+        held = {s: a for s, a in held.items() if a > 0}
+        if held:
+            _add_node(cols, n, t, held)
+            opened[t] += 1
+            for s, a in held.items():
+                cover[s] += a
     z = np.zeros(len(inp.jobs), dtype=np.int64)
     for j, job in enumerate(inp.jobs):
         z[j] = min(job.count, min(int(cover[s]) // m for s, m in job.shapes))
@@ -603,22 +645,105 @@ def _round_down_fill(p: _Problem, cols: _Columns, master: _Master) -> _Solution 
     placed, nodes = packer.run([job.count - int(z[j]) for j, job in enumerate(inp.jobs)])
     N = opened.copy()
     for t, packed in nodes:
-        if not packed:
-            continue
-        new = cols.add(t, packed)
-        if new is not None:
-            master.add(*cols.cols[new])
-        key = (t, tuple(sorted((s, k) for s, k in packed.items() if k > 0)))
-        n[cols.index[key]] += 1
-        N[t] += 1
+        if packed:
+            _add_node(cols, n, t, packed)
+            N[t] += 1
     z += np.array(placed, dtype=np.int64)
     for t in range(p.T):
         N[t] = -(-int(N[t]) // p.block[t]) * p.block[t]
     if not _within_limits(p, N):
         return None
-    sol = _Solution(N, dict(n), z, 0, "lp-round-down")
+    sol = _Solution(N, dict(n), z, 0, "lp-round-fill" if fractional_nodes else "lp-round-down")
     sol.objective = _objective(p, N, z)
     return sol
+
+
+def _round_iterated(
+    p: _Problem, cols: _Columns, deadline: float, rounds: int = 8
+) -> _Solution | None:
+    """Iterated rounding: round the LP's columns down, re-solve the LP over every column
+    for the jobs and nodes that are left, and repeat while it fixes nodes (at most
+    `rounds` times or until `deadline`); the greedy packs what is left. Each re-solve sees
+    what the earlier roundings used, so it wastes far less than one rounding of a
+    solution with hundreds of fractional columns. None when that breaks a limit."""
+    inp = p.inp
+    n: Counter[int] = Counter()
+    used = np.zeros(p.T, dtype=np.int64)
+    cover = np.zeros(p.S, dtype=np.int64)
+    z = np.zeros(len(inp.jobs), dtype=np.int64)
+    for _ in range(rounds):
+        if time.perf_counter() > deadline:
+            break
+        left = [job.count - int(z[j]) for j, job in enumerate(inp.jobs)]
+        sub = copy.copy(p)
+        sub.upper = p.upper - used
+        sub.inp = replace(
+            inp,
+            jobs=tuple(replace(job, count=k) for job, k in zip(inp.jobs, left, strict=True)),
+            card_quota=tuple((m, lim - _added_gpus(p, used, m)) for m, lim in inp.card_quota),
+            budget=None if inp.budget is None else inp.budget - _spent(p, used),
+        )
+        demand = np.zeros(p.S, dtype=np.int64)
+        for job, k in zip(inp.jobs, left, strict=True):
+            for s, m in job.shapes:
+                demand[s] += m * k
+        sub.a = replace(p.a, demand=demand)
+        master = _Master(sub)
+        for t, column in cols.cols:
+            master.add(t, column)
+        if not math.isfinite(master.solve()):
+            break
+        fixed = 0
+        for c, v in enumerate(master.n):
+            k = math.floor(v.solution_value() + 1e-6)
+            if k > 0:
+                t, pattern = cols.cols[c]
+                n[c] += k
+                used[t] += k
+                fixed += k
+                for s, a in pattern:
+                    cover[s] += k * a
+        for j, job in enumerate(inp.jobs):
+            more = min(job.count - int(z[j]), min(int(cover[s]) // m for s, m in job.shapes))
+            z[j] += more
+            for s, m in job.shapes:
+                cover[s] -= m * more
+        if not fixed:
+            break
+    packer = GreedyPacker(inp, p.a, opened=np.minimum(used, p.upper))
+    placed, nodes = packer.run([job.count - int(z[j]) for j, job in enumerate(inp.jobs)])
+    N = used.copy()
+    for t, packed in nodes:
+        if packed:
+            _add_node(cols, n, t, packed)
+            N[t] += 1
+    z += np.array(placed, dtype=np.int64)
+    for t in range(p.T):
+        N[t] = -(-int(N[t]) // p.block[t]) * p.block[t]
+    if not _within_limits(p, N):
+        return None
+    sol = _Solution(N, dict(n), z, 0, "lp-round-iterated")
+    sol.objective = _objective(p, N, z)
+    return sol
+
+
+def _added_gpus(p: _Problem, N: np.ndarray, model: str) -> int:
+    return sum(
+        int(N[t]) * tt.gpus
+        for t, tt in enumerate(p.inp.types)
+        if not tt.existing and tt.gpu_model == model
+    )
+
+
+def _spent(p: _Problem, N: np.ndarray) -> float:
+    return sum(int(N[t]) * tt.cost for t, tt in enumerate(p.inp.types) if not tt.existing)
+
+
+def _add_node(cols: _Columns, n: Counter[int], t: int, pattern: dict[int, int]) -> None:
+    """One more node of type t packed with `pattern` (a new column when it is new)."""
+    cols.add(t, pattern)
+    key = (t, tuple(sorted((s, k) for s, k in pattern.items() if k > 0)))
+    n[cols.index[key]] += 1
 
 
 def _from_packing(
@@ -816,8 +941,15 @@ def plan(
             min(0.5, 0.1 + 0.4 * (time.perf_counter() - start) / max(1e-9, lp_deadline - start)),
         )
     if inp.jobs and math.isfinite(lp_value):
-        for rounded in (_round_up(p, cols, master), _round_down_fill(p, cols, master)):
+        point = _LPPoint.of(master)
+        for rounded in (
+            _round_up(p, cols, point),
+            _round_down_fill(p, cols, point, fractional_nodes=False),
+            _round_down_fill(p, cols, point, fractional_nodes=True),
+            _round_iterated(p, cols, start + options.time_limit * (options.lp_share + 0.15)),
+        ):
             if rounded is not None:
+                stats[f"{rounded.source}_objective"] = rounded.objective / p.scale
                 trace.add(rounded.objective)
                 if rounded.objective < best.objective:
                     best = rounded
