@@ -35,6 +35,7 @@ from solver.plan import (
     make_input,
     parse_mapping,
     plan,
+    valued,
     workload_from_model,
     workload_from_trace,
 )
@@ -49,9 +50,16 @@ class PlanOutput(StrEnum):
     table = "table"
 
 
+class PlanValue(StrEnum):
+    """What placing a job is worth (`solver.plan.valued`)."""
+
+    pods = "pods"
+    gpu = "gpu"
+
+
 def build_plan_input(
     files: list[str],
-    catalog: str,
+    catalog: str | None,
     cluster: list[str],
     trace: str | None,
     trace_mapping: str | None,
@@ -72,7 +80,7 @@ def build_plan_input(
         workload_from_trace(trace, parse_mapping(trace_mapping), workload)
     if not manifests and not trace:
         raise InputError("name a workload: -f manifests and/or --trace CSV")
-    return make_input(workload, load_catalog(catalog), existing)
+    return make_input(workload, None if catalog is None else load_catalog(catalog), existing)
 
 
 def _progress(quiet: bool) -> tuple[Progress | None, Any]:
@@ -152,6 +160,14 @@ def plan_cmd(
     parts: Annotated[
         int, typer.Option("--parts", min=1, help="POP-style split of the integer master.")
     ] = 1,
+    value: Annotated[
+        PlanValue,
+        typer.Option(
+            "--value",
+            help="What a job is worth when not all can run: its pods, or its GPU milli "
+            "(pack a fixed cluster for the most GPU work).",
+        ),
+    ] = PlanValue.pods,
     sweep: Annotated[
         str | None, typer.Option("--sweep", help="Run the scenarios of a sweep file.")
     ] = None,
@@ -171,9 +187,13 @@ def plan_cmd(
         if sweep is not None:
             _sweep(sweep, executor, max_workers, results, output, quiet)
             return
-        if catalog is None:
-            raise InputError("--catalog is required (or --sweep)")
+        if catalog is None and not cluster:
+            raise InputError(
+                "--catalog is required (or --cluster alone: what fits on the current cluster; "
+                "or --sweep)"
+            )
         inp = build_plan_input(files or [], catalog, cluster or [], trace, trace_mapping)
+        inp = valued(inp, value.value)
         options = PlanOptions(time_limit=time_limit, workers=workers, seed=seed, parts=parts)
         bar, task = _progress(quiet)
         if bar is not None:

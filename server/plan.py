@@ -20,6 +20,7 @@ from solver.plan import (
     cluster_from_model,
     make_input,
     plan,
+    valued,
     workload_from_model,
 )
 
@@ -63,6 +64,7 @@ def plan_capacity(
     catalog = catalog_from_dict(_catalog(request), "request")
     workload = workload_from_model(model, Workload())
     inp = make_input(workload, catalog, cluster_from_model(model))
+    inp = valued(inp, "gpu" if request.value == spb.PLAN_VALUE_GPU else "pods")
     result = plan(inp, PlanOptions(time_limit=time_limit, workers=workers, seed=seed))
     return plan_to_proto(result)
 

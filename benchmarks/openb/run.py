@@ -172,7 +172,9 @@ def offline(done: set[tuple[Any, ...]]) -> None:
             t = time.perf_counter()
             r = plan(
                 inp,
-                PlanOptions(time_limit=OFFLINE_LIMIT, workers=WORKERS, seed=seed, **OFFLINE_OPTIONS),
+                PlanOptions(
+                    time_limit=OFFLINE_LIMIT, workers=WORKERS, seed=seed, **OFFLINE_OPTIONS
+                ),
                 initial=initial,
             )
             assert verify_plan(inp, r) == []

@@ -26,6 +26,7 @@ from gangplan.v1 import cluster_pb2 as _cluster_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -36,6 +37,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _PlanValue:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PlanValueEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PlanValue.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PLAN_VALUE_UNSPECIFIED: _PlanValue.ValueType  # 0
+    """Its pods (the default)."""
+    PLAN_VALUE_PODS: _PlanValue.ValueType  # 1
+    """Its pods, explicitly."""
+    PLAN_VALUE_GPU: _PlanValue.ValueType  # 2
+    """Its GPU milli (at least 1): pack a fixed or capped cluster for the most GPU work."""
+
+class PlanValue(_PlanValue, metaclass=_PlanValueEnumTypeWrapper):
+    """What placing a job is worth to the planner (`gangplan plan --value`)."""
+
+PLAN_VALUE_UNSPECIFIED: PlanValue.ValueType  # 0
+"""Its pods (the default)."""
+PLAN_VALUE_PODS: PlanValue.ValueType  # 1
+"""Its pods, explicitly."""
+PLAN_VALUE_GPU: PlanValue.ValueType  # 2
+"""Its GPU milli (at least 1): pack a fixed or capped cluster for the most GPU work."""
+Global___PlanValue: _TypeAlias = PlanValue  # noqa: Y015
 
 @_typing.final
 class SnapshotRef(_message.Message):
@@ -1062,8 +1087,11 @@ class PlanCapacityRequest(_message.Message):
     CARD_QUOTA_FIELD_NUMBER: _builtins.int
     BUDGET_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
     budget: _builtins.float
     """Most total cost of the added nodes; unset: no budget."""
+    value: Global___PlanValue.ValueType
+    """What a job is worth when not all can run; unspecified: its pods."""
     @_builtins.property
     def snapshot(self) -> Global___SnapshotRef:
         """A stored snapshot."""
@@ -1102,10 +1130,11 @@ class PlanCapacityRequest(_message.Message):
         card_quota: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         budget: _builtins.float | None = ...,
         options: Global___SolveOptions | None = ...,
+        value: Global___PlanValue.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_budget", b"_budget", "budget", b"budget", "cluster", b"cluster", "cluster_source", b"cluster_source", "options", b"options", "snapshot", b"snapshot", "workload", b"workload"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget", b"_budget", "budget", b"budget", "card_quota", b"card_quota", "cluster", b"cluster", "cluster_source", b"cluster_source", "node_types", b"node_types", "options", b"options", "snapshot", b"snapshot", "workload", b"workload"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget", b"_budget", "budget", b"budget", "card_quota", b"card_quota", "cluster", b"cluster", "cluster_source", b"cluster_source", "node_types", b"node_types", "options", b"options", "snapshot", b"snapshot", "value", b"value", "workload", b"workload"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget: _TypeAlias = _typing.Literal["budget"]  # noqa: Y015
     _WhichOneofArgType__budget: _TypeAlias = _typing.Literal["_budget", b"_budget"]  # noqa: Y015

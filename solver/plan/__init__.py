@@ -21,11 +21,13 @@ from solver.plan.catalog import Catalog, catalog_from_dict, load_catalog
 from solver.plan.planner import PlanOptions, ProgressFn, plan, verify_plan
 from solver.plan.workload import (
     DEFAULT_TRACE_MAPPING,
+    VALUES,
     Workload,
     cluster_from_csv,
     cluster_from_model,
     make_input,
     parse_mapping,
+    valued,
     workload_from_model,
     workload_from_trace,
 )
@@ -34,6 +36,7 @@ __all__ = [
     "DEFAULT_TRACE_MAPPING",
     "GPU",
     "MILLI",
+    "VALUES",
     "Catalog",
     "JobClass",
     "NodeType",
@@ -51,6 +54,7 @@ __all__ = [
     "make_input",
     "parse_mapping",
     "plan",
+    "valued",
     "verify_plan",
     "workload_from_model",
     "workload_from_trace",

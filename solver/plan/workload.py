@@ -30,7 +30,7 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -43,14 +43,18 @@ __all__ = [
     "CARD_ANNOTATION",
     "DEFAULT_TRACE_MAPPING",
     "GPU_PRODUCT_LABEL",
+    "VALUES",
     "Workload",
     "cluster_from_csv",
     "cluster_from_model",
     "make_input",
     "parse_mapping",
+    "valued",
     "workload_from_model",
     "workload_from_trace",
 ]
+
+VALUES = ("pods", "gpu")  # what placing a job is worth (`valued`)
 
 CARD_ANNOTATION = "volcano.sh/card.name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -441,3 +445,21 @@ def make_input(
         resources=tuple(resources),
         notes=tuple(workload.notes),
     )
+
+
+def valued(inp: PlanInput, value: str) -> PlanInput:
+    """The input with each job worth its `value`: `pods` (the default: a job is worth its
+    pods, so the plan places the most pods) or `gpu` (its GPU milli, at least 1: on a
+    fixed or capped cluster the plan places the most GPU work, then CPU-only jobs)."""
+    if value not in VALUES:
+        raise InputError(f"value: {value!r} is not one of {', '.join(VALUES)}")
+    if value == "pods":
+        return inp
+    jobs = tuple(
+        replace(
+            job,
+            weight=max(1, sum(m * inp.shapes[s].gpu_total_milli for s, m in job.shapes)),
+        )
+        for job in inp.jobs
+    )
+    return replace(inp, jobs=jobs)

@@ -58,3 +58,22 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
         result.exit_code == 2
         and "t.csv: trace mapping cpu=cpu_milli: no such column" in result.output
     )
+
+
+def test_value_gpu_packs_the_current_cluster_for_gpu_work(tmp_path: Path) -> None:
+    # One node of 4 CPUs and 1 GPU, no catalogue. Two 2-CPU pods or one 4-CPU GPU pod fit:
+    # worth pods, the two CPU pods win (2 > 1); worth GPU milli, the GPU pod (1000 > 1 + 1).
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,4000,65536,1,A100\n")
+    pods = tmp_path / "pods.csv"
+    pods.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+        "cpu-a,2000,1024,0,0,\ncpu-b,2000,1024,0,0,\ntrain,4000,1024,1,1000,\n"
+    )
+    args = ["plan", "--trace", str(pods), "--cluster", str(nodes), "-o", "json", "-q"]
+    by_pods = json.loads(CliRunner().invoke(app, args).stdout)
+    by_gpu = json.loads(CliRunner().invoke(app, [*args, "--value", "gpu"]).stdout)
+    assert by_pods["placed_pods"] == 2 and by_gpu["placed_pods"] == 1
+    assert by_gpu["utilisation"]["gpu"]["ratio"] == 1.0
+    assert by_pods["utilisation"]["gpu"]["ratio"] == 0.0
+    assert [u["jobs"] for u in by_gpu["unplaced"]] == [["cpu-a", "cpu-b"]]

@@ -69,3 +69,32 @@ def test_plan_capacity_bad_catalogue_is_invalid_argument(start: Any) -> None:
         stub.PlanCapacity(spb.PlanCapacityRequest(workload=pb.Job(), node_types=[bad]), timeout=20)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "nodeTypes[0].cost" in (err.value.details() or "")
+
+
+@pytest.mark.parametrize(
+    ("value", "placed", "gpu_ratio"),
+    [(spb.PLAN_VALUE_UNSPECIFIED, 2, 0.0), (spb.PLAN_VALUE_GPU, 1, 1.0)],
+)
+def test_plan_capacity_value_decides_what_a_full_cluster_runs(
+    start: Any, value: int, placed: int, gpu_ratio: float
+) -> None:
+    # one 4-CPU, 1-GPU node and no catalogue: two 2-CPU pods, or one 4-CPU GPU pod
+    _, port = start()
+    cluster = pb.Cluster(
+        nodes=[pb.Node(name="n0", allocatable={"cpu": 4000, "memory": 2**34, GPU: 1})]
+    )
+    job = pb.Job(
+        pods=[
+            pb.Pod(namespace="default", name="cpu-a", requests={"cpu": 2000}),
+            pb.Pod(namespace="default", name="cpu-b", requests={"cpu": 2000}),
+            pb.Pod(namespace="default", name="train", requests={"cpu": 4000, GPU: 1}),
+        ]
+    )
+    channel, stub = _stub(port)
+    with channel:
+        answer = stub.PlanCapacity(
+            spb.PlanCapacityRequest(cluster=cluster, workload=job, value=value), timeout=20
+        )
+    assert answer.placed_pods == placed and answer.total_pods == 3
+    (gpu,) = [u for u in answer.utilisation if u.resource == "gpu"]
+    assert gpu.ratio == gpu_ratio
