@@ -641,21 +641,8 @@ def _round_down_fill(
         z[j] = min(job.count, min(int(cover[s]) // m for s, m in job.shapes))
         for s, m in job.shapes:
             cover[s] -= m * int(z[j])
-    packer = GreedyPacker(inp, p.a, opened=np.minimum(opened, p.upper))
-    placed, nodes = packer.run([job.count - int(z[j]) for j, job in enumerate(inp.jobs)])
-    N = opened.copy()
-    for t, packed in nodes:
-        if packed:
-            _add_node(cols, n, t, packed)
-            N[t] += 1
-    z += np.array(placed, dtype=np.int64)
-    for t in range(p.T):
-        N[t] = -(-int(N[t]) // p.block[t]) * p.block[t]
-    if not _within_limits(p, N):
-        return None
-    sol = _Solution(N, dict(n), z, 0, "lp-round-fill" if fractional_nodes else "lp-round-down")
-    sol.objective = _objective(p, N, z)
-    return sol
+    source = "lp-round-fill" if fractional_nodes else "lp-round-down"
+    return _finish_with_greedy(p, cols, n, opened, z, source)
 
 
 def _round_iterated(
@@ -710,6 +697,20 @@ def _round_iterated(
                 cover[s] -= m * more
         if not fixed:
             break
+    return _finish_with_greedy(p, cols, n, used, z, "lp-round-iterated")
+
+
+def _finish_with_greedy(
+    p: _Problem,
+    cols: _Columns,
+    n: Counter[int],
+    used: np.ndarray,
+    z: np.ndarray,
+    source: str,
+) -> _Solution | None:
+    """A partial integral plan (`n` nodes per column, `used` per type, `z` jobs placed)
+    completed by the greedy for the jobs left; None when that breaks a limit."""
+    inp = p.inp
     packer = GreedyPacker(inp, p.a, opened=np.minimum(used, p.upper))
     placed, nodes = packer.run([job.count - int(z[j]) for j, job in enumerate(inp.jobs)])
     N = used.copy()
@@ -717,12 +718,12 @@ def _round_iterated(
         if packed:
             _add_node(cols, n, t, packed)
             N[t] += 1
-    z += np.array(placed, dtype=np.int64)
+    z = z + np.array(placed, dtype=np.int64)
     for t in range(p.T):
         N[t] = -(-int(N[t]) // p.block[t]) * p.block[t]
     if not _within_limits(p, N):
         return None
-    sol = _Solution(N, dict(n), z, 0, "lp-round-iterated")
+    sol = _Solution(N, dict(n), z, 0, source)
     sol.objective = _objective(p, N, z)
     return sol
 
