@@ -29,20 +29,22 @@ Solve, in order (each stage within the time limit; CP-SAT always gets `num_worke
    the exact pricing proves no pattern has negative reduced cost, the LP value *is* the
    configuration-LP bound. When every maximal pattern can be enumerated (small
    instances), all are added and the integer master below is exact.
-   The LP's columns are then rounded up (when the limits allow), and rounded down with the
-   left-over jobs packed by the greedy (onto nodes the LP left unused, or new ones), with
-   and without first giving each fractional column one node (`_round_down_fill`); the
-   best of these and the greedy is the incumbent.
+   The LP is then made integral four ways: every column rounded up (when the limits
+   allow); rounded down with the left-over jobs packed by the greedy (onto nodes the LP
+   left unused, or new ones), with and without first giving each fractional column one
+   node (`_round_down_fill`); and iterated rounding, which re-solves the LP for what is
+   left after each rounding (`_round_iterated`, until 15% of the limit past the LP
+   share). The best of these, the greedy and `initial` is the incumbent.
 3. The integer master over the generated patterns (CP-SAT, hinted with the incumbent) --
    optionally split POP-style into `parts` random sub-problems (job counts and limits
    divided, the answers summed), each a restricted master of its own.
 
 Bounds reported (objective units, costs in the catalogue's unit):
 `l1` (sum-of-sizes LP, `solver.plan.bounds`), `devices` (L1 with shared pods packed onto
-GPU devices by arc flow, same module; absent without shared pods), `config_lp` (the Lagrangian / LP bound of
-stage 2), `cpsat` (CP-SAT's bound on the restricted master: a bound on the whole problem
-only when the patterns were enumerated completely -- otherwise reported, not used). The
-gap is against the best valid bound.
+GPU devices by arc flow, same module; absent without shared pods), `config_lp` (the
+Lagrangian / LP bound of stage 2), `cpsat` (CP-SAT's bound on the restricted master: a
+bound on the whole problem only when the patterns were enumerated completely -- otherwise
+reported, not used). The gap is against the best valid bound.
 """
 
 from __future__ import annotations
