@@ -474,12 +474,12 @@ def plan_enqueue(
     Admission adds `minResources` to the queue's inqueue for the jobs after it.
     """
     rejected: dict[str, str] = {}
+    if tree is None:  # no quota plugin, or nothing uses queues: every job may enter
+        return rejected
     for gid in order:
         gang = model.gangs[gid]
         leaf = job_queue(model, gid)
         if leaf is None:
-            continue
-        if tree is None:
             continue
         if leaf not in tree.queues:
             rejected[gid] = f"queue {leaf} does not exist"
@@ -592,11 +592,13 @@ def compile_queues(
         if unit_order is not None
         else sorted(range(len(unit_job_key)), key=lambda u: unit_job_key[u])
     )
-    unit_members: dict[int, list[str]] = {}
-    for g, u in enumerate(gang_unit):
-        unit_members.setdefault(u, []).append(gang_ids[g])
-    gangs_in_order = [gid for u in order for gid in unit_members.get(u, [])]
-    rejected_ids = plan_enqueue(model, conf, tree, gangs_in_order)
+    rejected_ids: dict[str, str] = {}
+    if tree is not None:
+        unit_members: dict[int, list[str]] = {}
+        for g, u in enumerate(gang_unit):
+            unit_members.setdefault(u, []).append(gang_ids[g])
+        gangs_in_order = [gid for u in order for gid in unit_members.get(u, [])]
+        rejected_ids = plan_enqueue(model, conf, tree, gangs_in_order)
     index = {gid: g for g, gid in enumerate(gang_ids)}
     rejected = {index[gid]: why for gid, why in rejected_ids.items()}
 

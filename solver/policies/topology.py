@@ -820,6 +820,8 @@ def _compile_godel(
     parts: TopologyParts,
     code_of: Callable[[str], int],
 ) -> None:
+    if not any(gang.dialect == DIALECT_GODEL for gang in model.gangs.values()):
+        return
     for u, gangs in enumerate(unit_gangs):
         godel = [g for g in gangs if model.gangs[plan.gang_ids[g]].dialect == DIALECT_GODEL]
         if not godel:
