@@ -232,6 +232,7 @@ def _sweep(
     base = build_plan_input(
         spec.workload, spec.catalog, spec.cluster, spec.trace, spec.trace_mapping
     )
+    base = valued(base, spec.value)
     options = PlanOptions(time_limit=spec.time_limit, workers=spec.workers, seed=spec.seed)
     out = results or spec.output
     bar, task = _progress(quiet)

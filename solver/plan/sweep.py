@@ -9,6 +9,7 @@ A sweep file (YAML; paths are relative to it):
     timeLimit: 5                    # seconds per scenario
     workers: 1                      # CP-SAT num_workers per scenario
     seed: 0
+    value: pods                     # what a job is worth: pods (default) or gpu
     scenarios:                      # each overrides the catalogue
     - name: base
     - name: cheap-h100
@@ -49,6 +50,7 @@ import yaml
 from solver.errors import InputError
 from solver.plan._model import PlanInput
 from solver.plan.planner import PlanOptions, plan
+from solver.plan.workload import VALUES
 
 __all__ = ["Scenario", "SweepSpec", "apply_scenario", "load_sweep", "run_sweep", "solve_scenario"]
 
@@ -63,6 +65,7 @@ _SPEC_KEYS = {
     "timeLimit",
     "workers",
     "seed",
+    "value",
     "scenarios",
     "grid",
 }
@@ -89,6 +92,7 @@ class SweepSpec:
     time_limit: float = 5.0
     workers: int = 1
     seed: int = 0
+    value: str = "pods"  # solver.plan.valued
     scenarios: list[Scenario] = field(default_factory=list)
 
 
@@ -198,6 +202,12 @@ def load_sweep(path: str | Path) -> SweepSpec:
             if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
                 raise _err(source, key, f"must be a number >= 0, got {v!r}")
             setattr(spec, attr, kind(v))
+    if "value" in data:
+        if data["value"] not in VALUES:
+            raise _err(
+                source, "value", f"must be one of {', '.join(VALUES)}, got {data['value']!r}"
+            )
+        spec.value = data["value"]
     if not spec.workload and not spec.trace:
         raise _err(source, "workload", "name manifests (`workload`) or a trace CSV (`trace`)")
     raw = data.get("scenarios") or []

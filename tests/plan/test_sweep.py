@@ -87,3 +87,13 @@ def test_bad_sweep_and_unknown_executor(tmp_path: Path) -> None:
     base = build_plan_input(spec.workload, spec.catalog, spec.cluster, None, None)
     with pytest.raises(InputError, match=r"scenario s: prices\.nope: no such node type"):
         apply_scenario(base, Scenario(name="s", prices=(("nope", 1.0),)))
+
+
+def test_sweep_value_is_read_and_checked(tmp_path: Path) -> None:
+    sweep = _spec(tmp_path)
+    assert load_sweep(sweep).value == "pods"
+    sweep.write_text(sweep.read_text() + "value: gpu\n")
+    assert load_sweep(sweep).value == "gpu"
+    sweep.write_text(sweep.read_text().replace("value: gpu", "value: dollars"))
+    with pytest.raises(InputError, match=r"sweep.yaml: value: must be one of pods, gpu"):
+        load_sweep(sweep)
