@@ -53,7 +53,6 @@ PUBLISHED = {
     ("gpuspec33", "fgd"): 0.9455,
 }
 OFFLINE_LIMIT = 20.0
-OFFLINE_OPTIONS: dict[str, Any] = {}
 PACK_SIZES = (500, 2000, 8152)
 PACK_LIMITS = (1.0, 10.0, 60.0)
 WORKERS = 2
@@ -172,9 +171,7 @@ def offline(done: set[tuple[Any, ...]]) -> None:
             t = time.perf_counter()
             r = plan(
                 inp,
-                PlanOptions(
-                    time_limit=OFFLINE_LIMIT, workers=WORKERS, seed=seed, **OFFLINE_OPTIONS
-                ),
+                PlanOptions(time_limit=OFFLINE_LIMIT, workers=WORKERS, seed=seed),
                 initial=initial,
             )
             assert verify_plan(inp, r) == []

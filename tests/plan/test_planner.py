@@ -21,10 +21,22 @@ from solver.plan import (
     catalog_from_dict,
     make_input,
     plan,
+    valued,
     verify_plan,
     workload_from_trace,
 )
 from solver.plan._pack import GreedyPacker, arrays_of
+from solver.plan.planner import (
+    _Columns,
+    _decode,
+    _greedy_price,
+    _LPPoint,
+    _Master,
+    _Problem,
+    _round_down_fill,
+    _round_iterated,
+    _Trace,
+)
 
 FAST = PlanOptions(time_limit=5.0, workers=1, seed=0)
 
@@ -363,3 +375,61 @@ def test_greedy_packer_counts_nodes_already_used_against_limits(
     inp = make_input(singles(*[pod(8)] * 3), catalog)
     got, nodes = GreedyPacker(inp, arrays_of(inp), opened=np.array([1])).run()
     assert sum(got) == placed and len(nodes) == placed
+
+
+# ----------------------------------------------------------------------------- LP rounding
+
+
+def test_lp_roundings_are_valid_plans_and_the_extra_ones_beat_plain_rounding_down() -> None:
+    # An oversubscribed fixed cluster (three classes of 10 nodes, 500 single-GPU pods of 30
+    # shapes, each worth its GPU milli): the configuration LP is fractional on a few
+    # columns per class. Rounding down leaves those nodes to the greedy; giving each
+    # fractional column a node, or re-solving the LP for what is left, keeps more of it.
+    rng = random.Random(0)
+    kinds = [
+        (rng.randint(1, 8), rng.choice([1000, 810, 650, 470, 320, 230, 160, 110]))
+        for _ in range(30)
+    ]
+    w = Workload()
+    for i in range(500):
+        cpu, milli = rng.choice(kinds)
+        w.add_job(f"default/p{i}", [pod(cpu, 1, milli)])
+    classes = [(16, 4), (24, 8), (12, 2)]
+    existing = [
+        node(f"n{k}", 0, cpu, gpus=g, model="X", existing=True, max_count=10)
+        for k, (cpu, g) in enumerate(classes)
+    ]
+    inp = valued(make_input(w, None, existing), "gpu")
+    p, cols = _Problem(inp), _Columns()
+    for t in range(p.T):
+        for s in range(p.S):
+            if k := p.max_copies(s, t):
+                cols.add(t, {s: k})
+    master = _Master(p)
+    for t, column in cols.cols:
+        master.add(t, column)
+    for _ in range(50):  # column generation with the greedy pricing
+        master.solve()
+        pi, sigma, _ = master.duals()
+        added = 0
+        for t in range(p.T):
+            pattern, value = _greedy_price(p, t, pi)
+            if value > sigma[t] + 1e-6 and cols.add(t, pattern) is not None:
+                master.add(*cols.cols[-1])
+                added += 1
+        if not added:
+            break
+    lp = master.solve()
+    point = _LPPoint.of(master)
+    down = _round_down_fill(p, cols, point, fractional_nodes=False)
+    fill = _round_down_fill(p, cols, point, fractional_nodes=True)
+    iterated = _round_iterated(p, cols, deadline=float("inf"))
+    for sol in (down, fill, iterated):
+        assert sol is not None and sol.objective >= lp - 1e-6
+        result = _decode(p, cols, sol, 0.0, {}, False, _Trace(0.0), {}, [])
+        assert verify_plan(inp, result) == []
+        assert inp.pods - result.placed_pods == sum(  # every left-out job is counted
+            (job.count - int(sol.z[j])) * job.pods for j, job in enumerate(inp.jobs)
+        )
+    assert down is not None and fill is not None and iterated is not None
+    assert fill.objective < down.objective and iterated.objective < down.objective
