@@ -1,4 +1,5 @@
-"""The planner's vocabulary: node types, pod shapes, job classes, the input and the answer.
+"""The planner's vocabulary: node types, pod shapes, job classes, the input, the options and
+the answer.
 
 Everything here is a plain frozen dataclass (picklable, cheap to hash) so that a sweep can
 ship a `PlanInput` to worker processes. Units are integers fixed at the boundary:
@@ -11,22 +12,38 @@ ship a `PlanInput` to worker processes. Units are integers fixed at the boundary
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "BUDGET_SLACK",
+    "DEFAULT_PODS_CAPACITY",
     "GPU",
     "MILLI",
     "JobClass",
     "NodeType",
     "PlanInput",
+    "PlanOptions",
     "PlanResult",
+    "ProgressFn",
     "Shape",
     "Unplaced",
 ]
 
 GPU = "nvidia.com/gpu"
 MILLI = 1000
+DEFAULT_PODS_CAPACITY = 110  # Kubernetes' default `pods` allocatable
+BUDGET_SLACK = 1e-9  # a budget holds within this much (round-off in a sum of costs)
+
+ProgressFn = Callable[[str, float], None]  # (stage, fraction done)
+
+
+def _amount(amounts: tuple[tuple[str, int], ...], resource: str) -> int:
+    for name, amount in amounts:
+        if name == resource:
+            return amount
+    return 0
 
 
 @dataclass(frozen=True)
@@ -45,10 +62,7 @@ class NodeType:
     gpu_free: tuple[int, ...] = ()  # existing nodes: milli free per device (default: all)
 
     def capacity(self, resource: str) -> int:
-        for name, amount in self.allocatable:
-            if name == resource:
-                return amount
-        return 0
+        return _amount(self.allocatable, resource)
 
     @property
     def devices(self) -> tuple[int, ...]:
@@ -67,10 +81,7 @@ class Shape:
     selector: tuple[tuple[str, str], ...] = ()  # nodeSelector (label equality)
 
     def request(self, resource: str) -> int:
-        for name, amount in self.requests:
-            if name == resource:
-                return amount
-        return 0
+        return _amount(self.requests, resource)
 
     @property
     def gpu_total_milli(self) -> int:
@@ -104,6 +115,12 @@ class JobClass:
     def pods(self) -> int:
         return sum(m for _, m in self.shapes)
 
+    def job_names(self, first: int, count: int) -> list[str]:
+        """Ids of `count` jobs of the class from the `first` on (`<first id>...` past the
+        ids kept)."""
+        names = self.names[first:] or self.names[:1]
+        return [names[n] if n < len(names) else f"{self.names[0]}..." for n in range(count)]
+
 
 @dataclass(frozen=True)
 class PlanInput:
@@ -121,6 +138,23 @@ class PlanInput:
     @property
     def pods(self) -> int:
         return sum(j.count * j.pods for j in self.jobs)
+
+    def card_gpus(self, model: str) -> tuple[int, ...]:
+        """GPUs one node of each type adds against `cardQuota[model]` (bought types only)."""
+        return tuple(t.gpus if not t.existing and t.gpu_model == model else 0 for t in self.types)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """How long and how the planner searches (every CP-SAT solve gets workers and seed)."""
+
+    time_limit: float = 10.0  # seconds for the whole plan (greedy + LP + CP-SAT)
+    workers: int = 1  # CP-SAT num_workers (set explicitly: it uses every core otherwise)
+    seed: int = 0  # CP-SAT random_seed and the POP split's shuffle
+    parts: int = 1  # POP-style split of the integer master (1: one model)
+    lp_share: float = 0.6  # share of the time limit for column generation
+    enumerate_limit: int = 3000  # enumerate every maximal pattern up to this many
+    gap_limit: float = 0.0  # CP-SAT relative_gap_limit (0: run to the limit or optimum)
 
 
 @dataclass(frozen=True)

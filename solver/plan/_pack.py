@@ -1,5 +1,7 @@
-"""Packing primitives shared by the planner and the study: exact node-pattern feasibility
-(GPU devices with milli capacity) and a vectorised first-fit-decreasing / best-fit packer.
+"""Packing primitives shared by the planner and the study: whether one pod fits an empty
+node (`fit_failure`, with the kube-scheduler's reason when it does not), exact node-pattern
+feasibility (GPU devices with milli capacity) and the greedy: a vectorised first-fit-
+decreasing / best-fit packer, the planner's first incumbent.
 
 A *pattern* is a multiset of shapes on one node: `{shape index: pods}`. It fits a node
 type when every scalar resource fits and the GPU asks pack onto the node's devices: a pod
@@ -16,18 +18,61 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.plan._model import MILLI, NodeType, PlanInput, Shape
-from solver.plan.workload import DEFAULT_PODS_CAPACITY, fit_failure
+from solver.plan._model import (
+    BUDGET_SLACK,
+    DEFAULT_PODS_CAPACITY,
+    GPU,
+    MILLI,
+    NodeType,
+    PlanInput,
+    Shape,
+)
 
-__all__ = ["Arrays", "GreedyPacker", "arrays_of", "packs", "pattern_fits"]
+__all__ = [
+    "Arrays",
+    "GreedyPacker",
+    "arrays_of",
+    "fit_failure",
+    "node_capacity",
+    "packs",
+    "pattern_fits",
+    "pods_per_shape",
+]
 
 _SEARCH_BUDGET = 20_000
 
 
-def _capacity(t: NodeType, resource: str) -> int:
+def node_capacity(t: NodeType, resource: str) -> int:
+    """A node's allocatable; `pods` is Kubernetes' default when the type does not say."""
     if resource == "pods" and not any(n == "pods" for n, _ in t.allocatable):
         return DEFAULT_PODS_CAPACITY
     return t.capacity(resource)
+
+
+def fit_failure(shape: Shape, t: NodeType) -> str | None:
+    """Why one pod of `shape` cannot run on an empty node of type `t` (None: it can)."""
+    for r, v in shape.requests:
+        if v > node_capacity(t, r):
+            return f"Insufficient {r}"
+    if shape.gpus:
+        if sum(1 for f in t.devices if f >= shape.gpu_milli) < shape.gpus:
+            return f"Insufficient {GPU}"
+        if shape.models is not None and t.gpu_model not in shape.models:
+            return "GPU model not allowed"
+    labels = dict(t.labels)
+    for key, value in shape.selector:
+        if labels.get(key) != value:
+            return "node(s) didn't match Pod's node affinity/selector"
+    return None
+
+
+def pods_per_shape(inp: PlanInput, counts: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Pods of each shape in `counts[j]` jobs of each job class j."""
+    pods = np.zeros(len(inp.shapes), dtype=np.int64)
+    for job, k in zip(inp.jobs, counts, strict=True):
+        for s, m in job.shapes:
+            pods[s] += m * k
+    return pods
 
 
 @dataclass(frozen=True)
@@ -45,19 +90,16 @@ class Arrays:
 
 
 def arrays_of(inp: PlanInput) -> Arrays:
+    """`inp` as the arrays the packers and the LPs read."""
     R = inp.resources
     S, T = len(inp.shapes), len(inp.types)
     Q = np.array([[s.request(r) for r in R] for s in inp.shapes], dtype=np.int64).reshape(S, len(R))
-    C = np.array([[_capacity(t, r) for r in R] for t in inp.types], dtype=np.int64).reshape(
+    C = np.array([[node_capacity(t, r) for r in R] for t in inp.types], dtype=np.int64).reshape(
         T, len(R)
     )
     compat = np.array(
         [[fit_failure(s, t) is None for t in inp.types] for s in inp.shapes], dtype=bool
     ).reshape(S, T)
-    demand = np.zeros(S, dtype=np.int64)
-    for job in inp.jobs:
-        for s, m in job.shapes:
-            demand[s] += m * job.count
     return Arrays(
         resources=R,
         Q=Q,
@@ -66,7 +108,7 @@ def arrays_of(inp: PlanInput) -> Arrays:
         C=C,
         devices=tuple(t.devices for t in inp.types),
         compat=compat,
-        demand=demand,
+        demand=pods_per_shape(inp, [job.count for job in inp.jobs]),
     )
 
 
@@ -177,13 +219,9 @@ class GreedyPacker:
         # nodes already used (`opened`) count against maxCount, the budget and card quotas
         self.added_gpus: dict[str, int] = {}
         self.spent = 0.0
-        for t, tt in enumerate(inp.types):
-            if self.opened[t] and not tt.existing:
-                self.spent += float(self.opened[t]) * tt.cost
-                if tt.gpu_model:
-                    self.added_gpus[tt.gpu_model] = (
-                        self.added_gpus.get(tt.gpu_model, 0) + int(self.opened[t]) * tt.gpus
-                    )
+        for t in range(T):
+            if self.opened[t]:
+                self._charge(t, int(self.opened[t]))
         # dominant share of one pod of shape s on type t (inf when incompatible)
         gpu_share = np.where(
             np.array([len(d) for d in arrays.devices])[None, :] > 0,
@@ -197,6 +235,15 @@ class GreedyPacker:
 
     # -- state -----------------------------------------------------------------------
 
+    def _charge(self, t: int, nodes: int) -> None:
+        """`nodes` more (negative: fewer) of type t against the budget and card quotas."""
+        tt = self.inp.types[t]
+        if tt.existing:
+            return
+        self.spent += nodes * tt.cost
+        if tt.gpu_model:
+            self.added_gpus[tt.gpu_model] = self.added_gpus.get(tt.gpu_model, 0) + nodes * tt.gpus
+
     def _open(self, t: int) -> int:
         i = self.n
         self.n += 1
@@ -206,11 +253,7 @@ class GreedyPacker:
         self.dev[i, : len(d)] = d
         self.type_of[i] = t
         self.opened[t] += 1
-        tt = self.inp.types[t]
-        if not tt.existing:
-            self.spent += tt.cost
-            if tt.gpu_model:
-                self.added_gpus[tt.gpu_model] = self.added_gpus.get(tt.gpu_model, 0) + tt.gpus
+        self._charge(t, 1)
         self.load.append({})
         return i
 
@@ -218,11 +261,7 @@ class GreedyPacker:
         self.n -= 1
         t = int(self.type_of[self.n])
         self.opened[t] -= 1
-        tt = self.inp.types[t]
-        if not tt.existing:
-            self.spent -= tt.cost
-            if tt.gpu_model:
-                self.added_gpus[tt.gpu_model] -= tt.gpus
+        self._charge(t, -1)
         self.load.pop()
 
     def _can_open(self, t: int) -> bool:
@@ -231,7 +270,7 @@ class GreedyPacker:
             return False
         if tt.existing:
             return True
-        if self.inp.budget is not None and self.spent + tt.cost > self.inp.budget + 1e-9:
+        if self.inp.budget is not None and self.spent + tt.cost > self.inp.budget + BUDGET_SLACK:
             return False
         if tt.gpu_model in self.quota and tt.gpus:
             return self.added_gpus.get(tt.gpu_model, 0) + tt.gpus <= self.quota[tt.gpu_model]

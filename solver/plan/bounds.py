@@ -19,7 +19,7 @@ out (z_j of the k_j jobs of class j are placed). Two bounds on that objective:
   cannot: two 0.6-GPU pods never share a device (on openb, 1,078 pods of 0.81 GPU leave
   0.19 of a device each unless a small pod fills it). Skipped (None) when the graphs
   would be too large.
-* **Configuration LP** (Gilmore-Gomory) in `solver.plan.planner`: the LP over node
+* **Configuration LP** (Gilmore-Gomory) in `solver.plan._config_lp`: the LP over node
   patterns, with a Lagrangian (Farley-style) bound valid at every column-generation
   iteration.
 
@@ -34,15 +34,26 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 
 from solver.errors import InternalError
-from solver.plan._model import MILLI, PlanInput
+from solver.plan._model import BUDGET_SLACK, MILLI, PlanInput
 from solver.plan._pack import Arrays
 
-__all__ = ["device_bound", "l1_bound", "new_lp"]
+__all__ = ["ceil_bound", "device_bound", "l1_bound", "lp_tolerance", "new_lp"]
 
 _MAX_ARCS = 200_000  # device graphs larger than this are not built (bound skipped)
 
 
+def lp_tolerance(value: float) -> float:
+    """The LP's round-off at `value`: relative, absolute near zero."""
+    return 1e-6 * max(1.0, abs(value))
+
+
+def ceil_bound(value: float) -> int:
+    """An LP bound on the integer objective, rounded up past the LP's round-off."""
+    return math.ceil(value - lp_tolerance(value))
+
+
 def new_lp() -> pywraplp.Solver:
+    """An empty GLOP LP."""
     solver = pywraplp.Solver.CreateSolver("GLOP")
     if solver is None:  # pragma: no cover - GLOP ships with every ortools wheel
         raise InternalError("OR-Tools GLOP is not available")
@@ -143,8 +154,7 @@ def _bound_lp(
     if status != pywraplp.Solver.OPTIMAL:
         raise InternalError(f"the bound LP did not solve (status {status})")
     constant = float(sum(pen[j] * job.count for j, job in enumerate(inp.jobs)))
-    value = float(obj.Value()) + constant
-    return float(math.ceil(value - 1e-6 * max(1.0, abs(value))))
+    return float(ceil_bound(float(obj.Value()) + constant))
 
 
 def _reachable(sizes: list[int], capacity: int, unit: int) -> list[int]:
@@ -233,11 +243,11 @@ def _limit_rows(lp: pywraplp.Solver, inp: PlanInput, N: list[pywraplp.Variable])
     inf = lp.infinity()
     for model, limit in inp.card_quota:
         row = lp.Constraint(-inf, float(limit))
-        for t, tt in enumerate(inp.types):
-            if not tt.existing and tt.gpu_model == model and tt.gpus:
-                row.SetCoefficient(N[t], float(tt.gpus))
+        for t, gpus in enumerate(inp.card_gpus(model)):
+            if gpus:
+                row.SetCoefficient(N[t], float(gpus))
     if inp.budget is not None:
-        row = lp.Constraint(-inf, float(inp.budget) + 1e-9)
+        row = lp.Constraint(-inf, float(inp.budget) + BUDGET_SLACK)
         for t, tt in enumerate(inp.types):
             if not tt.existing:
                 row.SetCoefficient(N[t], float(tt.cost))

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from solver.errors import InputError
+from solver.plan._files import field_error, read_yaml, reject_unknown
 from solver.plan._model import GPU, NodeType
 from solver.quantity import QuantityError, to_int
 
@@ -41,6 +39,8 @@ _TOP_KEYS = {"nodeTypes", "cardQuota", "budget"}
 
 @dataclass(frozen=True)
 class Catalog:
+    """What can be bought: node types, GPUs per model that may be added, total cost."""
+
     types: tuple[NodeType, ...]
     card_quota: tuple[tuple[str, int], ...] = ()
     budget: float | None = None
@@ -55,42 +55,27 @@ def to_plan_units(resource: str, value: int, *, capacity: bool) -> int:
 
 def load_catalog(path: str | Path) -> Catalog:
     """Read a catalogue YAML file; raises InputError naming the file and field."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read file: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: malformed YAML: {exc}") from None
-    return catalog_from_dict(data, source)
-
-
-def _err(source: str, field: str, message: str) -> InputError:
-    return InputError(f"{source}: {field}: {message}")
+    return catalog_from_dict(read_yaml(path), str(path))
 
 
 def _number(value: Any, source: str, field: str, *, integer: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _err(source, field, f"must be a number, got {value!r}")
+        raise field_error(source, field, f"must be a number, got {value!r}")
     if not math.isfinite(value) or value < 0:
-        raise _err(source, field, f"must be a finite number >= 0, got {value!r}")
+        raise field_error(source, field, f"must be a finite number >= 0, got {value!r}")
     if integer and (not isinstance(value, int) or value < 1):
-        raise _err(source, field, f"must be a positive integer, got {value!r}")
+        raise field_error(source, field, f"must be a positive integer, got {value!r}")
     return float(value)
 
 
 def catalog_from_dict(data: Any, source: str) -> Catalog:
     """Validate a parsed catalogue (see the module docstring for the format)."""
     if not isinstance(data, dict):
-        raise _err(source, "(top level)", "expected a mapping with `nodeTypes`")
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise _err(source, unknown[0], f"unknown field (known: {', '.join(sorted(_TOP_KEYS))})")
+        raise field_error(source, "(top level)", "expected a mapping with `nodeTypes`")
+    reject_unknown(source, "", data, _TOP_KEYS, ", ".join(sorted(_TOP_KEYS)))
     raw_types = data.get("nodeTypes")
     if not isinstance(raw_types, list):
-        raise _err(source, "nodeTypes", "must be a list of node types")
+        raise field_error(source, "nodeTypes", "must be a list of node types")
     types: list[NodeType] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_types):
@@ -98,7 +83,7 @@ def catalog_from_dict(data: Any, source: str) -> Catalog:
     quota: list[tuple[str, int]] = []
     raw_quota = data.get("cardQuota") or {}
     if not isinstance(raw_quota, dict):
-        raise _err(source, "cardQuota", "must be a mapping GPU model -> GPUs")
+        raise field_error(source, "cardQuota", "must be a mapping GPU model -> GPUs")
     for model, limit in sorted(raw_quota.items()):
         quota.append((str(model), int(_number(limit, source, f"cardQuota.{model}"))))
     budget = data.get("budget")
@@ -111,40 +96,38 @@ def catalog_from_dict(data: Any, source: str) -> Catalog:
 
 def _node_type(raw: Any, source: str, where: str, seen: set[str]) -> NodeType:
     if not isinstance(raw, dict):
-        raise _err(source, where, "must be a mapping")
-    unknown = sorted(set(raw) - _TYPE_KEYS)
-    if unknown:
-        raise _err(source, f"{where}.{unknown[0]}", "unknown field")
+        raise field_error(source, where, "must be a mapping")
+    reject_unknown(source, where, raw, _TYPE_KEYS)
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        raise _err(source, f"{where}.name", "required, a non-empty string")
+        raise field_error(source, f"{where}.name", "required, a non-empty string")
     if name in seen:
-        raise _err(source, f"{where}.name", f"duplicate node type {name!r}")
+        raise field_error(source, f"{where}.name", f"duplicate node type {name!r}")
     seen.add(name)
     if "cost" not in raw:
-        raise _err(source, f"{where}.cost", "required")
+        raise field_error(source, f"{where}.cost", "required")
     cost = _number(raw["cost"], source, f"{where}.cost")
     alloc = raw.get("allocatable")
     if not isinstance(alloc, dict) or not alloc:
-        raise _err(source, f"{where}.allocatable", "required, a mapping resource -> quantity")
+        raise field_error(
+            source, f"{where}.allocatable", "required, a mapping resource -> quantity"
+        )
     amounts: dict[str, int] = {}
     for resource, value in alloc.items():
         try:
             amount = to_int(str(resource), value)
         except QuantityError as exc:
-            raise _err(source, f"{where}.allocatable.{resource}", str(exc)) from None
+            raise field_error(source, f"{where}.allocatable.{resource}", str(exc)) from None
         amounts[str(resource)] = to_plan_units(str(resource), amount, capacity=True)
     gpus = amounts.pop(GPU, 0)
-    model = raw.get("gpuModel")
+    model = raw.get("gpuModel")  # None: pods with a card constraint do not fit the type
     if model is not None and (not isinstance(model, str) or not model):
-        raise _err(source, f"{where}.gpuModel", "must be a non-empty string")
-    if gpus and model is None:
-        model = None  # any model; pods with a card constraint will not fit it
+        raise field_error(source, f"{where}.gpuModel", "must be a non-empty string")
     max_count = raw.get("maxCount")
     per_block = raw.get("nodesPerBlock")
     labels = raw.get("labels") or {}
     if not isinstance(labels, dict):
-        raise _err(source, f"{where}.labels", "must be a mapping")
+        raise field_error(source, f"{where}.labels", "must be a mapping")
     return NodeType(
         name=name,
         cost=cost,

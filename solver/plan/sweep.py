@@ -45,12 +45,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from solver.errors import InputError
-from solver.plan._model import PlanInput
-from solver.plan.planner import PlanOptions, plan
-from solver.plan.workload import VALUES
+from solver.plan._files import field_error, read_yaml, reject_unknown
+from solver.plan._input import VALUES
+from solver.plan._model import PlanInput, PlanOptions
+from solver.plan.planner import plan
 
 __all__ = ["Scenario", "SweepSpec", "apply_scenario", "load_sweep", "run_sweep", "solve_scenario"]
 
@@ -96,18 +95,16 @@ class SweepSpec:
     scenarios: list[Scenario] = field(default_factory=list)
 
 
-def _err(source: str, where: str, message: str) -> InputError:
-    return InputError(f"{source}: {where}: {message}")
+def _non_negative(value: Any, source: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise field_error(source, where, f"must be a number >= 0, got {value!r}")
+    return value
 
 
 def _scenario(raw: Any, source: str, where: str) -> Scenario:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
-        raise _err(source, where, "a scenario is a mapping with a non-empty `name`")
-    unknown = sorted(set(raw) - {"name", *_OVERRIDES})
-    if unknown:
-        raise _err(
-            source, f"{where}.{unknown[0]}", f"unknown field (known: name, {', '.join(_OVERRIDES)})"
-        )
+        raise field_error(source, where, "a scenario is a mapping with a non-empty `name`")
+    reject_unknown(source, where, raw, {"name", *_OVERRIDES}, f"name, {', '.join(_OVERRIDES)}")
     out: dict[str, Any] = {"name": raw["name"]}
     for key, attr, kind in (
         ("prices", "prices", float),
@@ -116,31 +113,28 @@ def _scenario(raw: Any, source: str, where: str) -> Scenario:
     ):
         value = raw.get(key) or {}
         if not isinstance(value, dict):
-            raise _err(source, f"{where}.{key}", "must be a mapping")
-        items = []
-        for k, v in value.items():
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise _err(source, f"{where}.{key}.{k}", f"must be a number >= 0, got {v!r}")
-            items.append((str(k), kind(v)))
+            raise field_error(source, f"{where}.{key}", "must be a mapping")
+        items = [
+            (str(k), kind(_non_negative(v, source, f"{where}.{key}.{k}"))) for k, v in value.items()
+        ]
         out[attr] = tuple(sorted(items))
     if raw.get("budget") is not None:
-        b = raw["budget"]
-        if isinstance(b, bool) or not isinstance(b, int | float) or b < 0:
-            raise _err(source, f"{where}.budget", f"must be a number >= 0, got {b!r}")
-        out["budget"] = float(b)
+        out["budget"] = float(_non_negative(raw["budget"], source, f"{where}.budget"))
     return Scenario(**out)
 
 
 def _grid(raw: Any, source: str) -> Iterator[dict[str, Any]]:
     if not isinstance(raw, dict):
-        raise _err(source, "grid", "must be a mapping `field.key: [values]`")
+        raise field_error(source, "grid", "must be a mapping `field.key: [values]`")
     axes = []
     for key, values in raw.items():
         head, _, tail = str(key).partition(".")
         if head not in _OVERRIDES or (head != "budget" and not tail):
-            raise _err(source, f"grid.{key}", f"expected one of {', '.join(_OVERRIDES)}(.name)")
+            raise field_error(
+                source, f"grid.{key}", f"expected one of {', '.join(_OVERRIDES)}(.name)"
+            )
         if not isinstance(values, list) or not values:
-            raise _err(source, f"grid.{key}", "must be a non-empty list")
+            raise field_error(source, f"grid.{key}", "must be a non-empty list")
         axes.append([(head, tail, v) for v in values])
     for combo in itertools.product(*axes):
         spec: dict[str, Any] = {
@@ -157,22 +151,15 @@ def _grid(raw: Any, source: str) -> Iterator[dict[str, Any]]:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep file (see the module docstring); InputError names the file and field."""
     source = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read file: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: malformed YAML: {exc}") from None
+    data = read_yaml(path)
     if not isinstance(data, dict):
-        raise _err(source, "(top level)", "expected a mapping")
-    unknown = sorted(set(data) - _SPEC_KEYS)
-    if unknown:
-        raise _err(source, unknown[0], "unknown field")
+        raise field_error(source, "(top level)", "expected a mapping")
+    reject_unknown(source, "", data, _SPEC_KEYS)
     base = Path(path).parent
 
     def rel(p: Any, where: str) -> str:
         if not isinstance(p, str) or not p:
-            raise _err(source, where, "must be a path")
+            raise field_error(source, where, "must be a path")
         return str(p if Path(p).is_absolute() else base / p)
 
     def rels(value: Any, where: str) -> list[str]:
@@ -182,7 +169,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
         return [rel(v, f"{where}[{i}]") for i, v in enumerate(items)]
 
     if "catalog" not in data:
-        raise _err(source, "catalog", "required")
+        raise field_error(source, "catalog", "required")
     spec = SweepSpec(
         source=source,
         workload=rels(data.get("workload"), "workload"),
@@ -198,21 +185,20 @@ def load_sweep(path: str | Path) -> SweepSpec:
         ("seed", "seed", int),
     ):
         if key in data:
-            v = data[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise _err(source, key, f"must be a number >= 0, got {v!r}")
-            setattr(spec, attr, kind(v))
+            setattr(spec, attr, kind(_non_negative(data[key], source, key)))
     if "value" in data:
         if data["value"] not in VALUES:
-            raise _err(
+            raise field_error(
                 source, "value", f"must be one of {', '.join(VALUES)}, got {data['value']!r}"
             )
         spec.value = data["value"]
     if not spec.workload and not spec.trace:
-        raise _err(source, "workload", "name manifests (`workload`) or a trace CSV (`trace`)")
+        raise field_error(
+            source, "workload", "name manifests (`workload`) or a trace CSV (`trace`)"
+        )
     raw = data.get("scenarios") or []
     if not isinstance(raw, list):
-        raise _err(source, "scenarios", "must be a list")
+        raise field_error(source, "scenarios", "must be a list")
     spec.scenarios = [_scenario(s, source, f"scenarios[{i}]") for i, s in enumerate(raw)]
     if data.get("grid"):
         spec.scenarios += [_scenario(s, source, "grid") for s in _grid(data["grid"], source)]
@@ -221,7 +207,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     names = [s.name for s in spec.scenarios]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise _err(source, "scenarios", f"duplicate scenario name {dup!r}")
+        raise field_error(source, "scenarios", f"duplicate scenario name {dup!r}")
     return spec
 
 

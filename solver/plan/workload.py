@@ -1,4 +1,4 @@
-"""The workload and the current cluster, aggregated for the planner.
+"""The workload, aggregated for the planner (the current cluster: `solver.plan.cluster`).
 
 Pods become `Shape`s (identical requests, GPU ask, allowed GPU models, nodeSelector) and
 jobs become `JobClass`es (identical multisets of shapes), so the model the planner builds
@@ -12,53 +12,43 @@ Sources:
   all of its pending pods (gang all-or-nothing at `total`, not only `minMember`).
 * A trace CSV (`workload_from_trace`) with a column mapping; every row is a job of one pod.
   The default mapping reads the Alibaba openb pod lists.
-* The current cluster: nodes from the same manifests (their free capacity after bound
-  pods) or an openb-style node CSV (`cluster_from_csv`), grouped into classes of identical
-  nodes that cost nothing and may be used up to their count.
 
-Card types (issue 6 is not in the library yet) are read here directly: a pod's allowed GPU
-models come from its `volcano.sh/card.name` annotation (`A|B`), else a nodeSelector on
-`nvidia.com/gpu.product`, else the trace's `gpu_spec` column (`A|B`); a node's model from
-the label `nvidia.com/gpu.product` (manifests), the `model` column (node CSV) or the
-catalogue's `gpuModel`. Fractional GPUs: a trace row with `gpu_milli` < 1000 asks for one
-device with that much milli left (GPU sharing); a multi-GPU row with `gpu_milli` < 1000 is
-rounded up to whole devices (openb has none).
+Card types (issue 6 is not in the library yet) are read by the planner directly: a pod's
+allowed GPU models come from its `volcano.sh/card.name` annotation (`A|B`), else a
+nodeSelector on `nvidia.com/gpu.product`, else the trace's `gpu_spec` column (`A|B`); a
+node's model from the label `nvidia.com/gpu.product` (manifests), the `model` column (node
+CSV) or the catalogue's `gpuModel`. Fractional GPUs: a trace row with `gpu_milli` < 1000
+asks for one device with that much milli left (GPU sharing); a multi-GPU row with
+`gpu_milli` < 1000 is rounded up to whole devices (openb has none).
 """
 
 from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 from solver.errors import InputError
 from solver.model import ClusterModel, Pod
-from solver.plan._model import GPU, MILLI, JobClass, NodeType, PlanInput, Shape
-from solver.plan.catalog import Catalog, to_plan_units
+from solver.plan._files import int_cell, open_csv
+from solver.plan._model import GPU, MILLI, JobClass, Shape
+from solver.plan.catalog import to_plan_units
 
 __all__ = [
     "CARD_ANNOTATION",
     "DEFAULT_TRACE_MAPPING",
     "GPU_PRODUCT_LABEL",
-    "VALUES",
     "Workload",
-    "cluster_from_csv",
-    "cluster_from_model",
-    "make_input",
     "parse_mapping",
-    "valued",
+    "pod_shape",
     "workload_from_model",
     "workload_from_trace",
 ]
 
-VALUES = ("pods", "gpu")  # what placing a job is worth (`valued`)
-
 CARD_ANNOTATION = "volcano.sh/card.name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-DEFAULT_PODS_CAPACITY = 110  # Kubernetes' default `pods` allocatable
 MAX_NAMES = 20  # job ids kept per job class (for reasons)
 
 DEFAULT_TRACE_MAPPING: dict[str, str] = {
@@ -191,28 +181,6 @@ def parse_mapping(text: str | None) -> dict[str, str]:
     return mapping
 
 
-def _open(path: str | Path) -> TextIO:
-    try:
-        return Path(path).open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from exc
-
-
-def _int_cell(row: dict[str, str], column: str, source: str, line: int) -> int:
-    text = (row.get(column) or "").strip()
-    if not text:
-        return 0
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(
-            f"{source}: line {line}: column {column!r}: not a number: {text!r}"
-        ) from None
-    if value < 0 or value != value:
-        raise InputError(f"{source}: line {line}: column {column!r}: must be >= 0, got {text!r}")
-    return int(-(-value // 1))
-
-
 def workload_from_trace(
     path: str | Path,
     mapping: dict[str, str] | None = None,
@@ -224,7 +192,7 @@ def workload_from_trace(
     mapping = mapping or dict(DEFAULT_TRACE_MAPPING)
     out = workload or Workload()
     source = str(path)
-    with _open(path) as handle:
+    with open_csv(path) as handle:
         reader = csv.DictReader(handle)
         header = set(reader.fieldnames or ())
         for key, column in mapping.items():
@@ -239,9 +207,9 @@ def workload_from_trace(
             if limit is not None and n >= limit:
                 break
             line = n + 2
-            gpus = _int_cell(row, mapping["gpu"], source, line) if mapping["gpu"] in header else 0
+            gpus = int_cell(row, mapping["gpu"], source, line) if mapping["gpu"] in header else 0
             milli = (
-                _int_cell(row, mapping["gpu_milli"], source, line)
+                int_cell(row, mapping["gpu_milli"], source, line)
                 if mapping["gpu_milli"] in header
                 else MILLI
             )
@@ -254,9 +222,9 @@ def workload_from_trace(
                 )
             if gpus > 1 and milli < MILLI:
                 milli = MILLI  # documented approximation: multi-GPU shares round up
-            requests = {"cpu": _int_cell(row, mapping["cpu"], source, line), "pods": 1}
+            requests = {"cpu": int_cell(row, mapping["cpu"], source, line), "pods": 1}
             if mapping["memory"] in header:
-                requests["memory"] = _int_cell(row, mapping["memory"], source, line)
+                requests["memory"] = int_cell(row, mapping["memory"], source, line)
             spec = row.get(mapping["gpu_spec"], "") if mapping["gpu_spec"] in header else ""
             shape = Shape(
                 requests=tuple(sorted((r, v) for r, v in requests.items() if v)),
@@ -267,199 +235,3 @@ def workload_from_trace(
             name = row.get(mapping["name"], "") if mapping["name"] in header else ""
             out.add_job(name or f"{Path(source).name}:{line}", [shape])
     return out
-
-
-def _classes(nodes: Sequence[NodeType]) -> list[NodeType]:
-    """Identical existing nodes -> one class each (name of its first node, `+k` more)."""
-    groups: dict[NodeType, list[str]] = {}
-    for node in nodes:
-        key = NodeType(
-            name="",
-            cost=0.0,
-            allocatable=node.allocatable,
-            gpus=node.gpus,
-            gpu_model=node.gpu_model,
-            labels=node.labels,
-            existing=True,
-            gpu_free=node.gpu_free,
-        )
-        groups.setdefault(key, []).append(node.name)
-    out = []
-    for key, names in groups.items():
-        names.sort()
-        label = names[0] + (f"+{len(names) - 1}" if len(names) > 1 else "")
-        out.append(
-            NodeType(
-                name=f"existing:{label}",
-                cost=0.0,
-                allocatable=key.allocatable,
-                gpus=key.gpus,
-                gpu_model=key.gpu_model,
-                max_count=len(names),
-                labels=key.labels,
-                existing=True,
-                gpu_free=key.gpu_free,
-            )
-        )
-    out.sort(key=lambda t: t.name)
-    return out
-
-
-def cluster_from_model(model: ClusterModel) -> list[NodeType]:
-    """The manifests' ready, schedulable nodes with their free capacity, as node classes."""
-    used: dict[str, Counter[str]] = {}
-    for pod in model.bound_pods:
-        if pod.node_name is not None:
-            used.setdefault(pod.node_name, Counter()).update(pod.requests)
-    nodes = []
-    for node in model.nodes:
-        if not node.ready or node.unschedulable:
-            continue
-        taken = used.get(node.name, Counter())
-        free = {r: max(0, v - taken.get(r, 0)) for r, v in node.allocatable.items()}
-        free.setdefault("pods", DEFAULT_PODS_CAPACITY)
-        gpus = node.allocatable.get(GPU, 0)
-        free_gpus = free.pop(GPU, 0)
-        labels = dict(node.labels)
-        nodes.append(
-            NodeType(
-                name=node.name,
-                cost=0.0,
-                allocatable=tuple(
-                    sorted((r, to_plan_units(r, v, capacity=True)) for r, v in free.items())
-                ),
-                gpus=gpus,
-                gpu_model=labels.get(GPU_PRODUCT_LABEL),
-                labels=tuple(sorted(labels.items())),
-                existing=True,
-                gpu_free=(MILLI,) * free_gpus + (0,) * (gpus - free_gpus)
-                if free_gpus < gpus
-                else (),
-            )
-        )
-    return _classes(nodes)
-
-
-def cluster_from_csv(path: str | Path) -> list[NodeType]:
-    """An openb-style node list (`sn,cpu_milli,memory_mib,gpu,model`) as node classes."""
-    source = str(path)
-    nodes = []
-    with _open(path) as handle:
-        reader = csv.DictReader(handle)
-        header = set(reader.fieldnames or ())
-        for column in ("sn", "cpu_milli", "memory_mib", "gpu"):
-            if column not in header:
-                raise InputError(f"{source}: missing column {column!r} (an openb node list)")
-        for n, row in enumerate(reader):
-            line = n + 2
-            gpus = _int_cell(row, "gpu", source, line)
-            nodes.append(
-                NodeType(
-                    name=row["sn"] or f"{Path(source).name}:{line}",
-                    cost=0.0,
-                    allocatable=(
-                        ("cpu", _int_cell(row, "cpu_milli", source, line)),
-                        ("memory", _int_cell(row, "memory_mib", source, line)),
-                        ("pods", DEFAULT_PODS_CAPACITY),
-                    ),
-                    gpus=gpus,
-                    gpu_model=(row.get("model") or "").strip() or None if gpus else None,
-                    existing=True,
-                )
-            )
-    return _classes(nodes)
-
-
-# ----------------------------------------------------------------------------- the input
-
-
-def fit_failure(shape: Shape, t: NodeType) -> str | None:
-    """Why one pod of `shape` cannot run on an empty node of type `t` (None: it can)."""
-    for r, v in shape.requests:
-        cap = (
-            t.capacity(r)
-            if (r != "pods" or any(n == "pods" for n, _ in t.allocatable))
-            else (DEFAULT_PODS_CAPACITY)
-        )
-        if v > cap:
-            return f"Insufficient {r}"
-    if shape.gpus:
-        if sum(1 for f in t.devices if f >= shape.gpu_milli) < shape.gpus:
-            return f"Insufficient {GPU}"
-        if shape.models is not None and t.gpu_model not in shape.models:
-            return "GPU model not allowed"
-    labels = dict(t.labels)
-    for key, value in shape.selector:
-        if labels.get(key) != value:
-            return "node(s) didn't match Pod's node affinity/selector"
-    return None
-
-
-def make_input(
-    workload: Workload,
-    catalog: Catalog | None,
-    existing: Sequence[NodeType] = (),
-) -> PlanInput:
-    """The planning question: jobs whose every pod fits some type, plus up-front reasons.
-
-    A job with a pod that fits no node type on its own (too big, GPU model not offered,
-    selector) is reported with kube-scheduler-style counted reasons and left out of the
-    model (all-or-nothing: its other pods are left out too).
-    """
-    types = [*existing, *(catalog.types if catalog else ())]
-    shapes = workload.shapes
-    failures: dict[int, str | None] = {}
-    for i, shape in enumerate(shapes):
-        why = [fit_failure(shape, t) for t in types]
-        if any(w is None for w in why):
-            failures[i] = None
-            continue
-        counted = Counter(w for w in why if w)
-        detail = ", ".join(f"{n} {reason}" for reason, n in sorted(counted.items()))
-        failures[i] = (
-            f"no node type can hold pod ({shape.describe()}): "
-            f"0/{len(types)} node types are available: {detail}."
-            if types
-            else "no node types: the catalogue and the cluster are empty"
-        )
-    jobs = []
-    infeasible = list(workload.infeasible)
-    for job in workload.jobs:
-        bad = [failures[s] for s, _ in job.shapes if failures[s]]
-        if bad:
-            prefix = "gang member: " if job.pods > 1 else ""
-            reason = prefix + str(bad[0])
-            for n in range(job.count):
-                name = job.names[n] if n < len(job.names) else f"{job.names[0]}..."
-                infeasible.append((name, job.pods, reason))
-            continue
-        jobs.append(job)
-    resources = sorted({r for s in shapes for r, _ in s.requests})
-    return PlanInput(
-        shapes=tuple(shapes),
-        jobs=tuple(jobs),
-        types=tuple(types),
-        card_quota=catalog.card_quota if catalog else (),
-        budget=catalog.budget if catalog else None,
-        infeasible=tuple(infeasible),
-        resources=tuple(resources),
-        notes=tuple(workload.notes),
-    )
-
-
-def valued(inp: PlanInput, value: str) -> PlanInput:
-    """The input with each job worth its `value`: `pods` (the default: a job is worth its
-    pods, so the plan places the most pods) or `gpu` (its GPU milli, at least 1: on a
-    fixed or capped cluster the plan places the most GPU work, then CPU-only jobs)."""
-    if value not in VALUES:
-        raise InputError(f"value: {value!r} is not one of {', '.join(VALUES)}")
-    if value == "pods":
-        return inp
-    jobs = tuple(
-        replace(
-            job,
-            weight=max(1, sum(m * inp.shapes[s].gpu_total_milli for s, m in job.shapes)),
-        )
-        for job in inp.jobs
-    )
-    return replace(inp, jobs=jobs)

@@ -25,18 +25,12 @@ from solver.plan import (
     verify_plan,
     workload_from_trace,
 )
+from solver.plan._config_lp import ConfigLP
+from solver.plan._incumbents import round_down_fill, round_iterated
 from solver.plan._pack import GreedyPacker, arrays_of
-from solver.plan.planner import (
-    _Columns,
-    _decode,
-    _greedy_price,
-    _LPPoint,
-    _Master,
-    _Problem,
-    _round_down_fill,
-    _round_iterated,
-    _Trace,
-)
+from solver.plan._patterns import greedy_price
+from solver.plan._problem import Columns, Problem, Trace
+from solver.plan._report import report
 
 FAST = PlanOptions(time_limit=5.0, workers=1, seed=0)
 
@@ -400,33 +394,31 @@ def test_lp_roundings_are_valid_plans_and_the_extra_ones_beat_plain_rounding_dow
         for k, (cpu, g) in enumerate(classes)
     ]
     inp = valued(make_input(w, None, existing), "gpu")
-    p, cols = _Problem(inp), _Columns()
+    p, cols = Problem(inp), Columns()
     for t in range(p.T):
         for s in range(p.S):
             if k := p.max_copies(s, t):
                 cols.add(t, {s: k})
-    master = _Master(p)
-    for t, column in cols.cols:
-        master.add(t, column)
+    master = ConfigLP(p, cols.cols)
     for _ in range(50):  # column generation with the greedy pricing
         master.solve()
         pi, sigma, _ = master.duals()
         added = 0
         for t in range(p.T):
-            pattern, value = _greedy_price(p, t, pi)
+            pattern, value = greedy_price(p, t, pi)
             if value > sigma[t] + 1e-6 and cols.add(t, pattern) is not None:
                 master.add(*cols.cols[-1])
                 added += 1
         if not added:
             break
     lp = master.solve()
-    point = _LPPoint.of(master)
-    down = _round_down_fill(p, cols, point, fractional_nodes=False)
-    fill = _round_down_fill(p, cols, point, fractional_nodes=True)
-    iterated = _round_iterated(p, cols, deadline=float("inf"))
+    point = master.point()
+    down = round_down_fill(p, cols, point, fractional_nodes=False)
+    fill = round_down_fill(p, cols, point, fractional_nodes=True)
+    iterated = round_iterated(p, cols, deadline=float("inf"))
     for sol in (down, fill, iterated):
         assert sol is not None and sol.objective >= lp - 1e-6
-        result = _decode(p, cols, sol, 0.0, {}, False, _Trace(0.0), {}, [])
+        result = report(p, cols, sol, {}, False, Trace(0.0), {}, [])
         assert verify_plan(inp, result) == []
         assert inp.pods - result.placed_pods == sum(  # every left-out job is counted
             (job.count - int(sol.z[j])) * job.pods for j, job in enumerate(inp.jobs)
