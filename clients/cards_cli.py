@@ -12,7 +12,7 @@ from rich.table import Table
 
 from clients.render import dump
 from solver import GangplanError, load_manifests
-from solver.policies.cards import discover
+from solver.model import discover_cards
 
 __all__ = ["cards_cmd"]
 
@@ -37,7 +37,7 @@ def cards_cmd(
     except GangplanError as err:
         Console(stderr=True).print(f"[red]error:[/red] {err}", soft_wrap=True)
         raise typer.Exit(2) from None
-    cards = discover(model)
+    cards = discover_cards(model.nodes)
     if output is Output.json:
         data = {"nodes": cards.per_node, "total": dict(sorted(cards.total.items()))}
         sys.stdout.write(dump(data, "json") + "\n")

@@ -23,9 +23,12 @@ import typer
 from rich.console import Console
 
 from clients.cards_cli import cards_cmd
+from clients.client import ClientError
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
+from clients.remote import schedule_remote
 from clients.render import dump, explain_table, schedule_table
+from server.main import run
 from solver import (
     ClusterModel,
     Decision,
@@ -36,6 +39,8 @@ from solver import (
     schedule,
 )
 from solver.engines import ENGINES
+from solver.errors import InputError
+from solver.features.topology.tree import build_tree, render_tree, topology_view
 
 __all__ = ["app", "main"]
 
@@ -172,7 +177,6 @@ def _schedule_remote(
     seed: int,
 ) -> Decision:
     """`schedule --server`: a server error exits 2 with its status and message."""
-    from clients.client import ClientError, schedule_remote
 
     try:
         return schedule_remote(
@@ -212,8 +216,6 @@ def serve_cmd(
     workers: Annotated[int | None, typer.Option("--workers", help="RPC threads.")] = None,
 ) -> None:
     """Run the gRPC service until SIGTERM; every flag also reads GANGPLAN_<FLAG>."""
-    from server.main import run
-
     status = run(
         host=host,
         port=port,
@@ -242,9 +244,6 @@ def topology_cmd(
     show_nodes: Annotated[bool, typer.Option("--nodes", help="List every node (table).")] = False,
 ) -> None:
     """The ClusterNetworkTopology tree with node counts (Koordinator's status.detailStatus)."""
-    from solver.errors import InputError
-    from solver.policies.topology import build_tree, render_tree, topology_view
-
     try:
         model = load_manifests(*files)
         tree = build_tree(model.topology, model.nodes)

@@ -15,7 +15,6 @@ RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,10 +27,8 @@ from grpc_status import rpc_status
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
-from solver.decision import Decision
-from solver.model import ClusterModel
 
-__all__ = ["Client", "ClientError", "schedule_remote"]
+__all__ = ["Client", "ClientError"]
 
 SERVICE = "gangplan.v1.PlacementService"
 IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues")
@@ -286,35 +283,3 @@ class Client:
             self._health_check, health_pb2.HealthCheckRequest(service=service), timeout
         )
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-
-
-def schedule_remote(
-    server: str,
-    model: ClusterModel,
-    conf_path: str | None,
-    *,
-    engine: str,
-    time_limit: float,
-    workers: int,
-    seed: int,
-) -> Decision:
-    """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
-
-    The conf file (already checked locally) is sent as text. `GANGPLAN_TOKEN` gives a bearer
-    token and `GANGPLAN_CA_CERT` a CA file for TLS; the deadline is `time_limit` plus one
-    second for the round trip.
-    """
-    from server.convert import cluster_to_proto, decision_from_proto
-
-    conf_text = Path(conf_path).read_text(encoding="utf-8") if conf_path else ""
-    ca = os.environ.get("GANGPLAN_CA_CERT") or None
-    with Client(server, token=os.environ.get("GANGPLAN_TOKEN") or None, ca_cert=ca) as client:
-        response = client.place_job(
-            cluster=cluster_to_proto(model),
-            engine=engine,
-            scheduler_conf=conf_text,
-            workers=workers,
-            seed=seed,
-            timeout=time_limit + 1.0,
-        )
-    return decision_from_proto(response.decision)

@@ -39,6 +39,8 @@ from solver.plan import (
     workload_from_model,
     workload_from_trace,
 )
+from solver.plan.plot import plot_plan
+from solver.plan.sweep import load_sweep, run_sweep
 
 __all__ = ["build_plan_input", "plan_cmd"]
 
@@ -209,8 +211,6 @@ def plan_cmd(
     for note in (*inp.notes, *result.notes):
         stderr.print(f"note: {note}", markup=False, soft_wrap=True)
     if plot:
-        from solver.plan.plot import plot_plan
-
         plot_plan(result, plot)
     if output is PlanOutput.json:
         sys.stdout.write(dump(result.to_dict(), "json") + "\n")
@@ -226,8 +226,6 @@ def _sweep(
     output: PlanOutput,
     quiet: bool,
 ) -> None:
-    from solver.plan.sweep import load_sweep, run_sweep
-
     spec = load_sweep(path)
     base = build_plan_input(
         spec.workload, spec.catalog, spec.cluster, spec.trace, spec.trace_mapping

@@ -11,10 +11,16 @@ from rich.console import Console
 from rich.tree import Tree
 
 from clients.render import dump
-from solver import GangplanError, InputError, load_conf, load_manifests
-from solver.policies.queue_validation import DEFAULT_MAX_DEPTH, validate_queues
-from solver.policies.queues import INF, QueueTree, build_queue_tree
-from solver.quantity import format_quantity
+from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
+from solver.features.cards import CardMode
+from solver.features.queues import (
+    DEFAULT_MAX_DEPTH,
+    QueueTree,
+    QuotaMode,
+    build_queue_tree,
+    validate_queues,
+)
+from solver.quantity import UNLIMITED, format_quantity
 
 __all__ = ["queues_app"]
 
@@ -58,7 +64,7 @@ def validate_cmd(
     except GangplanError as err:
         _fail(err)
         return
-    verdicts = validate_queues(model, max_depth=max_depth, delete=delete)
+    verdicts = validate_queues(snapshot_of(model), max_depth=max_depth, delete=delete)
     if output is Output.json:
         data = {
             "queues": {
@@ -84,7 +90,9 @@ def validate_cmd(
 
 def _amounts(values: dict[str, int]) -> str:
     shown = [
-        f"{r}: {'∞' if v >= INF else format_quantity(r, v)}" for r, v in sorted(values.items()) if v
+        f"{r}: {'∞' if v >= UNLIMITED else format_quantity(r, v)}"
+        for r, v in sorted(values.items())
+        if v
     ]
     return ", ".join(shown) or "-"
 
@@ -96,9 +104,11 @@ def _view(tree: QueueTree) -> dict[str, Any]:
             "parent": q.parent,
             "children": q.children,
             "state": q.state,
-            "capability": {r: (None if v >= INF else v) for r, v in sorted(q.capability.items())},
+            "capability": {
+                r: (None if v >= UNLIMITED else v) for r, v in sorted(q.capability.items())
+            },
             "realCapability": {
-                r: (None if v >= INF else v) for r, v in sorted(q.real_capability.items())
+                r: (None if v >= UNLIMITED else v) for r, v in sorted(q.real_capability.items())
             },
             "deserved": dict(sorted(q.deserved.items())),
             "guarantee": dict(sorted(q.guarantee.items())),
@@ -119,7 +129,14 @@ def tree_cmd(
     try:
         conf = load_conf(config)
         model = load_manifests(*files)
-        tree = build_queue_tree(model, conf)
+        mode = (
+            CardMode(conf)
+            if conf.enabled("capacity-card")
+            else QuotaMode(conf)
+            if conf.enabled("capacity")
+            else None
+        )
+        tree = build_queue_tree(snapshot_of(model), mode) if mode is not None else None
         if tree is None:
             raise InputError("no queues in the input (or the capacity plugin is not in the conf)")
         if tree.broken:

@@ -1,7 +1,7 @@
 """The gRPC service (`gangplan serve`): `gangplan.v1.PlacementService` over the library.
 
 proto/gangplan/v1/*.proto   the contract          gangplan/v1/   its generated stubs
-server/convert.py           protobuf <-> model    server/store.py   in-memory snapshots
+solver/codec/               protobuf <-> model    server/store.py   in-memory snapshots
 server/servicer.py          the RPCs              server/interceptors.py   auth, metrics, logs
 server/app.py               create_server()       server/main.py    serve() with SIGTERM drain
 server/settings.py          flags and GANGPLAN_* environment variables (pydantic-settings)

@@ -1,9 +1,10 @@
 """`PlanCapacity`: the capacity planner (`solver.plan`) behind the gRPC service.
 
 The cluster (snapshot, inline, or none) plus the request's workload -> the same
-`ClusterModel` the YAML reader builds -> `solver.plan` (its pending pods are the workload,
-its nodes with their free capacity the current cluster) -> `PlanCapacityResponse`. A bad
-catalogue entry is `InputError` (INVALID_ARGUMENT, naming `node_types[i].field`).
+`ClusterModel` the YAML reader builds (planning is batch work: here the running pods do
+become objects) -> `solver.plan` (its pending pods are the workload, its nodes with their
+free capacity the current cluster) -> `PlanCapacityResponse`. A bad catalogue entry is
+`InputError` (INVALID_ARGUMENT, naming `node_types[i].field`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from gangplan.v1 import placement_service_pb2 as spb
-from server.convert import ClusterState, apply_job, build_model
+from solver.codec import job_from_proto
+from solver.model import ClusterModel, Gang, Pod
 from solver.plan import (
     PlanOptions,
     PlanResult,
@@ -23,6 +25,7 @@ from solver.plan import (
     valued,
     workload_from_model,
 )
+from solver.snapshot import Snapshot, gang_of_one
 
 __all__ = ["plan_capacity", "plan_to_proto"]
 
@@ -52,15 +55,55 @@ def _catalog(request: spb.PlanCapacityRequest) -> dict[str, Any]:
     return data
 
 
+def _model(snapshot: Snapshot, request: spb.PlanCapacityRequest) -> ClusterModel:
+    """The snapshot with the request's workload added, as one ClusterModel."""
+    pods, given, _ = job_from_proto(request.workload, "workload", snapshot)
+    gangs: dict[str, Gang] = {**snapshot.gangs, **given}
+    running = snapshot.running
+    everything: dict[str, Pod] = {}
+    for row in running.rows().tolist():
+        item = running.pod(row)
+        ns, name = item.key.split("/", 1)
+        everything[item.key] = Pod(
+            namespace=ns,
+            name=name,
+            labels=dict(item.labels),
+            annotations=dict(item.annotations),
+            requests=dict(item.requests),
+            node_name=item.node,
+            priority=item.priority,
+            gang=item.gang or item.key,
+            terminating=item.terminating,
+            preempted=item.preempted,
+        )
+    everything.update(snapshot.pending)
+    everything.update({p.key: p for p in pods})
+    members: dict[str, list[str]] = {}
+    for key in sorted(everything):
+        pod = everything[key]
+        members.setdefault(pod.gang, []).append(key)
+        if pod.gang not in gangs:
+            gangs[pod.gang] = gang_of_one(pod)
+    return ClusterModel(
+        nodes=snapshot.nodes.nodes,
+        pods=tuple(everything[k] for k in sorted(everything)),
+        gangs={
+            gid: g.model_copy(update={"members": tuple(members.get(gid, ()))})
+            for gid, g in sorted(gangs.items())
+        },
+        queues=dict(snapshot.queues),
+        topology=snapshot.topology,
+    )
+
+
 def plan_capacity(
-    state: ClusterState,
+    snapshot: Snapshot,
     request: spb.PlanCapacityRequest,
     time_limit: float,
     workers: int,
     seed: int,
 ) -> spb.PlanCapacityResponse:
-    state, _ = apply_job(state, request.workload, "workload")
-    model = build_model(state, None)
+    model = _model(snapshot, request)
     catalog = catalog_from_dict(_catalog(request), "request")
     workload = workload_from_model(model, Workload())
     inp = make_input(workload, catalog, cluster_from_model(model))

@@ -1,10 +1,12 @@
 """`gangplan.v1.PlacementService`: snapshots in, verified Decisions out.
 
 Every placement call runs the same pipeline as `gangplan schedule`: the cluster (a stored
-snapshot or inline) plus the job -> `ClusterModel` -> `solver.schedule` (compile, engine,
-verify) -> `Decision` -> protobuf. Status codes:
+snapshot, or an inline one built for the call) plus the job's workload -> `solver.schedule`
+(compile, engine, verify) -> `Decision` -> protobuf. A call on a stored snapshot pays for
+its nodes and its own pods, never for the pods already running. Status codes:
 
-    ConvertError, InputError, ConfigError -> INVALID_ARGUMENT (google.rpc.BadRequest details)
+    ConvertError, DeltaError, InputError,
+    ConfigError                           -> INVALID_ARGUMENT (google.rpc.BadRequest details)
     NotFound                              -> NOT_FOUND
     StaleGeneration                       -> FAILED_PRECONDITION
     TooManySnapshots                      -> RESOURCE_EXHAUSTED
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import logging
 import os
 import tempfile
@@ -39,28 +40,36 @@ from grpc_status import rpc_status
 
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
-from server.convert import (
-    ClusterState,
-    ConvertError,
-    apply_job,
-    build_model,
-    cluster_state,
-    decision_to_proto,
-    job_gangs,
-)
 from server.metrics import Metrics
+from server.plan import plan_capacity
 from server.settings import Settings
 from server.store import NotFound, SnapshotStore, StaleGeneration, TooManySnapshots
-from solver import ConfigError, Decision, InputError, InternalError, SchedulerConf, load_conf
+from solver import (
+    SCHEMA,
+    ConfigError,
+    Decision,
+    InputError,
+    InternalError,
+    SchedulerConf,
+    load_conf,
+)
 from solver import schedule as solver_schedule
+from solver.codec import (
+    ConvertError,
+    decision_to_proto,
+    delta_from_proto,
+    job_from_proto,
+    snapshot_from_proto,
+)
 from solver.engines import ENGINES
-from solver.policies.queue_validation import validate_queues
+from solver.features.queues import validate_queues
+from solver.snapshot import DeltaError, Snapshot, Workload
 
 __all__ = ["PlacementServicer", "ScheduleFn"]
 
 log = logging.getLogger("gangplan.server")
 
-ScheduleFn = Callable[..., Decision]
+ScheduleFn = Callable[..., Decision]  # `solver.schedule`'s signature; tests pass spies
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
 
 
@@ -101,7 +110,7 @@ def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(self, request, context)
         except _Abort as err:
             _abort(context, err)
-        except ConvertError as err:
+        except (ConvertError, DeltaError) as err:
             _abort(context, _Abort(grpc.StatusCode.INVALID_ARGUMENT, str(err), err.violations))
         except NotFound as err:
             _abort(context, _Abort(grpc.StatusCode.NOT_FOUND, str(err)))
@@ -162,7 +171,6 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         self.store = store
         self.metrics = metrics
         self.schedule_fn: ScheduleFn = schedule_fn or solver_schedule
-        self._accepts = set(inspect.signature(self.schedule_fn).parameters)
         self.default_conf = load_conf(settings.scheduler_conf)
 
     # ------------------------------------------------------------------------- snapshots
@@ -171,22 +179,23 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def PutSnapshot(
         self, request: spb.PutSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.PutSnapshotResponse:
-        state = cluster_state(request.cluster, "cluster")
-        snap = self.store.put(state, request.snapshot_id)
-        self._snapshot_metrics(state)
-        return spb.PutSnapshotResponse(snapshot_id=snap.id, generation=snap.generation)
+        snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
+        stored = self.store.put(snapshot, request.snapshot_id)
+        self._snapshot_metrics(snapshot)
+        return spb.PutSnapshotResponse(snapshot_id=stored.id, generation=stored.generation)
 
     @_guard
     def UpdateSnapshot(
         self, request: spb.UpdateSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.UpdateSnapshotResponse:
-        snap = self.store.update(request)
-        self._snapshot_metrics(snap.state)
+        delta = delta_from_proto(request, SCHEMA)
+        stored = self.store.update(request.snapshot_id, request.expected_generation, delta)
+        self._snapshot_metrics(stored.snapshot)
         return spb.UpdateSnapshotResponse(
-            snapshot_id=snap.id,
-            generation=snap.generation,
-            node_count=len(snap.state.nodes),
-            pod_count=len(snap.state.pods),
+            snapshot_id=stored.id,
+            generation=stored.generation,
+            node_count=len(stored.snapshot.nodes),
+            pod_count=len(stored.snapshot),
         )
 
     @_guard
@@ -197,11 +206,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         self._snapshot_metrics(None)
         return spb.DeleteSnapshotResponse()
 
-    def _snapshot_metrics(self, state: ClusterState | None) -> None:
+    def _snapshot_metrics(self, snapshot: Snapshot | None) -> None:
         nodes, pods = self.store.sizes()
         self.metrics.snapshot_sizes(len(self.store), nodes, pods)
-        if state is not None:
-            self.metrics.queue_cards(state.queues.values())
+        if snapshot is not None:
+            self.metrics.queue_cards(snapshot.queues.values())
 
     # ------------------------------------------------------------------------- placement
 
@@ -252,8 +261,8 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def ValidateQueues(
         self, request: spb.ValidateQueuesRequest, context: grpc.ServicerContext
     ) -> spb.ValidateQueuesResponse:
-        state, _ = self._cluster(request)
-        verdicts = validate_queues(build_model(state, None))
+        snapshot, _ = self._cluster(request)
+        verdicts = validate_queues(snapshot)
         return spb.ValidateQueuesResponse(
             valid=all(v.valid for v in verdicts.values()),
             violations=[
@@ -268,11 +277,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         self, request: spb.PlanCapacityRequest, context: grpc.ServicerContext
     ) -> spb.PlanCapacityResponse:
         """Capacity planning (`solver.plan`); the deadline less the margin is the time limit."""
-        from server.plan import plan_capacity
-
-        state = ClusterState() if request.WhichOneof("cluster_source") is None else None
-        if state is None:
-            state, _ = self._cluster(request)
+        snapshot = (
+            Snapshot.build((), schema=SCHEMA)
+            if request.WhichOneof("cluster_source") is None
+            else self._cluster(request)[0]
+        )
         remaining = context.time_remaining()
         budget = self.settings.time_limit
         if remaining is not None and remaining < NO_DEADLINE:
@@ -281,17 +290,17 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
                 raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline left no time to plan")
         workers = request.options.workers or self.settings.solver_workers or 1
         seed = request.options.seed or self.settings.seed
-        return plan_capacity(state, request, budget, workers, seed)
+        return plan_capacity(snapshot, request, budget, workers, seed)
 
     # ------------------------------------------------------------------------- the pipeline
 
-    def _cluster(self, request: Any) -> tuple[ClusterState, int]:
+    def _cluster(self, request: Any) -> tuple[Snapshot, int]:
         which = request.WhichOneof("cluster_source")
         if which == "snapshot":
-            snap = self.store.get(request.snapshot.id, request.snapshot.expected_generation)
-            return snap.state, snap.generation
+            stored = self.store.get(request.snapshot.id, request.snapshot.expected_generation)
+            return stored.snapshot, stored.generation
         if which == "cluster":
-            return cluster_state(request.cluster, "cluster"), 0
+            return snapshot_from_proto(request.cluster, "cluster", SCHEMA), 0
         raise _Abort(
             grpc.StatusCode.INVALID_ARGUMENT,
             "name a snapshot or send a cluster",
@@ -302,25 +311,27 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         self, request: Any, context: grpc.ServicerContext, *, preempt: bool = False
     ) -> _Answer:
         started = time.perf_counter()
-        state, generation = self._cluster(request)
+        snapshot, generation = self._cluster(request)
         job = request.job
-        state, gangs = apply_job(state, job, "job")
-        empty = not (job.gangs or job.pods or job.gang_ids)
-        closed = None if empty else job_gangs(state, gangs)
-        model = build_model(state, closed)
+        if job.gangs or job.pods or job.gang_ids:
+            pods, given, named = job_from_proto(job, "job", snapshot)
+            workload = Workload.of(snapshot, pods, named, given)
+            closed: set[str] | None = set(workload.gangs)
+        else:
+            workload, closed = Workload.everything(snapshot), None
         options = request.options
         conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf
         engine, kwargs, notes = self._budget(options, context)
         if not context.is_active():
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
-        if preempt and "preempt" in self._accepts:
+        if preempt:
             kwargs["preempt"] = True
-        decision = self.schedule_fn(model, conf, engine=engine, **kwargs)
+        decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
         if notes:
             decision = _with_notes(decision, notes)
         self.metrics.solved(decision, time.perf_counter() - started)
-        singles = frozenset(p.key for p in model.pending_pods if model.gangs[p.gang].implicit)
+        singles = frozenset(p.key for p in workload.pods if workload.gangs[p.gang].implicit)
         return _Answer(decision, closed, generation, singles)
 
     def _budget(
@@ -342,24 +353,18 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
                     "the deadline left no time to solve after building the model",
                 )
         notes = []
-        if engine != "greedy":
-            if "time_limit" not in self._accepts:
-                notes.append(f"engine {engine!r} takes no time limit here: greedy answered")
-                engine = "greedy"
-            elif budget < self.settings.min_cpsat_budget:
-                notes.append(
-                    f"deadline left {budget * 1000:.0f} ms, under the "
-                    f"{self.settings.min_cpsat_budget * 1000:.0f} ms engine {engine!r} "
-                    "needs: greedy answered"
-                )
-                engine = "greedy"
-        kwargs: dict[str, Any] = {}
-        if "time_limit" in self._accepts:
-            kwargs["time_limit"] = budget
-        if "workers" in self._accepts:
-            kwargs["workers"] = options.workers or self.settings.solver_workers
-        if "seed" in self._accepts:
-            kwargs["seed"] = options.seed or self.settings.seed
+        if engine != "greedy" and budget < self.settings.min_cpsat_budget:
+            notes.append(
+                f"deadline left {budget * 1000:.0f} ms, under the "
+                f"{self.settings.min_cpsat_budget * 1000:.0f} ms engine {engine!r} "
+                "needs: greedy answered"
+            )
+            engine = "greedy"
+        kwargs: dict[str, Any] = {
+            "time_limit": budget,
+            "workers": options.workers or self.settings.solver_workers,
+            "seed": options.seed or self.settings.seed,
+        }
         return engine, kwargs, notes
 
     def _decision(self, answer: _Answer) -> spb.Decision:

@@ -2,7 +2,8 @@
 
 Data flows one way::
 
-    kube (YAML) -> model -> policies -> Problem -> engine (greedy) -> Decision -> verify
+    kube (YAML) / codec (protobuf) -> model -> snapshot -> features -> Problem
+        -> engine (greedy | cpsat | auto) -> Decision -> verify
 
 Everything a caller needs is re-exported here.
 """
@@ -15,13 +16,16 @@ from solver.explain import explain
 from solver.kube import load_manifests
 from solver.model import ClusterModel
 from solver.problem import Problem
-from solver.schedule import schedule
+from solver.schedule import SCHEMA, schedule, snapshot_of
+from solver.snapshot import Delta, Snapshot, Workload
 from solver.verify import check, verify
 
 __all__ = [
+    "SCHEMA",
     "ClusterModel",
     "ConfigError",
     "Decision",
+    "Delta",
     "GangplanError",
     "GroupOutcome",
     "InputError",
@@ -30,12 +34,15 @@ __all__ = [
     "Placement",
     "Problem",
     "SchedulerConf",
+    "Snapshot",
     "Victim",
+    "Workload",
     "check",
     "compile_problem",
     "explain",
     "load_conf",
     "load_manifests",
     "schedule",
+    "snapshot_of",
     "verify",
 ]

@@ -1,23 +1,18 @@
 """The Decision: what gangplan answers, engine-neutral and keyed by Kubernetes names.
 
-`decide()` turns an engine's per-type node indices back into pod and PodGroup names, with
-the counted reasons of every pod left pending. `Decision.to_dict()` is the stable JSON
-shape of `gangplan schedule -o json` (fields are added, never renamed).
+Plain data, importable without numpy or OR-Tools (the thin client reads it).
+`Decision.to_dict()` is the stable JSON shape of `gangplan schedule -o json` (fields are
+added, never renamed). `solver.decide` builds it from an engine's answer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-import numpy as np
+__all__ = ["Decision", "GroupOutcome", "Placement", "Preemption", "Victim"]
 
-from solver.engines import EngineResult
-from solver.model import ClusterModel
-from solver.objective import evaluate
-from solver.problem import Problem
-
-__all__ = ["Decision", "GroupOutcome", "Placement", "Preemption", "Victim", "decide"]
+INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -40,6 +35,8 @@ class Victim:
     pod: str
     node: str
     message: str  # the DisruptionTarget condition message
+    cause: Literal["preemption", "reclaim"] = "preemption"
+    queue: str = ""  # the reclaiming queue (reclaim only)
 
 
 @dataclass(frozen=True)
@@ -55,6 +52,7 @@ class Decision:
     bound: float | None = None
     notes: tuple[str, ...] = field(default=())
     stats: dict[str, float | int] = field(default_factory=dict)
+    minimized: tuple[str, ...] = ()  # the fewer-is-better tiers (the others: higher is better)
 
     @property
     def gap(self) -> float | None:
@@ -62,6 +60,11 @@ class Decision:
         if self.bound is None:
             return None
         return max(0.0, (self.bound - self.objective) / max(1.0, abs(self.bound)))
+
+    @property
+    def objective_fits_int64(self) -> bool:
+        """The packed objective fits a signed 64-bit integer (else compare `tiers`)."""
+        return -INT64_MAX - 1 <= self.objective <= INT64_MAX
 
     @property
     def placed(self) -> dict[str, str]:
@@ -78,7 +81,11 @@ class Decision:
                 k: {"enqueued": g.enqueued, "placed": g.placed, "reason": g.reason}
                 for k, g in self.podgroups.items()
             },
-            "victims": [{"pod": v.pod, "node": v.node, "message": v.message} for v in self.victims],
+            "victims": [
+                {"pod": v.pod, "node": v.node, "message": v.message, "cause": v.cause}
+                | ({"queue": v.queue} if v.queue else {})
+                for v in self.victims
+            ],
             "engine": self.engine,
             "status": self.status,
             "objective": self.objective,
@@ -127,91 +134,3 @@ class Preemption:
     reasons: dict[int, str]  # gang index -> why preemption did not help
     cost: int
     evicted: int
-
-
-def decide(
-    problem: Problem,
-    model: ClusterModel,
-    result: EngineResult,
-    seconds: float,
-    preemption: Preemption | None = None,
-) -> Decision:
-    placements: dict[str, Placement] = {}
-    if preemption is not None:
-        for g, why in preemption.reasons.items():
-            result.gang_reason[g] = f"{result.gang_reason.get(g, 'not placed')}; {why}"
-    placed_per_gang = np.zeros(len(problem.gang_ids), dtype=np.int64)
-    for t, pods in enumerate(problem.type_pods):
-        g = int(problem.type_gang[t])
-        for pod, n in zip(pods, result.pod_node[t].tolist(), strict=True):
-            if n >= 0:
-                card = None
-                if problem.type_card_dims and problem.type_card_dims[t]:
-                    card = problem.quota_dims[int(problem.type_node_card[t, n])].removeprefix(
-                        "card:"
-                    )
-                placements[pod] = Placement(node=problem.node_names[n], card=card)
-                placed_per_gang[g] += 1
-    for t, pods in enumerate(problem.type_pods):
-        g = int(problem.type_gang[t])
-        for pod in pods:
-            if pod not in placements:
-                nominated = preemption.nominated.get(pod) if preemption else None
-                if nominated:
-                    reason = f"nominated to {nominated} after preemption: waiting for the victims to terminate"
-                else:
-                    reason = result.gang_reason.get(g) or "not placed"
-                placements[pod] = Placement(node=None, nominated=nominated, reason=reason)
-
-    g_index = {gid: i for i, gid in enumerate(problem.gang_ids)}
-    podgroups: dict[str, GroupOutcome] = {}
-    for gid, gang in model.gangs.items():
-        if gang.implicit:
-            continue
-        g = g_index[gid]
-        pending = int(problem.gang_pending[g])
-        rejected = problem.gang_enqueue_reason[g] if problem.gang_enqueue_reason else None
-        if rejected is not None:
-            podgroups[gid] = GroupOutcome(
-                enqueued=False, placed=False, reason=f"not enqueued: {rejected}"
-            )
-            continue
-        if pending == 0:
-            bound = sum(1 for k in gang.members if model.pod_by_key[k].bound)
-            ok = bound >= gang.min_member and bound > 0
-            reason = "" if ok else result.gang_reason.get(g, "no pending member pods")
-            podgroups[gid] = GroupOutcome(enqueued=True, placed=ok, reason=reason)
-            continue
-        members_nominated = preemption is not None and any(
-            k in preemption.nominated for k in gang.members
-        )
-        if members_nominated:
-            podgroups[gid] = GroupOutcome(
-                enqueued=True,
-                placed=False,
-                reason="nominated after preemption: its pods wait for the victims to terminate",
-            )
-            continue
-        placed = int(placed_per_gang[g]) > 0 and placed_per_gang[g] >= problem.gang_need[g]
-        reason = "" if placed and placed_per_gang[g] == pending else result.gang_reason.get(g, "")
-        if placed and reason:
-            reason = f"{pending - int(placed_per_gang[g])} optional member(s) pending: {reason}"
-        podgroups[gid] = GroupOutcome(enqueued=True, placed=bool(placed), reason=reason)
-
-    tiers = evaluate(problem, result.pod_node)
-    if preemption is not None and preemption.victims:
-        tiers["preemption_cost"] = preemption.cost
-        tiers["evicted_pods"] = preemption.evicted
-    return Decision(
-        placements=dict(sorted(placements.items())),
-        podgroups=podgroups,
-        engine=result.engine,
-        status=result.status,
-        objective=tiers.pop("objective"),
-        tiers=tiers,
-        seconds=seconds,
-        bound=result.bound,
-        notes=problem.notes,
-        stats=dict(result.stats),
-        victims=preemption.victims if preemption is not None else (),
-    )

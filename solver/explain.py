@@ -10,14 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from solver.compile import compile_problem
+from solver.compile import compile_parts
 from solver.config import SchedulerConf
 from solver.errors import InputError
-from solver.model import ClusterModel, Pod
-from solver.policies.nodegroup import nodegroup_verdict
-from solver.policies.queues import card_weight, job_queue
-from solver.problem import Problem
-from solver.schedule import schedule
+from solver.model import ClusterModel
+from solver.schedule import schedule, snapshot_of
+from solver.snapshot import Workload
 
 __all__ = ["explain"]
 
@@ -29,12 +27,18 @@ def explain(model: ClusterModel, conf: SchedulerConf | None, pod_key: str) -> di
         raise InputError(f"pod {pod_key!r} is not in the input (give it as namespace/name)")
     if not pod.pending:
         raise InputError(f"pod {pod_key!r} is not pending: it is bound to {pod.node_name}")
-    problem = compile_problem(model, conf)
+    snapshot = snapshot_of(model)
+    workload = Workload.everything(snapshot)
+    compiled = compile_parts(snapshot, workload, conf)
+    problem = compiled.problem
     t = next(i for i, pods in enumerate(problem.type_pods) if pod_key in pods)
     demand = problem.type_demand[t]
     used = problem.capacity - problem.free
-    binpack = problem.binpack_scores(t, used)
-    plugin_scores = _policy_scores(model, conf, pod, problem)
+    dynamic = problem.dynamic_scores(t, used)
+    plugin_scores: dict[str, np.ndarray] = {}
+    for plugin, types, row in compiled.score_log:
+        if t in types:
+            plugin_scores[plugin] = plugin_scores.get(plugin, np.zeros(problem.num_nodes)) + row
     nodes: dict[str, Any] = {}
     for n, name in enumerate(problem.node_names):
         reasons: list[str] = []
@@ -46,7 +50,7 @@ def explain(model: ClusterModel, conf: SchedulerConf | None, pod_key: str) -> di
         feasible = not reasons
         scores: dict[str, float] = {}
         if feasible and conf.enabled("binpack"):
-            scores["binpack"] = round(float(binpack[n]), 3)
+            scores["binpack"] = round(float(dynamic[n]), 3)
         if feasible:
             scores.update(
                 {plugin: round(float(row[n]), 3) for plugin, row in plugin_scores.items()}
@@ -57,37 +61,13 @@ def explain(model: ClusterModel, conf: SchedulerConf | None, pod_key: str) -> di
             "scores": scores,
             "total": round(sum(scores.values()), 3),
         }
-    decision = schedule(model, conf)
+    decision = schedule(snapshot, conf, workload=workload)
     placement = decision.placements[pod_key]
-    card = placement.card
     return {
         "pod": pod_key,
         "gang": pod.gang,
         "placement": placement.node,
-        "card": card,
+        "card": placement.card,
         "reason": placement.reason,
         "nodes": nodes,
     }
-
-
-def _policy_scores(
-    model: ClusterModel, conf: SchedulerConf, pod: Pod, problem: Problem
-) -> dict[str, np.ndarray]:
-    """The static score each policy plugin gives this pod on every node (by conf name)."""
-    out: dict[str, np.ndarray] = {}
-    queue = job_queue(model, pod.gang)
-    if conf.enabled("nodegroup") and queue is not None:
-        _, scores = nodegroup_verdict(model, conf, queue)
-        if scores.any():
-            out["nodegroup"] = scores
-    if conf.enabled("capacity-card"):
-        t = next(i for i, pods in enumerate(problem.type_pods) if pod.key in pods)
-        dims = problem.type_card_dims[t] if problem.type_card_dims else ()
-        if len(dims) > 1:
-            weight = card_weight(conf.arguments("capacity-card").get("nodeOrderWeight", 1.0))
-            rank = {d: i for i, d in enumerate(dims)}
-            row = problem.type_node_card[t]
-            out["capacity-card"] = np.array(
-                [100 * 0.5 ** rank[int(d)] * weight if d >= 0 else 0.0 for d in row.tolist()]
-            )
-    return out

@@ -18,11 +18,31 @@ from decimal import Decimal, InvalidOperation
 
 from lightkube.utils.quantity import parse_quantity
 
-__all__ = ["CPU", "MEMORY", "PODS", "QuantityError", "format_quantity", "to_int"]
+__all__ = [
+    "CPU",
+    "MEMORY",
+    "PODS",
+    "UNLIMITED",
+    "QuantityError",
+    "add_limits",
+    "format_quantity",
+    "sub_limit",
+    "to_int",
+]
 
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
+UNLIMITED = 2**62
+"""An amount without a limit, in integer arithmetic; `add_limits`/`sub_limit` keep it there."""
+
+
+def add_limits(a: int, b: int) -> int:
+    return UNLIMITED if a >= UNLIMITED or b >= UNLIMITED else a + b
+
+
+def sub_limit(a: int, b: int) -> int:
+    return UNLIMITED if a >= UNLIMITED else a - b
 
 
 class QuantityError(ValueError):

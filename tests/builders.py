@@ -11,8 +11,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from solver.config import SchedulerConf
+from solver.features.cards import CardMode
+from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
 from solver.kube import RawObject, build_model
 from solver.model import ClusterModel
+from solver.schedule import snapshot_of
 
 GPU = "nvidia.com/gpu"
 
@@ -307,3 +311,14 @@ def volcano_job(
             b.on(bound_on)
         out.append(b.obj())
     return out
+
+
+def queue_tree(cluster: ClusterModel, conf: SchedulerConf) -> QueueTree | None:
+    """The queue tree the conf's quota plugin builds for a whole input (None without one)."""
+    if conf.enabled("capacity-card"):
+        mode: QuotaMode = CardMode(conf)
+    elif conf.enabled("capacity"):
+        mode = QuotaMode(conf)
+    else:
+        return None
+    return build_queue_tree(snapshot_of(cluster), mode)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver import SchedulerConf, schedule, verify
-from solver.model import ClusterModel
-from solver.policies.queues import INF, build_queue_tree, job_queue
-from tests.builders import model, node, queue, volcano_job
+from solver.model import ClusterModel, job_queue
+from solver.quantity import UNLIMITED as INF
+from tests.builders import model, node, queue, queue_tree, volcano_job
 
 GPU = "nvidia.com/gpu"
 CONF = SchedulerConf.default()
@@ -49,12 +49,13 @@ def queue_worlds(draw: st.DrawFn) -> ClusterModel:
 
 
 def _within_every_level(cluster: ClusterModel, placed: dict[str, str]) -> None:
-    tree = build_queue_tree(cluster, CONF)
+    tree = queue_tree(cluster, CONF)
     assert tree is not None
     extra: dict[str, int] = {}
     for key in placed:
         pod = cluster.pod_by_key[key]
-        leaf = job_queue(cluster, pod.gang)
+        gang = cluster.gangs[pod.gang]
+        leaf = job_queue(gang, [cluster.pod_by_key[k] for k in gang.members])
         assert leaf is not None
         for name in tree.path(leaf):
             extra[name] = extra.get(name, 0) + pod.requests.get(GPU, 0)

@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from solver.engines.preempt import preempt
+from solver.policies.preemption import compile_preemption
 
 from solver import SchedulerConf, compile_problem
 from solver.engines import SolveParams
 from solver.engines.greedy import solve_greedy
-from solver.engines.preempt import preempt
 from solver.model import ClusterModel, Gang, Node, Pod
-from solver.policies.preemption import compile_preemption
 
 HERE = Path(__file__).resolve().parent
 GPU = "nvidia.com/gpu"

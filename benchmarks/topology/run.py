@@ -29,9 +29,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from solver.engines.gather import gather_unit  # noqa: E402
+
 from solver import SchedulerConf  # noqa: E402
 from solver.compile import compile_problem  # noqa: E402
-from solver.engines.gather import gather_unit  # noqa: E402
 from solver.kube import RawObject, build_model  # noqa: E402
 
 SPINES, BLOCKS, NODES = 20, 16, 32
@@ -184,9 +185,10 @@ def cpsat_rows(
     seed: int, time_limit: float, workers: int, cards: bool = False
 ) -> list[dict[str, Any]]:
     """The same cluster with one gang at a time, solved by the cpsat engine (greedy hint)."""
+    from solver.objective import evaluate
+
     from solver.engines import SolveParams
     from solver.engines.cpsat import solve_cpsat
-    from solver.objective import evaluate
 
     everything = objects(seed, cards)
     conf = card_conf() if cards else SchedulerConf.default()

@@ -38,6 +38,30 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _VictimCause:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VictimCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_VictimCause.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VICTIM_CAUSE_UNSPECIFIED: _VictimCause.ValueType  # 0
+    """Not set (never sent)."""
+    VICTIM_CAUSE_PREEMPTION: _VictimCause.ValueType  # 1
+    """Job-level preemption: a higher-priority gang group needs the room."""
+    VICTIM_CAUSE_RECLAIM: _VictimCause.ValueType  # 2
+    """Queue reclaim (Volcano capacity): a queue takes back its deserved share."""
+
+class VictimCause(_VictimCause, metaclass=_VictimCauseEnumTypeWrapper):
+    """Why a pod is evicted."""
+
+VICTIM_CAUSE_UNSPECIFIED: VictimCause.ValueType  # 0
+"""Not set (never sent)."""
+VICTIM_CAUSE_PREEMPTION: VictimCause.ValueType  # 1
+"""Job-level preemption: a higher-priority gang group needs the room."""
+VICTIM_CAUSE_RECLAIM: VictimCause.ValueType  # 2
+"""Queue reclaim (Volcano capacity): a queue takes back its deserved share."""
+Global___VictimCause: _TypeAlias = VictimCause  # noqa: Y015
+
 class _PlanValue:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -454,26 +478,64 @@ class Victim(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     NODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    QUEUE_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     """Pod key `namespace/name`."""
     node: _builtins.str
     """The node it runs on."""
     message: _builtins.str
     """The Kubernetes DisruptionTarget condition message."""
+    cause: Global___VictimCause.ValueType
+    """Preemption or reclaim."""
+    queue: _builtins.str
+    """The reclaiming queue (reclaim only)."""
     def __init__(
         self,
         *,
         pod: _builtins.str = ...,
         node: _builtins.str = ...,
         message: _builtins.str = ...,
+        cause: Global___VictimCause.ValueType = ...,
+        queue: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "node", b"node", "pod", b"pod"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "message", b"message", "node", b"node", "pod", b"pod", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Victim: _TypeAlias = Victim  # noqa: Y015
+
+@_typing.final
+class ObjectiveTier(_message.Message):
+    """One named tier of the objective (solver/problem/_objective.py), highest first."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    MAXIMIZE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Tier name, e.g. `placed_groups`, `domains:BlockLayer`, `opened_nodes`."""
+    value: _builtins.int
+    """Its value for this answer."""
+    maximize: _builtins.bool
+    """True when higher is better; false for the fewer-is-better tiers."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        value: _builtins.int = ...,
+        maximize: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["maximize", b"maximize", "name", b"name", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ObjectiveTier: _TypeAlias = ObjectiveTier  # noqa: Y015
 
 @_typing.final
 class Decision(_message.Message):
@@ -533,12 +595,16 @@ class Decision(_message.Message):
     NOTES_FIELD_NUMBER: _builtins.int
     GAP_FIELD_NUMBER: _builtins.int
     STATS_FIELD_NUMBER: _builtins.int
+    OBJECTIVE_TIERS_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """The engine that produced the answer."""
     status: _builtins.str
     """HEURISTIC (greedy), FEASIBLE or OPTIMAL (CP-SAT with a gap or a proof)."""
     objective: _builtins.int
-    """Objective value (solver/objective.py); higher is better."""
+    """The objective packed into one number (higher is better), when it fits 64 bits; large
+    clusters with topology tiers can exceed it: compare `objective_tiers` instead, which
+    order answers exactly as the packed number does.
+    """
     bound: _builtins.float
     """Best bound proven by CP-SAT; unset for greedy."""
     solve_seconds: _builtins.float
@@ -569,6 +635,10 @@ class Decision(_message.Message):
     def stats(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
         """Engine statistics (seconds per phase, model sizes), by name."""
 
+    @_builtins.property
+    def objective_tiers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectiveTier]:
+        """The objective's tiers in order, highest first, with their sense."""
+
     def __init__(
         self,
         *,
@@ -577,26 +647,31 @@ class Decision(_message.Message):
         victims: _abc.Iterable[Global___Victim] | None = ...,
         engine: _builtins.str = ...,
         status: _builtins.str = ...,
-        objective: _builtins.int = ...,
+        objective: _builtins.int | None = ...,
         tiers: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         bound: _builtins.float | None = ...,
         solve_seconds: _builtins.float = ...,
         notes: _abc.Iterable[_builtins.str] | None = ...,
         gap: _builtins.float | None = ...,
         stats: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        objective_tiers: _abc.Iterable[Global___ObjectiveTier] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "bound", b"bound", "gap", b"gap"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "gap", b"gap", "objective", b"objective"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "placements", b"placements", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015
     _WhichOneofReturnType__gap: _TypeAlias = _typing.Literal["gap"]  # noqa: Y015
     _WhichOneofArgType__gap: _TypeAlias = _typing.Literal["_gap", b"_gap"]  # noqa: Y015
+    _WhichOneofReturnType__objective: _TypeAlias = _typing.Literal["objective"]  # noqa: Y015
+    _WhichOneofArgType__objective: _TypeAlias = _typing.Literal["_objective", b"_objective"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__bound) -> _WhichOneofReturnType__bound | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__gap) -> _WhichOneofReturnType__gap | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__objective) -> _WhichOneofReturnType__objective | None: ...
 
 Global___Decision: _TypeAlias = Decision  # noqa: Y015
 

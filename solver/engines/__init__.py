@@ -9,7 +9,7 @@
 from collections.abc import Callable
 
 from solver.engines._params import SolveParams, default_workers
-from solver.engines._result import EngineResult, fit_report
+from solver.engines._result import EngineResult
 from solver.engines.cpsat import solve_auto, solve_cpsat
 from solver.engines.greedy import solve_greedy
 from solver.problem import Problem
@@ -19,7 +19,6 @@ __all__ = [
     "EngineResult",
     "SolveParams",
     "default_workers",
-    "fit_report",
     "solve_greedy",
 ]
 

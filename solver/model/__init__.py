@@ -5,6 +5,19 @@ Built from Kubernetes manifests by `solver.kube` (and, later, from protobuf mess
 Policies read this model; engines never do.
 """
 
+from solver.model._cards import (
+    CARD_NAME,
+    CARD_QUOTA,
+    CARD_REQUEST,
+    CardDemand,
+    CardError,
+    ClusterCards,
+    card_alternatives,
+    card_demand,
+    discover_cards,
+    node_cards,
+    parse_quota,
+)
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 from solver.model._snapshot import ClusterModel
 from solver.model._topology import (
@@ -23,13 +36,20 @@ from solver.model._topology import (
     parse_gather_spec,
     parse_job_affinity,
 )
-from solver.model._workload import Gang, MatchPolicy, Pod, Queue
+from solver.model._workload import QUEUE_ANNOTATION, Gang, MatchPolicy, Pod, Queue, job_queue
 
 __all__ = [
+    "CARD_NAME",
+    "CARD_QUOTA",
+    "CARD_REQUEST",
     "CLUSTER_LAYER",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
+    "QUEUE_ANNOTATION",
+    "CardDemand",
+    "CardError",
+    "ClusterCards",
     "ClusterModel",
     "Gang",
     "GatherRule",
@@ -48,6 +68,12 @@ __all__ = [
     "Taint",
     "Toleration",
     "TopologyLayer",
+    "card_alternatives",
+    "card_demand",
+    "discover_cards",
+    "job_queue",
+    "node_cards",
     "parse_gather_spec",
     "parse_job_affinity",
+    "parse_quota",
 ]

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.model._cluster import Node
 from solver.model._topology import NetworkTopology
 from solver.model._workload import Gang, Pod, Queue
-
-if TYPE_CHECKING:
-    from solver.node_table import NodeTable
 
 
 class ClusterModel(BaseModel):
@@ -30,7 +27,7 @@ class ClusterModel(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterModel:
-        if len(self.node_table.index) != len(self.nodes):
+        if len(self.node_by_name) != len(self.nodes):
             raise ValueError("node names must be unique")
         keys = [p.key for p in self.pods]
         if len(set(keys)) != len(keys):
@@ -49,20 +46,8 @@ class ClusterModel(BaseModel):
         return copy
 
     @cached_property
-    def node_table(self) -> NodeTable:
-        """Per-node arrays of these nodes, shared with earlier models of the same nodes."""
-        from solver.node_table import node_table  # the table module imports this package
-
-        return node_table(self.nodes)
-
-    @cached_property
-    def memo(self) -> dict[str, object]:
-        """Values policies derive from this model once per call (the model never changes)."""
-        return {}
-
-    @cached_property
     def node_by_name(self) -> dict[str, Node]:
-        return self.node_table.by_name
+        return {n.name: n for n in self.nodes}
 
     @cached_property
     def pod_by_key(self) -> dict[str, Pod]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ class MatchPolicy(StrEnum):
 
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
 class Pod(_Frozen):
@@ -125,3 +127,11 @@ class Queue(_Frozen):
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = None
     allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")
+
+
+def job_queue(gang: Gang, pods: Iterable[Pod] = ()) -> str | None:
+    """The Volcano queue of a job: its PodGroup's `spec.queue`, else the first of its pods
+    (in the order given) annotated `scheduling.volcano.sh/queue-name`; None for no queue."""
+    if gang.queue:
+        return gang.queue
+    return next((q for p in pods if (q := p.annotations.get(QUEUE_ANNOTATION))), None)

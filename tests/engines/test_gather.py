@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from solver import SchedulerConf, schedule, verify
 from solver.compile import compile_problem
 from solver.decision import Decision
+from solver.features.topology import TopologyBlock
+from solver.features.topology.nodegroups import godel_groups
 from solver.model import ClusterModel
 from tests.builders import (
     BLOCK,
@@ -380,12 +382,13 @@ AFFINITY = {
 
 
 def test_godel_group_order_default_sort_is_smallest_capacity_first() -> None:
-    from solver.engines.gather import godel_groups
 
     p = compile_problem(model(*godel_nodes(), *godel_job(3, AFFINITY)), SchedulerConf.default())
-    plan = p.unit_godel[0]
+    block = p.block(TopologyBlock)
+    assert block is not None
+    plan = block.unit_godel[0]
     assert plan is not None
-    groups = godel_groups(p, plan, p.free.copy())
+    groups = godel_groups(p, block, plan, p.free.copy())
     names = [g.name for g in groups]
     # deepest layer first; inside a layer by parent order (bigPodB: 8 cpu before bigPodA: 22),
     # then CPU capacity ascending; tor2 (2 cpu < the unit's 3) is cut off
@@ -400,20 +403,23 @@ def test_godel_group_order_default_sort_is_smallest_capacity_first() -> None:
 
 
 def test_godel_sort_rules_descending_and_invalid_rules() -> None:
-    from solver.engines.gather import godel_groups
 
     rules = {**AFFINITY, "sortRules": [{"resource": "CPU", "order": "Descending"}]}
     p = compile_problem(model(*godel_nodes(), *godel_job(2, rules)), SchedulerConf.default())
-    plan = p.unit_godel[0]
+    block = p.block(TopologyBlock)
+    assert block is not None
+    plan = block.unit_godel[0]
     assert plan is not None
-    names = [g.name for g in godel_groups(p, plan, p.free.copy())]
+    names = [g.name for g in godel_groups(p, block, plan, p.free.copy())]
     assert names[:4] == ["tor:tor3;", "tor:tor1;", "tor:tor2;", "tor:tor4;"]
     # an invalid rule: no sorting (name order) and no cut-off (tor2 is a group again)
     bad = {**AFFINITY, "sortRules": [{"resource": "MEM", "order": "Descending"}]}
     p = compile_problem(model(*godel_nodes(), *godel_job(2, bad)), SchedulerConf.default())
-    plan = p.unit_godel[0]
+    block = p.block(TopologyBlock)
+    assert block is not None
+    plan = block.unit_godel[0]
     assert plan is not None
-    names = [g.name for g in godel_groups(p, plan, p.free.copy())]
+    names = [g.name for g in godel_groups(p, block, plan, p.free.copy())]
     assert names[:4] == ["tor:tor1;", "tor:tor2;", "tor:tor3;", "tor:tor4;"]
 
 
@@ -553,17 +559,19 @@ def test_problem_fields_for_engines() -> None:
         ),
         SchedulerConf.default(),
     )
-    assert p.topo_layers == (
+    b = p.block(TopologyBlock)
+    assert b is not None
+    assert b.layers == (
         "ClusterTopologyLayer",
         "SpineLayer",
         "BlockLayer",
         "NodeTopologyLayer",
     )
-    assert p.node_domain.shape == (4, 8)
-    assert p.unit_gather.tolist() == [True]
-    assert p.unit_gather_layer.tolist() == [1]
-    assert p.unit_pod_multiple.tolist() == [[1, 1, 2, 1]]
-    dom = p.unit_domain[0]
-    assert dom is not None and dom.tolist() == p.node_domain[1].tolist()
-    assert p.unit_domain_names[0] == ("s1", "s2")
+    assert b.node_domain.shape == (4, 8)
+    assert b.unit_gather.tolist() == [True]
+    assert b.unit_gather_layer.tolist() == [1]
+    assert b.unit_pod_multiple.tolist() == [[1, 1, 2, 1]]
+    dom = b.unit_domain[0]
+    assert dom is not None and dom.tolist() == b.node_domain[1].tolist()
+    assert b.unit_domain_names[0] == ("s1", "s2")
     assert json.dumps([r.tolist() for r in p.type_rank]) == "[[0, 1, 2, 3]]"

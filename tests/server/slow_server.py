@@ -16,10 +16,10 @@ from server.settings import Settings
 from solver import Decision, schedule
 
 
-def slow_schedule(model: Any, conf: Any = None, *, engine: str = "greedy") -> Decision:
+def slow_schedule(snapshot: Any, conf: Any = None, **options: Any) -> Decision:
     print("solving", file=sys.stderr, flush=True)
     time.sleep(float(os.environ.get("SLOW_SECONDS", "1.0")))
-    return schedule(model, conf, engine=engine)
+    return schedule(snapshot, conf, **options)
 
 
 if __name__ == "__main__":

@@ -279,7 +279,7 @@ def test_a_rejected_update_changes_nothing(start: Any) -> None:
         ("bindings[0].pod", "pod 'default/ghost' is not in the snapshot")
     ]
     snap = srv.store.get("s")
-    assert snap.generation == 1 and "n0" in snap.state.nodes
+    assert snap.generation == 1 and "n0" in snap.snapshot.nodes.index
 
 
 # ----------------------------------------------------------------------------- errors
@@ -396,11 +396,9 @@ def test_a_short_deadline_gets_the_greedy_answer_on_time(start: Any) -> None:
 def test_the_deadline_is_the_solver_budget(start: Any) -> None:
     seen: dict[str, Any] = {}
 
-    def spy(
-        model: Any, conf: Any, *, engine: str, time_limit: float, workers: int, seed: int
-    ) -> Any:
-        seen.update(engine=engine, time_limit=time_limit, workers=workers, seed=seed)
-        return schedule(model, conf, engine="greedy")
+    def spy(snapshot: Any, conf: Any, *, workload: Any, engine: str, **kw: Any) -> Any:
+        seen.update(engine=engine, **kw)
+        return schedule(snapshot, conf, workload=workload, engine="greedy")
 
     _, port = start(schedule_fn=spy, solver_workers=1, seed=7)
     with _client(port) as client:

@@ -26,15 +26,12 @@ from ortools.sat.python import cp_model
 
 from solver.engines._params import SolveParams
 from solver.engines._result import EngineResult
-from solver.engines.cpsat import affinity, capacity, gang, packing, quota, topology
-from solver.engines.cpsat._classes import node_classes
-from solver.engines.cpsat._terms import combine, ordered
-from solver.engines.cpsat._vars import PlacementVars
+from solver.engines.cpsat._modules import CLASS_SPLITS, MODULES, POSTPROCESS, UNSUPPORTED
 from solver.engines.cpsat.explain import explain_unsatisfied
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
-from solver.objective import evaluate
-from solver.problem import IntArray, Problem
+from solver.problem import IntArray, Problem, evaluate
+from solver.sat import PlacementVars, combine, node_classes, ordered
 
 __all__ = ["solve_auto", "solve_cpsat"]
 
@@ -92,7 +89,7 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     started = time.perf_counter()
     greedy = solve_greedy(problem)
     greedy_score = evaluate(problem, greedy.pod_node)["objective"]
-    beyond = topology.unsupported(problem)
+    beyond = next((why for check in UNSUPPORTED if (why := check(problem))), None)
     if beyond:
         # A rule the model does not encode: answer with the greedy (the upstream
         # algorithm) rather than risk an unverified plan.
@@ -101,16 +98,10 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         return greedy
 
     model = cp_model.CpModel()
-    classes = node_classes(problem, split_by=topology.class_split(problem))
+    split = [row for rows in (f(problem) for f in CLASS_SPLITS) for row in rows]
+    classes = node_classes(problem, split_by=np.vstack(split) if split else None)
     v = PlacementVars.create(problem, classes, model)
-    terms = [
-        *capacity.build(problem, model, v),
-        *quota.build(problem, model, v),
-        *gang.build(problem, model, v),
-        *topology.build(problem, model, v),
-        *affinity.build(problem, model, v),
-        *packing.build(problem, model, v),
-    ]
+    terms = [term for build in MODULES for term in build(problem, model, v)]
     objective, _ = combine(problem, terms)
     if objective is not None:
         model.maximize(objective)
@@ -167,7 +158,9 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
 
     values = {key: value_of(var) for key, var in v.x.items()}
     pattern_counts = {key: value_of(var) for key, var in v.n.items()}
-    pod_node = topology.layout_ranks(problem, v.expand(values, pattern_counts))
+    pod_node = v.expand(values, pattern_counts)
+    for postprocess in POSTPROCESS:
+        pod_node = postprocess(problem, pod_node)
     score = evaluate(problem, pod_node)["objective"]
     bound: float | None = float(solver.best_objective_bound) if not lexicographic else None
     if lexicographic and proven_all:
@@ -180,7 +173,7 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         result_status = "INFEASIBLE"  # proven: not a single gang group can be placed
 
     reasons = explain_unsatisfied(
-        problem, pod_node, greedy.gang_reason, params, deadline=started + params.time_limit
+        problem, pod_node, greedy.gang_reason, deadline=started + params.time_limit
     )
     return EngineResult(
         engine=engine,

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.engines.cpsat._terms import Term
-from solver.engines.cpsat._vars import PlacementVars
-from solver.objective import score_units
-from solver.problem import Problem
+from solver.problem import Problem, score_units
+from solver.sat import PlacementVars, Term
 
 __all__ = ["build"]
 

@@ -23,12 +23,10 @@ import time
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.engines._params import SolveParams
 from solver.engines.cpsat import capacity
-from solver.engines.cpsat._classes import node_classes
-from solver.engines.cpsat._vars import PlacementVars
-from solver.problem import IntArray, Problem
+from solver.problem import IntArray, Problem, Rows
 from solver.quantity import format_quantity
+from solver.sat import PlacementVars, node_classes
 
 __all__ = ["explain_gang", "explain_unsatisfied"]
 
@@ -54,9 +52,12 @@ def _subproblem(problem: Problem, types: list[int]) -> Problem:
         type_demand=problem.type_demand[idx].copy(),
         type_gang=problem.type_gang[idx].copy(),
         type_pods=tuple(problem.type_pods[t] for t in types),
-        eligible=np.ones((len(types), problem.num_nodes), dtype=bool),
-        ineligible_reason=problem.ineligible_reason[idx].copy(),
-        static_score=problem.static_score[idx].copy(),
+        eligible=Rows(
+            np.ones((1, problem.num_nodes), dtype=bool), np.zeros(len(types), dtype=np.int64)
+        ),
+        ineligible_reason=problem.ineligible_reason.select(idx),
+        static_score=problem.static_score.select(idx),
+        type_rank=tuple(problem.type_rank[t] for t in types) if problem.type_rank else (),
     )
 
 
@@ -67,7 +68,7 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     if not types:
         return None
     sub = _subproblem(problem, types)
-    eligible = problem.eligible[np.array(types)]
+    eligible = np.asarray(problem.eligible[np.array(types)])
     model = cp_model.CpModel()
     classes = node_classes(sub, split_by=eligible, patterns=False)
     v = PlacementVars.create(sub, classes, model, tight=False)
@@ -160,7 +161,6 @@ def explain_unsatisfied(
     problem: Problem,
     pod_node: list[IntArray],
     greedy_reasons: dict[int, str],
-    params: SolveParams,
     deadline: float,
 ) -> dict[int, str]:
     """Reasons for every gang that is not satisfied in `pod_node` (CP-SAT words + greedy counts)."""

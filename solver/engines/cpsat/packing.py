@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.engines.cpsat._terms import Term
-from solver.engines.cpsat._vars import PlacementVars
 from solver.problem import Problem
+from solver.sat import PlacementVars, Term
 
 __all__ = ["build"]
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from solver import SchedulerConf, compile_problem, schedule, verify
 from solver.decision import Decision, Placement
 from solver.model import ClusterModel
-from solver.objective import evaluate
+from solver.problem import evaluate
 from tests.builders import groups_annotation, model, node, pod, podgroup
 
 CONF = SchedulerConf.default()

@@ -165,7 +165,7 @@ def test_lexicographic_path_when_weights_would_overflow(monkeypatch: pytest.Monk
         *gang("s2", 4, 4),
     ]
     weighted = run(*objs)
-    monkeypatch.setattr("solver.engines.cpsat._terms.SAFE_WEIGHT", 1)
+    monkeypatch.setattr("solver.sat._terms.SAFE_WEIGHT", 1)
     staged = run(*objs)
     assert staged.stats["lexicographic"] == 1 and weighted.stats["lexicographic"] == 0
     assert staged.status == "OPTIMAL" and staged.tiers == weighted.tiers

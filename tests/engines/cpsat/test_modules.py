@@ -8,11 +8,10 @@ import pytest
 from ortools.sat.python import cp_model
 
 from solver import SchedulerConf, compile_problem
-from solver.engines.cpsat import capacity, gang, packing
-from solver.engines.cpsat._classes import node_classes
-from solver.engines.cpsat._terms import Term, combine
-from solver.engines.cpsat._vars import PlacementVars
+from solver.engines.cpsat import capacity, packing
+from solver.features.gang import cpsat as gang
 from solver.problem import Problem
+from solver.sat import PlacementVars, Term, combine, node_classes
 from tests.builders import groups_annotation, model, node, pod, podgroup
 
 

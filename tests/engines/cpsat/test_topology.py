@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, compile_problem, schedule, verify
 from solver.decision import Decision
+from solver.features.topology.cpsat import layout_ranks
 from tests.builders import BLOCK, SPINE, gather, model, node, pod, podgroup, spine_block_topology
 from tests.engines.test_gather import FAKE, MUST_BOTH, PREFER_BOTH, job, solver_nodes, tree_nodes
 
@@ -147,9 +148,6 @@ def test_cpsat_bin_packs_the_must_gather_domain() -> None:
 
 def test_layout_ranks_keeps_consecutive_ranks_in_one_block() -> None:
     import numpy as np
-
-    from solver import compile_problem
-    from solver.engines.cpsat.topology import layout_ranks
 
     objs = [spine_block_topology(), *tree_nodes(FAKE), *job("job", 4, "16", **PREFER_BOTH)]
     problem = compile_problem(model(*objs), CONF)

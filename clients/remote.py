@@ -1,0 +1,47 @@
+"""`gangplan schedule --server`: the CLI as a client of a gangplan server.
+
+Reads the manifests locally, sends the cluster inline (through the wire codec) and turns
+the answer back into a Decision for the CLI's renderers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from clients.client import Client
+from solver.codec import cluster_to_proto, decision_from_proto
+from solver.decision import Decision
+from solver.model import ClusterModel
+
+__all__ = ["schedule_remote"]
+
+
+def schedule_remote(
+    server: str,
+    model: ClusterModel,
+    conf_path: str | None,
+    *,
+    engine: str,
+    time_limit: float,
+    workers: int,
+    seed: int,
+) -> Decision:
+    """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
+
+    The conf file (already checked locally) is sent as text. `GANGPLAN_TOKEN` gives a bearer
+    token and `GANGPLAN_CA_CERT` a CA file for TLS; the deadline is `time_limit` plus one
+    second for the round trip.
+    """
+    conf_text = Path(conf_path).read_text(encoding="utf-8") if conf_path else ""
+    ca = os.environ.get("GANGPLAN_CA_CERT") or None
+    with Client(server, token=os.environ.get("GANGPLAN_TOKEN") or None, ca_cert=ca) as client:
+        response = client.place_job(
+            cluster=cluster_to_proto(model),
+            engine=engine,
+            scheduler_conf=conf_text,
+            workers=workers,
+            seed=seed,
+            timeout=time_limit + 1.0,
+        )
+    return decision_from_proto(response.decision)

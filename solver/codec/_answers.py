@@ -1,0 +1,293 @@
+"""The other direction: the Decision to protobuf (server), and back plus a whole model to a
+Cluster message (the CLI as a client: `gangplan schedule --server`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf.message import Message
+
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+from solver.codec._messages import EFFECTS, MATCH_POLICIES, SELECTOR_OPS
+from solver.decision import Decision, GroupOutcome, Placement, Victim
+from solver.model import (
+    ClusterModel,
+    JobAffinityError,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    parse_job_affinity,
+)
+
+__all__ = ["cluster_to_proto", "decision_from_proto", "decision_to_proto"]
+
+
+def decision_to_proto(decision: Decision) -> spb.Decision:
+    msg = spb.Decision(
+        placements=[
+            spb.PodPlacement(
+                pod=key,
+                node=p.node or "",
+                card=p.card or "",
+                nominated_node=p.nominated or "",
+                reason=p.reason,
+            )
+            for key, p in sorted(decision.placements.items())
+        ],
+        gangs=[
+            spb.GangOutcome(gang=gid, enqueued=g.enqueued, placed=g.placed, reason=g.reason)
+            for gid, g in sorted(decision.podgroups.items())
+        ],
+        victims=[
+            spb.Victim(
+                pod=v.pod, node=v.node, message=v.message, cause=_CAUSES[v.cause], queue=v.queue
+            )
+            for v in decision.victims
+        ],
+        engine=decision.engine,
+        status=decision.status,
+        tiers=dict(decision.tiers),
+        objective_tiers=[
+            spb.ObjectiveTier(name=name, value=value, maximize=name not in decision.minimized)
+            for name, value in decision.tiers.items()
+        ],
+        solve_seconds=decision.seconds,
+        notes=list(decision.notes),
+        stats={k: float(v) for k, v in decision.stats.items()},
+    )
+    if decision.objective_fits_int64:
+        msg.objective = decision.objective
+    if decision.bound is not None:
+        msg.bound = decision.bound
+    gap = decision.gap
+    if gap is not None:
+        msg.gap = gap
+    return msg
+
+
+_CAUSES = {"preemption": spb.VICTIM_CAUSE_PREEMPTION, "reclaim": spb.VICTIM_CAUSE_RECLAIM}
+
+
+_EFFECT_CODES = {v: k for k, v in EFFECTS.items()}
+_SELECTOR_CODES = {v: k for k, v in SELECTOR_OPS.items()}
+_POLICY_CODES = {v: k for k, v in MATCH_POLICIES.items()}
+
+
+def _set_timestamp(msg: Message, name: str, text: str | None) -> None:
+    if text:
+        try:
+            getattr(msg, name).FromJsonString(text)
+        except ValueError:
+            msg.ClearField(name)  # not RFC 3339: ordering falls back to ids
+
+
+def _terms_to_proto(terms: tuple[NodeSelectorTerm, ...]) -> list[pb.NodeSelectorTerm]:
+    def reqs(items: tuple[NodeSelectorRequirement, ...]) -> list[pb.NodeSelectorRequirement]:
+        return [
+            pb.NodeSelectorRequirement(
+                key=r.key, operator=_SELECTOR_CODES[r.operator], values=list(r.values)
+            )
+            for r in items
+        ]
+
+    return [
+        pb.NodeSelectorTerm(
+            match_expressions=reqs(t.match_expressions), match_fields=reqs(t.match_fields)
+        )
+        for t in terms
+    ]
+
+
+def _queue_affinity(affinity: Mapping[str, object]) -> pb.QueueAffinity:
+    def terms(value: object) -> pb.NodeGroupTerms:
+        body = value if isinstance(value, dict) else {}
+        required = body.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        preferred = body.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        return pb.NodeGroupTerms(
+            required=[str(x) for x in required], preferred=[str(x) for x in preferred]
+        )
+
+    msg = pb.QueueAffinity()
+    if "nodeGroupAffinity" in affinity:
+        msg.node_group_affinity.CopyFrom(terms(affinity["nodeGroupAffinity"]))
+    if "nodeGroupAntiAffinity" in affinity:
+        msg.node_group_anti_affinity.CopyFrom(terms(affinity["nodeGroupAntiAffinity"]))
+    return msg
+
+
+def _job_affinity(raw: dict[str, Any] | None) -> pb.GangAffinity | None:
+    try:
+        affinity = parse_job_affinity(raw)
+    except JobAffinityError:
+        return None  # the reader validated it; nothing sensible to send otherwise
+    if affinity is None:
+        return None
+    msg = pb.GangAffinity(
+        required_topology_keys=affinity.required,
+        preferred_topology_keys=affinity.preferred,
+        sort_rules=[
+            pb.SortRule(resource=r.resource, dimension=r.dimension, order=r.order)
+            for r in affinity.sort_rules
+        ],
+    )
+    if affinity.node_selector is not None:
+        msg.node_selector.CopyFrom(pb.NodeSelector(terms=_terms_to_proto(affinity.node_selector)))
+    return msg
+
+
+def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
+    """A ClusterModel as a Cluster message.
+
+    Not carried: a gang's YAML dialect (every protobuf gang reads as a
+    scheduling.sigs.k8s.io PodGroup, its match policy explicit); Godel's `spec.affinity`
+    travels as the typed GangAffinity (normalised: empty topology keys dropped).
+    """
+    msg = pb.Cluster(
+        nodes=[
+            pb.Node(
+                name=n.name,
+                labels=n.labels,
+                taints=[
+                    pb.Taint(key=t.key, value=t.value, effect=_EFFECT_CODES[t.effect])
+                    for t in n.taints
+                ],
+                allocatable=n.allocatable,
+                not_ready=not n.ready,
+                unschedulable=n.unschedulable,
+            )
+            for n in model.nodes
+        ]
+    )
+    for p in model.pods:
+        pod = pb.Pod(
+            namespace=p.namespace,
+            name=p.name,
+            labels=p.labels,
+            annotations=p.annotations,
+            requests=p.requests,
+            node_name=p.node_name or "",
+            nominated_node_name=p.nominated_node or "",
+            phase=p.phase,
+            priority=p.priority,
+            preemption_policy=(
+                pb.PREEMPTION_POLICY_NEVER
+                if p.preemption_policy == "Never"
+                else pb.PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
+            ),
+            node_selector=p.node_selector,
+            required_node_affinity=_terms_to_proto(p.required_affinity or ()),
+            tolerations=[
+                pb.Toleration(
+                    key=t.key,
+                    operator=(
+                        pb.TOLERATION_OPERATOR_EXISTS
+                        if t.operator == "Exists"
+                        else pb.TOLERATION_OPERATOR_EQUAL
+                    ),
+                    value=t.value,
+                    effect=_EFFECT_CODES.get(t.effect, pb.TAINT_EFFECT_UNSPECIFIED)
+                    if t.effect
+                    else pb.TAINT_EFFECT_UNSPECIFIED,
+                )
+                for t in p.tolerations
+            ],
+            gang="" if model.gangs[p.gang].implicit else p.gang,
+            terminating=p.terminating,
+            scheduler_name=p.scheduler_name,
+        )
+        _set_timestamp(pod, "creation_time", p.created)
+        msg.pods.append(pod)
+    for g in model.gangs.values():
+        if g.implicit:
+            continue
+        gang = pb.Gang(
+            namespace=g.namespace,
+            name=g.name,
+            min_member=g.min_member,
+            total_number=g.total_number,
+            mode=pb.GANG_MODE_NON_STRICT if g.mode == "NonStrict" else pb.GANG_MODE_STRICT,
+            match_policy=(
+                _POLICY_CODES[g.match_policy]
+                if g.match_policy is not None
+                else pb.MATCH_POLICY_UNSPECIFIED
+            ),
+            groups=[x for x in g.groups if x != g.id],
+            queue=g.queue or "",
+            min_resources=g.min_resources,
+            annotations=g.annotations,
+        )
+        if g.priority is not None:
+            gang.priority = g.priority
+        affinity = _job_affinity(g.affinity)
+        if affinity is not None:
+            gang.affinity.CopyFrom(affinity)
+        _set_timestamp(gang, "creation_time", g.created)
+        msg.gangs.append(gang)
+    for q in model.queues.values():
+        queue = pb.Queue(
+            name=q.name,
+            parent=q.parent or "",
+            capability=q.capability,
+            deserved=q.deserved,
+            guarantee=q.guarantee,
+            state=q.state,
+            priority=q.priority,
+            weight=q.weight,
+            annotations=q.annotations,
+            allocated=q.allocated,
+        )
+        if q.affinity:
+            queue.affinity.CopyFrom(_queue_affinity(q.affinity))
+        msg.queues.append(queue)
+    if model.topology is not None:
+        msg.topology.CopyFrom(
+            pb.NetworkTopology(
+                layers=[
+                    pb.TopologyLayer(
+                        name=layer.name, parent=layer.parent or "", label_keys=layer.label_keys
+                    )
+                    for layer in model.topology.layers
+                ]
+            )
+        )
+    return msg
+
+
+def decision_from_proto(msg: spb.Decision) -> Decision:
+    """A Decision message back into the library's Decision (for the CLI's renderers)."""
+    return Decision(
+        placements={
+            p.pod: Placement(
+                node=p.node or None,
+                card=p.card or None,
+                nominated=p.nominated_node or None,
+                reason=p.reason,
+            )
+            for p in msg.placements
+        },
+        podgroups={
+            g.gang: GroupOutcome(enqueued=g.enqueued, placed=g.placed, reason=g.reason)
+            for g in msg.gangs
+        },
+        engine=msg.engine,
+        status=msg.status,
+        # Left out by the server when wider than 64 bits: then `tiers` decide comparisons.
+        objective=msg.objective if msg.HasField("objective") else 0,
+        tiers={t.name: t.value for t in msg.objective_tiers} or dict(msg.tiers),
+        minimized=tuple(t.name for t in msg.objective_tiers if not t.maximize),
+        seconds=msg.solve_seconds,
+        victims=tuple(
+            Victim(
+                pod=v.pod,
+                node=v.node,
+                message=v.message,
+                cause="reclaim" if v.cause == spb.VICTIM_CAUSE_RECLAIM else "preemption",
+                queue=v.queue,
+            )
+            for v in msg.victims
+        ),
+        bound=msg.bound if msg.HasField("bound") else None,
+        notes=tuple(msg.notes),
+        stats=dict(msg.stats),
+    )

@@ -1,0 +1,379 @@
+"""Protobuf messages -> the domain model (`solver.model`), field by field.
+
+The messages of `gangplan.v1` are front-end neutral; these functions turn them into the same
+`Node`, `Pod`, `Gang`, `Queue` and `NetworkTopology` the YAML reader builds, so every engine
+and the verifier are shared. Bad input is collected, not raised at the first problem: each
+violation names its field path in the request (`cluster.nodes[3].allocatable["cpu"]`).
+A running pod becomes a snapshot row directly (`running_pod_from_proto`), without a `Pod`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from google.protobuf.message import Message
+
+from gangplan.v1 import cluster_pb2 as pb
+from solver.codec._errors import Violations
+from solver.model import (
+    Gang,
+    MatchPolicy,
+    NetworkTopology,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    Queue,
+    Taint,
+    Toleration,
+    TopologyLayer,
+)
+from solver.model._cluster import TaintEffect
+from solver.model._workload import TERMINAL_PHASES
+from solver.snapshot import RunningPod
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "EFFECTS",
+    "MATCH_POLICIES",
+    "SELECTOR_OPS",
+    "gang_from_proto",
+    "node_from_proto",
+    "pod_from_proto",
+    "queue_from_proto",
+    "running_pod_from_proto",
+    "topology_from_proto",
+]
+
+DEFAULT_NAMESPACE = "default"
+DEFAULT_MAX_PODS = 110  # kubelet's maxPods when a node omits allocatable `pods`
+PODS = "pods"
+
+EFFECTS: dict[pb.TaintEffect.ValueType, TaintEffect] = {
+    pb.TAINT_EFFECT_NO_SCHEDULE: "NoSchedule",
+    pb.TAINT_EFFECT_PREFER_NO_SCHEDULE: "PreferNoSchedule",
+    pb.TAINT_EFFECT_NO_EXECUTE: "NoExecute",
+}
+SELECTOR_OPS: dict[pb.SelectorOperator.ValueType, str] = {
+    pb.SELECTOR_OPERATOR_IN: "In",
+    pb.SELECTOR_OPERATOR_NOT_IN: "NotIn",
+    pb.SELECTOR_OPERATOR_EXISTS: "Exists",
+    pb.SELECTOR_OPERATOR_DOES_NOT_EXIST: "DoesNotExist",
+    pb.SELECTOR_OPERATOR_GT: "Gt",
+    pb.SELECTOR_OPERATOR_LT: "Lt",
+}
+MATCH_POLICIES: dict[pb.MatchPolicy.ValueType, MatchPolicy] = {
+    pb.MATCH_POLICY_ONCE_SATISFIED: MatchPolicy.ONCE_SATISFIED,
+    pb.MATCH_POLICY_WAITING_AND_RUNNING: MatchPolicy.WAITING_AND_RUNNING,
+    pb.MATCH_POLICY_ONLY_WAITING: MatchPolicy.ONLY_WAITING,
+}
+
+
+def _key(key: str) -> str:
+    return f"[{key!r}]".replace("'", '"')
+
+
+def _quantities(values: Mapping[str, int], path: str, out: Violations) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for name, value in sorted(values.items()):
+        if not name:
+            out.add(f"{path}{_key(name)}", "resource name must not be empty")
+        elif value < 0:
+            out.add(f"{path}{_key(name)}", f"must not be negative: {value}")
+        else:
+            result[name] = int(value)
+    return result
+
+
+def _namespace(ns: str) -> str:
+    return ns or DEFAULT_NAMESPACE
+
+
+def _timestamp(msg: Message, name: str) -> str | None:
+    if not msg.HasField(name):
+        return None
+    text: str = getattr(msg, name).ToJsonString()
+    return text
+
+
+# ----------------------------------------------------------------------------- nodes
+
+
+def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
+    if not msg.name:
+        out.add(f"{path}.name", "must not be empty")
+    allocatable = _quantities(msg.allocatable, f"{path}.allocatable", out)
+    allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    taints = []
+    for i, t in enumerate(msg.taints):
+        if not t.key:
+            out.add(f"{path}.taints[{i}].key", "must not be empty")
+        effect = EFFECTS.get(t.effect)
+        if effect is None:
+            out.add(f"{path}.taints[{i}].effect", "a taint needs an effect")
+            continue
+        taints.append(Taint(key=t.key, value=t.value, effect=effect))
+    if not msg.name:
+        return None
+    return Node(
+        name=msg.name,
+        labels=dict(msg.labels),
+        taints=tuple(taints),
+        allocatable=allocatable,
+        ready=not msg.not_ready,
+        unschedulable=msg.unschedulable,
+    )
+
+
+# ----------------------------------------------------------------------------- pods
+
+
+def _requirements(
+    items: Iterable[pb.NodeSelectorRequirement], path: str, out: Violations, fields: bool
+) -> tuple[NodeSelectorRequirement, ...]:
+    result = []
+    for i, r in enumerate(items):
+        where = f"{path}[{i}]"
+        op = SELECTOR_OPS.get(r.operator)
+        if op is None:
+            out.add(f"{where}.operator", "must be set")
+            continue
+        if not r.key:
+            out.add(f"{where}.key", "must not be empty")
+        if fields and r.key != "metadata.name":
+            out.add(f"{where}.key", "only metadata.name is supported in match_fields")
+        values = tuple(r.values)
+        if op in ("Gt", "Lt"):
+            if len(values) != 1 or not values[0].lstrip("-").isdigit():
+                out.add(f"{where}.values", f"operator {op} needs exactly one integer value")
+        elif op in ("In", "NotIn") and not values:
+            out.add(f"{where}.values", f"operator {op} needs at least one value")
+        elif op in ("Exists", "DoesNotExist") and values:
+            out.add(f"{where}.values", f"operator {op} takes no values")
+        result.append(NodeSelectorRequirement(key=r.key, operator=op, values=values))
+    return tuple(result)
+
+
+def _affinity_terms(msg: pb.Pod, path: str, out: Violations) -> tuple[NodeSelectorTerm, ...]:
+    return tuple(
+        NodeSelectorTerm(
+            match_expressions=_requirements(
+                t.match_expressions,
+                f"{path}.required_node_affinity[{i}].match_expressions",
+                out,
+                fields=False,
+            ),
+            match_fields=_requirements(
+                t.match_fields, f"{path}.required_node_affinity[{i}].match_fields", out, True
+            ),
+        )
+        for i, t in enumerate(msg.required_node_affinity)
+    )
+
+
+def _tolerations(msg: pb.Pod, path: str, out: Violations) -> tuple[Toleration, ...]:
+    tolerations = []
+    for i, toleration in enumerate(msg.tolerations):
+        exists = toleration.operator == pb.TOLERATION_OPERATOR_EXISTS
+        if exists and toleration.value:
+            out.add(f"{path}.tolerations[{i}].value", "must be empty when the operator is EXISTS")
+        if not exists and not toleration.key:
+            out.add(f"{path}.tolerations[{i}].key", "an EQUAL toleration needs a key")
+        tolerations.append(
+            Toleration(
+                key=toleration.key,
+                operator="Exists" if exists else "Equal",
+                value=toleration.value,
+                effect=EFFECTS.get(toleration.effect, ""),
+            )
+        )
+    return tuple(tolerations)
+
+
+def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
+    """The domain Pod; a pod without a gang gets the implicit gang id `namespace/name`."""
+    if not msg.name:
+        out.add(f"{path}.name", "must not be empty")
+    ns = _namespace(msg.namespace)
+    requests = _quantities(msg.requests, f"{path}.requests", out)
+    requests.setdefault(PODS, 1)
+    terms = _affinity_terms(msg, path, out)
+    tolerations = _tolerations(msg, path, out)
+    gang = msg.gang or f"{ns}/{msg.name}"
+    if msg.gang and msg.gang.count("/") != 1:
+        out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
+    if not msg.name:
+        return None
+    never = msg.preemption_policy == pb.PREEMPTION_POLICY_NEVER
+    return Pod(
+        namespace=ns,
+        name=msg.name,
+        labels=dict(msg.labels),
+        annotations=dict(msg.annotations),
+        requests=requests,
+        node_name=msg.node_name or None,
+        nominated_node=msg.nominated_node_name or None,
+        phase=msg.phase,
+        priority=msg.priority,
+        preemption_policy="Never" if never else "PreemptLowerPriority",
+        node_selector=dict(msg.node_selector),
+        required_affinity=terms or None,
+        tolerations=tolerations,
+        gang=gang,
+        created=_timestamp(msg, "creation_time"),
+        terminating=msg.terminating,
+        scheduler_name=msg.scheduler_name or "default-scheduler",
+    )
+
+
+# ----------------------------------------------------------------------------- gangs, queues
+
+
+def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
+    if not msg.name:
+        out.add(f"{path}.name", "must not be empty")
+        return None
+    ns = _namespace(msg.namespace)
+    gang_id = f"{ns}/{msg.name}"
+    if msg.min_member < 0:
+        out.add(f"{path}.min_member", f"must not be negative: {msg.min_member}")
+        return None
+    for i, other in enumerate(msg.groups):
+        if other.count("/") != 1:
+            out.add(f"{path}.groups[{i}]", f"must be a gang id `namespace/name`, got {other!r}")
+    godel = msg.HasField("affinity")  # job-level affinity is Godel's: schedule as its unit
+    return Gang(
+        affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
+        id=gang_id,
+        namespace=ns,
+        name=msg.name,
+        dialect="scheduling.godel.kubewharf.io" if godel else "scheduling.sigs.k8s.io",
+        min_member=msg.min_member,
+        total_number=max(msg.min_member, msg.total_number),
+        mode="NonStrict" if msg.mode == pb.GANG_MODE_NON_STRICT else "Strict",
+        match_policy=MATCH_POLICIES.get(msg.match_policy),
+        groups=tuple(sorted({*msg.groups, gang_id})),
+        queue=msg.queue or None,
+        priority=msg.priority if msg.HasField("priority") else None,
+        min_resources=_quantities(msg.min_resources, f"{path}.min_resources", out),
+        annotations=dict(msg.annotations),
+        created=_timestamp(msg, "creation_time"),
+    )
+
+
+def _gang_affinity(msg: pb.GangAffinity, path: str, out: Violations) -> dict[str, Any]:
+    """Godel's `spec.affinity` shape, which `solver.model.parse_job_affinity` reads."""
+
+    def requirement_dicts(
+        items: Iterable[pb.NodeSelectorRequirement], where: str
+    ) -> list[dict[str, Any]]:
+        reqs = _requirements(items, where, out, fields=False)
+        return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in reqs]
+
+    body: dict[str, Any] = {
+        "required": [{"topologyKey": k} for k in msg.required_topology_keys],
+        "preferred": [{"topologyKey": k} for k in msg.preferred_topology_keys],
+        "sortRules": [
+            {"resource": r.resource, "dimension": r.dimension, "order": r.order}
+            for r in msg.sort_rules
+        ],
+    }
+    if msg.HasField("node_selector"):
+        body["nodeSelector"] = {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": requirement_dicts(
+                        t.match_expressions, f"{path}.node_selector.terms[{i}].match_expressions"
+                    )
+                }
+                for i, t in enumerate(msg.node_selector.terms)
+            ]
+        }
+    return {"podGroupAffinity": body}
+
+
+def _node_group_terms(terms: pb.NodeGroupTerms) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    if terms.required:
+        out["requiredDuringSchedulingIgnoredDuringExecution"] = list(terms.required)
+    if terms.preferred:
+        out["preferredDuringSchedulingIgnoredDuringExecution"] = list(terms.preferred)
+    return out
+
+
+def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
+    if not msg.name:
+        out.add(f"{path}.name", "must not be empty")
+        return None
+    affinity: dict[str, object] | None = None
+    if msg.HasField("affinity"):
+        # The Kubernetes shape the YAML reader keeps, so the queue policies read one format.
+        affinity = {}
+        if msg.affinity.HasField("node_group_affinity"):
+            affinity["nodeGroupAffinity"] = _node_group_terms(msg.affinity.node_group_affinity)
+        if msg.affinity.HasField("node_group_anti_affinity"):
+            affinity["nodeGroupAntiAffinity"] = _node_group_terms(
+                msg.affinity.node_group_anti_affinity
+            )
+    return Queue(
+        name=msg.name,
+        parent=msg.parent or None,
+        capability=_quantities(msg.capability, f"{path}.capability", out),
+        deserved=_quantities(msg.deserved, f"{path}.deserved", out),
+        guarantee=_quantities(msg.guarantee, f"{path}.guarantee", out),
+        state=msg.state or "Open",
+        priority=msg.priority,
+        weight=msg.weight or 1,
+        annotations=dict(msg.annotations),
+        affinity=affinity,
+        allocated=_quantities(msg.allocated, f"{path}.allocated", out),
+    )
+
+
+def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> NetworkTopology:
+    seen: set[str] = set()
+    layers = []
+    for i, layer in enumerate(msg.layers):
+        if not layer.name:
+            out.add(f"{path}.layers[{i}].name", "must not be empty")
+        elif layer.name in seen:
+            out.add(f"{path}.layers[{i}].name", f"layer {layer.name!r} is declared twice")
+        seen.add(layer.name)
+        layers.append(
+            TopologyLayer(
+                name=layer.name, parent=layer.parent or None, label_keys=tuple(layer.label_keys)
+            )
+        )
+    return NetworkTopology(layers=tuple(layers))
+
+
+def running_pod_from_proto(
+    msg: pb.Pod, path: str, out: Violations, kept: frozenset[str]
+) -> RunningPod | None:
+    """A bound pod straight into a snapshot row (no `Pod` object: the fast path for the
+    many running pods of a PutSnapshot); `kept` are the annotation keys the snapshot keeps.
+    None for a pod that holds nothing (Succeeded / Failed) or is invalid."""
+    if not msg.name:
+        out.add(f"{path}.name", "must not be empty")
+    requests = _quantities(msg.requests, f"{path}.requests", out)
+    requests.setdefault(PODS, 1)
+    if msg.required_node_affinity or msg.tolerations:
+        # validated, not kept: the snapshot keeps what the features read of running pods
+        _affinity_terms(msg, path, out)
+        _tolerations(msg, path, out)
+    if msg.gang and msg.gang.count("/") != 1:
+        out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
+    if not msg.name or msg.phase in TERMINAL_PHASES:
+        return None
+    ns = _namespace(msg.namespace)
+    return RunningPod(
+        key=f"{ns}/{msg.name}",
+        node=msg.node_name,
+        requests=requests,
+        priority=msg.priority,
+        gang=msg.gang or None,
+        labels=dict(msg.labels),
+        annotations={k: v for k, v in msg.annotations.items() if k in kept},
+        terminating=msg.terminating,
+    )

@@ -1,0 +1,40 @@
+"""One package per policy family; `FEATURES` is the order their compile steps run in.
+
+    predicates/   kube-scheduler's node filters (cordon, readiness, taints, selector, affinity)
+    gang/         PodGroups and GangGroups: minMember shares, match policies (core of the Problem)
+    topology/     Koordinator gather and Godel job-level affinity on one network tree
+    queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
+    nodegroup/    Volcano queue <-> node-group affinity
+    cards/        Volcano GPU card types and their quotas (`capacity-card`)
+    binpack/      Volcano binpack scoring
+    preemption/   Koordinator job-level preemption and Volcano reclaim (after placement)
+
+A feature package holds everything of its policy: the running-pod facts it keeps in the
+snapshot (`Feature.facts`), its memoised snapshot state, its compile step into its Problem
+block, its greedy step and its CP-SAT module. Adding a policy means adding a package, listing
+it here, and — if it has them — its greedy step in `solver/engines/greedy.py` and its
+CP-SAT module in `solver/engines/cpsat/_modules.py`.
+
+The order matters where a node fails several filters (the first one is its counted reason)
+and for the order scores are summed in: predicates, topology, queues, node groups, cards.
+"""
+
+from __future__ import annotations
+
+from solver.features import binpack, cards, nodegroup, predicates, preemption, queues, topology
+from solver.features._base import CompileContext, Feature, GangPlan
+from solver.snapshot import Fact
+
+__all__ = ["FACTS", "FEATURES", "CompileContext", "Feature", "GangPlan"]
+
+FEATURES: tuple[Feature, ...] = (
+    predicates.FEATURE,
+    topology.FEATURE,
+    queues.FEATURE,
+    nodegroup.FEATURE,
+    cards.FEATURE,
+    binpack.FEATURE,
+)
+
+FACTS: tuple[Fact, ...] = (*(f for feature in FEATURES for f in feature.facts), *preemption.FACTS)
+"""Every running-pod fact the features read: what a snapshot must keep per running pod."""

@@ -1,0 +1,128 @@
+"""Gangs and GangGroups (Koordinator semantics, reference/koordinator.md §2).
+
+For every gang the policy works out `need`: how many of its pending pods must be placed
+in this cycle for the gang to count as satisfied (0: it places pod by pod), from its
+match policy (the PodGroup's annotation, else the gang plugin's `defaultMatchPolicy`):
+
+* `once-satisfied` (default): `minMember`, or 0 once any member of the GangGroup runs;
+* `waiting-and-running`: `max(0, minMember - running members)` (Volcano's rule too);
+* `only-waiting`: `minMember`; running members do not count.
+
+A gang listing others in `gang.scheduling.koordinator.sh/groups` may be placed only if
+every listed gang is satisfied too ("requires" edges); gangs joined by such edges form one
+unit, placed together or not at all. Without the gang plugin every pod stands alone.
+
+Only the gangs of the call's workload are planned (their running members counted from the
+snapshot), so a call costs its own gangs, not every running pod's.
+"""
+
+from __future__ import annotations
+
+from solver.config import SchedulerConf
+from solver.features._base import GangPlan
+from solver.model import MatchPolicy
+from solver.snapshot import Snapshot, Workload
+
+__all__ = ["GangPlan", "default_match_policy", "plan_gangs"]
+
+
+def default_match_policy(conf: SchedulerConf) -> MatchPolicy:
+    text = str(conf.arguments("gang").get("defaultMatchPolicy", MatchPolicy.ONCE_SATISFIED))
+    known = {p.value for p in MatchPolicy}
+    return MatchPolicy(text) if text in known else MatchPolicy.ONCE_SATISFIED
+
+
+def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> GangPlan:
+    gang_ids = tuple(workload.gangs)  # sorted by id
+    index = {gid: i for i, gid in enumerate(gang_ids)}
+    pending = [len(workload.gangs[gid].members) for gid in gang_ids]
+    running = [snapshot.gang_running(gid) for gid in gang_ids]
+
+    gang_on = conf.enabled("gang")
+    requires: list[tuple[int, int]] = []
+    missing: dict[int, list[str]] = {}
+    if gang_on:
+        for g, gid in enumerate(gang_ids):
+            for other in workload.gangs[gid].groups:
+                if other == gid:
+                    continue
+                if other in index:
+                    requires.append((g, index[other]))
+                else:
+                    missing.setdefault(g, []).append(other)
+
+    unit = _components(len(gang_ids), requires)
+    members: dict[int, list[str]] = {}
+    for g, u in enumerate(unit):
+        members.setdefault(u, []).append(gang_ids[g])
+    unit_ids = tuple(",".join(sorted(members[u])) for u in range(len(members)))
+    unit_running = [0] * len(unit_ids)
+    for g, u in enumerate(unit):
+        unit_running[u] += running[g]
+
+    need: list[int] = []
+    blocked: list[str | None] = []
+    default_policy = default_match_policy(conf) if gang_on else MatchPolicy.ONCE_SATISFIED
+    for g, gid in enumerate(gang_ids):
+        gang = workload.gangs[gid]
+        if not gang_on:
+            need.append(0)
+            blocked.append(None)
+            continue
+        policy = default_policy if gang.match_policy is None else gang.match_policy
+        if policy is MatchPolicy.ONCE_SATISFIED:
+            n = 0 if unit_running[unit[g]] > 0 else gang.min_member
+        elif policy is MatchPolicy.WAITING_AND_RUNNING:
+            n = max(0, gang.min_member - running[g])
+        else:
+            n = gang.min_member
+        need.append(n)
+        reason = None
+        if g in missing:
+            reason = f"gang group member(s) {', '.join(sorted(missing[g]))} do not exist"
+        elif pending[g] + running[g] < gang.min_member:
+            reason = (
+                f"gang {gid}: only {pending[g] + running[g]} member pod(s) exist, "
+                f"minMember is {gang.min_member}"
+            )
+        elif n > pending[g]:
+            reason = f"gang {gid}: needs {n} pending pod(s) placed, only {pending[g]} are pending"
+        blocked.append(reason)
+
+    # A gang requiring a blocked gang is blocked too (to a fixed point).
+    changed = True
+    while changed:
+        changed = False
+        for g, h in requires:
+            if blocked[g] is None and blocked[h] is not None:
+                blocked[g] = f"gang group member {gang_ids[h]} cannot be placed: {blocked[h]}"
+                changed = True
+
+    return GangPlan(
+        gang_ids=gang_ids,
+        need=tuple(need),
+        pending=tuple(pending),
+        running=tuple(running),
+        requires=tuple(requires),
+        unit=tuple(unit),
+        unit_ids=unit_ids,
+        blocked=tuple(blocked),
+    )
+
+
+def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Connected components numbered in order of their smallest member."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    labels: dict[int, int] = {}
+    return [labels.setdefault(find(i), len(labels)) for i in range(n)]

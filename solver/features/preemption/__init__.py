@@ -1,0 +1,213 @@
+"""Job-level preemption (Koordinator) and queue reclaim (Volcano): free room for a whole gang
+group, evict little.
+
+    victims.py  who may be evicted, as columns of the snapshot
+    reclaim.py  Volcano's hierarchy-aware reclaim: who may reclaim, victim order, eligibility
+    greedy.py   Koordinator's dry run and reprieve; reclaim in victim order
+    cpsat.py    victims and nodes chosen together, exactly
+    plans.py    a plan, its cost, whole victim gangs
+
+For every gang group left unplaced by the placement engine, highest priority first
+(Problem.unit_order), against the cluster as the placement left it:
+
+1. **Eligibility** (Koordinator §4.3): the trigger pod (the group's first pending pod by
+   name) must not say `preemptionPolicy: Never`; no member may be nominated to a node where
+   a lower-priority pod is still terminating from an earlier preemption.
+2. **Reclaim first** (with the `reclaim` action and a capacity queue tree), else or when
+   it does not help, **priority preemption**: the greedy plan, then (engines cpsat/auto,
+   not for gathered groups) the CP-SAT plan when it is cheaper.
+3. **All or nothing**: if even evicting every eligible pod leaves a required pod without a
+   node, nothing is evicted and the reason says so; the plan must fit the queue quotas.
+
+The group's pods are then *nominated* to their nodes (not bound: the victims must terminate
+first); later groups see the victims gone and the nominated pods' room taken.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import numpy as np
+
+from solver.config import SchedulerConf
+from solver.decision import Preemption, Victim
+from solver.features.preemption.cpsat import cpsat_plan
+from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
+from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
+from solver.features.preemption.reclaim import ReclaimPlanner, reclaim_planner
+from solver.features.preemption.victims import (
+    JOB_FACT,
+    PROTECTED_FACT,
+    PreemptionInput,
+    compile_preemption,
+    preemption_enabled,
+)
+from solver.features.queues import QuotaBlock, QuotaLedger
+from solver.features.topology import TopologyBlock
+from solver.problem import IntArray, Ledger, NoLimits, Problem
+from solver.snapshot import Snapshot, Workload
+
+__all__ = [
+    "FACTS",
+    "PreemptionInput",
+    "PreemptionPlan",
+    "ReclaimPlanner",
+    "compile_preemption",
+    "preempt",
+    "preemption_enabled",
+    "reclaim_planner",
+    "run_preemption",
+]
+
+FACTS = (PROTECTED_FACT, JOB_FACT)
+
+
+def preempt(
+    problem: Problem,
+    pre: PreemptionInput,
+    pod_node: list[IntArray],
+    *,
+    exact: bool,
+    workers: int,
+    seed: int,
+    deadline: float,
+    reclaim: ReclaimPlanner | None = None,
+) -> PreemptionResult:
+    """Plans for the unplaced gang groups (module docstring); `exact` adds CP-SAT plans."""
+    started = time.perf_counter()
+    result = PreemptionResult()
+    free = problem.free.copy()
+    for t, nodes in enumerate(pod_node):
+        placed = nodes[nodes >= 0]
+        np.subtract.at(free, placed, problem.type_demand[t])
+    removed = np.zeros(len(pre.rows), dtype=bool)
+    quota_block = problem.block(QuotaBlock)
+    ledger: Ledger = QuotaLedger(problem, quota_block) if quota_block is not None else NoLimits()
+    ledger.charge_plan(dict(enumerate(pod_node)))
+    topology = problem.block(TopologyBlock)
+    placed_gangs = {
+        int(problem.type_gang[t]) for t, nodes in enumerate(pod_node) if (nodes >= 0).any()
+    }
+    pending_gangs: dict[int, list[int]] = {}
+    for g in np.flatnonzero(problem.gang_pending > 0).tolist():
+        pending_gangs.setdefault(int(problem.gang_unit[g]), []).append(g)
+    for u in problem.unit_order.tolist():
+        gangs = pending_gangs.get(u, [])
+        if not gangs or any(g in placed_gangs for g in gangs):
+            continue
+        if any(problem.gang_blocked[g] is not None for g in gangs):
+            continue  # not enqueued, too few members, ...: preemption cannot help
+        why = ineligible(problem, pre, u, gangs)
+        if why:
+            for g in gangs:
+                result.reasons[g] = f"preemption: {why}"
+            continue
+        gathered = topology is not None and topology.is_gather(u)
+        if topology is not None and topology.domain_of(u) is not None and not gathered:
+            for g in gangs:
+                result.reasons[g] = "preemption: not supported for Godel job-level affinity"
+            continue
+        priority = int(problem.unit_priority[u])
+        required = required_pods(problem, gangs)
+        plan: PreemptionPlan | str | None = None
+        if reclaim is not None:
+            plan = reclaim_plan(problem, pre, reclaim, u, required, free, removed)
+            if isinstance(plan, str):
+                for g in gangs:
+                    result.reasons[g] = f"reclaim: {plan}"
+                plan = None
+        candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
+        if plan is None:
+            plan = greedy_plan(problem, pre, u, gangs, required, free, candidates)
+        if isinstance(plan, str):
+            for g in gangs:
+                earlier = result.reasons.get(g)
+                result.reasons[g] = "; ".join(x for x in (earlier, f"preemption: {plan}") if x)
+            continue
+        if (
+            exact
+            and plan.engine == "greedy"
+            and not gathered
+            and time.perf_counter() < deadline - 0.05
+        ):
+            budget = max(0.05, deadline - time.perf_counter() - 0.05)
+            better = cpsat_plan(
+                problem, pre, u, required, free, candidates, plan, workers, seed, budget
+            )
+            if better is not None:
+                plan = better
+        nominated = {t: np.array(n, dtype=np.int64) for t, n in plan.nominated.items()}
+        over = ledger.admits(nominated)
+        if over:
+            for g in gangs:
+                result.reasons[g] = f"preemption: not helpful, {over}"
+            continue
+        ledger.charge_plan(nominated)
+        removed[plan.victims] = True
+        for v in plan.victims:
+            free[pre.victim_node[v]] += pre.victim_demand[v]
+        for t, targets in nominated.items():
+            np.subtract.at(free, targets, problem.type_demand[t])
+        result.plans.append(plan)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def run_preemption(
+    problem: Problem,
+    snapshot: Snapshot,
+    workload: Workload,
+    conf: SchedulerConf,
+    pod_node: list[IntArray],
+    *,
+    exact: bool,
+    workers: int,
+    seed: int,
+    deadline: float,
+) -> tuple[Preemption, float]:
+    """The Decision's preemption part: victims with their DisruptionTarget message and cause,
+    each member's nominated node, and why preemption did not help the rest."""
+    pre = compile_preemption(snapshot, workload, problem)
+    planner = reclaim_planner(snapshot, conf)
+    outcome = preempt(
+        problem, pre, pod_node, exact=exact, workers=workers, seed=seed, deadline=deadline,
+        reclaim=planner,
+    )  # fmt: skip
+    victims: list[Victim] = []
+    nominated: dict[str, str] = {}
+    cost = evicted = 0
+    for plan in outcome.plans:
+        unit_id = problem.unit_ids[plan.unit]
+        gangs = unit_id.split(",")
+        trigger = min((pre.trigger[g][0] for g in gangs if g in pre.trigger), default="")
+        scheduler = next((pre.scheduler_name[g] for g in gangs if g in pre.scheduler_name), "")
+        cause: Literal["preemption", "reclaim"]
+        if plan.engine == "reclaim":
+            cause = "reclaim"
+            message = (
+                f"{scheduler}: reclaiming for queue {plan.queue}, "
+                f"preemptor: {unit_id}, triggerpod: {trigger}"
+            )
+        else:
+            cause = "preemption"
+            message = (
+                f"{scheduler}: preempting to accommodate higher priority pods, "
+                f"preemptor: {unit_id}, triggerpod: {trigger}"
+            )
+        for v in plan.victims:
+            victims.append(
+                Victim(
+                    pod=pre.key(v),
+                    node=problem.node_names[pre.victim_node[v]],
+                    message=message,
+                    cause=cause,
+                    queue=plan.queue,
+                )
+            )
+        for t, nodes in plan.nominated.items():
+            for pod, n in zip(problem.type_pods[t], nodes, strict=False):
+                nominated[pod] = problem.node_names[n]
+        cost += plan.cost
+        evicted += len(plan.victims)
+    return Preemption(tuple(victims), nominated, outcome.reasons, cost, evicted), outcome.seconds

@@ -1,0 +1,59 @@
+"""A preemption plan and what is shared by the ways of making one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.features.preemption.victims import PreemptionInput
+from solver.features.topology import TopologyBlock
+from solver.problem import Problem
+
+__all__ = ["PreemptionPlan", "PreemptionResult", "plan_cost", "required_pods", "whole_gangs"]
+
+
+@dataclass
+class PreemptionPlan:
+    unit: int
+    victims: list[int]  # victim indices into PreemptionInput
+    nominated: dict[int, list[int]]  # type -> node per nominated pod (in type_pods order)
+    cost: int  # Σ rank of the distinct evicted jobs
+    engine: str  # greedy | cpsat (Koordinator preemption) or reclaim (Volcano)
+    queue: str = ""  # the reclaiming queue (reclaim only)
+
+
+@dataclass
+class PreemptionResult:
+    plans: list[PreemptionPlan] = field(default_factory=list)
+    reasons: dict[int, str] = field(default_factory=dict)  # gang -> why preemption did not help
+    seconds: float = 0.0
+
+
+def required_pods(problem: Problem, gangs: list[int]) -> dict[int, int]:
+    """Pods per type that must be placed for the group: each gang's need (all if gathered)."""
+    out: dict[int, int] = {}
+    topology = problem.block(TopologyBlock)
+    for g in gangs:
+        gathered = topology is not None and topology.is_gather(int(problem.gang_unit[g]))
+        need = int(problem.gang_pending[g]) if gathered else max(int(problem.gang_need[g]), 1)
+        for t in problem.gang_types(g):
+            take = min(need, len(problem.type_pods[t]))
+            if take > 0:
+                out[t] = take
+                need -= take
+    return out
+
+
+def plan_cost(pre: PreemptionInput, victims: list[int]) -> int:
+    return int(sum(pre.job_rank[j] for j in {int(pre.victim_job[v]) for v in victims}))
+
+
+def whole_gangs(pre: PreemptionInput, victims: set[int]) -> set[int]:
+    """Add the rest of every victim gang left below its minMember."""
+    out = set(victims)
+    for j in {int(pre.victim_job[v]) for v in victims}:
+        if pre.job_min[j] <= 0:
+            continue
+        evicted = sum(1 for v in pre.job_members[j].tolist() if v in out)
+        if pre.job_running[j] - evicted < pre.job_min[j]:
+            out.update(pre.job_members[j].tolist())
+    return out

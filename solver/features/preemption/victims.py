@@ -1,0 +1,177 @@
+"""Who may be evicted (Koordinator, reference/koordinator.md §4), read from the snapshot.
+
+A running pod is a potential victim of a pending gang group whose priority is higher,
+unless it is labelled `scheduling.koordinator.sh/disable-preemptible: "true"`,
+`quota.scheduling.koordinator.sh/preemptible: "false"` or `volcano.sh/preemptable: "false"`
+(label or annotation), or is already terminating. Victims are grouped into jobs — the
+label `scheduling.koordinator.sh/questioned-object-key` as upstream, else the pod's gang
+(a pod of its own for a gang of one) — and the cost of evicting a job is the rank of its
+priority among the distinct priorities of all potential victims (lowest = 0). A victim
+gang left below its minMember is evicted whole (it would fail anyway), so it costs once.
+
+Everything is columns: the victims of a call are the snapshot rows that pass, selected
+with numpy; nothing here walks the running pods in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.config import SchedulerConf
+from solver.problem import IntArray, Problem
+from solver.snapshot import NONE, PREEMPTED, TERMINATING, Fact, Snapshot, Workload
+
+__all__ = [
+    "JOB_FACT",
+    "PROTECTED_FACT",
+    "PreemptionInput",
+    "compile_preemption",
+    "preemption_enabled",
+]
+
+JOB_LABEL = "scheduling.koordinator.sh/questioned-object-key"
+PROTECTING = (
+    ("scheduling.koordinator.sh/disable-preemptible", "true"),
+    ("quota.scheduling.koordinator.sh/preemptible", "false"),
+    ("volcano.sh/preemptable", "false"),
+)
+
+
+def _protected(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
+    for key, value in PROTECTING:
+        if labels.get(key) == value or annotations.get(key) == value:
+            return "yes"
+    return None
+
+
+PROTECTED_FACT = Fact("preemption.protected", _protected, tuple(k for k, _ in PROTECTING))
+JOB_FACT = Fact("preemption.job", lambda labels, _annotations: labels.get(JOB_LABEL) or None)
+
+
+def preemption_enabled(conf: SchedulerConf, flag: bool) -> bool:
+    return flag or "preempt" in conf.actions or "reclaim" in conf.actions
+
+
+def evictable(snapshot: Snapshot) -> IntArray:
+    """Live rows that may be evicted at all: not protected, not terminating (memoised)."""
+
+    def compute() -> IntArray:
+        running = snapshot.running
+        ok = (
+            running.alive
+            & (running.fact(PROTECTED_FACT.name) == NONE)
+            & ((running.flags & TERMINATING) == 0)
+            & (running.node >= 0)
+        )
+        rows = np.flatnonzero(ok)
+        rows.flags.writeable = False
+        return rows
+
+    return snapshot.memo(("preemption", "evictable"), compute)
+
+
+@dataclass(frozen=True, eq=False)
+class PreemptionInput:
+    """Potential victims as arrays aligned with the Problem (V victims, J jobs)."""
+
+    rows: IntArray  # [V] snapshot rows
+    victim_node: IntArray  # [V] node index
+    victim_demand: IntArray  # [V, R] requests on the Problem's resource axis
+    victim_priority: IntArray  # [V]
+    victim_job: IntArray  # [V] job index
+    job_rank: IntArray  # [J] cost of evicting the job (priority rank, lowest = 0)
+    job_min: IntArray  # [J] minMember of the job's gang (0: not a gang)
+    job_running: IntArray  # [J] running pods of the job's gang (all of them, eligible or not)
+    job_members: tuple[IntArray, ...]  # [J] victim indices of the job
+    job_names: tuple[str, ...]  # [J] job ids (reprieve order tie-break)
+    terminating_on: dict[int, int]  # node -> lowest priority of a pod terminating there by
+    #   preemption
+    scheduler_name: dict[str, str]  # gang id -> schedulerName of its first pending pod
+    trigger: dict[str, tuple[str, str]]  # gang id -> (first pending pod key, preemptionPolicy)
+    nominated: dict[str, tuple[int, ...]]  # gang id -> nodes its pending pods are nominated to
+    snapshot: Snapshot
+
+    def key(self, v: int) -> str:
+        return self.snapshot.running.key(int(self.rows[v]))
+
+
+def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem) -> PreemptionInput:
+    running = snapshot.running
+    rows = evictable(snapshot)
+    node_of = running.node[rows].astype(np.int64)
+    demand = running.requests(problem.resources)[rows]
+    priority = running.priority[rows].astype(np.int64)
+    # job identity: the job label, else the named gang, else the pod itself
+    label = running.fact(JOB_FACT.name)[rows].astype(np.int64)
+    gang = running.gang[rows].astype(np.int64)
+    n_values = max(int(label.max(initial=-1)) + 1, 0)
+    n_gangs = max(int(gang.max(initial=-1)) + 1, 0)
+    raw = np.where(
+        label >= 0,
+        label,
+        np.where(gang >= 0, n_values + gang, n_values + n_gangs + np.arange(len(rows))),
+    )
+    job_keys, victim_job = np.unique(raw, return_inverse=True)
+    victim_job = victim_job.astype(np.int64)
+    distinct = np.unique(priority)
+    rank = np.searchsorted(distinct, priority).astype(np.int64)
+    job_rank = np.zeros(len(job_keys), dtype=np.int64)
+    np.maximum.at(job_rank, victim_job, rank)
+    order = np.argsort(victim_job, kind="stable")
+    bounds = np.searchsorted(victim_job[order], np.arange(len(job_keys) + 1))
+    members = tuple(order[bounds[j] : bounds[j + 1]] for j in range(len(job_keys)))
+    job_min = np.zeros(len(job_keys), dtype=np.int64)
+    job_running = np.zeros(len(job_keys), dtype=np.int64)
+    names: list[str] = []
+    for j, k in enumerate(job_keys.tolist()):
+        first = int(members[j][0])
+        if k < n_values:
+            names.append(running.value(int(k)))
+        elif k < n_values + n_gangs:
+            gid = running.gang_name(int(k - n_values))
+            names.append(gid)
+            spec = snapshot.gangs.get(gid)
+            if spec is not None and label[first] < 0:
+                job_min[j] = spec.min_member
+                job_running[j] = snapshot.gang_running(gid)
+        else:
+            names.append(running.key(int(rows[first])))
+    # pods terminating because of an earlier preemption, lowest priority per node
+    terminating: dict[int, int] = {}
+    flagged = np.flatnonzero(
+        running.alive & ((running.flags & (TERMINATING | PREEMPTED)) == (TERMINATING | PREEMPTED))
+    )
+    for row in flagged.tolist():
+        n = int(running.node[row])
+        if n >= 0:
+            p = int(running.priority[row])
+            terminating[n] = min(terminating.get(n, p), p)
+    scheduler: dict[str, str] = {}
+    trigger: dict[str, tuple[str, str]] = {}
+    nominated: dict[str, set[int]] = {}
+    index = snapshot.nodes.index
+    for pod in workload.pods:  # sorted by key: the first is the trigger pod
+        scheduler.setdefault(pod.gang, pod.scheduler_name)
+        trigger.setdefault(pod.gang, (pod.key, pod.preemption_policy))
+        if pod.nominated_node in index:
+            nominated.setdefault(pod.gang, set()).add(index[pod.nominated_node or ""])
+    return PreemptionInput(
+        rows=rows,
+        victim_node=node_of,
+        victim_demand=demand,
+        victim_priority=priority,
+        victim_job=victim_job,
+        job_rank=job_rank,
+        job_min=job_min,
+        job_running=job_running,
+        job_members=members,
+        job_names=tuple(names),
+        terminating_on=terminating,
+        scheduler_name=scheduler,
+        trigger=trigger,
+        nominated={g: tuple(sorted(n)) for g, n in nominated.items()},
+        snapshot=snapshot,
+    )

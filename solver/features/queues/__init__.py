@@ -1,0 +1,52 @@
+"""Volcano queues: the `capacity` plugin, and the quota machinery `capacity-card` shares.
+
+    tree.py        the queue tree, real capabilities and usage (memoised per snapshot)
+    mode.py        what a quota plugin decides (`QuotaMode`: capacity; cards override it)
+    admission.py   the enqueue walk and the allocate gate
+    order.py       Volcano's queue order, as numbered criteria
+    compile.py     the compile step shared by both quota plugins -> QuotaBlock
+    block.py       the Problem block
+    greedy.py      the quota ledger and fill of the greedy engine
+    cpsat.py       the CP-SAT quota rows
+    validation.py  `gangplan queues validate`: Volcano's queue admission webhook
+
+Which queue a job is in: the Volcano PodGroup's `spec.queue` (default `default`), else the
+pod annotation `scheduling.volcano.sh/queue-name` (`solver.model.job_queue`); jobs of other
+dialects without that annotation are in no queue and not limited by any. The `root` queue
+(and `default`, when a job names it) exist implicitly when the input does not define them.
+"""
+
+from __future__ import annotations
+
+from solver.features._base import CompileContext, Feature
+from solver.features.queues.block import QuotaBlock
+from solver.features.queues.compile import compile_quotas
+from solver.features.queues.greedy import QuotaLedger, fill_within_quota
+from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
+from solver.features.queues.tree import ROOT, QueueInfo, QueueTree, sum_resources
+from solver.features.queues.validation import DEFAULT_MAX_DEPTH, QueueVerdict, validate_queues
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "FEATURE",
+    "ROOT",
+    "QueueInfo",
+    "QueueTree",
+    "QueueVerdict",
+    "QuotaBlock",
+    "QuotaLedger",
+    "QuotaMode",
+    "TypeQuota",
+    "build_queue_tree",
+    "compile_quotas",
+    "fill_within_quota",
+    "sum_resources",
+    "validate_queues",
+]
+
+
+def _compile(ctx: CompileContext) -> None:
+    compile_quotas(ctx, QuotaMode(ctx.conf))
+
+
+FEATURE = Feature(name="queues", plugins=("capacity",), compile=_compile)

@@ -1,0 +1,69 @@
+"""May a job enter its queue (the `enqueue` action), and may a pod be allocated (the gate)?"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from solver.config import SchedulerConf
+from solver.features.queues.mode import QuotaMode
+from solver.features.queues.tree import QueueTree, job_queue
+from solver.model import Gang, Pod
+from solver.snapshot import Snapshot
+
+__all__ = ["gate_failure", "plan_enqueue"]
+
+
+def gate_failure(
+    tree: QueueTree, mode: QuotaMode, leaf: str, request: dict[str, int], *, enqueue: bool
+) -> str | None:
+    """Why `request` does not fit `leaf` and every ancestor now; None when it fits."""
+    if tree.broken:
+        return f"queue tree is invalid, the capacity plugin rejects everything: {tree.broken}"
+    queue = tree.queues[leaf]
+    if queue.state != "Open":
+        return f"queue {leaf} is {queue.state}"
+    if not queue.leaf:
+        return f"queue {leaf} is not a leaf queue; only leaf queues run jobs"
+    return mode.gate(tree, leaf, request, enqueue=enqueue)
+
+
+def plan_enqueue(
+    snapshot: Snapshot,
+    conf: SchedulerConf,
+    tree: QueueTree,
+    mode: QuotaMode,
+    jobs: Sequence[tuple[str, Gang, Sequence[Pod]]],
+) -> dict[str, str]:
+    """Jobs (gang id, gang, pending pods; in queue order) that may not enter their queue this
+    cycle, with the reason.
+
+    A job already admitted (PodGroup phase Inqueue/Running, or any running member) is not
+    asked again. Without a request (`minResources`) the capacity plugin permits (Volcano's
+    rule). Admission adds the request to the queue's inqueue for the jobs after it.
+    """
+    rejected: dict[str, str] = {}
+    for gid, gang, pending in jobs:
+        leaf = job_queue(gang, pending)
+        if leaf is None:
+            continue
+        if leaf not in tree.queues:
+            rejected[gid] = f"queue {leaf} does not exist"
+            continue
+        if not tree.queues[leaf].leaf:
+            rejected[gid] = f"queue {leaf} is not a leaf queue; only leaf queues run jobs"
+            continue
+        if gang.phase in ("Inqueue", "Running") or snapshot.gang_running(gid) > 0:
+            continue
+        if "enqueue" not in conf.actions:
+            continue
+        request = mode.request(gang, pending, snapshot)
+        why = (
+            gate_failure(tree, mode, leaf, request, enqueue=True)
+            if request or tree.broken
+            else None
+        )
+        if why:
+            rejected[gid] = why
+            continue
+        tree.bump(leaf, "inqueue", request)
+    return rejected

@@ -1,0 +1,46 @@
+"""The queue quotas' part of a Problem (capacity or capacity-card): Q queues on the paths of
+the call's jobs, D quota dimensions.
+
+HARD, at every queue q and dimension d with a finite headroom:
+    Σ_t [q ∈ type_queues[t]] · type_quota_demand[t, d] · placed(t)
+  + Σ_t [q ∈ type_queues[t]] · type_node_dim_count[t] · placed(t on nodes n with type_node_dim[t, n] = d)
+    ≤ headroom[q, d]
+The second sum is the use that depends on the node a pod lands on (a card pod uses the
+quota of the card type of its node).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solver.problem import Block, IntArray, Rows
+from solver.quantity import UNLIMITED
+
+__all__ = ["QuotaBlock"]
+
+
+@dataclass(frozen=True, eq=False)
+class QuotaBlock(Block):
+    queue_names: tuple[str, ...]  # [Q]
+    quota_dims: tuple[str, ...]  # [D] the resources (capacity) or cpu, memory and
+    #   `card:<card type>` (capacity-card)
+    dim_reasons: tuple[str, ...]  # [D] how a shortfall on the dimension reads
+    headroom: IntArray  # [Q, D] realCapability − allocated at the start of the cycle;
+    #   UNLIMITED = no limit
+    type_queues: tuple[tuple[int, ...], ...]  # [T] the type's leaf queue and its ancestors
+    type_quota_demand: IntArray  # [T, D] one pod's use of each dimension, node-independent
+    type_node_dims: tuple[tuple[int, ...], ...] = ()  # [T] dimensions whose use depends on
+    #   the node (card alternatives), preferred first; () = none
+    type_node_dim_count: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #   [T] how much of that dimension one pod uses
+    type_node_dim: Rows[np.int64] | None = None  # [T, N] the dimension a pod of type t uses
+    #   on node n; -1 = none (such nodes are not eligible for it)
+
+    @property
+    def finite(self) -> np.ndarray:
+        return self.headroom < UNLIMITED
+
+    def node_dims(self, t: int) -> tuple[int, ...]:
+        return self.type_node_dims[t] if self.type_node_dims else ()

@@ -1,0 +1,95 @@
+"""A quota plugin's compile step, shared by `capacity` and `capacity-card`.
+
+1. The queue tree (memoised per snapshot generation) and each job's queue.
+2. The unit order: Volcano's queue order (`order.py`) when the tree is valid.
+3. Admission (`enqueue`): jobs walk into their queues in that order; a job whose request
+   does not fit is not enqueued this cycle, and its gangs are blocked with the reason.
+4. The QuotaBlock: the queues on the paths of the call's jobs, the mode's dimensions, the
+   headroom left at each, and what one pod of each type uses of each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.features._base import CompileContext
+from solver.features.queues.admission import plan_enqueue
+from solver.features.queues.block import QuotaBlock
+from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
+from solver.features.queues.order import queue_order
+from solver.features.queues.tree import QueueTree, job_queue
+from solver.quantity import PODS, UNLIMITED, sub_limit
+
+__all__ = ["compile_quotas"]
+
+
+def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
+    """Run steps 1-4 for `mode`; the call's queue tree (None without queues)."""
+    plan = ctx.gangs
+    gangs = ctx.workload.gangs
+    queue_of = [job_queue(gangs[gid], ctx.workload.members(gid)) for gid in plan.gang_ids]
+    tree = build_queue_tree(ctx.snapshot, mode, (q for q in queue_of if q))
+    if tree is not None:
+        ctx.notes.extend(tree.notes)
+    unit_queue: list[str | None] = [None] * len(plan.unit_ids)
+    first = [True] * len(plan.unit_ids)
+    for g, u in enumerate(plan.unit):
+        if first[u]:
+            unit_queue[u], first[u] = queue_of[g], False
+
+    order = sorted(range(len(plan.unit_ids)), key=ctx.unit_key)
+    if tree is not None and not tree.broken:
+        order = ctx.unit_order = queue_order(tree, unit_queue, ctx.unit_key)
+    if tree is not None:
+        unit_gangs = plan.unit_gangs()
+        jobs = [
+            (plan.gang_ids[g], gangs[plan.gang_ids[g]], ctx.workload.members(plan.gang_ids[g]))
+            for u in order
+            for g in unit_gangs[u]
+        ]
+        index = {gid: g for g, gid in enumerate(plan.gang_ids)}
+        for gid, why in plan_enqueue(ctx.snapshot, ctx.conf, tree, mode, jobs).items():
+            ctx.not_enqueued[index[gid]] = why
+
+    queue_names: list[str] = []
+    type_queues: list[tuple[int, ...]] = []
+    if tree is not None:
+        for g in sorted(set(ctx.type_gang)):
+            q = queue_of[g]
+            if q in tree.queues:
+                for name in tree.path(q):
+                    if name not in queue_names:
+                        queue_names.append(name)
+        q_index = {name: i for i, name in enumerate(queue_names)}
+        for g in ctx.type_gang:
+            q = queue_of[g]
+            type_queues.append(tuple(q_index[n] for n in tree.path(q)) if q in tree.queues else ())
+    else:
+        type_queues = [() for _ in ctx.type_gang]
+    quota: TypeQuota = mode.type_quota(ctx, tree)
+    headroom = np.array(
+        [
+            [
+                UNLIMITED
+                if r == PODS or tree is None
+                else max(0, sub_limit(tree.queues[q].real(r), tree.queues[q].allocated.get(r, 0)))
+                for r in quota.dims
+            ]
+            for q in queue_names
+        ],
+        dtype=np.int64,
+    ).reshape(len(queue_names), len(quota.dims))
+    ctx.add_block(
+        QuotaBlock(
+            queue_names=tuple(queue_names),
+            quota_dims=quota.dims,
+            dim_reasons=tuple(mode.reason(d, quota.dims) for d in quota.dims),
+            headroom=headroom,
+            type_queues=tuple(type_queues),
+            type_quota_demand=quota.demand,
+            type_node_dims=quota.node_dims,
+            type_node_dim_count=quota.node_dim_count,
+            type_node_dim=quota.node_dim,
+        )
+    )
+    return tree

@@ -1,0 +1,127 @@
+"""The queue quotas in the greedy engine: the allocate gate, checked pod type by pod type.
+
+A pod of type t may be placed only if, for the type's leaf queue and every ancestor,
+`allocated + request ≤ realCapability` on each quota dimension it uses (Volcano checks it
+per task before choosing a node); a pod whose use depends on its node (a card pod) is
+placed dimension by dimension, preferred first, each on the nodes where it uses that one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.features.queues.block import QuotaBlock
+from solver.problem import IntArray, Problem, fill
+from solver.quantity import format_quantity
+
+__all__ = ["QuotaLedger", "fill_within_quota"]
+
+
+class QuotaLedger:
+    """Headroom left during one run (`Ledger` of the greedy state)."""
+
+    def __init__(self, problem: Problem, block: QuotaBlock) -> None:
+        self.problem = problem
+        self.block = block
+        self.left: IntArray = block.headroom.copy()
+        self.finite = block.finite
+
+    def _use(self, t: int, dim: int | None) -> IntArray:
+        use: IntArray = self.block.type_quota_demand[t].copy()
+        if dim is not None and dim >= 0:
+            use[dim] += int(self.block.type_node_dim_count[t])
+        return use
+
+    def cap(self, t: int, count: int, card: int | None = None) -> tuple[int, str | None]:
+        block = self.block
+        if not block.type_queues or not block.type_queues[t]:
+            return count, None
+        use = self._use(t, card)
+        allowed, why = count, None
+        for q in block.type_queues[t]:
+            for d in np.flatnonzero((use > 0) & self.finite[q]).tolist():
+                fits = int(self.left[q, d] // use[d])
+                if fits < allowed:
+                    allowed = max(fits, 0)
+                    name = block.quota_dims[d]
+                    why = (
+                        f"queue {block.queue_names[q]}: {block.dim_reasons[d]} for "
+                        f"{name.removeprefix('card:')} "
+                        f"({format_quantity(name, int(self.left[q, d]))} left, "
+                        f"{format_quantity(name, int(use[d]))} per pod)"
+                    )
+        return allowed, why
+
+    def charge(self, t: int, n: int, card: int | None = None) -> None:
+        if n and self.block.type_queues and self.block.type_queues[t]:
+            rows = list(self.block.type_queues[t])
+            self.left[rows] -= np.where(self.finite[rows], n * self._use(t, card), 0)
+
+    def admits(self, pod_node: dict[int, IntArray]) -> str | None:
+        saved = self.checkpoint()
+        try:
+            for t, n, dim in self._counts(pod_node):
+                allowed, why = self.cap(t, n, dim)
+                if allowed < n:
+                    return why
+                self.charge(t, n, dim)
+            return None
+        finally:
+            self.restore(saved)
+
+    def charge_plan(self, pod_node: dict[int, IntArray]) -> None:
+        for t, n, dim in self._counts(pod_node):
+            self.charge(t, n, dim)
+
+    def checkpoint(self) -> object:
+        return self.left.copy()
+
+    def restore(self, saved: object) -> None:
+        assert isinstance(saved, np.ndarray)
+        self.left[:] = saved
+
+    def _counts(self, pod_node: dict[int, IntArray]) -> list[tuple[int, int, int | None]]:
+        """(type, pods, node dimension) counts of a plan; None for types without one."""
+        out: list[tuple[int, int, int | None]] = []
+        rows = self.block.type_node_dim
+        for t, nodes in pod_node.items():
+            placed = nodes[nodes >= 0]
+            if rows is None or not self.block.node_dims(t):
+                out.append((t, int(placed.size), None))
+                continue
+            dims, counts = np.unique(rows[t, placed], return_counts=True)
+            out.extend(
+                (t, int(c), int(k)) for k, c in zip(dims.tolist(), counts.tolist(), strict=True)
+            )
+        return out
+
+
+def fill_within_quota(
+    problem: Problem, t: int, count: int, free: IntArray, ledger: QuotaLedger
+) -> tuple[IntArray, int, str | None]:
+    """`fill` under the quotas. Returns the chosen nodes, how many the quotas admitted, and
+    the quota's reason when that was fewer than `count`."""
+    block = ledger.block
+    dims = block.node_dims(t)
+    if not dims or block.type_node_dim is None:
+        allowed, why = ledger.cap(t, count)
+        nodes = fill(problem, t, allowed, free)
+        ledger.charge(t, int(nodes.size))
+        return nodes, allowed, why
+    chosen: list[IntArray] = []
+    admitted, why, remaining = 0, None, count
+    for dim in dims:
+        if remaining <= 0:
+            break
+        allowed, reason = ledger.cap(t, remaining, dim)
+        why = why or (reason if allowed < remaining else None)
+        subset = np.flatnonzero(block.type_node_dim[t] == dim)
+        nodes = (
+            fill(problem, t, allowed, free, subset) if subset.size else np.empty(0, dtype=np.int64)
+        )
+        ledger.charge(t, int(nodes.size), dim)
+        admitted += allowed
+        remaining -= int(nodes.size)
+        chosen.append(nodes)
+    nodes = np.concatenate(chosen) if chosen else np.empty(0, dtype=np.int64)
+    return nodes, min(admitted, count), why

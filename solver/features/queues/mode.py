@@ -1,0 +1,291 @@
+"""What a quota plugin decides: the `capacity` plugin here, `capacity-card` in `features.cards`.
+
+A `QuotaMode` says how capabilities are derived, what a queue's running pods use of its
+quota, what a job asks for when it enters its queue, how a request is gated, and on which
+quota dimensions the call's pod types are counted. The tree, the order, the admission walk,
+the Problem block and both engines' quota steps are shared (`tree.py`, `admission.py`,
+`compile.py`, `greedy.py`, `cpsat.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from solver.config import SchedulerConf
+from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
+from solver.model import Gang, Pod
+from solver.problem import IntArray, Rows
+from solver.quantity import CPU, MEMORY, PODS, UNLIMITED, add_limits, format_quantity, sub_limit
+from solver.snapshot import NONE, Snapshot
+
+if TYPE_CHECKING:
+    from solver.features._base import CompileContext
+
+
+@dataclass(frozen=True)
+class TypeQuota:
+    """The quota dimensions of a call, and what one pod of each type uses of them."""
+
+    dims: tuple[str, ...]  # [D]
+    demand: IntArray  # [T, D] node-independent use
+    node_dims: tuple[tuple[int, ...], ...] = ()  # [T] node-dependent dimensions, preferred first
+    node_dim_count: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [T]
+    node_dim: Rows[np.int64] | None = None  # [T, N] the dimension used on each node; -1 none
+
+
+__all__ = ["QuotaMode", "TypeQuota", "build_queue_tree", "limits"]
+
+
+def limits(
+    values: dict[str, int], inherit: dict[str, int] | None, scalars_from_parent: bool
+) -> dict[str, int]:
+    """Capability with Volcano's rules: cpu/memory ≤ 0 or unset -> parent's (or ∞)."""
+    out = {r: v for r, v in values.items() if r != PODS}
+    for r in (CPU, MEMORY):
+        if out.get(r, 0) <= 0:
+            out[r] = inherit.get(r, UNLIMITED) if inherit is not None else UNLIMITED
+    if inherit is not None and scalars_from_parent:
+        for r, v in inherit.items():
+            out.setdefault(r, v)
+    return out
+
+
+class QuotaMode:
+    """The `capacity` plugin's quotas (hierarchical by default); `CardMode` overrides."""
+
+    plugin = "capacity"
+
+    def __init__(self, conf: SchedulerConf) -> None:
+        plugin = conf.plugin(self.plugin)
+        self.hierarchical = bool(plugin.options.get("enableHierarchy", True)) if plugin else True
+
+    @property
+    def key(self) -> Hashable:
+        """What the memoised tree depends on besides the snapshot."""
+        return (self.plugin, self.hierarchical)
+
+    # ------------------------------------------------------------------ the tree
+
+    def queues_in_use(self, snapshot: Snapshot) -> frozenset[str]:
+        """Queues named by running pods, named gangs or pending pods of the snapshot."""
+
+        def compute() -> frozenset[str]:
+            running = snapshot.running
+            counts = snapshot.usage.queue_requests
+            # a later generation may have named resources this one's totals do not cover
+            pods = running.resources.index(PODS) if PODS in running.resources else -1
+            used = np.flatnonzero(counts[:, pods] > 0) if 0 <= pods < counts.shape[1] else ()
+            names = {running.queue_names.value(int(q)) for q in used}
+            names |= {g.queue for g in snapshot.gangs.values() if g.queue}
+            names |= {
+                q
+                for p in snapshot.pending.values()
+                if (q := p.annotations.get("scheduling.volcano.sh/queue-name"))
+            }
+            return frozenset(names)
+
+        return snapshot.memo(("queues", "in use"), compute)
+
+    def capabilities(self, snapshot: Snapshot, tree: QueueTree) -> None:
+        queues = tree.queues
+        root = queues[ROOT]
+        root_spec = root.spec.capability if root.spec else {}
+        if tree.hierarchical:
+            root.capability = limits(root_spec, None, False)
+        else:
+            root.capability = dict(
+                snapshot.nodes.memo(("queues", "cluster total"), lambda: _total(snapshot))
+            )
+        root.real_capability = dict(root.capability)
+        order = [ROOT]
+        for name in order:
+            parent = queues[name]
+            siblings_guarantee = sum_resources(queues[s].guarantee for s in parent.children)
+            for child_name in parent.children:
+                child = queues[child_name]
+                spec = child.spec.capability if child.spec else {}
+                child.capability = limits(
+                    spec, parent.capability if tree.hierarchical else None, tree.hierarchical
+                )
+                child.deserved = {
+                    r: max(v, child.guarantee.get(r, 0)) for r, v in child.deserved.items()
+                }
+                keys = set(parent.real_capability) | set(child.capability) | set(child.guarantee)
+                real = {}
+                for r in keys - {PODS}:
+                    carved = max(sub_limit(parent.real(r), siblings_guarantee.get(r, 0)), 0)
+                    real[r] = min(
+                        add_limits(carved, child.guarantee.get(r, 0)),
+                        child.capability.get(r, UNLIMITED),
+                    )
+                child.real_capability = real
+                order.append(child_name)
+        if tree.hierarchical:
+            root.deserved = sum_resources(queues[c].deserved for c in root.children)
+            root.guarantee = sum_resources(queues[c].guarantee for c in root.children)
+
+    def usage(self, snapshot: Snapshot, tree: QueueTree) -> None:
+        """allocated from the running pods; inqueue and elastic from the named gangs."""
+        running = snapshot.running
+        for q in range(len(running.queue_names)):
+            name = running.queue_names.value(q)
+            if name in tree.queues:
+                tree.bump(name, "allocated", self.queue_allocated(snapshot, q))
+        for gid, gang in snapshot.gangs.items():
+            leaf = gang.queue or self._running_queue(snapshot, gid)
+            if leaf is None or leaf not in tree.queues:
+                continue
+            minimum = self.gang_minimum(snapshot, gang)
+            if not minimum:
+                continue
+            allocated = self.gang_allocated(snapshot, gid)
+            running_pods = snapshot.gang_running(gid)
+            if gang.phase == "Inqueue":
+                tree.bump(leaf, "inqueue", minimum)
+            elif gang.phase == "Running" and running_pods >= gang.min_member:
+                tree.bump(
+                    leaf,
+                    "inqueue",
+                    {r: max(0, v - allocated.get(r, 0)) for r, v in minimum.items()},
+                )
+            tree.bump(
+                leaf, "elastic", {r: max(0, allocated.get(r, 0) - v) for r, v in minimum.items()}
+            )
+
+    def _running_queue(self, snapshot: Snapshot, gang_id: str) -> str | None:
+        """A named gang without spec.queue: the queue its first running pod's annotation names."""
+        rows = snapshot.rows_of_gang(gang_id)
+        for row in rows.tolist():
+            q = int(snapshot.running.queue[row])
+            if q != NONE:
+                return snapshot.running.queue_names.value(q)
+        return None
+
+    # ------------------------------------------------------------------ usage in quota terms
+
+    def queue_allocated(self, snapshot: Snapshot, q: int) -> dict[str, int]:
+        """What the pods charged to queue id q use of its quota."""
+        return _row(snapshot.running.resources, snapshot.usage.queue_requests, q)
+
+    def gang_allocated(self, snapshot: Snapshot, gang_id: str) -> dict[str, int]:
+        g = snapshot.running.gang_id(gang_id)
+        return _row(snapshot.running.resources, snapshot.usage.gang_requests, g)
+
+    def gang_minimum(self, snapshot: Snapshot, gang: Gang) -> dict[str, int]:
+        """What an admitted job holds of its queue beyond its running pods (minResources)."""
+        return {r: v for r, v in gang.min_resources.items() if r != PODS}
+
+    def request(self, gang: Gang, pending: Sequence[Pod], snapshot: Snapshot) -> dict[str, int]:
+        """What a job asks for when it enters its queue (Volcano: minResources)."""
+        return self.gang_minimum(snapshot, gang)
+
+    # ------------------------------------------------------------------ gates
+
+    def gate(
+        self, tree: QueueTree, leaf: str, request: dict[str, int], *, enqueue: bool
+    ) -> str | None:
+        """Why `request` does not fit `leaf` and every ancestor now; None when it fits.
+
+        Enqueue: `request + allocated + inqueue − elastic ≤ realCapability`; allocate:
+        `allocated + request ≤ realCapability`; both only on the dimensions requested.
+        """
+        for name in tree.path(leaf):
+            q = tree.queues[name]
+            for r, v in sorted(request.items()):
+                if v <= 0 or r == PODS:
+                    continue
+                used = q.allocated.get(r, 0)
+                if enqueue:
+                    used = used + q.inqueue.get(r, 0) - q.elastic.get(r, 0)
+                limit = q.real(r)
+                if limit < UNLIMITED and used + v > limit:
+                    over = used + v - limit
+                    return (
+                        f"queue {name}: {r} {format_quantity(r, v)} requested + "
+                        f"{format_quantity(r, used)} in use > realCapability "
+                        f"{format_quantity(r, limit)} (over by {format_quantity(r, over)})"
+                    )
+        return None
+
+    def reason(self, dim: str, dims: Sequence[str]) -> str:
+        """How a shortfall on quota dimension `dim` (one of `dims`) reads in a pod's reason."""
+        return f"insufficient {dim} quota"
+
+    # ------------------------------------------------------------------ the Problem's dims
+
+    def type_quota(self, ctx: CompileContext, tree: QueueTree | None) -> TypeQuota:
+        """capacity: every resource of the call is a dimension; `pods` is never a quota."""
+        demand = np.array(ctx.type_demand, dtype=np.int64).reshape(
+            ctx.num_types, len(ctx.resources)
+        )
+        if PODS in ctx.resources:
+            demand[:, ctx.resources.index(PODS)] = 0
+        return TypeQuota(dims=ctx.resources, demand=demand)
+
+
+def _row(names: Sequence[str], matrix: np.ndarray, index: int) -> dict[str, int]:
+    if index < 0 or index >= matrix.shape[0]:
+        return {}
+    return {
+        r: int(v) for r, v in zip(names, matrix[index].tolist(), strict=False) if v and r != PODS
+    }
+
+
+def _total(snapshot: Snapshot) -> dict[str, int]:
+    """Allocatable summed over the cluster (the non-hierarchical root's capability)."""
+    total = sum_resources(node.allocatable for node in snapshot.nodes.nodes)
+    return {r: v for r, v in total.items() if r != PODS}
+
+
+def build_queue_tree(
+    snapshot: Snapshot, mode: QuotaMode, call_queues: Iterable[str] = ()
+) -> QueueTree | None:
+    """The tree of the snapshot's queues under `mode` (memoised per generation), or None
+    when nothing uses queues; `call_queues` are the queues the call's jobs name."""
+    call = frozenset(call_queues)
+    used_default = DEFAULT_QUEUE in call or DEFAULT_QUEUE in mode.queues_in_use(snapshot)
+    if not snapshot.queues and not call and not mode.queues_in_use(snapshot):
+        return None
+    key = ("queues", "tree", mode.key, used_default)
+    return snapshot.memo(key, lambda: _build(snapshot, mode, used_default)).fork()
+
+
+def _build(snapshot: Snapshot, mode: QuotaMode, used_default: bool) -> QueueTree:
+    hierarchical = mode.hierarchical
+    queues: dict[str, QueueInfo] = {}
+    for name, spec in snapshot.queues.items():
+        parent = (spec.parent or ROOT) if name != ROOT else None
+        queues[name] = QueueInfo(
+            name=name, parent=parent if hierarchical or name == ROOT else ROOT,
+            deserved=dict(spec.deserved), guarantee=dict(spec.guarantee), state=spec.state,
+            priority=spec.priority, spec=spec,
+        )  # fmt: skip
+    if ROOT not in queues:
+        queues[ROOT] = QueueInfo(name=ROOT, parent=None, implicit=True)
+    if used_default and DEFAULT_QUEUE not in queues:
+        queues[DEFAULT_QUEUE] = QueueInfo(name=DEFAULT_QUEUE, parent=ROOT, implicit=True)
+    tree = QueueTree(queues=queues, hierarchical=hierarchical)
+    for info in queues.values():
+        if info.parent is not None and info.parent not in queues:
+            tree.broken = f"queue {info.name}: parent queue {info.parent} does not exist"
+            return tree
+    for info in queues.values():
+        seen, p = {info.name}, info.parent
+        while p is not None:
+            if p in seen:
+                tree.broken = f"queue {info.name}: cycle in the queue tree through {p}"
+                return tree
+            seen.add(p)
+            info.ancestors.insert(0, p)
+            p = queues[p].parent
+        if info.parent is not None:
+            queues[info.parent].children.append(info.name)
+    for info in queues.values():
+        info.children.sort()
+    mode.capabilities(snapshot, tree)
+    mode.usage(snapshot, tree)
+    return tree

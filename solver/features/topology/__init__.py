@@ -1,0 +1,192 @@
+"""Network topology: Koordinator's gather (`network-topology` plugin) and Godel's job-level
+affinity (`job-affinity` plugin), on one tree and one "one domain" rule.
+
+    tree.py         Koordinator's ClusterNetworkTopology tree, memoised per node generation
+    koordinator.py  the gather spec of a gang group, pod order, existing peers
+    godel.py        Godel's PodGroup affinity as node arrays
+    block.py        the Problem block and its objective tiers
+    greedy.py       Koordinator's offer-slot gather and Godel's NodeGroups, for the greedy
+    cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
+
+Compile (this module): for every unit, the gather requirements of its first gang
+(Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
+lacking its required keys are filtered with their own counted reasons.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.features._base import CompileContext, Feature
+from solver.features.topology.block import TopologyBlock
+from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
+from solver.features.topology.koordinator import (
+    ANNOTATION_SPEC,
+    SELECTOR_FACT,
+    UnitGather,
+    gather_rank_key,
+    peer_counts,
+    unit_gather,
+)
+from solver.features.topology.tree import TopologyTree, tree_of
+from solver.model import Pod
+from solver.problem import IntArray
+
+__all__ = ["DIALECT_GODEL", "FEATURE", "TopologyBlock"]
+
+DIALECT_GODEL = "scheduling.godel.kubewharf.io"
+REASON_OUT_OF_TREE = "node(s) are not in the network topology tree"
+REASON_NODE_SELECTOR = "node(s) didn't match PodGroup affinity nodeSelector"
+REASON_PINNED = "node(s) are outside the required topology domain of the PodGroup's running pods"
+
+
+def _compile(ctx: CompileContext) -> None:
+    gather: dict[int, UnitGather] = {}
+    tree: TopologyTree | None = None
+    if ctx.conf.enabled("network-topology"):
+        tree = _compile_gather(ctx, gather)
+    godel: dict[int, GodelPlan] = {}
+    if ctx.conf.enabled("job-affinity"):
+        _compile_godel(ctx, gather, godel)
+    if not gather and not godel:
+        return
+    ctx.add_block(_block(ctx, tree, gather, godel))
+
+
+def _pending_of(ctx: CompileContext, gids: list[str]) -> dict[str, list[Pod]]:
+    return {gid: ctx.workload.members(gid) for gid in gids}
+
+
+def _compile_gather(ctx: CompileContext, gather: dict[int, UnitGather]) -> TopologyTree | None:
+    plan = ctx.gangs
+    if not any(ctx.workload.gangs[gid].annotations.get(ANNOTATION_SPEC) for gid in plan.gang_ids):
+        return None
+    found = tree_of(ctx.nodes, ctx.snapshot.topology)
+    tree, tree_error = (found, None) if isinstance(found, TopologyTree) else (None, found)
+    unit_gangs = plan.unit_gangs()
+    for u, gangs in enumerate(unit_gangs):
+        ids = [plan.gang_ids[g] for g in gangs]
+        unit, notes = unit_gather(ctx.workload.gangs, _pending_of(ctx, ids), ids, tree, tree_error)
+        ctx.notes.extend(notes)
+        if unit is None:
+            continue
+        gather[u] = unit
+        ctx.unit_sort_key[u] = gather_rank_key
+        if unit.blocked:
+            for g in gangs:
+                ctx.block_gang(g, unit.blocked)
+    if not gather:
+        return tree
+    if tree is None:
+        ctx.notes.append(
+            f"topology-aware gang groups cannot be placed: no cluster network topology ({tree_error})"
+        )
+        return None
+    if not tree.in_tree.all():
+        for u in gather:
+            for g in unit_gangs[u]:
+                ctx.restrict(ctx.types_of(g), tree.in_tree, REASON_OUT_OF_TREE)
+    return tree
+
+
+def _compile_godel(
+    ctx: CompileContext, gather: dict[int, UnitGather], godel: dict[int, GodelPlan]
+) -> None:
+    plan = ctx.gangs
+    gangs = ctx.workload.gangs
+    if not any(gangs[gid].dialect == DIALECT_GODEL for gid in plan.gang_ids):
+        return
+    for u, members in enumerate(plan.unit_gangs()):
+        own = [g for g in members if gangs[plan.gang_ids[g]].dialect == DIALECT_GODEL]
+        if not own:
+            continue
+        gid = plan.gang_ids[own[0]]
+        if len(members) > 1 or u in gather:
+            if gangs[gid].affinity:
+                ctx.notes.append(
+                    f"PodGroup {gid}: Godel job-level affinity applies to a single PodGroup "
+                    "without a Koordinator network-topology-spec; ignored here"
+                )
+            continue
+        unit_plan = godel_plan(ctx.snapshot, gangs[gid], ctx.workload.members(gid))
+        if unit_plan is None:
+            continue
+        types = ctx.types_of(own[0])
+        ctx.restrict(types, unit_plan.candidate, REASON_NODE_SELECTOR)
+        if unit_plan.required is not None:
+            usable = (unit_plan.required >= 0) | ~unit_plan.candidate
+            if unit_plan.required_pinned:
+                reason = REASON_PINNED
+            else:
+                keys = ", ".join(sorted(set(job_affinity(gangs[gid]).required)))
+                reason = f"node(s) lack the PodGroup's required topology key(s) {keys}"
+            ctx.restrict(types, usable, reason)
+        if unit_plan.blocked:
+            ctx.block_gang(own[0], f"gang {gid}: {unit_plan.blocked}")
+        godel[u] = unit_plan
+
+
+def _block(
+    ctx: CompileContext,
+    tree: TopologyTree | None,
+    gather: dict[int, UnitGather],
+    godel: dict[int, GodelPlan],
+) -> TopologyBlock:
+    num_units = len(ctx.gangs.unit_ids)
+    layers = tree.layers if tree is not None and gather else ()
+    gather_layer = np.full(num_units, -1, dtype=np.int64)
+    multiples = np.ones((num_units, len(layers)), dtype=np.int64)
+    texts = [""] * num_units
+    peers: list[IntArray] = [np.zeros(0, dtype=np.int64)] * num_units
+    for u, unit in gather.items():
+        if unit.must_layer in layers:
+            gather_layer[u] = layers.index(unit.must_layer)
+        for layer, m in unit.multiples.items():
+            if layer in layers:
+                multiples[u, layers.index(layer)] = m
+        if unit.multiples:
+            parts = sorted(f"{layer}={m}" for layer, m in unit.multiples.items())
+            texts[u] = f"; podCountMultiple constraints: {', '.join(parts)}"
+        if unit.selector:
+            peers[u] = peer_counts(ctx.snapshot, unit.selector)
+    domain: list[IntArray | None] = [None] * num_units
+    domain_names: list[tuple[str, ...]] = [()] * num_units
+    if tree is not None:
+        for u in gather:
+            if gather_layer[u] >= 0:
+                domain[u] = tree.node_domain[gather_layer[u]]
+                domain_names[u] = tree.domains[gather_layer[u]]
+    for u, unit_plan in godel.items():
+        domain[u] = unit_plan.required
+        domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
+    unit_gather_flags = np.zeros(num_units, dtype=bool)
+    unit_gather_flags[list(gather)] = True
+    alloc, requested = (
+        godel_node_metrics(ctx.snapshot) if godel else (np.zeros((0, 3)), np.zeros((0, 3)))
+    )
+    return TopologyBlock(
+        layers=layers,
+        domains=tree.domains if layers and tree is not None else (),
+        parent=tree.parent if layers and tree is not None else (),
+        node_domain=tree.node_domain
+        if layers and tree is not None
+        else np.zeros((0, 0), dtype=np.int64),
+        unit_gather=unit_gather_flags,
+        unit_gather_layer=gather_layer,
+        unit_pod_multiple=multiples,
+        unit_peers=tuple(peers),
+        gather_multiple_text=tuple(texts),
+        unit_domain=tuple(domain),
+        unit_domain_names=tuple(domain_names),
+        unit_godel=tuple(godel.get(u) for u in range(num_units)),
+        godel_allocatable=np.asarray(alloc, dtype=np.int64),
+        godel_requested=np.asarray(requested, dtype=np.int64),
+    )
+
+
+FEATURE = Feature(
+    name="topology",
+    plugins=("network-topology", "job-affinity"),
+    compile=_compile,
+    facts=(SELECTOR_FACT,),
+)

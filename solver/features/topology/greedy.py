@@ -1,0 +1,113 @@
+"""The network topology's unit placer for the greedy engine.
+
+* A gang group with a Koordinator `network-topology-spec`: every pending pod of the group
+  in one offer-slot plan (`gather.py`), or none; the plan must fit the queue quotas whole.
+* A Godel PodGroup with job-level affinity: NodeGroup by NodeGroup (`nodegroups.py`); the
+  first group where every gang reaches its share wins, pods spilling circle by circle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.features.topology.block import TopologyBlock
+from solver.features.topology.gather import gather_unit
+from solver.features.topology.godel import GodelPlan
+from solver.features.topology.nodegroups import godel_groups
+from solver.problem import GreedyState, Problem, fill, fit_report, format_fit_error
+
+__all__ = ["place_unit"]
+
+
+def place_unit(problem: Problem, u: int, gangs: list[int], state: GreedyState) -> bool:
+    """Place unit u if the topology governs it (True), else leave it to the default (False)."""
+    block = problem.block(TopologyBlock)
+    if block is None or not gangs:
+        return False
+    if block.is_gather(u):
+        _place_gather(problem, block, u, gangs, state)
+        return True
+    godel = block.godel(u)
+    if godel is not None and (godel.required is not None or godel.preferred):
+        _place_godel(problem, block, godel, gangs, state)
+        return True
+    return False
+
+
+def _place_gather(
+    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], state: GreedyState
+) -> None:
+    """Koordinator's gather: every pending pod of the group in one plan, or none."""
+    outcome = gather_unit(problem, block, u, gangs, state.free)
+    message = outcome.message or state.ledger.admits(outcome.pod_node)
+    if message:
+        for g in gangs:
+            state.gang_reason[g] = message
+        return
+    state.ledger.charge_plan(outcome.pod_node)
+    for t, nodes in outcome.pod_node.items():
+        state.pod_node[t][:] = nodes
+        placed = nodes[nodes >= 0]
+        np.subtract.at(state.free, placed, problem.type_demand[t])
+
+
+def _place_godel(
+    problem: Problem, block: TopologyBlock, plan: GodelPlan, gangs: list[int], state: GreedyState
+) -> None:
+    """Godel: the first NodeGroup where every gang reaches its share wins; pods spill by circle."""
+    groups = godel_groups(problem, block, plan, state.free)
+    if not groups:
+        for g in gangs:
+            state.gang_reason[g] = (
+                f"gang {problem.gang_ids[g]}: no valid node groups are available "
+                "(Godel job-level affinity: every domain is empty or smaller than the job)"
+            )
+        return
+    best: tuple[int, str, str] = (-1, "", "")
+    for group in groups:
+        trial = state.free.copy()
+        chosen: dict[int, list[int]] = {}
+        placed = dict.fromkeys(gangs, 0)
+        first_failure = ""
+        for g in gangs:
+            for t in problem.gang_types(g):
+                remaining = len(problem.type_pods[t])
+                for circle in group.circles:
+                    if remaining <= 0:
+                        break
+                    nodes = fill(problem, t, remaining, trial, circle)
+                    chosen.setdefault(t, []).extend(nodes.tolist())
+                    remaining -= int(nodes.size)
+                placed[g] += len(chosen.get(t, []))
+                if remaining > 0 and not first_failure:
+                    _, counts = fit_report(problem, t, trial)
+                    first_failure = format_fit_error(problem.num_nodes, counts)
+        ok = all(
+            placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
+            for g in gangs
+        )
+        trial_plan = {t: np.array(picked, dtype=np.int64) for t, picked in chosen.items()}
+        over = state.ledger.admits(trial_plan) if ok else None
+        if over:
+            for g in gangs:
+                state.gang_reason[g] = f"gang {problem.gang_ids[g]}: {over}"
+            return
+        if ok:
+            state.free[:] = trial
+            state.ledger.charge_plan(trial_plan)
+            for t, picked in chosen.items():
+                state.pod_node[t][: len(picked)] = picked
+            if first_failure:
+                for g in gangs:
+                    state.gang_reason.setdefault(g, first_failure)
+            return
+        total = sum(placed.values())
+        if total > best[0]:
+            best = (total, group.name, first_failure)
+    for g in gangs:
+        need = max(int(problem.gang_need[g]), 1)
+        state.gang_reason[g] = (
+            f"gang {problem.gang_ids[g]}: no node group holds {need} required pod(s) "
+            f"(Godel job-level affinity, {len(groups)} group(s) tried; best {best[1]}: "
+            f"{best[0]} fit); {best[2]}"
+        ).rstrip("; ")

@@ -1,0 +1,53 @@
+"""The Problem every engine solves: a core of arrays plus one typed block per feature.
+
+Problem, Block, Rows       the contract (`_problem.py`, `_rows.py`)
+evaluate, tier_specs, ...  the objective both engines are scored by (`_objective.py`)
+fill, fit_report, ...      the greedy primitives features and engines share (`_fill.py`)
+GreedyState, Ledger        the greedy engine's working state, as features see it
+"""
+
+from solver.problem._fill import fill, fit_report, format_fit_error, slots_of
+from solver.problem._greedy import GreedyState, Ledger, NoLimits, UnitPlacer
+from solver.problem._objective import (
+    compare_tiers,
+    evaluate,
+    score_units,
+    tier_specs,
+    tier_weights,
+    unit_weights,
+)
+from solver.problem._problem import (
+    Block,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    Problem,
+    TierSpec,
+    freeze_arrays,
+)
+from solver.problem._rows import Rows
+
+__all__ = [
+    "Block",
+    "BoolArray",
+    "FloatArray",
+    "GreedyState",
+    "IntArray",
+    "Ledger",
+    "NoLimits",
+    "Problem",
+    "Rows",
+    "TierSpec",
+    "UnitPlacer",
+    "compare_tiers",
+    "evaluate",
+    "fill",
+    "fit_report",
+    "format_fit_error",
+    "freeze_arrays",
+    "score_units",
+    "slots_of",
+    "tier_specs",
+    "tier_weights",
+    "unit_weights",
+]

@@ -1,0 +1,81 @@
+"""What every greedy step shares: fill pods of one type onto the best nodes, and count why
+a pod fits nowhere the way kube-scheduler counts it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.problem._problem import BoolArray, IntArray, Problem
+
+__all__ = ["fill", "fit_report", "format_fit_error", "slots_of"]
+
+
+def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = None) -> IntArray:
+    """Pods of type t each node (of `nodes`, default all) still takes alone: the minimum
+    over requested resources of ⌊free / demand⌋, 0 where the type is not eligible."""
+    demand = problem.type_demand[t]
+    positive = demand > 0
+    pool = free if nodes is None else free[nodes]
+    eligible = problem.eligible[t] if nodes is None else problem.eligible[t, nodes]
+    if not positive.any():
+        big = np.iinfo(np.int64).max
+        return np.where(eligible, big, 0).astype(np.int64)
+    slots = np.min(np.maximum(pool[:, positive], 0) // demand[positive], axis=1)
+    return np.where(eligible, slots, 0).astype(np.int64)
+
+
+def fill(
+    problem: Problem, t: int, count: int, free: IntArray, nodes: IntArray | None = None
+) -> IntArray:
+    """Node index for up to `count` pods of type `t` (on `nodes`, default all), best score
+    first (ties: lower node index), each node filled to its slots; updates `free`.
+
+    Placing pods of one type one by one gives the same nodes: only the node that just
+    received a pod changes score, and binpack only raises it.
+    """
+    if count <= 0:
+        return np.empty(0, dtype=np.int64)
+    slots = slots_of(problem, t, free, nodes)
+    keep = slots > 0
+    candidates = np.flatnonzero(keep) if nodes is None else nodes[keep]
+    slots = slots[keep]
+    if candidates.size == 0:
+        return np.empty(0, dtype=np.int64)
+    used = problem.capacity[candidates] - free[candidates]
+    score = problem.node_scores(t, used, candidates)
+    order = np.lexsort((candidates, -score))
+    ordered, room = candidates[order], slots[order]
+    take = np.minimum(room, np.maximum(count - (np.cumsum(room) - room), 0))
+    chosen = ordered[take > 0]
+    take = take[take > 0]
+    free[chosen] -= take[:, None] * problem.type_demand[t][None, :]
+    return np.repeat(chosen, take)
+
+
+def fit_report(problem: Problem, t: int, free: IntArray) -> tuple[BoolArray, dict[str, int]]:
+    """Nodes where one pod of type `t` fits now, and kube-style counted reasons for the rest.
+
+    A node lacking several resources counts once under each (`Insufficient cpu`,
+    `Insufficient memory`), as kube-scheduler's FitError does.
+    """
+    demand = problem.type_demand[t]
+    short = (free < demand) & (demand > 0)  # [N, R]
+    eligible = problem.eligible[t]
+    fits = eligible & ~short.any(axis=1)
+    counts: dict[str, int] = {}
+    codes, code_counts = np.unique(problem.ineligible_reason[t][~eligible], return_counts=True)
+    for code, count in zip(codes.tolist(), code_counts.tolist(), strict=True):
+        counts[problem.reason_texts[code]] = count
+    lacking = short[eligible].sum(axis=0)
+    for r, count in enumerate(lacking.tolist()):
+        if count:
+            counts[f"Insufficient {problem.resources[r]}"] = count
+    return fits, counts
+
+
+def format_fit_error(num_nodes: int, counts: dict[str, int]) -> str:
+    """`0/8 nodes are available: 3 Insufficient nvidia.com/gpu, 5 node(s) were unschedulable.`"""
+    if not counts:
+        return f"0/{num_nodes} nodes are available."
+    parts = ", ".join(f"{n} {text}" for text, n in sorted(counts.items(), key=lambda kv: kv[0]))
+    return f"0/{num_nodes} nodes are available: {parts}."

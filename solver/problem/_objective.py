@@ -1,0 +1,130 @@
+"""The objective every engine is scored by (DESIGN §3), as named tiers.
+
+Tiers, highest first; each outweighs every combination of the tiers below it:
+
+1. `placed_groups` — Σ over gang groups with at least one pod placed of the group's
+   priority rank (1 for the lowest distinct priority among the units with pending pods,
+   2 for the next, ...);
+2. `placed_pods` — pods placed;
+3. the features' tiers, in feature order (`Block.tiers`): the network topology's
+   `domains:<Layer>` tiers and `gather_slack` (fewer is better);
+4. `affinity` — Σ over placed pods of round(100 × the static policy score of its node)
+   (node-group affinity, card order, ...), present when some score is non-zero;
+5. `opened_nodes` (fewer is better) — nodes without any running pod that receive pods: the
+   fragmentation tie-break, keeping whole nodes free for the next big job.
+
+`tier_specs()` gives each tier's range [lower, upper]; tier i weighs
+Π_{j below i} (upper_j − lower_j + 1), and the packed `objective` = Σ ± weight × value
+(− for the fewer-is-better tiers) is what CP-SAT maximises when it fits its arithmetic.
+The packed number can exceed 64 bits on large clusters: it is reported as a Python int in
+the library and as its named tiers on the wire, which compare lexicographically exactly as
+the packed number does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.problem._problem import IntArray, Problem, TierSpec
+
+__all__ = [
+    "TierSpec",
+    "compare_tiers",
+    "evaluate",
+    "score_units",
+    "tier_specs",
+    "tier_weights",
+    "unit_weights",
+]
+
+
+def score_units(score: float) -> int:
+    """A policy score as the integer the objective counts (hundredths)."""
+    return round(100 * score)
+
+
+def unit_weights(problem: Problem) -> IntArray:
+    """Priority rank of each unit among the distinct priorities of units with pending pods,
+    starting at 1 (units without pending pods weigh 0: nothing of theirs can be placed)."""
+    pending = np.bincount(
+        problem.gang_unit, weights=problem.gang_pending, minlength=len(problem.unit_ids)
+    )
+    live = pending > 0
+    distinct = np.unique(problem.unit_priority[live])
+    ranks = np.searchsorted(distinct, problem.unit_priority).astype(np.int64) + 1
+    return np.where(live, ranks, 0)
+
+
+def _score_table(problem: Problem, t: int) -> IntArray:
+    return np.rint(100 * np.asarray(problem.static_score[t], dtype=np.float64)).astype(np.int64)
+
+
+def tier_specs(problem: Problem) -> list[TierSpec]:
+    """The tiers in force for this Problem, highest first, with their ranges."""
+    specs = [
+        TierSpec("placed_groups", 0, int(unit_weights(problem).sum())),
+        TierSpec("placed_pods", 0, problem.num_pods),
+    ]
+    for block in problem.blocks.values():
+        specs.extend(block.tiers(problem))
+    lo = hi = 0
+    for row in np.unique(problem.static_score.of_type):
+        types = np.flatnonzero(problem.static_score.of_type == row)
+        count = sum(len(problem.type_pods[t]) for t in types.tolist())
+        table = np.rint(100 * problem.static_score.rows[row]).astype(np.int64)
+        if table.size:
+            lo += count * min(int(table.min()), 0)
+            hi += count * max(int(table.max()), 0)
+    if lo or hi:
+        specs.append(TierSpec("affinity", lo, hi))
+    specs.append(TierSpec("opened_nodes", 0, problem.num_nodes, maximize=False))
+    return specs
+
+
+def tier_weights(specs: list[TierSpec]) -> dict[str, int]:
+    weights: dict[str, int] = {}
+    weight = 1
+    for spec in reversed(specs):
+        weights[spec.name] = weight
+        weight *= spec.upper - spec.lower + 1
+    return weights
+
+
+def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
+    """Every tier's value for an answer (per-type node indices), and the packed `objective`
+    (an exact Python int, possibly wider than 64 bits)."""
+    placed_per_unit = np.zeros(len(problem.unit_ids), dtype=np.int64)
+    placed_pods = 0
+    for t, nodes in enumerate(pod_node):
+        count = int((nodes >= 0).sum())
+        placed_pods += count
+        placed_per_unit[problem.type_unit(t)] += count
+    values = {
+        "placed_groups": int(unit_weights(problem)[placed_per_unit > 0].sum()),
+        "placed_pods": placed_pods,
+    }
+    for block in problem.blocks.values():
+        values.update(block.evaluate(problem, pod_node))
+    values["affinity"] = sum(
+        int(_score_table(problem, t)[nodes[nodes >= 0]].sum()) for t, nodes in enumerate(pod_node)
+    )
+    touched = np.zeros(problem.num_nodes, dtype=bool)
+    for nodes in pod_node:
+        touched[nodes[nodes >= 0]] = True
+    empty = np.all(problem.free == problem.capacity, axis=1)
+    values["opened_nodes"] = int((touched & empty).sum())
+
+    specs = tier_specs(problem)
+    weights = tier_weights(specs)
+    objective = sum((1 if s.maximize else -1) * weights[s.name] * values[s.name] for s in specs)
+    return {"objective": int(objective), **{s.name: values[s.name] for s in specs}}
+
+
+def compare_tiers(specs: list[TierSpec], a: dict[str, int], b: dict[str, int]) -> int:
+    """-1, 0 or 1 as answer `a` is worse than, as good as, or better than `b`, tier by tier."""
+    for spec in specs:
+        x, y = a.get(spec.name, 0), b.get(spec.name, 0)
+        if x != y:
+            better = x > y if spec.maximize else x < y
+            return 1 if better else -1
+    return 0

@@ -1,0 +1,137 @@
+"""Node classes: identical nodes collapse into one class with a count (and expand back).
+
+Two nodes are identical for the model when the same pod types may use them, they offer the
+same room to those types, they are equally empty, and they score the same. What "room"
+means depends on how many pod types can use the node, and picks the class's mode:
+
+* `slots` — one usable type `t`: only its slot count `s = min_r ⌊free_r / d_tr⌋` (capped
+  at the type's pod count) matters. One integer `x[t, c] ≤ K·s` is exact, because pods of
+  one type pack node by node.
+* `patterns` — several usable types: every way one node can hold them (a pattern: a count
+  per type that fits the node's free vector) is enumerated, and `n[c, p]` counts the class's
+  nodes using pattern p (`Σ_p n[c, p] ≤ K`). Exact, and free of node symmetry
+  (Gilmore–Gomory style). Used while a class has at most `MAX_PATTERNS` patterns.
+* `virtual` — otherwise: one virtual node per node that could ever be used (at most the
+  number of pods that could go there), ordered by load to break symmetry.
+
+Nodes where no pending pod fits at all are left out of the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from solver.problem import IntArray, Problem, slots_of
+
+__all__ = ["MAX_PATTERNS", "NodeClass", "node_classes"]
+
+MAX_PATTERNS = 4096
+
+Mode = Literal["slots", "patterns", "virtual"]
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    nodes: tuple[int, ...]  # member node indices, sorted by name
+    types: tuple[int, ...]  # pod types that can use these nodes
+    free: IntArray  # [R] free room of one member node (capped, see module doc)
+    empty: bool  # members had no bound pods (placing here "opens" a node)
+    mode: Mode
+    slots: int = 0  # `slots`: pods of the single type one node takes
+    virtual: int = 0  # `virtual`: number of virtual nodes modelled
+    patterns: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    # `patterns`: [P, len(types)] pods of each type on one node, every non-empty fitting mix
+
+    @property
+    def aggregated(self) -> bool:
+        return self.mode == "slots"
+
+    @property
+    def copies(self) -> int:
+        """How many x[t, c, k] layers the class has (k = 0.. copies-1)."""
+        return self.virtual if self.mode == "virtual" else 1
+
+
+def _slots(problem: Problem, free: IntArray) -> IntArray:
+    """[T, N] pods of each type a node takes when alone (0 where ineligible), capped at the
+    type's pod count."""
+    out = np.zeros((problem.num_types, problem.num_nodes), dtype=np.int64)
+    for t, pods in enumerate(problem.type_pods):
+        out[t] = np.minimum(slots_of(problem, t, free), len(pods))
+    return out
+
+
+def _patterns(demand: IntArray, limit: IntArray, free: IntArray) -> IntArray | None:
+    """Every non-zero count vector c ≤ limit with c·demand ≤ free; None past MAX_PATTERNS."""
+    out: list[list[int]] = []
+    current = [0] * len(limit)
+
+    def walk(i: int, room: IntArray) -> bool:
+        if i == len(limit):
+            if any(current):
+                out.append(list(current))
+            return len(out) <= MAX_PATTERNS
+        d = demand[i]
+        count = 0
+        while count <= limit[i] and np.all(room >= 0):
+            current[i] = count
+            if not walk(i + 1, room):
+                return False
+            count += 1
+            room = room - d
+        current[i] = 0
+        return True
+
+    if not walk(0, free.copy()):
+        return None
+    return np.array(out, dtype=np.int64).reshape(len(out), len(limit))
+
+
+def node_classes(
+    problem: Problem, split_by: np.ndarray | None = None, *, patterns: bool = True
+) -> list[NodeClass]:
+    """Classes over the nodes some pod type can use; `split_by` [T, N] adds a key column;
+    `patterns=False` models multi-type classes with virtual nodes instead."""
+    if problem.num_types == 0 or problem.num_nodes == 0:
+        return []
+    slots = _slots(problem, problem.free)  # [T, N]
+    usable = slots > 0
+    counts = np.array([len(p) for p in problem.type_pods], dtype=np.int64)
+    empty = np.all(problem.free == problem.capacity, axis=1)
+    # What all pods of all types could use of each resource: room beyond it is irrelevant.
+    most = (problem.type_demand * counts[:, None]).sum(axis=0)
+    # key: (types, slots or capped free vector, empty, scores [+ split column])
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...], bool, tuple[object, ...]], list[int]] = {}
+    for n in range(problem.num_nodes):
+        types = tuple(int(t) for t in np.flatnonzero(usable[:, n]))
+        if not types:
+            continue
+        scores: tuple[object, ...] = tuple(problem.static_score[list(types), n].tolist())
+        if split_by is not None:
+            scores += tuple(split_by[:, n].tolist())
+        if len(types) == 1:
+            room: tuple[int, ...] = (int(slots[types[0], n]),)
+        else:
+            room = tuple(np.minimum(np.maximum(problem.free[n], 0), most).tolist())
+        groups.setdefault((types, room, bool(empty[n]), scores), []).append(n)
+    classes = []
+    for (types, room, is_empty, _), members in groups.items():
+        free = np.minimum(np.maximum(problem.free[members[0]], 0), most)
+        nodes = tuple(members)
+        if len(types) == 1:
+            classes.append(NodeClass(nodes, types, free, is_empty, "slots", slots=room[0]))
+            continue
+        idx = list(types)
+        table = None
+        if patterns:
+            limit = slots[idx, members[0]]
+            table = _patterns(problem.type_demand[idx], limit, free)
+        if table is not None:
+            classes.append(NodeClass(nodes, types, free, is_empty, "patterns", patterns=table))
+        else:
+            virtual = min(len(members), int(counts[idx].sum()))
+            classes.append(NodeClass(nodes, types, free, is_empty, "virtual", virtual=virtual))
+    return classes

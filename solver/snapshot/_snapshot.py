@@ -1,0 +1,342 @@
+"""The snapshot: one generation of a cluster, with everything derived from it alone.
+
+A `Snapshot` holds the nodes (`NodeTable`), the running pods as columns
+(`RunningPods`), the pending pods, the named gangs, the queues and the network topology,
+plus the usage totals derived from the running pods (`Usage`). It is immutable: `apply`
+returns the next generation, touching only what the delta touches — appended rows, a copy
+of the live-row mask, totals moved by the changed rows — so an update costs what the delta
+costs, and readers of the old generation are never disturbed. A call on a snapshot reads
+these columns and totals; it never walks the running pods in Python.
+
+Policies keep their own per-snapshot state through `memo` (per generation) and
+`nodes.memo` (per node generation, shared across generations with the same nodes).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from solver.model import ClusterModel, Gang, NetworkTopology, Node, Pod, Queue
+from solver.snapshot._columns import RunningPod, RunningPods
+from solver.snapshot._delta import Delta, DeltaError, Keep
+from solver.snapshot._facts import PodSchema
+from solver.snapshot._intern import NONE
+from solver.snapshot._nodes import NodeTable
+from solver.snapshot._usage import Usage
+
+__all__ = ["Snapshot", "running_pod"]
+
+T = TypeVar("T")
+V = TypeVar("V")
+IntArray = npt.NDArray[np.int64]
+
+COMPACT_RETIRED = 4096
+"""Retired rows beyond this (and beyond the live ones) make the next update compact."""
+
+
+def running_pod(pod: Pod, gang: str | None) -> RunningPod:
+    """A bound `Pod` as a row; `gang` None for a gang of one."""
+    return RunningPod(
+        key=pod.key,
+        node=pod.node_name or "",
+        requests=pod.requests,
+        priority=pod.priority,
+        gang=gang,
+        labels=pod.labels,
+        annotations=pod.annotations,
+        terminating=pod.terminating,
+        preempted=pod.preempted,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    nodes: NodeTable
+    running: RunningPods
+    pending: Mapping[str, Pod]  # pending pods by key
+    gangs: Mapping[str, Gang]  # named gangs (PodGroups) by id; gangs of one are implicit
+    queues: Mapping[str, Queue]
+    topology: NetworkTopology | None
+    usage: Usage
+    gang_queue: npt.NDArray[np.int32]  # per gang id of `running`: its spec.queue's id, or NONE
+    notes: tuple[str, ...] = ()
+    _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def build(
+        cls,
+        nodes: Iterable[Node],
+        running: Iterable[RunningPod] = (),
+        pending: Iterable[Pod] = (),
+        gangs: Mapping[str, Gang] | None = None,
+        queues: Mapping[str, Queue] | None = None,
+        topology: NetworkTopology | None = None,
+        *,
+        schema: PodSchema | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> Snapshot:
+        table = NodeTable(list(nodes))
+        if len(table.index) != len(table.nodes):
+            raise ValueError("node names must be unique")
+        columns = RunningPods.empty(table, schema or PodSchema()).extend(list(running))
+        gangs = dict(sorted((gangs or {}).items()))
+        gang_queue = _gang_queues(columns, gangs)
+        return cls(
+            nodes=table,
+            running=columns,
+            pending=MappingProxyType({p.key: p for p in sorted(pending, key=lambda p: p.key)}),
+            gangs=MappingProxyType(gangs),
+            queues=MappingProxyType(dict(sorted((queues or {}).items()))),
+            topology=topology,
+            usage=Usage.build(columns, gang_queue),
+            gang_queue=gang_queue,
+            notes=notes,
+        )
+
+    @classmethod
+    def from_model(cls, model: ClusterModel, schema: PodSchema | None = None) -> Snapshot:
+        """The snapshot of a whole input: its bound pods become rows, its pending pods stay."""
+        named = {gid: g for gid, g in model.gangs.items() if not g.implicit}
+        running = [running_pod(p, p.gang if p.gang in named else None) for p in model.bound_pods]
+        return cls.build(
+            model.nodes,
+            running,
+            model.pending_pods,
+            named,
+            model.queues,
+            model.topology,
+            schema=schema,
+            notes=model.notes,
+        )
+
+    def rebuild(self) -> Snapshot:
+        """The same cluster built from scratch (no shared buffers, no incremental totals)."""
+        rows = self.running.rows().tolist()
+        return Snapshot.build(
+            self.nodes.nodes,
+            [self.running.pod(r) for r in rows],
+            self.pending.values(),
+            self.gangs,
+            self.queues,
+            self.topology,
+            schema=self.running.schema,
+            notes=self.notes,
+        )
+
+    # ------------------------------------------------------------------ reading
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per generation (per key); the value must be read-only."""
+        try:
+            return self._memo[key]  # type: ignore[return-value]
+        except KeyError:
+            pass
+        value = compute()
+        with self._lock:
+            return self._memo.setdefault(key, value)  # type: ignore[return-value]
+
+    def used(self, axis: tuple[str, ...]) -> IntArray:
+        """[N, len(axis)] requests of the running pods per node on `axis`."""
+        names = self.running.resources
+        index = {name: i for i, name in enumerate(names)}
+        out = np.zeros((len(self.nodes), len(axis)), dtype=np.int64)
+        width = self.usage.used.shape[1]
+        for j, name in enumerate(axis):
+            i = index.get(name)
+            if i is not None and i < width:
+                out[:, j] = self.usage.used[:, i]
+        return out
+
+    def gang_running(self, gang_id: str) -> int:
+        """Running pods of a named gang (0 for a gang of one: its pod is pending)."""
+        g = self.running.gang_id(gang_id)
+        counts = self.usage.gang_count
+        return int(counts[g]) if 0 <= g < counts.size else 0
+
+    def rows_of_gang(self, gang_id: str) -> IntArray:
+        """Live rows of a named gang's running pods."""
+        g = self.running.gang_id(gang_id)
+        if g == NONE or self.gang_running(gang_id) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero((self.running.gang == g) & self.running.alive)
+
+    def pending_of(self, gang_id: str) -> list[Pod]:
+        """The snapshot's pending pods of a gang, by key (grouped once per generation)."""
+
+        def compute() -> dict[str, list[Pod]]:
+            out: dict[str, list[Pod]] = {}
+            for pod in self.pending.values():
+                out.setdefault(pod.gang, []).append(pod)
+            return out
+
+        return self.memo(("snapshot", "pending by gang"), compute).get(gang_id, [])
+
+    def __len__(self) -> int:
+        """Pods in the snapshot, running and pending."""
+        return len(self.running) + len(self.pending)
+
+    # ------------------------------------------------------------------ deltas
+
+    def apply(self, delta: Delta) -> Snapshot:
+        """The next generation; raises DeltaError (every violation) and changes nothing when
+        some part of the delta does not apply."""
+        errors: list[tuple[str, str]] = []
+        nodes = _merged(
+            {n.name: n for n in self.nodes.nodes},
+            delta.remove_nodes,
+            {n.name: n for n in delta.upsert_nodes},
+            "node",
+            errors,
+        )
+        gangs = _merged(
+            self.gangs, delta.remove_gangs, {g.id: g for g in delta.upsert_gangs}, "gang", errors
+        )
+        queues = _merged(
+            self.queues,
+            delta.remove_queues,
+            {q.name: q for q in delta.upsert_queues},
+            "queue",
+            errors,
+        )
+
+        pending = dict(self.pending)
+        retire: set[int] = set()
+        append: dict[str, RunningPod] = {}
+        where: dict[str, str] = {}  # pod key -> field of its gang reference, for errors
+
+        def drop(key: str) -> bool:
+            found = key in pending or key in append
+            pending.pop(key, None)
+            append.pop(key, None)
+            row = self.running.find(key)
+            if row != NONE:
+                retire.add(row)
+                found = True
+            return found
+
+        for i, key in enumerate(delta.remove_pods):
+            if not drop(key):
+                errors.append((f"remove_pods[{i}]", f"pod {key!r} is not in the snapshot"))
+        for i, item in enumerate(delta.upsert_pods):
+            drop(item.key)
+            where[item.key] = f"upsert_pods[{i}].gang"
+            if isinstance(item, RunningPod):
+                append[item.key] = item
+            elif item.bound:
+                append[item.key] = running_pod(item, _named(item, gangs))
+            elif item.pending:
+                pending[item.key] = item
+        for i, (key, node) in enumerate(delta.bindings):
+            if node not in nodes:
+                errors.append((f"bindings[{i}].node", f"node {node!r} is not in the snapshot"))
+            elif key in pending:
+                pod = pending.pop(key).model_copy(
+                    update={"node_name": node, "nominated_node": None}
+                )
+                append[key] = running_pod(pod, _named(pod, gangs))
+            elif key in append or self.running.find(key) != NONE:
+                bound = append[key].node if key in append else self._node_of(key)
+                if bound != node:
+                    errors.append(
+                        (f"bindings[{i}].pod", f"pod {key!r} is already bound to {bound!r}")
+                    )
+            else:
+                errors.append((f"bindings[{i}].pod", f"pod {key!r} is not in the snapshot"))
+
+        for key, pod in pending.items():
+            if key in where and pod.gang != key and pod.gang not in gangs:
+                errors.append((where[key], f"gang {pod.gang!r} is not in the snapshot"))
+        for key, row in append.items():
+            if row.gang is not None and row.gang not in gangs and key in where:
+                errors.append((where[key], f"gang {row.gang!r} is not in the snapshot"))
+        for i, gid in enumerate(delta.remove_gangs):
+            still = [k for k, p in pending.items() if p.gang == gid] + [
+                k for k, r in append.items() if r.gang == gid
+            ]
+            kept = self.rows_of_gang(gid)
+            if kept.size and not set(kept.tolist()) <= retire:
+                still.append(self.running.key(int(kept[0])))
+            if still:
+                errors.append(
+                    (f"remove_gangs[{i}]", f"gang {gid!r} still has pods, e.g. {sorted(still)[0]}")
+                )
+        if errors:
+            raise DeltaError(errors)
+
+        topology = self.topology if isinstance(delta.topology, Keep) else delta.topology
+        nodes_changed = bool(delta.remove_nodes or delta.upsert_nodes)
+        table = NodeTable(list(nodes.values())) if nodes_changed else self.nodes
+        running = self.running.extend(list(append.values()), sorted(retire))
+        gangs = dict(sorted(gangs.items()))
+        gang_queue = _gang_queues(running, gangs)
+        # A gang whose spec.queue changed moves its running pods' usage between queues;
+        # gangs new in this delta have no rows retired under an older queue.
+        queues_moved = not np.array_equal(gang_queue[: self.gang_queue.size], self.gang_queue)
+        same_lineage = running._buf is self.running._buf
+        if nodes_changed or running.retired > max(COMPACT_RETIRED, len(running)):
+            running = running.fork(table)
+            gang_queue = _gang_queues(running, gangs)
+            usage = Usage.build(running, gang_queue)
+        elif not same_lineage or queues_moved:
+            usage = Usage.build(running, gang_queue)
+        else:
+            added = np.arange(self.running.length, running.length, dtype=np.int64)
+            usage = self.usage.apply(
+                running, added, np.array(sorted(retire), dtype=np.int64), gang_queue
+            )
+        return Snapshot(
+            nodes=table,
+            running=running,
+            pending=MappingProxyType(dict(sorted(pending.items()))),
+            gangs=MappingProxyType(gangs),
+            queues=MappingProxyType(dict(sorted(queues.items()))),
+            topology=topology,
+            usage=usage,
+            gang_queue=gang_queue,
+            notes=self.notes,
+        )
+
+    def _node_of(self, key: str) -> str:
+        return self.running.node_name(self.running.find(key))
+
+
+def _merged(
+    current: Mapping[str, V],
+    removes: tuple[str, ...],
+    upserts: Mapping[str, V],
+    kind: str,
+    errors: list[tuple[str, str]],
+) -> dict[str, V]:
+    """`current` without `removes` (each must exist), then with `upserts`."""
+    out = dict(current)
+    for i, name in enumerate(removes):
+        if out.pop(name, None) is None:
+            errors.append((f"remove_{kind}s[{i}]", f"{kind} {name!r} is not in the snapshot"))
+    out.update(upserts)
+    return out
+
+
+def _named(pod: Pod, gangs: Mapping[str, Gang]) -> str | None:
+    return pod.gang if pod.gang in gangs else None
+
+
+def _gang_queues(running: RunningPods, gangs: Mapping[str, Gang]) -> npt.NDArray[np.int32]:
+    """Per gang id of the lineage: the queue id its spec names (interning new names)."""
+    for gid in gangs:
+        running.gang_names.add(gid)
+    out = np.full(len(running.gang_names), NONE, dtype=np.int32)
+    for gid, gang in gangs.items():
+        if gang.queue:
+            out[running.gang_id(gid)] = running.queue_names.add(gang.queue)
+    out.flags.writeable = False
+    return out

@@ -1,0 +1,94 @@
+"""Independent re-check of a Decision against the inputs, one module per rule.
+
+Written from the Kubernetes, Koordinator and Volcano rules directly, without the features,
+the engines or the Problem, so a bug in compiling or in a policy cannot hide. Returns every
+violation found (empty list: the Decision is valid); `check()` raises InternalError
+instead. Pods nominated after preemption count as placed on their nominated node, and
+victims as gone.
+
+Rules, and the plugins that put them in force:
+
+| rule | module | when |
+| --- | --- | --- |
+| placements name pending pods and existing nodes; PodGroup outcomes agree | `_context`, `_basics.outcomes` | always |
+| victims run on their node, are not protected, have lower priority (preemption) and the DisruptionTarget message | `_basics.victims` | always |
+| capacity of every node receiving pods, running pods (less victims) included | `_basics.capacity` | always |
+| cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
+| gangs reach their minMember share, with their GangGroup | `_gangs` | `gang` |
+| Koordinator gather: one MustGather domain, podCountMultiple | `_topology.gather` | `network-topology` |
+| Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
+| not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
+| queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
+| card type named, allowed and offered | `_queues.cards` | `capacity-card` |
+
+A constraint this verifier does not know is not silently passed: the input readers refuse
+or note what gangplan does not enforce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from solver.config import SchedulerConf
+from solver.decision import Decision
+from solver.errors import InternalError
+from solver.model import ClusterModel
+from solver.snapshot import PodSchema, Snapshot, Workload
+from solver.verify import _basics, _gangs, _predicates, _queues, _topology
+from solver.verify._context import VerifyContext
+
+__all__ = ["ANNOTATIONS", "check", "verify"]
+
+Rule = Callable[[VerifyContext], list[str]]
+
+ANNOTATIONS = frozenset(key for key, _ in _basics.PROTECTING)
+"""Annotations of running pods the rules read: a snapshot must keep them (`PodSchema.keep`)."""
+
+RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
+    ((), _basics.victims),
+    ((), _basics.capacity),
+    (("predicates",), _predicates.predicates),
+    (("gang",), _gangs.gangs),
+    (("network-topology",), _topology.gather),
+    (("job-affinity",), _topology.job_affinity),
+    (("capacity", "capacity-card"), _queues.quotas),
+    (("nodegroup",), _queues.nodegroups),
+    (("capacity-card",), _queues.cards),
+    ((), _basics.outcomes),
+)
+"""(plugins that put the rule in force — any of them; none: always) and the rule."""
+
+
+def verify(
+    question: ClusterModel | Snapshot,
+    conf: SchedulerConf,
+    decision: Decision,
+    workload: Workload | None = None,
+) -> list[str]:
+    """Every violation of `decision` for the cluster (a model, or a snapshot and the
+    workload of the call; without one, every pending pod of the snapshot)."""
+    snapshot = (
+        question
+        if isinstance(question, Snapshot)
+        else Snapshot.from_model(question, PodSchema(keep=ANNOTATIONS))
+    )
+    workload = workload or Workload.everything(snapshot)
+    ctx = VerifyContext.of(snapshot, workload, conf, decision)
+    problems = list(ctx.problems)
+    for plugins, rule in RULES:
+        if not plugins or any(conf.enabled(p) for p in plugins):
+            problems.extend(rule(ctx))
+    return problems
+
+
+def check(
+    question: ClusterModel | Snapshot,
+    conf: SchedulerConf,
+    decision: Decision,
+    workload: Workload | None = None,
+) -> None:
+    """Raise InternalError listing the violations, if any."""
+    problems = verify(question, conf, decision, workload)
+    if problems:
+        listed = "\n  ".join(problems[:20])
+        raise InternalError(f"decision failed verification ({len(problems)}):\n  {listed}")
