@@ -125,7 +125,9 @@ def schedule_cmd(
         conf = load_conf(config)
         model = load_manifests(*files)
         if server is not None:
-            decision = _schedule_remote(server, model, config, engine, time_limit, workers, seed)
+            decision = _schedule_remote(
+                server, model, config, engine, time_limit, workers, seed, preempt
+            )
         else:
             decision = schedule(
                 model,
@@ -175,9 +177,9 @@ def _schedule_remote(
     time_limit: float,
     workers: int,
     seed: int,
+    preempt: bool,
 ) -> Decision:
     """`schedule --server`: a server error exits 2 with its status and message."""
-
     try:
         return schedule_remote(
             server,
@@ -187,6 +189,7 @@ def _schedule_remote(
             time_limit=time_limit,
             workers=workers,
             seed=seed,
+            preempt=preempt,
         )
     except ClientError as err:
         where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)

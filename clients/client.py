@@ -227,19 +227,22 @@ class Client:
 
     def preempt(
         self,
-        job: pb.Job,
+        job: pb.Job | None = None,
         *,
         snapshot: str | None = None,
         cluster: pb.Cluster | None = None,
         expected_generation: int = 0,
         engine: str = "",
         scheduler_conf: str = "",
+        workers: int = 0,
+        seed: int = 0,
         timeout: float | None = None,
     ) -> spb.PreemptResponse:
-        """Victims for the job (none until preemption lands; see `reason`)."""
+        """Placements and the victims to evict for the job (an empty job: every pending pod
+        of the cluster); `reason` says why no victims are proposed when there are none."""
         request = spb.PreemptRequest(
-            job=job,
-            options=self._options(engine, scheduler_conf, 0, 0),
+            job=job or pb.Job(),
+            options=self._options(engine, scheduler_conf, workers, seed),
             **self._source(snapshot, cluster, expected_generation),
         )
         response: spb.PreemptResponse = self._call(self._stub.Preempt, request, timeout)

@@ -26,17 +26,19 @@ def schedule_remote(
     time_limit: float,
     workers: int,
     seed: int,
+    preempt: bool = False,
 ) -> Decision:
     """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
 
     The conf file (already checked locally) is sent as text. `GANGPLAN_TOKEN` gives a bearer
     token and `GANGPLAN_CA_CERT` a CA file for TLS; the deadline is `time_limit` plus one
-    second for the round trip.
+    second for the round trip. `preempt` asks the Preempt RPC, which also proposes victims.
     """
     conf_text = Path(conf_path).read_text(encoding="utf-8") if conf_path else ""
     ca = os.environ.get("GANGPLAN_CA_CERT") or None
     with Client(server, token=os.environ.get("GANGPLAN_TOKEN") or None, ca_cert=ca) as client:
-        response = client.place_job(
+        ask = client.preempt if preempt else client.place_job
+        response = ask(
             cluster=cluster_to_proto(model),
             engine=engine,
             scheduler_conf=conf_text,

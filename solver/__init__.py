@@ -16,7 +16,7 @@ from solver.explain import explain
 from solver.kube import load_manifests
 from solver.model import ClusterModel
 from solver.problem import Problem
-from solver.schedule import SCHEMA, schedule, snapshot_of
+from solver.schedule import SCHEMA, schedule, snapshot_of, solve
 from solver.snapshot import Delta, Snapshot, Workload
 from solver.verify import check, verify
 
@@ -44,5 +44,6 @@ __all__ = [
     "load_manifests",
     "schedule",
     "snapshot_of",
+    "solve",
     "verify",
 ]

@@ -23,7 +23,7 @@ from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import ANNOTATIONS, check
 
-__all__ = ["SCHEMA", "schedule", "snapshot_of"]
+__all__ = ["SCHEMA", "schedule", "snapshot_of", "solve"]
 
 SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS)
 
@@ -33,7 +33,7 @@ def snapshot_of(model: ClusterModel) -> Snapshot:
     return Snapshot.from_model(model, SCHEMA)
 
 
-def schedule(
+def solve(
     question: ClusterModel | Snapshot,
     conf: SchedulerConf | None = None,
     *,
@@ -44,8 +44,9 @@ def schedule(
     seed: int = 0,
     preempt: bool = False,
 ) -> Decision:
-    """Place every pending pod of the workload (default: every pending pod of the input);
-    the Decision returned has passed `verify`.
+    """Place every pending pod of the workload (default: every pending pod of the input).
+    The Decision is NOT verified: `schedule` is this plus `verify`; property tests call
+    this and use `verify` as their oracle.
 
     `time_limit` bounds the engine (seconds), `workers` is CP-SAT's num_workers (0: the
     machine's cores, capped) and `seed` its random_seed; one worker and a fixed seed give
@@ -81,8 +82,34 @@ def schedule(
             deadline=time.perf_counter() + left,
         )
         result.stats["preemption_seconds"] = seconds
-    decision = decide(
-        problem, snapshot, workload, result, time.perf_counter() - started, preemption
+    return decide(problem, snapshot, workload, result, time.perf_counter() - started, preemption)
+
+
+def schedule(
+    question: ClusterModel | Snapshot,
+    conf: SchedulerConf | None = None,
+    *,
+    workload: Workload | None = None,
+    engine: str = "auto",
+    time_limit: float = 10.0,
+    workers: int = 0,
+    seed: int = 0,
+    preempt: bool = False,
+) -> Decision:
+    """`solve` (same parameters), then `verify`: the Decision returned has passed it;
+    InternalError names what failed if not."""
+    conf = conf or SchedulerConf.default()
+    snapshot = question if isinstance(question, Snapshot) else snapshot_of(question)
+    workload = workload or Workload.everything(snapshot)
+    decision = solve(
+        snapshot,
+        conf,
+        workload=workload,
+        engine=engine,
+        time_limit=time_limit,
+        workers=workers,
+        seed=seed,
+        preempt=preempt,
     )
     check(snapshot, conf, decision, workload)
     return decision

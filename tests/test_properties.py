@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, solve, verify
 from solver.config import PluginConf, TierConf
 from solver.model import ClusterModel
 from tests.builders import groups_annotation, model, node, pod, podgroup
@@ -70,7 +70,7 @@ CONFS = [
 
 
 def _check(cluster: ClusterModel, conf: SchedulerConf) -> None:
-    decision = schedule(cluster, conf, engine="greedy")
+    decision = solve(cluster, conf, engine="greedy")
     assert verify(cluster, conf, decision) == []
     # A gang is never half-placed: in a GangGroup with no bound member (so no match policy
     # relaxes minMember), a gang's placed pods are 0 or at least minMember.

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, solve, verify
 from solver.model import ClusterModel, job_queue
 from solver.quantity import UNLIMITED as INF
 from tests.builders import model, node, queue, queue_tree, volcano_job
@@ -67,7 +67,7 @@ def _within_every_level(cluster: ClusterModel, placed: dict[str, str]) -> None:
 @given(queue_worlds(), st.sampled_from(["greedy", "cpsat"]))
 @settings(max_examples=40)
 def test_no_decision_exceeds_any_queue_level(cluster: ClusterModel, engine: str) -> None:
-    d = schedule(cluster, CONF, engine=engine, workers=1, time_limit=20)
+    d = solve(cluster, CONF, engine=engine, workers=1, time_limit=20)
     assert verify(cluster, CONF, d) == []
     _within_every_level(cluster, d.placed)
 
@@ -76,6 +76,6 @@ def test_no_decision_exceeds_any_queue_level(cluster: ClusterModel, engine: str)
 @given(queue_worlds(), st.sampled_from(["greedy", "cpsat"]))
 @settings(max_examples=400)
 def test_no_decision_exceeds_any_queue_level_long(cluster: ClusterModel, engine: str) -> None:
-    d = schedule(cluster, CONF, engine=engine, workers=1, time_limit=20)
+    d = solve(cluster, CONF, engine=engine, workers=1, time_limit=20)
     assert verify(cluster, CONF, d) == []
     _within_every_level(cluster, d.placed)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from solver import SchedulerConf, load_conf, load_manifests, schedule, verify
+from solver import SchedulerConf, load_conf, load_manifests, schedule, solve, verify
 from solver.decision import Decision, GroupOutcome, Placement
 from tests.builders import groups_annotation, model, node, pod, podgroup
 
@@ -42,7 +42,7 @@ def decision(placed: dict[str, str | None], groups: dict[str, bool] | None = Non
 
 
 def test_the_engine_answer_is_valid() -> None:
-    assert verify(CLUSTER, CONF, schedule(CLUSTER)) == []
+    assert verify(CLUSTER, CONF, solve(CLUSTER)) == []
 
 
 VIOLATIONS = {
@@ -102,7 +102,7 @@ def test_a_godel_pod_moved_out_of_its_required_domain_is_reported() -> None:
     example = Path(__file__).resolve().parents[1] / "examples/topology/godel-job-affinity.yaml"
     m = load_manifests(str(example))
     conf = load_conf(None)
-    d = schedule(m, conf, engine="greedy")
+    d = solve(m, conf, engine="greedy")
     assert verify(m, conf, d) == []
     moved = next(k for k, p in d.placements.items() if p.node == "worker3")
     tampered = replace(d, placements={**d.placements, moved: Placement(node="worker5")})

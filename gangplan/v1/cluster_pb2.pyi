@@ -1176,8 +1176,9 @@ class Job(_message.Message):
 
     @_builtins.property
     def pods(self) -> _containers.RepeatedCompositeFieldContainer[Global___Pod]:
-        """New or changed pods (usually pending); a pod with the key of one in the cluster
-        replaces it.
+        """The job's pending pods; one with the key of a pending pod in the cluster replaces it.
+        Pods with node_name set, or running in the snapshot, are INVALID_ARGUMENT: report
+        bindings and removals with UpdateSnapshot, so every call sees one cluster state.
         """
 
     @_builtins.property

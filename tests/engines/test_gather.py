@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, schedule, solve, verify
 from solver.compile import compile_problem
 from solver.decision import Decision
 from solver.features.topology import TopologyBlock
@@ -520,7 +520,7 @@ def gather_cases(draw: st.DrawFn) -> tuple[ClusterModel, bool]:
 def _check_gather(case: tuple[ClusterModel, bool], engine: str = "greedy") -> None:
     cluster, fits_in_a_block = case
     conf = SchedulerConf.default()
-    decision = schedule(cluster, conf, engine=engine, workers=1, time_limit=20)
+    decision = solve(cluster, conf, engine=engine, workers=1, time_limit=20)
     assert verify(cluster, conf, decision) == []
     blocks = {cluster.node_by_name[n].labels[BLOCK] for n in decision.placed.values()}
     if fits_in_a_block:

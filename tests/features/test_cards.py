@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from clients.cli import app
-from solver import ConfigError, SchedulerConf, load_conf, schedule, verify
+from solver import ConfigError, SchedulerConf, load_conf, schedule, solve, verify
 from solver.config import PluginConf, TierConf
 from solver.model import ClusterModel, node_cards
 from tests.builders import model, node, pod, podgroup, queue
@@ -291,7 +291,7 @@ def test_hierarchical_card_quota_checked_at_the_parent() -> None:
         *card_job("jb", "b", 2, "NVIDIA-A100"),
     ]
     for engine in ("greedy", "cpsat"):
-        d = schedule(model(*objs), c, engine=engine, workers=1)
+        d = solve(model(*objs), c, engine=engine, workers=1)
         assert sum(1 for p in d.placements.values() if p.node) == 2, engine  # dept holds 3
         assert verify(model(*objs), c, d) == []
 
@@ -348,7 +348,7 @@ def card_worlds(draw: st.DrawFn) -> ClusterModel:
 
 def _check_cards(cluster: ClusterModel, engine: str) -> None:
     c = conf()
-    d = schedule(cluster, c, engine=engine, workers=1, time_limit=20)
+    d = solve(cluster, c, engine=engine, workers=1, time_limit=20)
     assert verify(cluster, c, d) == []
     used: dict[str, int] = {}
     for key, p in d.placements.items():

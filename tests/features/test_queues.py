@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, schedule, solve, verify
 from solver.config import PluginConf, TierConf
 from solver.quantity import UNLIMITED as INF
 from tests.builders import model, node, pod, queue, queue_tree, volcano_job
@@ -110,7 +110,7 @@ def test_allocate_respects_every_level(engine: str) -> None:
         del job[0]["spec"]["minResources"]
         objs += job
     cluster = model(*objs)
-    d = schedule(cluster, conf(), engine=engine, workers=1)
+    d = solve(cluster, conf(), engine=engine, workers=1)
     assert verify(cluster, conf(), d) == []
     assert d.tiers["placed_groups"] == 2
     used = sum(1 for p in d.placements.values() if p.node)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clients.cli import app
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, solve, verify
 from solver.decision import Placement
 from solver.errors import InputError
 from solver.features.topology.koordinator import gather_rank_key, must_gather_layer
@@ -205,7 +205,7 @@ def test_verify_catches_a_must_gather_and_multiple_violation() -> None:
         *(pod(f"j-{i}").group("j").requests(cpu="8").obj() for i in range(2)),
     )
     conf = SchedulerConf.default()
-    decision = schedule(m, conf, engine="greedy")
+    decision = solve(m, conf, engine="greedy")
     assert verify(m, conf, decision) == []
     bad = dict(decision.placements)
     bad["default/j-0"] = Placement(node="node-1")

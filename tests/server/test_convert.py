@@ -94,16 +94,20 @@ def test_every_violation_is_reported_with_its_path() -> None:
     ]
 
 
-def test_cli_schedule_with_server_matches_local(start: Any) -> None:
+@pytest.mark.parametrize(
+    ("example", "flags"),
+    [("ganggroup-gpu.yaml", []), ("preemption/job-preemption.yaml", ["--preempt"])],
+)
+def test_cli_schedule_with_server_matches_local(start: Any, example: str, flags: list[str]) -> None:
     _, port = start()
     runner = CliRunner()
-    example = str(ROOT / "examples" / "ganggroup-gpu.yaml")
-    local = runner.invoke(app, ["schedule", "-f", example, "--engine", "greedy"])
-    remote = runner.invoke(
-        app, ["schedule", "-f", example, "--engine", "greedy", "--server", f"127.0.0.1:{port}"]
-    )
+    args = ["schedule", "-f", str(ROOT / "examples" / example), "--engine", "greedy", *flags]
+    local = runner.invoke(app, args)
+    remote = runner.invoke(app, [*args, "--server", f"127.0.0.1:{port}"])
     assert local.exit_code == 0 and remote.exit_code == 0, remote.output
-    assert _stable(json.loads(remote.stdout)) == _stable(json.loads(local.stdout))
+    answer = _stable(json.loads(remote.stdout))
+    assert answer == _stable(json.loads(local.stdout))
+    assert bool(answer["victims"]) == bool(flags)  # --preempt reaches the server
 
 
 def test_cli_schedule_with_server_reports_errors(start: Any) -> None:

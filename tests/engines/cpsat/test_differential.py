@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import SchedulerConf, compile_problem, schedule, verify
+from solver import SchedulerConf, compile_problem, schedule, solve, verify
 from solver.decision import Decision, Placement
 from solver.model import ClusterModel
 from solver.problem import evaluate
@@ -98,7 +98,7 @@ def brute_force_best(cluster: ClusterModel) -> int:
 @settings(max_examples=40)
 def test_cpsat_is_optimal_verified_and_never_worse_than_greedy(cluster: ClusterModel) -> None:
     greedy = schedule(cluster, CONF, engine="greedy")
-    exact = schedule(cluster, CONF, engine="cpsat", workers=1, time_limit=20)
+    exact = solve(cluster, CONF, engine="cpsat", workers=1, time_limit=20)
     assert exact.status in ("OPTIMAL", "INFEASIBLE")
     assert verify(cluster, CONF, exact) == []
     assert exact.objective >= greedy.objective
@@ -118,6 +118,6 @@ def test_cpsat_matches_brute_force_on_tiny_instances(cluster: ClusterModel) -> N
 @settings(max_examples=500)
 def test_cpsat_never_worse_than_greedy_long(cluster: ClusterModel) -> None:
     greedy = schedule(cluster, CONF, engine="greedy")
-    exact = schedule(cluster, CONF, engine="cpsat", workers=1, time_limit=20)
+    exact = solve(cluster, CONF, engine="cpsat", workers=1, time_limit=20)
     assert exact.status in ("OPTIMAL", "INFEASIBLE") and verify(cluster, CONF, exact) == []
     assert exact.objective >= greedy.objective

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from solver import SchedulerConf, compile_problem, schedule, verify
+from solver import SchedulerConf, compile_problem, schedule, solve, verify
 from solver.decision import Decision
 from solver.features.topology.cpsat import layout_ranks
 from tests.builders import BLOCK, SPINE, gather, model, node, pod, podgroup, spine_block_topology
@@ -26,7 +26,7 @@ CONF = SchedulerConf.default()
 def both(*objects: dict[str, Any]) -> tuple[Decision, Decision]:
     cluster = model(*objects)
     greedy = schedule(cluster, CONF, engine="greedy")
-    exact = schedule(cluster, CONF, engine="cpsat", workers=1, time_limit=20)
+    exact = solve(cluster, CONF, engine="cpsat", workers=1, time_limit=20)
     assert verify(cluster, CONF, exact) == []
     assert exact.objective >= greedy.objective
     return greedy, exact
