@@ -208,7 +208,7 @@ def _rank_types(ctx: CompileContext, type_pods: list[list[str]]) -> tuple[IntArr
     for u, items in members.items():
         sort_key = ctx.unit_sort_key.get(u)
         if sort_key is not None:
-            items.sort(key=lambda item: sort_key(ctx.pod_by_key[item[1]]))
+            items.sort(key=lambda item: sort_key(ctx.workload.pod_by_key[item[1]]))
         else:
             items.sort(key=lambda item: item[1])
         for rank, (t, key) in enumerate(items):

@@ -75,14 +75,12 @@ class CompileContext:
     blocks: list[Block] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     score_log: list[tuple[str, tuple[int, ...], FloatArray]] = field(default_factory=list)
-    pod_by_key: dict[str, Pod] = field(default_factory=dict)
     _local: dict[Hashable, object] = field(default_factory=dict)
     _codes: dict[str, int] = field(default_factory=lambda: {"": 0})
 
     def __post_init__(self) -> None:
         self.filters = [[] for _ in self.type_gang]
         self.scores = [[] for _ in self.type_gang]
-        self.pod_by_key = {p.key: p for p in self.workload.pods}
 
     # ------------------------------------------------------------------ inputs
 
@@ -95,7 +93,7 @@ class CompileContext:
         return len(self.type_gang)
 
     def first_pod(self, t: int) -> Pod:
-        return self.pod_by_key[self.type_pods[t][0]]
+        return self.workload.pod_by_key[self.type_pods[t][0]]
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()` once per call (per key): share one array among the types using it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 
 from solver.model import Gang, Pod
@@ -93,11 +94,11 @@ class Workload:
         }
         return cls(ordered, MappingProxyType(out))
 
-    @property
-    def pod_by_key(self) -> dict[str, Pod]:
-        return {p.key: p for p in self.pods}
+    @cached_property
+    def pod_by_key(self) -> Mapping[str, Pod]:
+        return MappingProxyType({p.key: p for p in self.pods})
 
     def members(self, gang_id: str) -> list[Pod]:
         """The gang's pending pods in this workload, by key."""
-        keys = set(self.gangs[gang_id].members) if gang_id in self.gangs else set()
-        return [p for p in self.pods if p.key in keys]
+        gang = self.gangs.get(gang_id)
+        return [self.pod_by_key[k] for k in gang.members] if gang is not None else []
