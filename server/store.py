@@ -9,9 +9,11 @@ them, without holding the lock while they solve.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from solver.snapshot import Delta, Snapshot
@@ -38,11 +40,38 @@ class Stored:
     snapshot: Snapshot
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to hand back
+        return None
+    return trim
+
+
+_TRIM = _malloc_trim()
+
+
 def _settle() -> None:
-    """Move everything alive now out of the garbage collector's young generations: a stored
-    snapshot lives long, and rescanning it on every call costs more than the call."""
+    """Move everything alive now out of the garbage collector's young generations (a stored
+    snapshot lives long, and rescanning it on every call costs more than the call), and hand
+    the heap a request's temporaries used back to the system (glibc keeps freed pages
+    otherwise: after a 100k-pod PutSnapshot, 275 MB resident instead of 128 MB)."""
     gc.collect()
+    if _TRIM is not None:
+        _TRIM(0)
     gc.freeze()
+
+
+SETTLE_DELAY = 0.2  # s: the request message that built the snapshot is freed by then
+BIG_DELTA = 10_000  # pods: an update this large is settled like a put
+
+
+def _settle_soon() -> None:
+    """`_settle` once the call that stored the snapshot has returned (and its request, often
+    larger than the snapshot, has been freed)."""
+    timer = threading.Timer(SETTLE_DELAY, _settle)
+    timer.daemon = True
+    timer.start()
 
 
 class SnapshotStore:
@@ -87,7 +116,7 @@ class SnapshotStore:
                 )
             stored = Stored(snapshot_id, old.generation + 1 if old else 1, snapshot)
             self._snapshots[snapshot_id] = stored
-        _settle()
+        _settle_soon()
         return stored
 
     def delete(self, snapshot_id: str) -> None:
@@ -101,4 +130,6 @@ class SnapshotStore:
             old = self._current(snapshot_id, expected_generation)
             stored = Stored(old.id, old.generation + 1, old.snapshot.apply(delta))
             self._snapshots[old.id] = stored
-            return stored
+        if len(delta.upsert_pods) + len(delta.remove_pods) + len(delta.bindings) >= BIG_DELTA:
+            _settle_soon()
+        return stored

@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from solver.engines.preempt import preempt
-from solver.policies.preemption import compile_preemption
 
-from solver import SchedulerConf, compile_problem
-from solver.engines import SolveParams
+from solver import SchedulerConf, compile_problem, snapshot_of
 from solver.engines.greedy import solve_greedy
+from solver.features.preemption import preempt
+from solver.features.preemption.victims import compile_preemption
 from solver.model import ClusterModel, Gang, Node, Pod
+from solver.snapshot import Workload
 
 HERE = Path(__file__).resolve().parent
 GPU = "nvidia.com/gpu"
@@ -112,23 +112,25 @@ def main() -> None:
     latencies: list[float] = []
     for seed in range(args.seeds):
         model = instance(seed)
-        problem = compile_problem(model, conf)
+        snapshot = snapshot_of(model)
+        workload = Workload.everything(snapshot)
+        problem = compile_problem(snapshot, conf, workload)
         placed = solve_greedy(problem).pod_node
-        pre = compile_preemption(model, problem)
+        pre = compile_preemption(snapshot, workload, problem)
         times = []
         for _ in range(args.reps if seed == 0 else 3):
             t0 = time.perf_counter()
-            greedy = preempt(problem, pre, placed, SolveParams(time_limit=10), "greedy")
+            greedy = preempt(
+                problem, pre, placed, exact=False, workers=1, seed=0,
+                deadline=time.perf_counter() + 10,
+            )  # fmt: skip
             times.append(time.perf_counter() - t0)
         latencies += times
         t0 = time.perf_counter()
         exact = preempt(
-            problem,
-            pre,
-            placed,
-            SolveParams(time_limit=args.cpsat_limit, workers=args.workers, seed=0),
-            "cpsat",
-        )
+            problem, pre, placed, exact=True, workers=args.workers, seed=0,
+            deadline=time.perf_counter() + args.cpsat_limit,
+        )  # fmt: skip
         cpsat_s = time.perf_counter() - t0
         g, c = greedy.plans[0], exact.plans[0]
         rows.append(

@@ -170,39 +170,67 @@ class _Buffers:
             column.reserve(end)
         index = self.nodes.index
         r_index = {name: self.resources.get(name) for name in self.resources.values()}
-        requests = self.requests.data
         facts = list(zip(self.schema.facts, self.facts.values(), strict=True))
+        # Python lists per column, written to the buffers once: numpy item writes cost more
+        # than the whole row's work.
+        n = len(pods)
+        prev, node_ids, priority, gang, flags = [NONE] * n, [NONE] * n, [0] * n, [NONE] * n, [0] * n
+        labels, kept_ids, queue = [NONE] * n, [NONE] * n, [NONE] * n
+        card_text, card_type, card_count = [NONE] * n, [NONE] * n, [0] * n
+        fact_ids: list[list[int]] = [[NONE] * n for _ in facts]
+        req_rows: list[int] = []
+        req_cols: list[int] = []
+        req_vals: list[int] = []
         for offset, pod in enumerate(pods):
             row = start + offset
             self.keys.append(pod.key)
-            self.prev.data[row] = self.latest.get(pod.key, NONE)
+            prev[offset] = self.latest.get(pod.key, NONE)
             self.latest[pod.key] = row
             node = index.get(pod.node, NONE)
-            self.node.data[row] = node
+            node_ids[offset] = node
             if node == NONE:
                 self.missing_node[row] = pod.node
             for name, value in pod.requests.items():
-                requests[row, r_index[name]] = value
-            self.priority.data[row] = pod.priority
-            self.gang.data[row] = self.gangs.add_optional(pod.gang)
-            self.flags.data[row] = (TERMINATING if pod.terminating else 0) | (
+                req_rows.append(offset)
+                req_cols.append(r_index[name])
+                req_vals.append(value)
+            priority[offset] = pod.priority
+            gang[offset] = self.gangs.add_optional(pod.gang)
+            flags[offset] = (TERMINATING if pod.terminating else 0) | (
                 PREEMPTED if pod.preempted else 0
             )
-            self.labels.data[row] = self._label_set(pod.labels)
+            labels[offset] = self._label_set(pod.labels)
             annotations = pod.annotations
             kept = {k: v for k, v in annotations.items() if k in self.kept}
-            self.annotations.data[row] = self._label_set(kept)
-            self.queue.data[row] = self.queues.add_optional(
-                annotations.get(QUEUE_ANNOTATION, "").strip()
-            )
-            text = card_alternatives(annotations.get(CARD_NAME))
+            kept_ids[offset] = self._label_set(kept)
+            queue[offset] = self.queues.add_optional(annotations.get(QUEUE_ANNOTATION, "").strip())
+            raw_card = annotations.get(CARD_NAME)
+            text = card_alternatives(raw_card) if raw_card else ()
             text_id = self.values.add("|".join(text)) if text else NONE
-            self.card_text.data[row] = text_id
-            self.card_type.data[row], self.card_count.data[row] = self._card(
-                text_id, node, pod.requests
-            )
-            for fact, column in facts:
-                column.data[row] = self.values.add_optional(fact.extract(pod.labels, annotations))
+            card_text[offset] = text_id
+            card_type[offset], card_count[offset] = self._card(text_id, node, pod.requests)
+            for j, (fact, _) in enumerate(facts):
+                fact_ids[j][offset] = self.values.add_optional(
+                    fact.extract(pod.labels, annotations)
+                )
+        rows = slice(start, end)
+        self.requests.data[rows] = 0
+        self.requests.data[np.asarray(req_rows, dtype=np.int64) + start, req_cols] = req_vals
+        for column, values in (
+            (self.prev, prev),
+            (self.node, node_ids),
+            (self.priority, priority),
+            (self.gang, gang),
+            (self.flags, flags),
+            (self.labels, labels),
+            (self.annotations, kept_ids),
+            (self.queue, queue),
+            (self.card_text, card_text),
+            (self.card_type, card_type),
+            (self.card_count, card_count),
+            *((column, ids) for (_, column), ids in zip(facts, fact_ids, strict=True)),
+        ):
+            column.data[rows] = values
         self.length = end
         return range(start, end)
 

@@ -35,6 +35,7 @@ class VerifyContext:
     #   placed or nominated
     evicted: set[str] = field(default_factory=set)  # victims' pod keys
     by_gang: dict[str, list[Pod]] = field(default_factory=dict)  # gang -> its pending pods
+    job_queue: dict[str, str | None] = field(default_factory=dict)  # gang -> queue, as read
     problems: list[str] = field(default_factory=list)
 
     @classmethod

@@ -32,12 +32,13 @@ UNSET_CARD = "card:"  # capacity-card: the quota of a card type the queue does n
 
 
 def _queue_of(ctx: VerifyContext, gang_id: str) -> str | None:
-    gang = ctx.workload.gangs[gang_id]
-    if gang.queue:
-        return gang.queue
-    return next(
-        (q for p in ctx.members(gang_id) if (q := p.annotations.get(QUEUE_ANNOTATION))), None
-    )
+    """The job's Volcano queue: its spec.queue, else its first pod's queue annotation."""
+    if gang_id not in ctx.job_queue:
+        gang = ctx.workload.gangs[gang_id]
+        ctx.job_queue[gang_id] = gang.queue or next(
+            (q for p in ctx.members(gang_id) if (q := p.annotations.get(QUEUE_ANNOTATION))), None
+        )
+    return ctx.job_queue[gang_id]
 
 
 def _parents(queues: Mapping[str, Queue], hierarchical: bool) -> dict[str, str | None]:

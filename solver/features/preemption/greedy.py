@@ -112,7 +112,7 @@ def greedy_plan(
     room = free.copy()
     np.add.at(room, pre.victim_node[candidates], pre.victim_demand[candidates])
     # job-aware cost per node: Σ over distinct candidate jobs on the node of their rank
-    jobs = len(pre.job_names)
+    jobs = len(pre.job_rank)
     pairs = np.unique(pre.victim_node[candidates] * jobs + pre.victim_job[candidates])
     node_cost = np.bincount(
         pairs // jobs, weights=pre.job_rank[pairs % jobs], minlength=problem.num_nodes
@@ -165,7 +165,7 @@ def greedy_plan(
             per_node.get(n, []),
             key=lambda v: (
                 -int(pre.victim_priority[v]),
-                pre.job_names[pre.victim_job[v]],
+                pre.job_name(int(pre.victim_job[v])),
                 pre.key(v),
             ),
         )

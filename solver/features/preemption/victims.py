@@ -85,8 +85,8 @@ class PreemptionInput:
     job_rank: IntArray  # [J] cost of evicting the job (priority rank, lowest = 0)
     job_min: IntArray  # [J] minMember of the job's gang (0: not a gang)
     job_running: IntArray  # [J] running pods of the job's gang (all of them, eligible or not)
-    job_members: tuple[IntArray, ...]  # [J] victim indices of the job
-    job_names: tuple[str, ...]  # [J] job ids (reprieve order tie-break)
+    job_members: _Members  # [J] victim indices of the job
+    jobs: _Jobs  # the grouping, for `job_name`
     terminating_on: dict[int, int]  # node -> lowest priority of a pod terminating there by
     #   preemption
     scheduler_name: dict[str, str]  # gang id -> schedulerName of its first pending pod
@@ -97,12 +97,59 @@ class PreemptionInput:
     def key(self, v: int) -> str:
         return self.snapshot.running.key(int(self.rows[v]))
 
+    def job_name(self, j: int) -> str:
+        """Job j's id (the reprieve order's tie-break)."""
+        return self.jobs.name(self.snapshot, j)
 
-def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem) -> PreemptionInput:
+
+@dataclass(frozen=True, eq=False)
+class _Members:
+    """Victim indices of each job, as one sorted array and its bounds (one slice per job,
+    made on demand: a cluster of gangs of one has as many jobs as running pods)."""
+
+    order: IntArray
+    bounds: IntArray
+
+    def __getitem__(self, j: int) -> IntArray:
+        return self.order[self.bounds[j] : self.bounds[j + 1]]
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+
+@dataclass(frozen=True, eq=False)
+class _Jobs:
+    """The evictable pods grouped into jobs: snapshot-only, built once per generation."""
+
+    rows: IntArray
+    node_of: IntArray
+    priority: IntArray
+    victim_job: IntArray
+    job_rank: IntArray
+    job_min: IntArray
+    job_running: IntArray
+    members: _Members
+    job_keys: IntArray  # [J] a label value id, n_values + a gang id, or past both: one pod
+    firsts: IntArray  # [J] the job's first victim
+    n_values: int
+    n_gangs: int
+    terminating: dict[int, int]
+
+    def name(self, snapshot: Snapshot, j: int) -> str:
+        """Job j's id: its job label value, its gang id, or its one pod's key (only the
+        victims' jobs are ever named, so this is not precomputed for every running pod)."""
+        k = int(self.job_keys[j])
+        if k < self.n_values:
+            return snapshot.running.value(k)
+        if k < self.n_values + self.n_gangs:
+            return snapshot.running.gang_name(k - self.n_values)
+        return snapshot.running.key(int(self.rows[self.firsts[j]]))
+
+
+def _jobs(snapshot: Snapshot) -> _Jobs:
     running = snapshot.running
     rows = evictable(snapshot)
     node_of = running.node[rows].astype(np.int64)
-    demand = running.requests(problem.resources)[rows]
     priority = running.priority[rows].astype(np.int64)
     # job identity: the job label, else the named gang, else the pod itself
     label = running.fact(JOB_FACT.name)[rows].astype(np.int64)
@@ -122,23 +169,17 @@ def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem)
     np.maximum.at(job_rank, victim_job, rank)
     order = np.argsort(victim_job, kind="stable")
     bounds = np.searchsorted(victim_job[order], np.arange(len(job_keys) + 1))
-    members = tuple(order[bounds[j] : bounds[j + 1]] for j in range(len(job_keys)))
+    members = _Members(order, bounds)
     job_min = np.zeros(len(job_keys), dtype=np.int64)
     job_running = np.zeros(len(job_keys), dtype=np.int64)
-    names: list[str] = []
-    for j, k in enumerate(job_keys.tolist()):
-        first = int(members[j][0])
-        if k < n_values:
-            names.append(running.value(int(k)))
-        elif k < n_values + n_gangs:
-            gid = running.gang_name(int(k - n_values))
-            names.append(gid)
-            spec = snapshot.gangs.get(gid)
-            if spec is not None and label[first] < 0:
-                job_min[j] = spec.min_member
-                job_running[j] = snapshot.gang_running(gid)
-        else:
-            names.append(running.key(int(rows[first])))
+    firsts = order[bounds[:-1]]
+    named = np.flatnonzero((job_keys >= n_values) & (job_keys < n_values + n_gangs))
+    for j in named.tolist():  # named gangs only: their minMember and running members
+        gid = running.gang_name(int(job_keys[j] - n_values))
+        spec = snapshot.gangs.get(gid)
+        if spec is not None and label[firsts[j]] < 0:
+            job_min[j] = spec.min_member
+            job_running[j] = snapshot.gang_running(gid)
     # pods terminating because of an earlier preemption, lowest priority per node
     terminating: dict[int, int] = {}
     flagged = np.flatnonzero(
@@ -149,6 +190,17 @@ def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem)
         if n >= 0:
             p = int(running.priority[row])
             terminating[n] = min(terminating.get(n, p), p)
+    for array in (node_of, priority, victim_job, job_rank, job_min, job_running, order, bounds):
+        array.flags.writeable = False
+    return _Jobs(
+        rows, node_of, priority, victim_job, job_rank, job_min, job_running, members,
+        job_keys, firsts, n_values, n_gangs, terminating,
+    )  # fmt: skip
+
+
+def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem) -> PreemptionInput:
+    jobs = snapshot.memo(("preemption", "jobs"), lambda: _jobs(snapshot))
+    demand = snapshot.running.requests(problem.resources)[jobs.rows]
     scheduler: dict[str, str] = {}
     trigger: dict[str, tuple[str, str]] = {}
     nominated: dict[str, set[int]] = {}
@@ -159,17 +211,17 @@ def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem)
         if pod.nominated_node in index:
             nominated.setdefault(pod.gang, set()).add(index[pod.nominated_node or ""])
     return PreemptionInput(
-        rows=rows,
-        victim_node=node_of,
+        rows=jobs.rows,
+        victim_node=jobs.node_of,
         victim_demand=demand,
-        victim_priority=priority,
-        victim_job=victim_job,
-        job_rank=job_rank,
-        job_min=job_min,
-        job_running=job_running,
-        job_members=members,
-        job_names=tuple(names),
-        terminating_on=terminating,
+        victim_priority=jobs.priority,
+        victim_job=jobs.victim_job,
+        job_rank=jobs.job_rank,
+        job_min=jobs.job_min,
+        job_running=jobs.job_running,
+        job_members=jobs.members,
+        jobs=jobs,
+        terminating_on=jobs.terminating,
         scheduler_name=scheduler,
         trigger=trigger,
         nominated={g: tuple(sorted(n)) for g, n in nominated.items()},
