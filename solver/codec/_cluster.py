@@ -8,12 +8,11 @@ from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec._errors import Violations
 from solver.codec._messages import (
-    DEFAULT_NAMESPACE,
+    RunningPodReader,
     gang_from_proto,
     node_from_proto,
     pod_from_proto,
     queue_from_proto,
-    running_pod_from_proto,
     topology_from_proto,
 )
 from solver.model import Gang, NetworkTopology, Node, Pod, Queue
@@ -55,25 +54,25 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
             if gang.id in gangs:
                 out.add(f"{path}.gangs[{i}].name", f"duplicate gang {gang.id!r}")
             gangs[gang.id] = gang
-    kept = schema.annotation_keys
+    reader = RunningPodReader(schema.annotation_keys, f"{path}.pods", out)
     running: list[RunningPod] = []
     pending: list[Pod] = []
     seen: set[str] = set()
     for i, p in enumerate(msg.pods):
-        where = f"{path}.pods[{i}]"
-        key = f"{p.namespace or DEFAULT_NAMESPACE}/{p.name}"
-        if p.name and key in seen:
-            out.add(f"{where}.name", f"duplicate pod {key!r}")
+        key = reader.key(p)
+        if key in seen and p.name:
+            out.add(f"{path}.pods[{i}].name", f"duplicate pod {key!r}")
         seen.add(key)
         if _is_running(p):
-            row = running_pod_from_proto(p, where, out, kept)
+            row = reader.read(p, i)
             if row is not None:
-                _gang_known(row.gang, row.key, gangs, f"{where}.gang", out)
+                if (row.gang is not None and row.gang not in gangs) or key in gangs:
+                    _gang_known(row.gang, key, gangs, f"{path}.pods[{i}].gang", out)
                 running.append(row)
         else:
-            pod = pod_from_proto(p, where, out)
+            pod = pod_from_proto(p, f"{path}.pods[{i}]", out)
             if pod is not None and pod.pending:
-                _gang_known(pod.gang, pod.key, gangs, f"{where}.gang", out)
+                _gang_known(pod.gang, pod.key, gangs, f"{path}.pods[{i}].gang", out)
                 pending.append(pod)
     queues: dict[str, Queue] = {}
     for i, q in enumerate(msg.queues):
@@ -95,7 +94,7 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
     """An UpdateSnapshotRequest as a Delta (its parts validated; references are checked when
     the delta is applied, with the same field paths)."""
     out = Violations()
-    kept = schema.annotation_keys
+    reader = RunningPodReader(schema.annotation_keys, "upsert_pods", out)
     nodes = [
         n
         for i, m in enumerate(req.upsert_nodes)
@@ -108,12 +107,7 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
     ]
     pods: list[Pod | RunningPod] = []
     for i, m in enumerate(req.upsert_pods):
-        where = f"upsert_pods[{i}]"
-        item = (
-            running_pod_from_proto(m, where, out, kept)
-            if _is_running(m)
-            else pod_from_proto(m, where, out)
-        )
+        item = reader.read(m, i) if _is_running(m) else pod_from_proto(m, f"upsert_pods[{i}]", out)
         if item is not None:
             pods.append(item)
     queues = [

@@ -4,7 +4,9 @@ The messages of `gangplan.v1` are front-end neutral; these functions turn them i
 `Node`, `Pod`, `Gang`, `Queue` and `NetworkTopology` the YAML reader builds, so every engine
 and the verifier are shared. Bad input is collected, not raised at the first problem: each
 violation names its field path in the request (`cluster.nodes[3].allocatable["cpu"]`).
-A running pod becomes a snapshot row directly (`running_pod_from_proto`), without a `Pod`.
+A running pod becomes a snapshot row directly (`RunningPodReader`), without a `Pod`: hundreds
+of thousands arrive in one request, mostly replicas sharing their requests, so a request map
+is validated once per distinct content and field paths are formatted only for a violation.
 """
 
 from __future__ import annotations
@@ -31,18 +33,18 @@ from solver.model import (
 )
 from solver.model._cluster import TaintEffect
 from solver.model._workload import TERMINAL_PHASES
-from solver.snapshot import RunningPod
+from solver.snapshot import EMPTY_MAP, RunningPod
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "EFFECTS",
     "MATCH_POLICIES",
     "SELECTOR_OPS",
+    "RunningPodReader",
     "gang_from_proto",
     "node_from_proto",
     "pod_from_proto",
     "queue_from_proto",
-    "running_pod_from_proto",
     "topology_from_proto",
 ]
 
@@ -348,32 +350,60 @@ def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> 
     return NetworkTopology(layers=tuple(layers))
 
 
-def running_pod_from_proto(
-    msg: pb.Pod, path: str, out: Violations, kept: frozenset[str]
-) -> RunningPod | None:
-    """A bound pod straight into a snapshot row (no `Pod` object: the fast path for the
-    many running pods of a PutSnapshot); `kept` are the annotation keys the snapshot keeps.
-    None for a pod that holds nothing (Succeeded / Failed) or is invalid."""
-    if not msg.name:
-        out.add(f"{path}.name", "must not be empty")
-    requests = _quantities(msg.requests, f"{path}.requests", out)
-    requests.setdefault(PODS, 1)
-    if msg.required_node_affinity or msg.tolerations:
-        # validated, not kept: the snapshot keeps what the features read of running pods
-        _affinity_terms(msg, path, out)
-        _tolerations(msg, path, out)
-    if msg.gang and msg.gang.count("/") != 1:
-        out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
-    if not msg.name or msg.phase in TERMINAL_PHASES:
-        return None
-    ns = _namespace(msg.namespace)
-    return RunningPod(
-        key=f"{ns}/{msg.name}",
-        node=msg.node_name,
-        requests=requests,
-        priority=msg.priority,
-        gang=msg.gang or None,
-        labels=dict(msg.labels),
-        annotations={k: v for k, v in msg.annotations.items() if k in kept},
-        terminating=msg.terminating,
-    )
+class RunningPodReader:
+    """Reads the bound pods of one request; violations go to `out` under `prefix[i]`."""
+
+    def __init__(self, kept: frozenset[str], prefix: str, out: Violations) -> None:
+        self.kept = kept
+        self.prefix = prefix
+        self.out = out
+        self._requests: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+
+    def key(self, msg: pb.Pod) -> str:
+        return f"{msg.namespace or DEFAULT_NAMESPACE}/{msg.name}"
+
+    def read(self, msg: pb.Pod, index: int) -> RunningPod | None:
+        """Pod `index` of the request as a row; None for a pod that holds nothing (Succeeded
+        / Failed) or is invalid."""
+        name = msg.name
+        if not name:
+            self.out.add(f"{self.prefix}[{index}].name", "must not be empty")
+        requests = self._requests_of(msg.requests, index)
+        if msg.required_node_affinity or msg.tolerations:
+            # validated, not kept: the snapshot keeps what the features read of running pods
+            path = f"{self.prefix}[{index}]"
+            _affinity_terms(msg, path, self.out)
+            _tolerations(msg, path, self.out)
+        gang = msg.gang
+        if gang and gang.count("/") != 1:
+            self.out.add(
+                f"{self.prefix}[{index}].gang",
+                f"must be a gang id `namespace/name`, got {gang!r}",
+            )
+        if not name or msg.phase in TERMINAL_PHASES:
+            return None
+        labels = msg.labels
+        annotations = msg.annotations
+        return RunningPod(
+            self.key(msg),
+            msg.node_name,
+            requests,
+            msg.priority,
+            gang or None,
+            dict(labels) if labels else EMPTY_MAP,
+            {k: annotations[k] for k in self.kept if k in annotations}
+            if annotations
+            else EMPTY_MAP,
+            msg.terminating,
+        )
+
+    def _requests_of(self, values: Mapping[str, int], index: int) -> dict[str, int]:
+        content = tuple([(k, values[k]) for k in values])  # 2x faster than .items() on upb maps
+        found = self._requests.get(content)
+        if found is None:
+            before = len(self.out.items)
+            found = _quantities(values, f"{self.prefix}[{index}].requests", self.out)
+            found.setdefault(PODS, 1)
+            if len(self.out.items) == before:  # an invalid map is reported at every pod
+                self._requests[content] = found
+        return found

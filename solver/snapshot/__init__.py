@@ -7,6 +7,7 @@
 See `_snapshot.py` for the design; `_columns.py` for how running pods are stored.
 """
 
+from solver.snapshot._buffers import EMPTY_MAP
 from solver.snapshot._columns import PREEMPTED, TERMINATING, RunningPod, RunningPods
 from solver.snapshot._delta import KEEP, Delta, DeltaError, Keep
 from solver.snapshot._facts import Fact, PodSchema, annotation_fact
@@ -17,6 +18,7 @@ from solver.snapshot._usage import Usage, charged_queue
 from solver.snapshot._workload import Workload, gang_of_one
 
 __all__ = [
+    "EMPTY_MAP",
     "KEEP",
     "NONE",
     "PREEMPTED",

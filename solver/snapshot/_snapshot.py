@@ -214,21 +214,25 @@ class Snapshot:
         append: dict[str, RunningPod] = {}
         where: dict[str, str] = {}  # pod key -> field of its gang reference, for errors
 
-        def drop(key: str) -> bool:
+        def drop(key: str, row: int) -> bool:
+            """Forget `key` (running at `row`, or NONE); whether it was anywhere."""
             found = key in pending or key in append
             pending.pop(key, None)
             append.pop(key, None)
-            row = self.running.find(key)
             if row != NONE:
                 retire.add(row)
                 found = True
             return found
 
-        for i, key in enumerate(delta.remove_pods):
-            if not drop(key):
+        removed_rows = self.running.find_many(delta.remove_pods).tolist()
+        for i, (key, row) in enumerate(zip(delta.remove_pods, removed_rows, strict=True)):
+            if not drop(key, row):
                 errors.append((f"remove_pods[{i}]", f"pod {key!r} is not in the snapshot"))
-        for i, item in enumerate(delta.upsert_pods):
-            drop(item.key)
+        upserted_rows = self.running.find_many([item.key for item in delta.upsert_pods])
+        for i, (item, row) in enumerate(
+            zip(delta.upsert_pods, upserted_rows.tolist(), strict=True)
+        ):
+            drop(item.key, row)
             where[item.key] = f"upsert_pods[{i}].gang"
             if isinstance(item, RunningPod):
                 append[item.key] = item
