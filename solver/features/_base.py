@@ -102,7 +102,13 @@ class CompileContext:
         return self._local[key]  # type: ignore[return-value]
 
     def types_of(self, g: int) -> list[int]:
-        return [t for t, gang in enumerate(self.type_gang) if gang == g]
+        return self.memo(("types by gang",), self._types_by_gang).get(g, [])
+
+    def _types_by_gang(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for t, gang in enumerate(self.type_gang):
+            out.setdefault(gang, []).append(t)
+        return out
 
     def unit_key(self, u: int) -> tuple[int, str, str]:
         """Job order inside a queue: priority ↓, creation ↑, id (stable tie-break)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solver.problem._problem import BoolArray, IntArray, Problem
+from solver.problem._problem import BoolArray, FloatArray, IntArray, Problem
 
 __all__ = ["fill", "fit_report", "format_fit_error", "slots_of"]
 
@@ -15,7 +15,8 @@ def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = 
     over requested resources of ⌊free / demand⌋, 0 where the type is not eligible."""
     demand = problem.type_demand[t]
     positive = demand > 0
-    pool = free if nodes is None else free[nodes]
+    # np.take: a row gather several times faster than fancy indexing
+    pool = free if nodes is None else np.take(free, nodes, axis=0)
     eligible = problem.eligible[t] if nodes is None else problem.eligible[t, nodes]
     if not positive.any():
         big = np.iinfo(np.int64).max
@@ -41,15 +42,27 @@ def fill(
     slots = slots[keep]
     if candidates.size == 0:
         return np.empty(0, dtype=np.int64)
-    used = problem.capacity[candidates] - free[candidates]
+    used = np.take(problem.capacity, candidates, axis=0) - np.take(free, candidates, axis=0)
     score = problem.node_scores(t, used, candidates)
-    order = np.lexsort((candidates, -score))
+    order = _best_first(score, candidates, count)
     ordered, room = candidates[order], slots[order]
     take = np.minimum(room, np.maximum(count - (np.cumsum(room) - room), 0))
     chosen = ordered[take > 0]
     take = take[take > 0]
     free[chosen] -= take[:, None] * problem.type_demand[t][None, :]
     return np.repeat(chosen, take)
+
+
+def _best_first(score: FloatArray, candidates: IntArray, count: int) -> IntArray:
+    """Indices of the first `count` (or more) candidates by score descending, ties by lower
+    node index: each holds at least one pod, so no later one is reached. Sorting only the
+    candidates at or above the count-th best score is O(nodes), not O(nodes log nodes)."""
+    if count < score.size:
+        kth = np.partition(score, score.size - count)[score.size - count]
+        if np.isfinite(kth):
+            within = np.flatnonzero(score >= kth)
+            return within[np.lexsort((candidates[within], -score[within]))]
+    return np.lexsort((candidates, -score))
 
 
 def fit_report(problem: Problem, t: int, free: IntArray) -> tuple[BoolArray, dict[str, int]]:

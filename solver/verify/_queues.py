@@ -259,11 +259,17 @@ def quotas(ctx: VerifyContext) -> list[str]:
         for name in path:
             for r, v in use.items():
                 added[name][r] += v
+    subtree: dict[str, list[str]] = defaultdict(list)  # queue -> itself and every descendant
+    for q in parents:
+        for name in _ancestors(parents, q) or []:
+            subtree[name].append(q)
+    own: dict[str, dict[str, int]] = {}
     for name, extra in sorted(added.items()):
-        below = [q for q in parents if (_ancestors(parents, q) or []).count(name)]
         allocated: dict[str, int] = defaultdict(int)
-        for q in below:
-            for r, v in _allocated(ctx, q, cards, unlimited).items():
+        for q in subtree[name]:
+            if q not in own:
+                own[q] = _allocated(ctx, q, cards, unlimited)
+            for r, v in own[q].items():
                 allocated[r] += v
         for r, v in sorted(extra.items()):
             unset = real[name].get(UNSET_CARD, UNLIMITED) if r.startswith("card:") else UNLIMITED
@@ -325,13 +331,16 @@ def nodegroups(ctx: VerifyContext) -> list[str]:
     strict = strict if isinstance(strict, bool) else True
     hierarchy = bool(plugin.options.get("enableHierarchy", False)) if plugin else False
     problems = []
+    in_force: dict[str, dict[str, list[str]]] = {}  # queue -> its terms, once per call
     for node_name, pods in sorted(ctx.new_on.items()):
         group = ctx.node(node_name).labels.get(NODEGROUP)
         for pod in pods:
             queue = _queue_of(ctx, pod.gang)
             if queue is None:
                 continue
-            terms = _affinity(ctx.snapshot.queues, queue, hierarchy)
+            if queue not in in_force:
+                in_force[queue] = _affinity(ctx.snapshot.queues, queue, hierarchy)
+            terms = in_force[queue]
             unset = not any(terms.values())
             if group is None:
                 ok = not strict and unset

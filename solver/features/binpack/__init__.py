@@ -63,16 +63,21 @@ class BinpackBlock(Block):
         """Volcano binpack score of one more pod of type `t` on `nodes`, given their `used`."""
         if self.weight <= 0:
             return None
-        capacity = problem.capacity[nodes]
         demand = problem.type_demand[t]
         w = np.where(demand > 0, self.resource_weight, 0.0)
         wsum = w.sum()
         if wsum <= 0:
             return None
-        after = used + demand
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where((capacity > 0) & (after <= capacity), after / capacity, 0.0)
-        return np.asarray((frac @ w) / wsum * 100.0 * self.weight, dtype=np.float64)
+        total = np.zeros(len(nodes))
+        # One contiguous column at a time: twice as fast as the [nodes, R] matrix at 10k nodes.
+        for r in np.flatnonzero(w).tolist():
+            capacity = np.take(problem.capacity[:, r], nodes)
+            after = used[:, r] + demand[r]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total += w[r] * np.where(
+                    (capacity > 0) & (after <= capacity), after / capacity, 0.0
+                )
+        return np.asarray(total / wsum * 100.0 * self.weight, dtype=np.float64)
 
 
 def _compile(ctx: CompileContext) -> None:

@@ -193,12 +193,15 @@ def _rows(
 def _compile(ctx: CompileContext) -> None:
     plan = ctx.gangs
     queues = ctx.snapshot.queues
+    verdicts: dict[str, tuple[IntArray, FloatArray]] = {}  # queue -> its rows, once per call
     for g in sorted(set(ctx.type_gang)):
         gid = plan.gang_ids[g]
         q = job_queue(ctx.workload.gangs[gid], ctx.workload.members(gid))
         if q is None:
             continue
-        codes, scores = _rows(ctx.nodes, queues, ctx.conf, q)
+        if q not in verdicts:
+            verdicts[q] = _rows(ctx.nodes, queues, ctx.conf, q)
+        codes, scores = verdicts[q]
         types = ctx.types_of(g)
         for code in (1, 2, 3):
             allowed = ctx.memo(("nodegroup", id(codes), code), partial(np.not_equal, codes, code))

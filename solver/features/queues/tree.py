@@ -23,9 +23,8 @@ integer units of `solver.quantity`; the `pods` resource is never a quota.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solver.model import Queue, job_queue
 from solver.quantity import PODS, UNLIMITED
@@ -114,5 +113,16 @@ class QueueTree:
                     target[r] = target.get(r, 0) + v
 
     def fork(self) -> QueueTree:
-        """A copy whose usage a call may move without touching the memoised tree."""
-        return copy.deepcopy(self)
+        """A copy whose usage (allocated, inqueue, elastic: what `bump` moves) a call may
+        change without touching the memoised tree; specs and capabilities are shared."""
+        return QueueTree(
+            queues={
+                name: replace(
+                    q, allocated=dict(q.allocated), inqueue=dict(q.inqueue), elastic=dict(q.elastic)
+                )
+                for name, q in self.queues.items()
+            },
+            hierarchical=self.hierarchical,
+            broken=self.broken,
+            notes=list(self.notes),
+        )
