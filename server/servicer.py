@@ -43,7 +43,13 @@ from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server.metrics import Metrics
 from server.plan import plan_capacity
 from server.settings import Settings
-from server.store import NotFound, SnapshotStore, StaleGeneration, TooManySnapshots
+from server.store import (
+    NotFound,
+    SnapshotStore,
+    StaleGeneration,
+    TooManySnapshots,
+    collector_paused,
+)
 from solver import (
     SCHEMA,
     ConfigError,
@@ -179,8 +185,9 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def PutSnapshot(
         self, request: spb.PutSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.PutSnapshotResponse:
-        snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
-        stored = self.store.put(snapshot, request.snapshot_id)
+        with collector_paused(len(request.cluster.pods)):
+            snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
+            stored = self.store.put(snapshot, request.snapshot_id)
         self._snapshot_metrics(snapshot)
         return spb.PutSnapshotResponse(snapshot_id=stored.id, generation=stored.generation)
 
@@ -188,8 +195,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def UpdateSnapshot(
         self, request: spb.UpdateSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.UpdateSnapshotResponse:
-        delta = delta_from_proto(request, SCHEMA)
-        stored = self.store.update(request.snapshot_id, request.expected_generation, delta)
+        with collector_paused(
+            len(request.upsert_pods) + len(request.remove_pods) + len(request.bindings)
+        ):
+            delta = delta_from_proto(request, SCHEMA)
+            stored = self.store.update(request.snapshot_id, request.expected_generation, delta)
         self._snapshot_metrics(stored.snapshot)
         return spb.UpdateSnapshotResponse(
             snapshot_id=stored.id,

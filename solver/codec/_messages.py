@@ -358,6 +358,8 @@ class RunningPodReader:
         self.prefix = prefix
         self.out = out
         self._requests: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        # One map per distinct content, shared by the rows (read-only downstream).
+        self._maps: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
 
     def key(self, msg: pb.Pod) -> str:
         return f"{msg.namespace or DEFAULT_NAMESPACE}/{msg.name}"
@@ -390,12 +392,19 @@ class RunningPodReader:
             requests,
             msg.priority,
             gang or None,
-            dict(labels) if labels else EMPTY_MAP,
-            {k: annotations[k] for k in self.kept if k in annotations}
+            self._shared([(k, labels[k]) for k in labels]) if labels else EMPTY_MAP,
+            self._shared([(k, annotations[k]) for k in self.kept if k in annotations])
             if annotations
             else EMPTY_MAP,
             msg.terminating,
         )
+
+    def _shared(self, items: list[tuple[str, str]]) -> Mapping[str, str]:
+        content = tuple(items)
+        found = self._maps.get(content)
+        if found is None:
+            found = self._maps[content] = dict(content) if content else EMPTY_MAP
+        return found
 
     def _requests_of(self, values: Mapping[str, int], index: int) -> dict[str, int]:
         content = tuple([(k, values[k]) for k in values])  # 2x faster than .items() on upb maps

@@ -221,16 +221,25 @@ class Buffers:
         profiles: dict[tuple[object, ...], int] = {}
         derived: list[_Profile] = []
         node_ids, profile_of = [NONE] * n, [0] * n
+        # A map's content once per map object: readers share one map among the pods
+        # declaring the same content (the pods keep them alive, so ids are not reused).
+        contents: dict[int, tuple[tuple[str, object], ...]] = {}
         for offset, pod in enumerate(pods):
             node = index.get(pod.node, NONE)
             if node == NONE:
                 self.missing_node[start + offset] = pod.node
             node_ids[offset] = node
-            labels, annotations = pod.labels, pod.annotations
+            requests, labels, annotations = pod.requests, pod.labels, pod.annotations
+            if (req := contents.get(id(requests))) is None:
+                req = contents[id(requests)] = tuple(requests.items())
+            if (lab := contents.get(id(labels))) is None:
+                lab = contents[id(labels)] = tuple(labels.items())
+            if (ann := contents.get(id(annotations))) is None:
+                ann = contents[id(annotations)] = tuple(annotations.items())
             signature = (
-                tuple(pod.requests.items()),
-                tuple(labels.items()) if labels else (),
-                tuple(annotations.items()) if annotations else (),
+                req,
+                lab,
+                ann,
                 pod.priority,
                 pod.gang,
                 pod.terminating,
