@@ -62,29 +62,39 @@ class RunningPod(NamedTuple):
 
 
 class _Growable:
-    """A 1-D or 2-D numpy buffer that doubles when full; rows below `size` never move."""
+    """A 1-D or 2-D numpy buffer that grows by doubling; rows below `size` never move.
+
+    Rows are initialised to `fill` only when reserved: the spare capacity of a large
+    buffer is untouched virtual memory, not resident pages, so reserving generously costs
+    no memory until rows arrive (and a 1,000-row delta does not pay for filling 200k).
+    """
 
     def __init__(self, dtype: type, width: int | None = None, fill: int = 0) -> None:
         self.width = width
         self.fill = fill
         shape = (16,) if width is None else (16, width)
         self.data: np.ndarray = np.full(shape, fill, dtype=dtype)
+        self.filled = 16  # rows initialised so far
 
     def reserve(self, size: int) -> None:
-        if size <= self.data.shape[0]:
-            return
-        capacity = max(size, 2 * self.data.shape[0])
-        shape = (capacity,) if self.width is None else (capacity, self.data.shape[1])
-        grown = np.full(shape, self.fill, dtype=self.data.dtype)
-        grown[: self.data.shape[0]] = self.data
-        self.data = grown
+        if size > self.data.shape[0]:
+            # Twice what is asked: a snapshot built at N rows takes N more before it moves.
+            capacity = max(2 * size, 2 * self.data.shape[0])
+            shape = (capacity,) if self.width is None else (capacity, self.data.shape[1])
+            grown = np.empty(shape, dtype=self.data.dtype)
+            grown[: self.filled] = self.data[: self.filled]
+            self.data = grown
+        if size > self.filled:
+            self.data[self.filled : size] = self.fill
+            self.filled = size
 
     def widen(self, width: int) -> None:
         """More columns (2-D only); the new columns hold `fill` for every existing row."""
         if self.width is None or width <= self.data.shape[1]:
             return
-        wider = np.full((self.data.shape[0], width), self.fill, dtype=self.data.dtype)
-        wider[:, : self.data.shape[1]] = self.data
+        wider = np.empty((self.data.shape[0], width), dtype=self.data.dtype)
+        wider[: self.filled, : self.data.shape[1]] = self.data[: self.filled]
+        wider[: self.filled, self.data.shape[1] :] = self.fill
         self.data = wider
         self.width = width
 

@@ -96,6 +96,7 @@ class PodKeys:
         self._offsets[start + 1 : start + 1 + len(keys)] = ends
         hashes = np.fromiter((self._hasher(k) for k in keys), dtype=np.int64, count=len(keys))
         self._hashes[start : start + len(keys)] = hashes
+        self._prev[start : start + len(keys)] = NONE
         self.length = start + len(keys)
         rows = np.arange(start, self.length, dtype=np.int64)
         if np.unique(hashes).size < hashes.size:  # maybe one key twice: one at a time
@@ -167,10 +168,10 @@ class PodKeys:
 
     def _reserve(self, rows: int, size: int) -> None:
         if rows + 1 > self._offsets.size:
-            capacity = max(rows + 1, 2 * self._offsets.size)
+            capacity = max(2 * (rows + 1), 2 * self._offsets.size)
             self._offsets = _grown(self._offsets, capacity)
             self._hashes = _grown(self._hashes, capacity)
-            self._prev = _grown(self._prev, capacity, NONE)
+            self._prev = _grown(self._prev, capacity)
         if size > self._bytes.size:
             self._bytes = _grown(self._bytes, max(size, 2 * self._bytes.size))
 
@@ -189,6 +190,7 @@ class PodKeys:
         out._bytes[: offsets[-1]] = self._bytes[source]
         out._offsets[: rows.size + 1] = offsets
         out._hashes[: rows.size] = self._hashes[rows]
+        out._prev[: rows.size] = NONE
         out.length = rows.size
         out._slots = np.full(_table_size(rows.size), EMPTY_SLOT, dtype=np.int64)
         out._insert(out._slots, np.arange(rows.size, dtype=np.int64))
@@ -197,11 +199,13 @@ class PodKeys:
 
 
 def _table_size(keys: int) -> int:
-    """Slots for `keys` at most half full: a power of two, for `hash & mask`."""
-    return max(MIN_SLOTS, 1 << (2 * keys).bit_length())
+    """Slots for `keys` at most a quarter full (a power of two, for `hash & mask`): the
+    table is rebuilt at half full, so after a rebuild the keys may double first."""
+    return max(MIN_SLOTS, 1 << (4 * keys).bit_length())
 
 
-def _grown(data: np.ndarray, size: int, fill: int = 0) -> np.ndarray:
-    grown = np.full(size, fill, dtype=data.dtype)
+def _grown(data: np.ndarray, size: int) -> np.ndarray:
+    """`data` in a buffer of `size`; the tail is uninitialised (written before it is read)."""
+    grown = np.empty(size, dtype=data.dtype)
     grown[: data.size] = data
     return grown
