@@ -1,22 +1,31 @@
 """Kubernetes quantities to integers, once, at the boundary.
 
-Parsing is delegated to lightkube (`lightkube.utils.quantity.parse_quantity`); this
-module only fixes the integer unit of each resource, as the scheduler does:
+The grammar is Kubernetes' own (`k8s.io/apimachinery/pkg/api/resource`, `ParseQuantity`),
+ASCII only:
+
+    quantity  ::= [+-] number [suffix]
+    number    ::= digits | digits "." [digits] | "." digits
+    suffix    ::= Ki | Mi | Gi | Ti | Pi | Ei | n | u | m | k | M | G | T | P | E
+                | ("e" | "E") [+-] digits
+
+Each resource has one integer unit, as the scheduler counts it:
 
 * `cpu` in milli-CPU (`"500m"` -> 500, `"2"` -> 2000);
 * everything else (memory, ephemeral-storage, hugepages-*, extended resources such as
   `nvidia.com/gpu`, `pods`) in its base unit (`"1Gi"` -> 1073741824).
 
 Fractions round up, like `resource.Quantity.Value()/MilliValue()` in Go, so a request
-is never under-counted.
+is never under-counted. A quantity whose milli-value does not fit int64 is refused where
+Kubernetes would silently clamp it to 2^63-1 (`9Ei` parses as the maximum there): a
+request or capacity that large is a typo, and clamped sums would be wrong. Negative
+quantities are refused too (a request or a capacity is never negative).
 """
 
 from __future__ import annotations
 
 import math
-from decimal import Decimal, InvalidOperation
-
-from lightkube.utils.quantity import parse_quantity
+import re
+from decimal import Decimal, InvalidOperation, localcontext
 
 __all__ = [
     "CPU",
@@ -26,6 +35,7 @@ __all__ = [
     "QuantityError",
     "add_limits",
     "format_quantity",
+    "parse_quantity",
     "sub_limit",
     "to_int",
 ]
@@ -49,21 +59,58 @@ class QuantityError(ValueError):
     """A quantity string is not a valid, non-negative Kubernetes quantity."""
 
 
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:[eE](?P<exponent>[+-]?[0-9]+)|(?P<suffix>[KMGTPE]i|[numkMGTPE]))?",
+    re.ASCII,
+)
+_SUFFIXES = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    **{s: Decimal(10) ** (3 * (i + 1)) for i, s in enumerate("kMGTPE")},
+    **{s + "i": Decimal(2) ** (10 * (i + 1)) for i, s in enumerate("KMGTPE")},
+}
+MAX_MILLI = 2**63 - 1  # int64: the largest milli-value Go's Quantity.MilliValue() holds
+MAX_TEXT = 64  # characters: any quantity within MAX_MILLI is far shorter
+
+
+def parse_quantity(text: str) -> Decimal:
+    """The exact value of a Kubernetes quantity string; QuantityError when it is not one."""
+    if len(text) > MAX_TEXT:
+        raise QuantityError(f"invalid quantity {text[:MAX_TEXT]!r}...: longer than {MAX_TEXT}")
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        raise QuantityError(f"invalid quantity {text!r}: not a Kubernetes quantity")
+    number = Decimal(match["number"])
+    exponent = match["exponent"]
+    if exponent is not None:
+        if abs(int(exponent)) > 2**31 - 1:
+            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+        return number.scaleb(int(exponent))
+    return number * _SUFFIXES[match["suffix"] or ""]
+
+
 def to_int(resource: str, value: object) -> int:
     """Parse `value` (a quantity string or a number) for `resource` into its integer unit."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise QuantityError(f"invalid quantity {value!r}: not a string or a number")
+    if isinstance(value, float) and not math.isfinite(value):
         raise QuantityError(f"invalid quantity {value!r}")
-    try:
-        parsed = parse_quantity(str(value))
-    except (ValueError, TypeError, InvalidOperation) as exc:
-        raise QuantityError(f"invalid quantity {value!r}") from exc
-    if parsed is None or not isinstance(parsed, Decimal) or not parsed.is_finite():
-        raise QuantityError(f"invalid quantity {value!r}")
-    if parsed < 0:
-        raise QuantityError(f"negative quantity {value!r}")
-    if resource == CPU:
-        parsed = parsed * 1000
-    return math.ceil(parsed)
+    text = str(value) if not isinstance(value, float) else repr(value)
+    with localcontext() as ctx:
+        ctx.prec = 60  # exact for every value within MAX_MILLI, with its fraction
+        try:
+            parsed = parse_quantity(text)
+            milli = parsed * 1000
+        except InvalidOperation as exc:  # exponent beyond Decimal's range
+            raise QuantityError(f"invalid quantity {text!r}: out of range") from exc
+        if parsed < 0:
+            raise QuantityError(f"negative quantity {text!r}")
+        if milli > MAX_MILLI or (resource == CPU and milli >= UNLIMITED):
+            raise QuantityError(f"quantity {text!r} is too large (the limit is 2^63-1 milli-units)")
+        return math.ceil(milli if resource == CPU else parsed)
 
 
 _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))

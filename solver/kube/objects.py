@@ -51,6 +51,8 @@ def _parse_resource_list(value: object) -> dict[str, int]:
 
 
 ResourceList = Annotated[dict[str, int], BeforeValidator(_parse_resource_list)]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1, strict=True)]
+"""Kubernetes int32 fields (priorities, PriorityClass value, queue weight)."""
 """`{resource: quantity}` parsed into integer units (milli-CPU, bytes, counts)."""
 
 
@@ -211,7 +213,7 @@ class PodSpec(_K8s):
     overhead: ResourceList = Field(default_factory=dict)
     node_name: str | None = Field(default=None, alias="nodeName")
     scheduler_name: str = Field(default="default-scheduler", alias="schedulerName")
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = Field(
         default=None, alias="preemptionPolicy"
@@ -255,7 +257,7 @@ class K8sPod(_K8s):
 
 
 class PriorityClassBody(_K8s):
-    value: int
+    value: Int32
     global_default: bool = Field(default=False, alias="globalDefault")
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
         default="PreemptLowerPriority", alias="preemptionPolicy"
@@ -298,8 +300,8 @@ class QueueSpec(_K8s):
     capability: ResourceList = Field(default_factory=dict)
     deserved: ResourceList = Field(default_factory=dict)
     guarantee: QueueGuarantee = Field(default_factory=lambda: QueueGuarantee())
-    weight: int | None = None
-    priority: int | None = None
+    weight: Int32 | None = None
+    priority: Int32 | None = None
     reclaimable: bool | None = None
     affinity: dict[str, Any] | None = None
 
