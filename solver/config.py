@@ -30,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from solver.errors import ConfigError
+from solver.yaml_limits import safe_load
 
 __all__ = ["BUILTIN_PLUGINS", "PluginConf", "SchedulerConf", "load_conf"]
 
@@ -128,6 +129,26 @@ class SchedulerConf(BaseModel):
         return dict(plugin.arguments) if plugin else {}
 
 
+def _configmap_conf(data: object, source: str) -> dict[str, Any]:
+    """The conf inside a Volcano ConfigMap's `data: {volcano-scheduler.conf: |...}`."""
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ConfigError("must map one file name to the conf text", source=source, field="data")
+    name, inner = next(iter(data.items()))
+    if not isinstance(inner, str):
+        raise ConfigError("must be the conf as text", source=source, field=f"data.{name}")
+    try:
+        body = safe_load(inner)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", source=source, field=f"data.{name}") from None
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise ConfigError(
+            "expected a mapping with `actions` and `tiers`", source=source, field=f"data.{name}"
+        )
+    return body
+
+
 def load_conf(path: str | Path | None) -> SchedulerConf:
     """Read a Volcano scheduler conf file; None gives `SchedulerConf.default()`."""
     if path is None:
@@ -138,7 +159,7 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
     try:
-        body = yaml.safe_load(text)
+        body = safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"malformed YAML: {exc}", source=source) from None
     if body is None:
@@ -146,10 +167,8 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
     if not isinstance(body, dict):
         raise ConfigError("expected a mapping with `actions` and `tiers`", source=source)
     # The Volcano ConfigMap wraps the conf in `data: {volcano-scheduler.conf: |...}`.
-    data = body.get("data")
-    if isinstance(data, dict) and len(data) == 1 and "tiers" not in body:
-        inner = next(iter(data.values()))
-        body = yaml.safe_load(inner) if isinstance(inner, str) else inner
+    if "data" in body and "tiers" not in body:
+        body = _configmap_conf(body["data"], source)
     try:
         conf = SchedulerConf.model_validate({**body, "source": source})
     except ValidationError as exc:

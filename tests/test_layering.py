@@ -37,6 +37,7 @@ MAX_LINES = 600
 LAYERS: dict[str, int] = {
     "solver.errors": 0,
     "solver.quantity": 0,
+    "solver.yaml_limits": 0,
     "gangplan.v1": 0,
     "solver.config": 1,
     "solver.model": 1,

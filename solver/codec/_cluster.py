@@ -15,7 +15,7 @@ from solver.codec._messages import (
     queue_from_proto,
     topology_from_proto,
 )
-from solver.model import Gang, NetworkTopology, Node, Pod, Queue
+from solver.model import Gang, NetworkTopology, Node, Pod, Queue, parent_cycle
 from solver.snapshot import KEEP, Delta, Keep, PodSchema, RunningPod, Snapshot
 
 __all__ = ["delta_from_proto", "job_from_proto", "snapshot_from_proto"]
@@ -81,6 +81,12 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
             if queue.name in queues:
                 out.add(f"{path}.queues[{i}].name", f"duplicate queue {queue.name!r}")
             queues[queue.name] = queue
+    cycle = parent_cycle([(q.name, q.parent) for q in msg.queues])
+    if cycle is not None:
+        out.add(
+            f"{path}.queues[{cycle}].parent",
+            f"queue {msg.queues[cycle].name!r} is its own ancestor",
+        )
     topology = (
         topology_from_proto(msg.topology, f"{path}.topology", out)
         if msg.HasField("topology")

@@ -30,6 +30,7 @@ from solver.model import (
     Taint,
     Toleration,
     TopologyLayer,
+    parent_cycle,
 )
 from solver.model._cluster import TaintEffect
 from solver.model._workload import TERMINAL_PHASES
@@ -346,6 +347,12 @@ def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> 
             TopologyLayer(
                 name=layer.name, parent=layer.parent or None, label_keys=tuple(layer.label_keys)
             )
+        )
+    cycle = parent_cycle([(layer.name, layer.parent) for layer in layers])
+    if cycle is not None:
+        out.add(
+            f"{path}.layers[{cycle}].parent",
+            f"layer {layers[cycle].name!r} is its own ancestor",
         )
     return NetworkTopology(layers=tuple(layers))
 

@@ -51,6 +51,7 @@ from solver.model import (
     Taint,
     Toleration,
     TopologyLayer,
+    parent_cycle,
     parse_job_affinity,
 )
 from solver.quantity import PODS
@@ -145,6 +146,10 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     }
     nodes = [_node(raw, k8s) for raw, k8s in inputs.nodes]
     queues = {name: _queue(q) for name, (_, q) in sorted(inputs.queues.items())}
+    cycle = parent_cycle([(name, q.parent) for name, q in queues.items()])
+    if cycle is not None:
+        name, (raw, _) = sorted(inputs.queues.items())[cycle]
+        raise raw.error(f"queue {name!r} is its own ancestor", field="spec.parent")
     topology = _topology(*inputs.topology) if inputs.topology else None
     return ClusterModel(
         nodes=tuple(sorted(nodes, key=lambda n: n.name)),
@@ -575,4 +580,10 @@ def _topology(raw: RawObject, k8s: K8sClusterNetworkTopology) -> NetworkTopology
                 f"layer {layer.name!r} is declared twice",
                 field=f"spec.networkTopologySpec[{i}].topologyLayer",
             )
+    cycle = parent_cycle([(layer.name, layer.parent) for layer in layers])
+    if cycle is not None:
+        raise raw.error(
+            f"layer {layers[cycle].name!r} is its own ancestor",
+            field=f"spec.networkTopologySpec[{cycle}].parentTopologyLayer",
+        )
     return NetworkTopology(name=k8s.metadata.name, layers=layers)

@@ -11,12 +11,9 @@ from typing import Any
 import yaml
 
 from solver.errors import ManifestError
+from solver.yaml_limits import safe_load_all
 
 __all__ = ["RawObject", "read_sources"]
-
-_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
-    yaml, "CSafeLoader", yaml.SafeLoader
-)  # libyaml's C loader when PyYAML was built with it
 
 STDIN = "-"
 
@@ -82,7 +79,7 @@ def read_sources(paths: Iterable[str | Path]) -> list[RawObject]:
 def _parse_text(text: str, source: str) -> Iterator[RawObject]:
     docs: list[Any] = []
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
+        docs = safe_load_all(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

@@ -33,6 +33,7 @@ from solver.model._topology import (
     NetworkTopology,
     SortRule,
     TopologyLayer,
+    parent_cycle,
     parse_gather_spec,
     parse_job_affinity,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "discover_cards",
     "job_queue",
     "node_cards",
+    "parent_cycle",
     "parse_gather_spec",
     "parse_job_affinity",
     "parse_quota",

@@ -21,6 +21,7 @@ field) and the policy can use them:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -46,6 +47,7 @@ __all__ = [
     "NetworkTopology",
     "SortRule",
     "TopologyLayer",
+    "parent_cycle",
     "parse_gather_spec",
     "parse_job_affinity",
 ]
@@ -66,6 +68,24 @@ class NetworkTopology(_Frozen):
 
     name: str = "default"
     layers: tuple[TopologyLayer, ...] = ()
+
+
+def parent_cycle(parents: Sequence[tuple[str, str | None]]) -> int | None:
+    """Index of the first entry (name, parent) whose parent chain comes back to it — a
+    layer or queue that is its own parent or ancestor — or None when there is none.
+    Unknown parents end a chain (reported elsewhere, with their own message)."""
+    parent_of = dict(parents)
+    for i, (name, _) in enumerate(parents):
+        seen = {name}
+        walk = parent_of.get(name)
+        while walk is not None and walk in parent_of:
+            if walk == name:
+                return i
+            if walk in seen:
+                break  # a cycle above this entry: reported at an entry on it
+            seen.add(walk)
+            walk = parent_of[walk]
+    return None
 
 
 # ----------------------------------------------------------------------------- Koordinator spec

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import yaml
 
 from solver.errors import InputError
+from solver.yaml_limits import safe_load
 
 __all__ = ["field_error", "int_cell", "open_csv", "read_yaml", "reject_unknown"]
 
@@ -39,7 +40,7 @@ def read_yaml(path: str | Path) -> Any:
     except OSError as exc:
         raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from exc
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: malformed YAML: {exc}") from None
 

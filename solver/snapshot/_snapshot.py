@@ -23,7 +23,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from solver.model import ClusterModel, Gang, NetworkTopology, Node, Pod, Queue
+from solver.model import ClusterModel, Gang, NetworkTopology, Node, Pod, Queue, parent_cycle
 from solver.snapshot._columns import RunningPod, RunningPods
 from solver.snapshot._delta import Delta, DeltaError, Keep
 from solver.snapshot._facts import PodSchema
@@ -209,6 +209,19 @@ class Snapshot:
             errors,
         )
 
+        # Upserted queues first: a new cycle runs through one, and is reported there.
+        upserted = [q.name for q in delta.upsert_queues]
+        chains = [(q, queues[q].parent) for q in upserted if q in queues]
+        chains += [(q, spec.parent) for q, spec in queues.items() if q not in set(upserted)]
+        cycle = parent_cycle(chains)
+        if cycle is not None:
+            name = chains[cycle][0]
+            errors.append(
+                (
+                    f"upsert_queues[{upserted.index(name)}].parent",
+                    f"queue {name!r} is its own ancestor",
+                )
+            )
         pending = dict(self.pending)
         retire: set[int] = set()
         append: dict[str, RunningPod] = {}

@@ -189,9 +189,9 @@ def test_queue_priority_beats_share() -> None:
 
 
 def test_broken_tree_rejects_everything() -> None:
-    objs = [queue("x", "y"), queue("y", "x"), *NODES, *volcano_job("j", "x", 1)]
+    objs = [queue("x", "nowhere"), *NODES, *volcano_job("j", "x", 1)]
     d = schedule(model(*objs), conf(), engine="greedy")
-    assert "cycle in the queue tree" in d.podgroups["default/j"].reason
+    assert "parent queue nowhere does not exist" in d.podgroups["default/j"].reason
 
 
 def test_pods_annotation_puts_plain_pods_in_a_queue() -> None:
