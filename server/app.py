@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server.interceptors import AuthInterceptor, ObservabilityInterceptor
+from server.lenient import add_lenient_service
 from server.metrics import Metrics
 from server.servicer import PlacementServicer, ScheduleFn
 from server.settings import Settings
@@ -84,7 +85,7 @@ def create_server(
     )
     store = SnapshotStore(settings.max_snapshots)
     servicer = PlacementServicer(settings, store, metrics, schedule_fn)
-    spb_grpc.add_PlacementServiceServicer_to_server(servicer, server)
+    add_lenient_service(spb_grpc.add_PlacementServiceServicer_to_server, servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

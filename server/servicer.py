@@ -5,13 +5,14 @@ snapshot, or an inline one built for the call) plus the job's workload -> `solve
 (compile, engine, verify) -> `Decision` -> protobuf. A call on a stored snapshot pays for
 its nodes and its own pods, never for the pods already running. Status codes:
 
+    request bytes that do not parse       -> INVALID_ARGUMENT (server/lenient.py)
     ConvertError, DeltaError, InputError,
     ConfigError                           -> INVALID_ARGUMENT (google.rpc.BadRequest details)
     NotFound                              -> NOT_FOUND
     StaleGeneration                       -> FAILED_PRECONDITION
     TooManySnapshots                      -> RESOURCE_EXHAUSTED
     no time left for greedy               -> DEADLINE_EXCEEDED
-    InternalError and anything unexpected -> INTERNAL
+    InternalError and anything unexpected -> INTERNAL (logged; never UNKNOWN)
 
 Deadlines: the solver budget is the call's time remaining after the model is built, less
 `deadline_margin`. A non-greedy engine gets greedy instead (with a note) when that budget is
@@ -129,6 +130,15 @@ def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
         except InternalError as err:
             log.exception("internal error")
             _abort(context, _Abort(grpc.StatusCode.INTERNAL, str(err)))
+        except Exception:
+            if context.code() is not None:  # type: ignore[attr-defined]  # grpc's abort
+                raise
+            # A bug, not the client's fault: INTERNAL with a log line, never UNKNOWN.
+            log.exception("unexpected error in %s", method.__name__)
+            _abort(
+                context,
+                _Abort(grpc.StatusCode.INTERNAL, "internal error; the server log has details"),
+            )
 
     return wrapper
 
