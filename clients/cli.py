@@ -95,15 +95,25 @@ def schedule_cmd(
     ] = "auto",
     time_limit: Annotated[
         float,
-        typer.Option("--time-limit", min=0.05, help="Seconds for the engine (greedy + CP-SAT)."),
+        typer.Option(
+            "--time-limit",
+            min=0.05,
+            max=86_400,
+            help="Seconds for the engine (greedy + CP-SAT).",
+        ),
     ] = 10.0,
     workers: Annotated[
         int,
         typer.Option(
-            "--workers", min=0, help="CP-SAT workers; 0 = the machine's cores (capped at 8)."
+            "--workers",
+            min=0,
+            max=64,
+            help="CP-SAT workers; 0 = the machine's cores (capped at 8).",
         ),
     ] = 0,
-    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, max=2**31 - 1, help="CP-SAT random seed.")
+    ] = 0,
     preempt: Annotated[
         bool,
         typer.Option(

@@ -157,10 +157,13 @@ def plan_cmd(
     time_limit: Annotated[
         float, typer.Option("--time-limit", min=0.1, help="Seconds per plan.")
     ] = 10.0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 1,
-    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="CP-SAT workers.")] = 1,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, max=2**31 - 1, help="CP-SAT random seed.")
+    ] = 0,
     parts: Annotated[
-        int, typer.Option("--parts", min=1, help="POP-style split of the integer master.")
+        int,
+        typer.Option("--parts", min=1, max=64, help="POP-style split of the integer master."),
     ] = 1,
     value: Annotated[
         PlanValue,

@@ -65,8 +65,15 @@ def run(**flags: object) -> int:
     token_file = flags.pop("token_file", None)
     given = {k: v for k, v in flags.items() if v is not None}
     if token_file is not None:
-        with open(str(token_file), encoding="utf-8") as f:
-            given["token"] = f.read().strip()
+        try:
+            with open(str(token_file), encoding="utf-8") as f:
+                given["token"] = f.read().strip()
+        except (OSError, UnicodeDecodeError) as err:
+            print(f"error: --token-file {token_file}: cannot read: {err}", file=sys.stderr)
+            return 2
+        if not given["token"]:
+            print(f"error: --token-file {token_file}: the file is empty", file=sys.stderr)
+            return 2
     try:
         settings = Settings(**given)  # type: ignore[arg-type]
     except ValidationError as err:
@@ -74,5 +81,9 @@ def run(**flags: object) -> int:
             where = ".".join(str(x) for x in e["loc"]) or "settings"
             print(f"error: {where}: {e['msg']}", file=sys.stderr)
         return 2
-    serve(settings)
+    try:
+        serve(settings)
+    except (OSError, RuntimeError) as err:  # the address cannot be bound
+        print(f"error: cannot start: {err}", file=sys.stderr)
+        return 2
     return 0

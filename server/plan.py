@@ -13,6 +13,7 @@ from typing import Any
 
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec import job_from_proto
+from solver.errors import InputError
 from solver.model import ClusterModel, Gang, Pod
 from solver.plan import (
     PlanOptions,
@@ -107,6 +108,8 @@ def plan_capacity(
     catalog = catalog_from_dict(_catalog(request), "request")
     workload = workload_from_model(model, Workload())
     inp = make_input(workload, catalog, cluster_from_model(model))
+    if request.value not in spb.PlanValue.DESCRIPTOR.values_by_number:
+        raise InputError(f"value: unknown enum value {request.value}")
     inp = valued(inp, "gpu" if request.value == spb.PLAN_VALUE_GPU else "pods")
     result = plan(inp, PlanOptions(time_limit=time_limit, workers=workers, seed=seed))
     return plan_to_proto(result)

@@ -77,6 +77,7 @@ __all__ = ["PlacementServicer", "ScheduleFn"]
 log = logging.getLogger("gangplan.server")
 
 ScheduleFn = Callable[..., Decision]  # `solver.schedule`'s signature; tests pass spies
+MAX_SNAPSHOT_ID = 253  # a Kubernetes object name's limit: ids are echoed in errors
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
 
 
@@ -106,6 +107,21 @@ def _abort(context: grpc.ServicerContext, err: _Abort) -> NoReturn:
     status = status_pb2.Status(code=err.code.value[0], message=err.message, details=[detail])
     context.abort_with_status(rpc_status.to_status(status))
     raise AssertionError("unreachable")  # abort raises
+
+
+MAX_SOLVER_WORKERS = 64  # CP-SAT num_workers
+MAX_SEED = 2**31 - 1  # CP-SAT random_seed is an int32
+
+
+def _check_search_options(options: Any) -> None:
+    """`options.workers` and `options.seed` within what CP-SAT takes (INVALID_ARGUMENT)."""
+    violations = []
+    if not 0 <= options.workers <= MAX_SOLVER_WORKERS:
+        violations.append(("options.workers", f"must be 0..{MAX_SOLVER_WORKERS}"))
+    if not 0 <= options.seed <= MAX_SEED:
+        violations.append(("options.seed", f"must be 0..{MAX_SEED}"))
+    if violations:
+        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid search options", violations)
 
 
 def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -195,6 +211,9 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def PutSnapshot(
         self, request: spb.PutSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.PutSnapshotResponse:
+        if len(request.snapshot_id) > MAX_SNAPSHOT_ID:
+            message = f"longer than {MAX_SNAPSHOT_ID} characters"
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("snapshot_id", message)])
         with collector_paused(len(request.cluster.pods)):
             snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
             stored = self.store.put(snapshot, request.snapshot_id)
@@ -308,6 +327,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             budget = min(budget, remaining - self.settings.deadline_margin)
             if budget <= 0.05:
                 raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline left no time to plan")
+        _check_search_options(request.options)
         workers = request.options.workers or self.settings.solver_workers or 1
         seed = request.options.seed or self.settings.seed
         return plan_capacity(snapshot, request, budget, workers, seed)
@@ -358,6 +378,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         self, options: spb.SolveOptions, context: grpc.ServicerContext
     ) -> tuple[str, dict[str, Any], list[str]]:
         """(engine, extra schedule() arguments, notes) for the time this call has left."""
+        _check_search_options(options)
         engine = options.engine or self.settings.engine
         if engine not in ENGINES:
             message = f"unknown engine {engine!r} (available: {', '.join(sorted(ENGINES))})"

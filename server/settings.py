@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -54,7 +54,9 @@ class Settings(BaseSettings):
         description="CP-SAT num_workers per solve when a request names none; keep "
         "workers x solver_workers <= cores",
     )
-    seed: int = Field(default=0, description="CP-SAT random seed when a request names none")
+    seed: int = Field(
+        default=0, ge=0, le=2**31 - 1, description="CP-SAT random seed when a request names none"
+    )
     time_limit: float = Field(
         default=10.0, gt=0, description="solver budget (s) for a call without a deadline"
     )
@@ -66,6 +68,32 @@ class Settings(BaseSettings):
     )
     grace: float = Field(default=10.0, ge=0, description="SIGTERM: seconds in-flight calls get")
     log_level: str = Field(default="INFO", description="logging level")
+
+    @field_validator("token")
+    @classmethod
+    def _token_not_blank(cls, token: SecretStr | None) -> SecretStr | None:
+        # An empty token would make `Bearer ` the password: refuse it rather than
+        # silently serving without authentication.
+        if token is not None and not token.get_secret_value().strip():
+            raise ValueError("the token is empty")
+        return token
+
+    @field_validator("scheduler_conf")
+    @classmethod
+    def _readable(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"{path}: no such file")
+        return path
+
+    @field_validator("tls_cert", "client_ca")
+    @classmethod
+    def _certificates(cls, path: Path | None) -> Path | None:
+        return _pem(path, "CERTIFICATE-----")
+
+    @field_validator("tls_key")
+    @classmethod
+    def _key(cls, path: Path | None) -> Path | None:
+        return _pem(path, "PRIVATE KEY-----")
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Settings:
@@ -82,3 +110,17 @@ class Settings(BaseSettings):
     @property
     def max_message_bytes(self) -> int:
         return self.max_message_mb * 1024 * 1024
+
+
+def _pem(path: Path | None, marker: str) -> Path | None:
+    """`path` when it is a readable PEM file holding `marker` (grpc would only say "failed
+    to bind" of a file that is not)."""
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read: {err.strerror or err}") from None
+    if "-----BEGIN " not in text or marker not in text:
+        raise ValueError(f"{path}: not a PEM file with a {marker.rstrip('-').lower()}")
+    return path

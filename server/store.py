@@ -136,7 +136,7 @@ class SnapshotStore:
             raise NotFound(f"snapshot {snapshot_id[:128]!r} not found")
         if expected_generation and stored.generation != expected_generation:
             raise StaleGeneration(
-                f"snapshot {snapshot_id!r} is at generation {stored.generation}, "
+                f"snapshot {snapshot_id[:128]!r} is at generation {stored.generation}, "
                 f"not {expected_generation}"
             )
         return stored

@@ -114,7 +114,10 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
             out.add(f"{path}.taints[{i}].key", "must not be empty")
         effect = EFFECTS.get(t.effect)
         if effect is None:
-            out.add(f"{path}.taints[{i}].effect", "a taint needs an effect")
+            out.add(
+                f"{path}.taints[{i}].effect",
+                _missing_or_unknown(t.effect, "a taint needs an effect"),
+            )
             continue
         taints.append(Taint(key=t.key, value=t.value, effect=effect))
     if not msg.name:
@@ -140,7 +143,7 @@ def _requirements(
         where = f"{path}[{i}]"
         op = SELECTOR_OPS.get(r.operator)
         if op is None:
-            out.add(f"{where}.operator", "must be set")
+            out.add(f"{where}.operator", _missing_or_unknown(r.operator, "must be set"))
             continue
         if not r.key:
             out.add(f"{where}.key", "must not be empty")
@@ -178,6 +181,9 @@ def _affinity_terms(msg: pb.Pod, path: str, out: Violations) -> tuple[NodeSelect
 def _tolerations(msg: pb.Pod, path: str, out: Violations) -> tuple[Toleration, ...]:
     tolerations = []
     for i, toleration in enumerate(msg.tolerations):
+        _known(pb.TolerationOperator, toleration.operator, f"{path}.tolerations[{i}].operator", out)
+        if toleration.effect:
+            _known(pb.TaintEffect, toleration.effect, f"{path}.tolerations[{i}].effect", out)
         exists = toleration.operator == pb.TOLERATION_OPERATOR_EXISTS
         if exists and toleration.value:
             out.add(f"{path}.tolerations[{i}].value", "must be empty when the operator is EXISTS")
@@ -206,6 +212,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     gang = msg.gang or f"{ns}/{msg.name}"
     if msg.gang and msg.gang.count("/") != 1:
         out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
+    _known(pb.PreemptionPolicy, msg.preemption_policy, f"{path}.preemption_policy", out)
     if not msg.name:
         return None
     never = msg.preemption_policy == pb.PREEMPTION_POLICY_NEVER
@@ -245,6 +252,8 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
     for i, other in enumerate(msg.groups):
         if other.count("/") != 1:
             out.add(f"{path}.groups[{i}]", f"must be a gang id `namespace/name`, got {other!r}")
+    _known(pb.GangMode, msg.mode, f"{path}.mode", out)
+    _known(pb.MatchPolicy, msg.match_policy, f"{path}.match_policy", out)
     godel = msg.HasField("affinity")  # job-level affinity is Godel's: schedule as its unit
     return Gang(
         affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
@@ -332,6 +341,16 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
         affinity=affinity,
         allocated=_quantities(msg.allocated, f"{path}.allocated", out),
     )
+
+
+def _known(enum: Any, value: int, path: str, out: Violations) -> None:
+    """A proto3 enum field holds any int32 on the wire: only declared values are input."""
+    if value not in enum.DESCRIPTOR.values_by_number:
+        out.add(path, f"unknown enum value {value}")
+
+
+def _missing_or_unknown(value: int, missing: str) -> str:
+    return missing if value == 0 else f"unknown enum value {value}"
 
 
 def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> NetworkTopology:

@@ -208,7 +208,8 @@ class GreedyPacker:
         self.n = 0
         self.opened = np.zeros(T, dtype=np.int64) if opened is None else opened.copy()
         self.load: list[dict[int, int]] = []
-        self.scale = np.maximum(arrays.C.max(axis=0), 1).astype(np.float64)
+        # initial=1: with no node type to pack into (nothing to buy, no nodes) the scale is 1
+        self.scale = arrays.C.max(axis=0, initial=1).astype(np.float64)
         self.costs = np.array([t.cost for t in inp.types], dtype=np.float64)
         self.limit = np.array(
             [t.max_count if t.max_count is not None else 1 << 40 for t in inp.types],

@@ -9,7 +9,9 @@ from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
 
 from gangplan.v1 import placement_service_pb2 as spb
 from server import GangplanServer
@@ -65,3 +67,74 @@ def test_a_bug_inside_a_call_is_internal_not_unknown(
         _raw(port, "PlaceJob")(request.SerializeToString(), timeout=10)
     assert err.value.code() == grpc.StatusCode.INTERNAL
     assert "a bug" not in (err.value.details() or "")  # internals stay in the server log
+
+
+def test_a_snapshot_id_is_bounded_and_never_echoed_whole(
+    start: Callable[..., tuple[GangplanServer, int]],
+) -> None:
+    _, port = start()
+    huge = "x" * (1 << 20)
+    put = spb.PutSnapshotRequest(snapshot_id=huge, cluster=small_cluster())
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "PutSnapshot")(put.SerializeToString(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(err.value.details() or "") < 200
+    delete = spb.DeleteSnapshotRequest(snapshot_id=huge)
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "DeleteSnapshot")(delete.SerializeToString(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert len(err.value.details() or "") < 200
+
+
+def test_enum_values_the_proto_does_not_declare_are_invalid_argument(
+    start: Callable[..., tuple[GangplanServer, int]],
+) -> None:
+    _, port = start()
+    cluster = small_cluster()
+    cluster.nodes[0].taints.add(key="k", effect=99)  # type: ignore[arg-type]
+    pod = cluster.pods.add(namespace="default", name="p", preemption_policy=77)  # type: ignore[arg-type]
+    pod.tolerations.add(key="k", operator=5)  # type: ignore[arg-type]
+    cluster.gangs.add(namespace="default", name="g", min_member=1, match_policy=42)  # type: ignore[arg-type]
+    request = spb.PutSnapshotRequest(cluster=cluster)
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "PutSnapshot")(request.SerializeToString(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    status = rpc_status.from_call(err.value)  # type: ignore[arg-type]
+    assert status is not None
+    bad = error_details_pb2.BadRequest()
+    status.details[0].Unpack(bad)
+    assert {v.field for v in bad.field_violations} == {
+        "cluster.nodes[0].taints[0].effect",
+        "cluster.pods[0].preemption_policy",
+        "cluster.pods[0].tolerations[0].operator",
+        "cluster.gangs[0].match_policy",
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "request_message"),
+    [
+        ("PlaceJob", spb.PlaceJobRequest(options=spb.SolveOptions(seed=-1))),
+        ("PlaceJob", spb.PlaceJobRequest(options=spb.SolveOptions(seed=2**40, workers=1000))),
+        ("PlanCapacity", spb.PlanCapacityRequest(options=spb.SolveOptions(seed=2**35))),
+    ],
+)
+def test_out_of_range_search_options_are_invalid_argument(
+    start: Callable[..., tuple[GangplanServer, int]], method: str, request_message: Any
+) -> None:
+    _, port = start()
+    if method == "PlaceJob":
+        request_message.cluster.CopyFrom(small_cluster())
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, method)(request_message.SerializeToString(), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value.details()
+
+
+def test_an_empty_plan_request_is_an_empty_plan(
+    start: Callable[..., tuple[GangplanServer, int]],
+) -> None:
+    _, port = start()
+    answer = spb.PlanCapacityResponse.FromString(
+        _raw(port, "PlanCapacity")(spb.PlanCapacityRequest().SerializeToString(), timeout=30)
+    )
+    assert answer.total_pods == 0 and not answer.nodes and answer.cost == 0

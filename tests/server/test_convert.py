@@ -121,6 +121,8 @@ def test_cli_schedule_with_server_reports_errors(start: Any) -> None:
 
 
 def test_cli_serve_rejects_bad_settings(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["serve", "--tls-cert", str(tmp_path / "c.pem")])
+    cert = tmp_path / "c.pem"
+    cert.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    result = CliRunner().invoke(app, ["serve", "--tls-cert", str(cert)])
     assert result.exit_code == 2
     assert "tls_cert and tls_key must be given together" in result.stderr
