@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from clients._exit import fail
 from clients.render import dump
 from solver import GangplanError, load_manifests
 from solver.model import discover_cards
@@ -35,8 +36,7 @@ def cards_cmd(
     try:
         model = load_manifests(*files)
     except GangplanError as err:
-        Console(stderr=True).print(f"[red]error:[/red] {err}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(err)
     cards = discover_cards(model.nodes)
     if output is Output.json:
         data = {"nodes": cards.per_node, "total": dict(sorted(cards.total.items()))}

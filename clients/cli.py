@@ -10,7 +10,8 @@
 
 `-f -` reads standard input; a directory reads its *.yaml, *.yml and *.json files.
 Invalid input exits 2 with one message naming the file, document and field, and prints
-nothing on standard output. Notes (skipped kinds, ignored plugins) go to standard error.
+nothing on standard output; a fault inside gangplan (a bug: please report it) exits 3.
+Notes (skipped kinds, ignored plugins) go to standard error.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from clients._exit import fail
 from clients.cards_cli import cards_cmd
 from clients.client import ClientError
 from clients.plan_cli import plan_cmd
@@ -74,11 +76,6 @@ Config = Annotated[
         "--config", help="Scheduler conf in the Volcano format (actions, tiers, plugins)."
     ),
 ]
-
-
-def _fail(err: GangplanError) -> None:
-    stderr.print(f"[red]error:[/red] {err}", markup=True, soft_wrap=True)
-    raise typer.Exit(2)
 
 
 def _notes(notes: tuple[str, ...]) -> None:
@@ -149,7 +146,7 @@ def schedule_cmd(
                 preempt=preempt,
             )
     except GangplanError as err:
-        _fail(err)
+        fail(err)
         return
     _notes(decision.notes)
     if output is Output.table:
@@ -171,7 +168,7 @@ def explain_cmd(
         model = load_manifests(*files)
         data = explain(model, conf, pod if "/" in pod else f"default/{pod}")
     except GangplanError as err:
-        _fail(err)
+        fail(err)
         return
     if output is ExplainOutput.table:
         explain_table(data, Console())
@@ -261,10 +258,10 @@ def topology_cmd(
         model = load_manifests(*files)
         tree = build_tree(model.topology, model.nodes)
     except GangplanError as err:
-        _fail(err)
+        fail(err)
         return
     if model.topology is None:  # pragma: no cover - build_tree raised already
-        _fail(InputError("no ClusterNetworkTopology named default in the input"))
+        fail(InputError("no ClusterNetworkTopology named default in the input"))
         return
     view = topology_view(tree, model.topology)
     if output is TopologyOutput.json:

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from clients._exit import fail
 from clients.render import dump
 from solver import GangplanError, InputError, load_manifests
 from solver.plan import (
@@ -209,8 +210,7 @@ def plan_cmd(
         else:
             result = plan(inp, options)
     except GangplanError as err:
-        stderr.print(f"[red]error:[/red] {err}", markup=True, soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(err)
     for note in (*inp.notes, *result.notes):
         stderr.print(f"note: {note}", markup=False, soft_wrap=True)
     if plot:

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.tree import Tree
 
+from clients._exit import fail
 from clients.render import dump
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.features.cards import CardMode
@@ -41,11 +42,6 @@ Files = Annotated[
 ]
 
 
-def _fail(err: GangplanError) -> None:
-    stderr.print(f"[red]error:[/red] {err}", markup=True, soft_wrap=True)
-    raise typer.Exit(2)
-
-
 @queues_app.command("validate")
 def validate_cmd(
     files: Files,
@@ -62,7 +58,7 @@ def validate_cmd(
     try:
         model = load_manifests(*files)
     except GangplanError as err:
-        _fail(err)
+        fail(err)
         return
     verdicts = validate_queues(snapshot_of(model), max_depth=max_depth, delete=delete)
     if output is Output.json:
@@ -142,7 +138,7 @@ def tree_cmd(
         if tree.broken:
             raise InputError(f"the queue tree cannot be built: {tree.broken}")
     except GangplanError as err:
-        _fail(err)
+        fail(err)
         return
     if output is Output.json:
         sys.stdout.write(dump({"queues": _view(tree)}, "json") + "\n")

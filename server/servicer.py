@@ -29,6 +29,7 @@ import functools
 import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -324,7 +325,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         remaining = context.time_remaining()
         budget = self.settings.time_limit
         if remaining is not None and remaining < NO_DEADLINE:
-            budget = min(budget, remaining - self.settings.deadline_margin)
+            budget = min(budget, self.settings.budget(remaining))
             if budget <= 0.05:
                 raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline left no time to plan")
         _check_search_options(request.options)
@@ -367,7 +368,14 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if preempt:
             kwargs["preempt"] = True
+        # Set when the RPC ends for any reason: a cancelled or disconnected call stops its
+        # solver (CP-SAT's stop_search) instead of running out its budget.
+        stop = threading.Event()
+        context.add_callback(stop.set)
+        kwargs["stop"] = stop
         decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
+        if not context.is_active():
+            raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if notes:
             decision = _with_notes(decision, notes)
         self.metrics.solved(decision, time.perf_counter() - started)
@@ -387,7 +395,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         if remaining is None or remaining > NO_DEADLINE:
             budget = self.settings.time_limit
         else:
-            budget = remaining - self.settings.deadline_margin
+            budget = self.settings.budget(remaining)
             if budget <= 0:
                 raise _Abort(
                     grpc.StatusCode.DEADLINE_EXCEEDED,

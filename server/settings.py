@@ -63,6 +63,18 @@ class Settings(BaseSettings):
     deadline_margin: float = Field(
         default=0.02, ge=0, description="seconds kept back from a call's deadline to answer"
     )
+    deadline_share: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="share of a call's remaining time also kept back (verify, encode, and "
+        "CP-SAT overrunning its limit grow with the instance; benchmarks/deadlines measures it)",
+    )
+
+    def budget(self, remaining: float) -> float:
+        """The engine's time limit when `remaining` seconds are left before the deadline."""
+        return remaining * (1 - self.deadline_share) - self.deadline_margin
+
     min_cpsat_budget: float = Field(
         default=0.1, ge=0, description="below this budget (s) a CP-SAT request gets greedy"
     )

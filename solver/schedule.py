@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 
@@ -43,6 +44,7 @@ def solve(
     workers: int = 0,
     seed: int = 0,
     preempt: bool = False,
+    stop: threading.Event | None = None,
 ) -> Decision:
     """Place every pending pod of the workload (default: every pending pod of the input).
     The Decision is NOT verified: `schedule` is this plus `verify`; property tests call
@@ -51,7 +53,9 @@ def solve(
     `time_limit` bounds the engine (seconds), `workers` is CP-SAT's num_workers (0: the
     machine's cores, capped) and `seed` its random_seed; one worker and a fixed seed give
     the same Decision for the same input. Preemption runs when `preempt` is set or the conf
-    lists the `preempt` or `reclaim` action (`solver/features/preemption`).
+    lists the `preempt` or `reclaim` action (`solver/features/preemption`). Setting `stop`
+    (the caller has gone) ends CP-SAT's model building or search at once with the best
+    answer so far.
     """
     conf = conf or SchedulerConf.default()
     if engine not in ENGINES:
@@ -64,6 +68,7 @@ def solve(
         time_limit=max(0.05, time_limit - (time.perf_counter() - started)),
         workers=workers,
         seed=seed,
+        stop=stop,
     )
     result = ENGINES[engine](problem, params)
     preemption = None
@@ -95,6 +100,7 @@ def schedule(
     workers: int = 0,
     seed: int = 0,
     preempt: bool = False,
+    stop: threading.Event | None = None,
 ) -> Decision:
     """`solve` (same parameters), then `verify`: the Decision returned has passed it;
     InternalError names what failed if not."""
@@ -110,6 +116,7 @@ def schedule(
         workers=workers,
         seed=seed,
         preempt=preempt,
+        stop=stop,
     )
     check(snapshot, conf, decision, workload)
     return decision

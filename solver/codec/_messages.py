@@ -93,10 +93,14 @@ def _namespace(ns: str) -> str:
     return ns or DEFAULT_NAMESPACE
 
 
-def _timestamp(msg: Message, name: str) -> str | None:
+def _timestamp(msg: Message, name: str, path: str, out: Violations) -> str | None:
     if not msg.HasField(name):
         return None
-    text: str = getattr(msg, name).ToJsonString()
+    try:
+        text: str = getattr(msg, name).ToJsonString()
+    except ValueError as err:  # seconds outside years 1..9999, or nanos outside 0..1e9
+        out.add(f"{path}.{name}", str(err))
+        return None
     return text
 
 
@@ -231,7 +235,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         required_affinity=terms or None,
         tolerations=tolerations,
         gang=gang,
-        created=_timestamp(msg, "creation_time"),
+        created=_timestamp(msg, "creation_time", path, out),
         terminating=msg.terminating,
         scheduler_name=msg.scheduler_name or "default-scheduler",
     )
@@ -270,7 +274,7 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         priority=msg.priority if msg.HasField("priority") else None,
         min_resources=_quantities(msg.min_resources, f"{path}.min_resources", out),
         annotations=dict(msg.annotations),
-        created=_timestamp(msg, "creation_time"),
+        created=_timestamp(msg, "creation_time", path, out),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 __all__ = ["SolveParams", "default_workers"]
@@ -20,6 +21,11 @@ class SolveParams:
     time_limit: float = 10.0  # seconds for the whole engine call (greedy + CP-SAT)
     workers: int = 0  # CP-SAT num_workers; 0 = default_workers()
     seed: int = 0  # CP-SAT random_seed; with workers=1 the answer is deterministic
+    stop: threading.Event | None = None  # set when the caller has gone: stop and answer
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
 
     @property
     def num_workers(self) -> int:

@@ -19,6 +19,8 @@ Nodes where no pending pod fits at all are left out of the model.
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -64,37 +66,51 @@ def _slots(problem: Problem, free: IntArray) -> IntArray:
     return out
 
 
-def _patterns(demand: IntArray, limit: IntArray, free: IntArray) -> IntArray | None:
-    """Every non-zero count vector c ≤ limit with c·demand ≤ free; None past MAX_PATTERNS."""
+def _patterns(
+    demand: IntArray, limit: IntArray, free: IntArray, deadline: float = math.inf
+) -> IntArray | None:
+    """Every non-zero count vector c ≤ limit with c·demand ≤ free; None past MAX_PATTERNS
+    or past `deadline` (perf_counter seconds; the class then uses virtual nodes)."""
     out: list[list[int]] = []
     current = [0] * len(limit)
+    # Plain ints: this walk visits up to MAX_PATTERNS leaves, and numpy's per-call
+    # overhead on 4-element rows made it the slowest step of building a model.
+    rows = demand.tolist()
+    limits = limit.tolist()
 
-    def walk(i: int, room: IntArray) -> bool:
-        if i == len(limit):
+    def walk(i: int, room: list[int]) -> bool:
+        if i == len(limits):
             if any(current):
                 out.append(list(current))
+                if len(out) % 1024 == 0 and time.perf_counter() > deadline:
+                    return False
             return len(out) <= MAX_PATTERNS
-        d = demand[i]
+        d = rows[i]
         count = 0
-        while count <= limit[i] and np.all(room >= 0):
+        while count <= limits[i] and min(room, default=0) >= 0:
             current[i] = count
             if not walk(i + 1, room):
                 return False
             count += 1
-            room = room - d
+            room = [r - x for r, x in zip(room, d, strict=True)]
         current[i] = 0
         return True
 
-    if not walk(0, free.copy()):
+    if not walk(0, free.tolist()):
         return None
     return np.array(out, dtype=np.int64).reshape(len(out), len(limit))
 
 
 def node_classes(
-    problem: Problem, split_by: np.ndarray | None = None, *, patterns: bool = True
+    problem: Problem,
+    split_by: np.ndarray | None = None,
+    *,
+    patterns: bool = True,
+    deadline: float = math.inf,
 ) -> list[NodeClass]:
     """Classes over the nodes some pod type can use; `split_by` [T, N] adds a key column;
-    `patterns=False` models multi-type classes with virtual nodes instead."""
+    `patterns=False` models multi-type classes with virtual nodes instead, as does a
+    class whose pattern enumeration is still running at `deadline` (perf_counter s)."""
     if problem.num_types == 0 or problem.num_nodes == 0:
         return []
     slots = _slots(problem, problem.free)  # [T, N]
@@ -128,7 +144,7 @@ def node_classes(
         table = None
         if patterns:
             limit = slots[idx, members[0]]
-            table = _patterns(problem.type_demand[idx], limit, free)
+            table = _patterns(problem.type_demand[idx], limit, free, deadline)
         if table is not None:
             classes.append(NodeClass(nodes, types, free, is_empty, "patterns", patterns=table))
         else:

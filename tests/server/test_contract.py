@@ -138,3 +138,30 @@ def test_an_empty_plan_request_is_an_empty_plan(
         _raw(port, "PlanCapacity")(spb.PlanCapacityRequest().SerializeToString(), timeout=30)
     )
     assert answer.total_pods == 0 and not answer.nodes and answer.cost == 0
+
+
+def test_a_timestamp_outside_years_1_to_9999_names_the_field(
+    start: Callable[..., tuple[GangplanServer, int]],
+) -> None:
+    _, port = start()
+    request = spb.PlaceJobRequest(cluster=small_cluster())
+    gang = request.job.gangs.add(namespace="default", name="g", min_member=1)
+    gang.creation_time.seconds = 2**62
+    request.job.pods.add(namespace="default", name="p", gang="default/g").creation_time.nanos = -5
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "PlaceJob")(request.SerializeToString(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "job.gangs[0].creation_time" in (err.value.details() or "")
+    assert "job.pods[0].creation_time" in (err.value.details() or "")
+
+
+def test_a_deeply_nested_scheduler_conf_is_invalid_argument(
+    start: Callable[..., tuple[GangplanServer, int]],
+) -> None:
+    _, port = start()
+    request = spb.PlaceJobRequest(cluster=small_cluster())
+    request.options.scheduler_conf = "[" * 100_000
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "PlaceJob")(request.SerializeToString(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "options.scheduler_conf" in (err.value.details() or "")

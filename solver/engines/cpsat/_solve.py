@@ -18,7 +18,10 @@ finds no solution in time the greedy answer is returned with status HEURISTIC.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -93,20 +96,35 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     if beyond:
         # A rule the model does not encode: answer with the greedy (the upstream
         # algorithm) rather than risk an unverified plan.
-        greedy.engine, greedy.status = engine, "HEURISTIC"
-        greedy.stats = {**greedy.stats, "cpsat_skipped": 1}
-        return greedy
+        return _greedy_instead(greedy, engine, "cpsat_skipped")
+
+    # Building shares the call's budget: past it (or once the caller has gone) the greedy
+    # answer goes out instead of a model that could not be solved in time anyway.
+    build_deadline = started + params.time_limit - _MARGIN
+
+    def give_up() -> bool:
+        return params.stopped or time.perf_counter() > build_deadline
 
     model = cp_model.CpModel()
     split = [row for rows in (f(problem) for f in CLASS_SPLITS) for row in rows]
-    classes = node_classes(problem, split_by=np.vstack(split) if split else None)
+    classes = node_classes(
+        problem, split_by=np.vstack(split) if split else None, deadline=build_deadline
+    )
+    if give_up():
+        return _greedy_instead(greedy, engine, "cpsat_build_abandoned")
     v = PlacementVars.create(problem, classes, model)
-    terms = [term for build in MODULES for term in build(problem, model, v)]
+    terms = []
+    for build in MODULES:
+        if give_up():
+            return _greedy_instead(greedy, engine, "cpsat_build_abandoned")
+        terms += build(problem, model, v)
     objective, _ = combine(problem, terms)
     if objective is not None:
         model.maximize(objective)
     _hint(problem, v, model, greedy.pod_node)
     built = time.perf_counter() - started
+    if give_up():
+        return _greedy_instead(greedy, engine, "cpsat_build_abandoned")
 
     solver = cp_model.CpSolver()
     budget = params.time_limit - built - _MARGIN
@@ -119,14 +137,15 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     lexicographic = objective is None
     staged: list[int] | None = None
     solve_started = time.perf_counter()
-    if lexicographic:
-        status, proven_all, staged = _solve_lexicographically(
-            model, solver, ordered(problem, terms), budget, callback
-        )
-    else:
-        solver.parameters.max_time_in_seconds = budget
-        status = solver.solve(model, callback)
-        proven_all = status == cp_model.OPTIMAL
+    with _stop_on(params.stop, solver):
+        if lexicographic:
+            status, proven_all, staged = _solve_lexicographically(
+                model, solver, ordered(problem, terms), budget, callback, params
+            )
+        else:
+            solver.parameters.max_time_in_seconds = budget
+            status = solver.solve(model, callback)
+            proven_all = status == cp_model.OPTIMAL
 
     def value_of(var: cp_model.IntVar) -> int:
         return staged[var.index] if staged is not None else int(solver.value(var))
@@ -185,12 +204,43 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     )
 
 
+def _greedy_instead(greedy: EngineResult, engine: str, why: str) -> EngineResult:
+    greedy.engine, greedy.status = engine, "HEURISTIC"
+    greedy.stats = {**greedy.stats, why: 1}
+    return greedy
+
+
+@contextmanager
+def _stop_on(stop: threading.Event | None, solver: cp_model.CpSolver) -> Iterator[None]:
+    """While the block runs, `stop` being set stops `solver`'s search (from a watcher
+    thread: CP-SAT's stop_search is safe to call from anywhere)."""
+    if stop is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.05):
+                solver.stop_search()
+                return
+
+    watcher = threading.Thread(target=watch, name="cpsat-stop", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
 def _solve_lexicographically(
     model: cp_model.CpModel,
     solver: cp_model.CpSolver,
     tiers: list[tuple[str, bool, cp_model.LinearExprT]],
     budget: float,
     callback: _FirstSolution,
+    params: SolveParams,
 ) -> tuple[Any, bool, list[int] | None]:
     """Optimise tier after tier, each fixed at its best value before the next (a stage
     proven optimal early leaves its time to the next). Returns the status, whether every tier was proven optimal, and the values of
@@ -201,7 +251,7 @@ def _solve_lexicographically(
     values: list[int] | None = None
     for i, (_name, maximize, expr) in enumerate(tiers):
         left = deadline - time.perf_counter()
-        if left <= 0.005:
+        if left <= 0.005 or params.stopped:
             proven = False
             break
         if maximize:

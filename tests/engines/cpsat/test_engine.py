@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -170,3 +172,35 @@ def test_lexicographic_path_when_weights_would_overflow(monkeypatch: pytest.Monk
     assert staged.stats["lexicographic"] == 1 and weighted.stats["lexicographic"] == 0
     assert staged.status == "OPTIMAL" and staged.tiers == weighted.tiers
     assert staged.bound == staged.objective
+
+
+def _hard_problem() -> Any:
+    """400 nodes, 30 gangs of 40: CP-SAT does not prove this optimal within a minute."""
+    objs = [node(f"n{i:04d}").gpu(8).cpu(str(16 + i % 7)).obj() for i in range(400)]
+    for g in range(30):
+        objs += gang(f"g{g:02d}", 40, 40, cpu=str(1 + g % 3), gpu=1 + g % 2)
+    return compile_problem(model(*objs), SchedulerConf.default())
+
+
+def test_model_building_gives_up_past_the_budget() -> None:
+    result = solve_cpsat(_hard_problem(), SolveParams(time_limit=0.01, workers=1))
+    assert result.status == "HEURISTIC" and result.stats["cpsat_build_abandoned"] == 1
+
+
+def test_a_stop_before_building_answers_greedy_at_once() -> None:
+    stop = threading.Event()
+    stop.set()
+    result = solve_cpsat(_hard_problem(), SolveParams(time_limit=60, workers=1, stop=stop))
+    assert result.status == "HEURISTIC" and result.stats["cpsat_build_abandoned"] == 1
+
+
+def test_a_stop_during_the_search_ends_it() -> None:
+    stop = threading.Event()
+    timer = threading.Timer(1.0, stop.set)
+    timer.start()
+    started = time.perf_counter()
+    result = solve_cpsat(_hard_problem(), SolveParams(time_limit=60, workers=1, stop=stop))
+    timer.cancel()
+    # Far inside the 60 s budget: the search was stopped, not run out (it takes ~1 s).
+    assert time.perf_counter() - started < 30
+    assert result.status in ("HEURISTIC", "FEASIBLE")

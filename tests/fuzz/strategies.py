@@ -1,0 +1,349 @@
+"""Hypothesis strategies for hostile input: manifests (as YAML text) and gRPC requests (as
+bytes), each a small valid cluster and job with some of its values replaced by values a
+careless or hostile writer produces, and sometimes its text or bytes damaged.
+
+`invalid_*` strategies produce inputs that are invalid by construction (with the field an
+error must name), for the "never accepted" oracle.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+from hypothesis import strategies as st
+
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+
+GPU = "nvidia.com/gpu"
+
+# ----------------------------------------------------------------------------- scalars
+
+QUANTITY_TEXT = st.sampled_from(
+    [
+        "1",
+        "500m",
+        "2Gi",
+        "0.5",
+        "1e3",
+        ".5",
+        "1.",
+        "0",
+        "+1",
+        "100Ki",
+        "3n",
+        # beyond Kubernetes or beyond int64 milli-units
+        "99999999999999999999",
+        "9Ei",
+        "1e999999999",
+        "-1",
+        "1Zi",
+        "1Y",
+        "１",
+        "١٢",
+        "1 ",
+        " 1",
+        "",
+        "nan",
+        "inf",
+        "1e",
+        "e3",
+        "1.1.1",
+        "0x10",
+        "1_000",
+        "--1",
+    ]
+)
+HOSTILE_INT = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([2**31, -(2**31) - 1, 2**63, -(2**63) - 1, 0, -1]),
+)
+NAME = st.one_of(
+    st.sampled_from(["a", "n0", "ns/x", "", "-", "a" * 300, "ä", "../x", "a b", "root"]),
+    st.text(min_size=0, max_size=12),
+)
+HOSTILE = st.one_of(
+    QUANTITY_TEXT,
+    HOSTILE_INT,
+    NAME,
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+
+# ----------------------------------------------------------------------------- manifests
+
+
+def base_manifests() -> list[dict[str, Any]]:
+    """Two nodes, a queue, a topology, a priority class and a 2-pod gang: every kind the
+    reader knows, so a replaced value can land anywhere."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n0", "labels": {"rack": "r0"}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", GPU: "4", "pods": "110"}},
+    }
+    nodes = [node, {**copy.deepcopy(node), "metadata": {"name": "n1", "labels": {"rack": "r1"}}}]
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 2, "queue": "q", "priorityClassName": "high"},
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"p{i}",
+                "namespace": "default",
+                "annotations": {"scheduling.k8s.io/group-name": "g"},
+            },
+            "spec": {
+                "priority": 10,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", GPU: "1"}}}],
+                "tolerations": [{"key": "k", "operator": "Exists"}],
+            },
+        }
+        for i in range(2)
+    ]
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q"},
+        "spec": {"capability": {"cpu": "16"}, "weight": 1},
+    }
+    priority = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
+    topology = {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "ClusterNetworkTopology",
+        "metadata": {"name": "default"},
+        "spec": {
+            "networkTopologySpec": [
+                {"topologyLayer": "RackLayer", "labelKey": ["rack"]},
+                {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "RackLayer"},
+            ]
+        },
+    }
+    return [*nodes, group, *pods, queue, priority, topology]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside nested dicts and lists."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _replace(root: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    parent = root
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    return root
+
+
+@st.composite
+def hostile_documents(draw: st.DrawFn) -> list[Any]:
+    """The base manifests with 1-4 values (or whole subtrees) replaced by hostile ones."""
+    docs: list[Any] = base_manifests()
+    for _ in range(draw(st.integers(1, 4))):
+        paths = _paths(docs)[1:]
+        path = draw(st.sampled_from(paths))
+        docs = _replace(docs, path, draw(HOSTILE))
+    return docs
+
+
+DAMAGE = st.sampled_from(
+    [
+        lambda text: text[: len(text) // 2],  # truncated
+        lambda text: text.replace(":", "", 1),
+        lambda text: "[" * 100_000 + text,
+        lambda text: (
+            text
+            + "\n---\n"
+            + "a: &a [x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n"
+                for a, b in zip("abcdef", "bcdefg", strict=True)
+            )
+        ),
+        lambda text: text.replace("kind: Pod", "kind: [Pod"),
+        lambda text: "\t" + text,
+        lambda text: text.replace("\n", "\n  ", 3),
+    ]
+)
+
+
+@st.composite
+def hostile_manifest_text(draw: st.DrawFn) -> str:
+    docs = draw(hostile_documents())
+    text = yaml.safe_dump_all(
+        docs if isinstance(docs, list) else [docs], sort_keys=False, allow_unicode=True
+    )
+    if draw(st.integers(0, 4)) == 0:
+        text = draw(DAMAGE)(text)
+    return text
+
+
+# Values Kubernetes (or gangplan's documented bounds) refuses, and where they go.
+INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
+    ((0, "status", "allocatable", "cpu"), "99999999999999999999"),
+    ((0, "status", "allocatable", "memory"), "1Zi"),
+    ((0, "status", "allocatable", GPU), "１"),
+    ((0, "status", "allocatable", "cpu"), "-4"),
+    ((3, "spec", "containers", 0, "resources", "requests", "cpu"), "1Y"),
+    ((3, "spec", "containers", 0, "resources", "requests", "cpu"), "9Ei"),
+    ((3, "spec", "priority"), 2**31),
+    ((6, "value"), -(2**31) - 1),
+    ((5, "spec", "weight"), 2**40),
+    ((5, "spec", "parent"), "q"),  # its own parent
+    ((7, "spec", "networkTopologySpec", 0, "parentTopologyLayer"), "RackLayer"),
+]
+
+
+@st.composite
+def invalid_manifest_text(draw: st.DrawFn) -> str:
+    docs = base_manifests()
+    for path, value in draw(st.lists(st.sampled_from(INVALID_MANIFEST_VALUES), min_size=1)):
+        _replace(docs, path, value)
+    return yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True)
+
+
+# ----------------------------------------------------------------------------- gRPC
+
+
+def base_cluster() -> pb.Cluster:
+    return pb.Cluster(
+        nodes=[
+            pb.Node(
+                name=f"n{i}",
+                labels={"rack": f"r{i}"},
+                allocatable={"cpu": 8000, "memory": 2**35, GPU: 4, "pods": 110},
+            )
+            for i in range(2)
+        ],
+        pods=[pb.Pod(namespace="default", name="run", node_name="n0", requests={"cpu": 1000})],
+        queues=[pb.Queue(name="q", capability={"cpu": 16000})],
+        topology=pb.NetworkTopology(
+            layers=[
+                pb.TopologyLayer(name="RackLayer", label_keys=["rack"]),
+                pb.TopologyLayer(name="NodeTopologyLayer", parent="RackLayer"),
+            ]
+        ),
+    )
+
+
+def base_job() -> pb.Job:
+    return pb.Job(
+        gangs=[pb.Gang(namespace="default", name="g", min_member=2, queue="q")],
+        pods=[
+            pb.Pod(namespace="default", name=f"p{i}", gang="default/g", requests={GPU: 1})
+            for i in range(2)
+        ],
+    )
+
+
+INT_FIELDS = st.sampled_from(
+    [
+        ("job", "gangs", 0, "min_member"),
+        ("job", "gangs", 0, "total_number"),
+        ("job", "gangs", 0, "priority"),
+        ("job", "gangs", 0, "match_policy"),
+        ("job", "gangs", 0, "mode"),
+        ("job", "pods", 0, "priority"),
+        ("job", "pods", 0, "preemption_policy"),
+        ("cluster", "nodes", 0, "allocatable", "cpu"),
+        ("cluster", "pods", 0, "requests", "cpu"),
+        ("cluster", "queues", 0, "capability", "cpu"),
+        ("cluster", "queues", 0, "weight"),
+        ("options", "workers"),
+        ("options", "seed"),
+    ]
+)
+STR_FIELDS = st.sampled_from(
+    [
+        ("job", "gangs", 0, "name"),
+        ("job", "gangs", 0, "queue"),
+        ("job", "pods", 0, "gang"),
+        ("job", "pods", 0, "name"),
+        ("cluster", "nodes", 0, "name"),
+        ("cluster", "pods", 0, "node_name"),
+        ("cluster", "queues", 0, "parent"),
+        ("cluster", "topology", "layers", 1, "parent"),
+        ("options", "engine"),
+        ("options", "scheduler_conf"),
+    ]
+)
+
+
+def _set(message: Any, path: tuple[Any, ...], value: Any) -> None:
+    """Set a scalar (or a map entry) at `path`; values the field cannot hold are clamped
+    into its wire type, as a hostile client's encoder would send them."""
+    target = message
+    for step in path[:-1]:
+        target = target[step] if isinstance(step, int) else getattr(target, step)
+    last = path[-1]
+    if hasattr(target, "__setitem__") and not hasattr(target, "DESCRIPTOR"):  # a map
+        target[last] = value
+        return
+    field = target.DESCRIPTOR.fields_by_name[last]
+    if field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_ENUM):
+        value = (value + 2**31) % 2**32 - 2**31
+    elif field.cpp_type == field.CPPTYPE_INT64:
+        value = (value + 2**63) % 2**64 - 2**63
+    elif field.cpp_type == field.CPPTYPE_DOUBLE:
+        value = float(value)
+    setattr(target, last, value)
+
+
+@st.composite
+def hostile_place_request(draw: st.DrawFn) -> bytes:
+    """A PlaceJob request with hostile scalars, serialized; sometimes damaged bytes."""
+    request = spb.PlaceJobRequest(cluster=base_cluster(), job=base_job())
+    request.options.engine = "greedy"
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()):
+            value = draw(st.integers(-(2**70), 2**70))
+            path = draw(INT_FIELDS)
+            if path[-1] == "cpu" and "options" not in path:
+                value = (value + 2**63) % 2**64 - 2**63
+            _set(request, path, value)
+        else:
+            _set(request, draw(STR_FIELDS), draw(NAME))
+    data = request.SerializeToString()
+    if draw(st.integers(0, 3)) == 0:
+        cut = draw(st.integers(0, len(data)))
+        flip = draw(st.binary(min_size=1, max_size=8))
+        data = data[:cut] + flip + data[cut + len(flip) :]
+    return data
+
+
+INVALID_PROTO: list[tuple[tuple[Any, ...], Any, str]] = [
+    (("cluster", "nodes", 0, "allocatable", "cpu"), -5, "cluster.nodes[0].allocatable"),
+    (("job", "gangs", 0, "min_member"), -1, "job.gangs[0].min_member"),
+    (("job", "gangs", 0, "match_policy"), 99, "job.gangs[0].match_policy"),
+    (("job", "pods", 0, "preemption_policy"), 99, "job.pods[0].preemption_policy"),
+    (("cluster", "queues", 0, "parent"), "q", "cluster.queues[0].parent"),
+    (("cluster", "topology", "layers", 1, "parent"), "NodeTopologyLayer", "cluster.topology"),
+    (("options", "seed"), -1, "options.seed"),
+    (("options", "workers"), 10_000, "options.workers"),
+    (("options", "engine"), "quantum", "options.engine"),
+]

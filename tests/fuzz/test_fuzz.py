@@ -1,0 +1,161 @@
+"""Fuzzing both front doors with hostile input (strategies in `strategies.py`).
+
+Oracles, from issue 17:
+- the CLI (`gangplan schedule -f`, in-process): exit 0 with a Decision, or exit 2 with one
+  error line; never a traceback (an exception escaping the command), never exit 3 (an
+  internal fault: a Decision that failed `verify`), and input invalid by construction is
+  never accepted;
+- the gRPC service (a real server on loopback): every call answers OK or a client-side
+  code, never UNKNOWN or INTERNAL; invalid-by-construction requests get INVALID_ARGUMENT
+  naming the field; the server is still SERVING at the end.
+
+The default run is bounded (the hypothesis profile's examples per test); the slow profile
+runs 5,000 inputs per door (`HYPOTHESIS_PROFILE=slow pytest -m slow tests/fuzz`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
+from hypothesis import given, settings
+from typer.testing import CliRunner
+
+from clients.cli import app
+from gangplan.v1 import placement_service_pb2 as spb
+from server import Settings, create_server
+from tests.fuzz.strategies import (
+    INVALID_PROTO,
+    _set,
+    base_cluster,
+    base_job,
+    hostile_manifest_text,
+    hostile_place_request,
+    invalid_manifest_text,
+)
+
+SLOW_EXAMPLES = 5_000
+CLIENT_CODES = {
+    grpc.StatusCode.OK,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+def run_cli(text: str) -> tuple[int, str, str]:
+    """`gangplan schedule -f` on `text`; the exit code and what it printed. An exception
+    escaping the command (a traceback for a user) fails the test here."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "input.yaml"
+        path.write_text(text, encoding="utf-8")
+        result = CliRunner().invoke(
+            app, ["schedule", "-f", str(path), "--engine", "greedy", "-o", "json"]
+        )
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"traceback for input:\n{text[:2000]}") from result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def check_cli_answer(text: str) -> int:
+    code, stdout, stderr = run_cli(text)
+    assert code in (0, 2), f"exit {code}: {stderr[-2000:]}"
+    if code == 0:
+        json.loads(stdout)  # a whole Decision
+    else:
+        assert not stdout and "error:" in stderr and "Traceback" not in stderr
+    return code
+
+
+@given(hostile_manifest_text())
+def test_hostile_manifests_get_a_decision_or_one_error(text: str) -> None:
+    check_cli_answer(text)
+
+
+@given(invalid_manifest_text())
+def test_manifests_invalid_by_construction_are_refused(text: str) -> None:
+    assert check_cli_answer(text) == 2
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES)
+@given(hostile_manifest_text())
+def test_hostile_manifests_long_run(text: str) -> None:
+    check_cli_answer(text)
+
+
+# ----------------------------------------------------------------------------- gRPC
+
+
+@pytest.fixture(scope="module")
+def port() -> Iterator[int]:
+    settings_ = Settings(host="127.0.0.1", port=0, metrics_port=None, grace=1.0, workers=2)
+    srv, bound = create_server(settings_)
+    srv.start()
+    yield bound
+    with grpc.insecure_channel(f"127.0.0.1:{bound}") as channel:
+        health = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=5
+        )
+    srv.stop(0)
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def call(port: int, method: str, data: bytes) -> tuple[grpc.StatusCode, bytes | grpc.RpcError]:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = channel.unary_unary(f"/gangplan.v1.PlacementService/{method}")
+        try:
+            return grpc.StatusCode.OK, stub(data, timeout=30)
+        except grpc.RpcError as err:
+            return err.code(), err
+
+
+def check_grpc_answer(port: int, data: bytes) -> None:
+    code, answer = call(port, "PlaceJob", data)
+    assert code in CLIENT_CODES, f"{code}: {getattr(answer, 'details', lambda: '')()}"
+    if code == grpc.StatusCode.OK:
+        assert isinstance(answer, bytes)
+        spb.PlaceJobResponse.FromString(answer)
+
+
+@given(hostile_place_request())
+def test_hostile_requests_never_answer_unknown_or_internal(port: int, data: bytes) -> None:
+    check_grpc_answer(port, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES)
+@given(hostile_place_request())
+def test_hostile_requests_long_run(port: int, data: bytes) -> None:
+    check_grpc_answer(port, data)
+
+
+@pytest.mark.parametrize(("path", "value", "field"), INVALID_PROTO, ids=lambda x: str(x))
+def test_requests_invalid_by_construction_name_the_field(
+    port: int, path: tuple[object, ...], value: object, field: str
+) -> None:
+    request = spb.PlaceJobRequest(cluster=base_cluster(), job=base_job())
+    request.options.engine = "greedy"
+    _set(request, path, value)
+    code, err = call(port, "PlaceJob", request.SerializeToString())
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, code
+    assert isinstance(err, grpc.RpcError)
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    fields = []
+    if status is not None and status.details:
+        bad = error_details_pb2.BadRequest()
+        status.details[0].Unpack(bad)
+        fields = [v.field for v in bad.field_violations]
+    assert any(f.startswith(field) for f in fields), (fields, err.details())

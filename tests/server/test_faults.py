@@ -1,0 +1,60 @@
+"""Faults against a real server on loopback: a cancelled call frees its worker, and the
+deadline bounds a CP-SAT call that cannot finish (the answer is greedy's, on time)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import grpc
+import pytest
+
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from server import GangplanServer
+from tests.server.conftest import gpu_node, gpu_pod, small_cluster
+
+Start = Callable[..., tuple[GangplanServer, int]]
+
+
+def hard_request(engine: str = "cpsat") -> spb.PlaceJobRequest:
+    """400 nodes and 30 gangs of 40: CP-SAT does not finish this within a minute."""
+    cluster = pb.Cluster(
+        nodes=[gpu_node(f"n{i:04d}", gpus=8, cpu=16_000 + 1000 * (i % 7)) for i in range(400)]
+    )
+    job = pb.Job()
+    for g in range(30):
+        job.gangs.add(namespace="default", name=f"g{g:02d}", min_member=40)
+        job.pods.extend(
+            gpu_pod(f"g{g:02d}-{i}", gang=f"default/g{g:02d}", gpus=1 + g % 2) for i in range(40)
+        )
+    request = spb.PlaceJobRequest(cluster=cluster, job=job)
+    request.options.engine = engine
+    request.options.workers = 1
+    return request
+
+
+def test_a_cancelled_call_frees_its_worker(start: Start) -> None:
+    _, port = start(workers=1, max_queued=4, time_limit=60.0)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = spb_grpc.PlacementServiceStub(channel)
+        hard = stub.PlaceJob.future(hard_request(), timeout=60)
+        time.sleep(2.0)  # built, searching
+        hard.cancel()
+        small = spb.PlaceJobRequest(cluster=small_cluster())
+        small.job.pods.append(gpu_pod("p"))
+        small.options.engine = "greedy"
+        # With the search still running, the only worker would be busy for ~60 s.
+        answer = stub.PlaceJob(small, timeout=10)
+    assert answer.placed
+
+
+@pytest.mark.parametrize("deadline", [0.3, 1.0, 3.0])
+def test_a_deadline_bounds_a_call_cpsat_cannot_finish(start: Start, deadline: float) -> None:
+    _, port = start(workers=1)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = spb_grpc.PlacementServiceStub(channel)
+        answer = stub.PlaceJob(hard_request("auto"), timeout=deadline)
+    assert answer.decision.status in ("HEURISTIC", "FEASIBLE", "OPTIMAL")
+    assert len(answer.decision.placements) == 1200
