@@ -14,12 +14,12 @@ its nodes and its own pods, never for the pods already running. Status codes:
     no time left for greedy               -> DEADLINE_EXCEEDED
     InternalError and anything unexpected -> INTERNAL (logged; never UNKNOWN)
 
-Deadlines: the solver budget is the call's time remaining after the model is built, less
-`deadline_margin`. A non-greedy engine gets greedy instead (with a note) when that budget is
-under `min_cpsat_budget`, or when `solver.schedule` takes no `time_limit` yet. Cancellation:
-the call stops between stages (after the model is built, before the solve) when the client
-has gone; a running solve finishes (the engines take no stop hook yet) and its answer is
-dropped.
+Deadlines: the solver budget is the call's time remaining after decoding, less
+`deadline_share` of it and `deadline_margin` (`Settings.budget`); CP-SAT's model building
+checks that budget and answers greedy when it is gone. A non-greedy engine gets greedy
+instead (with a note) when the budget is under `min_cpsat_budget`. Cancellation: the RPC's
+end (cancelled, disconnected, or done) sets the call's stop event; CP-SAT's building and
+search stop at once (`stop_search`), and a cancelled call's answer is dropped.
 """
 
 from __future__ import annotations
