@@ -13,6 +13,7 @@ from grpc_reflection.v1alpha import reflection
 
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from server.admission import HEALTH_THREADS, AdmissionInterceptor
 from server.interceptors import AuthInterceptor, ObservabilityInterceptor
 from server.lenient import add_lenient_service
 from server.metrics import Metrics
@@ -73,15 +74,17 @@ def create_server(
     interceptors: list[grpc.ServerInterceptor] = [ObservabilityInterceptor(metrics)]
     if settings.token is not None:
         interceptors.append(AuthInterceptor(settings.token.get_secret_value()))
+    interceptors.append(AdmissionInterceptor(settings.workers, settings.max_queued))
+    threads = settings.max_concurrent_rpcs + HEALTH_THREADS  # every admitted call has one
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="gangplan"),
+        futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gangplan"),
         interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", settings.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ],
-        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        maximum_concurrent_rpcs=threads,
     )
     store = SnapshotStore(settings.max_snapshots)
     servicer = PlacementServicer(settings, store, metrics, schedule_fn)

@@ -21,7 +21,15 @@ import grpc
 
 from server.metrics import Metrics
 
-__all__ = ["AuthInterceptor", "JsonFormatter", "ObservabilityInterceptor", "request_id"]
+__all__ = [
+    "AuthInterceptor",
+    "Continuation",
+    "Handler",
+    "JsonFormatter",
+    "ObservabilityInterceptor",
+    "request_id",
+    "wrap_handler",
+]
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REQUEST_ID = "x-request-id"
@@ -65,7 +73,9 @@ def _metadata(details: grpc.HandlerCallDetails) -> dict[str, str]:
     return {k: v for k, v in details.invocation_metadata or () if isinstance(v, str)}
 
 
-def _replace(handler: Handler, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Handler:
+def wrap_handler(
+    handler: Handler, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> Handler:
     """The same kind of handler with its behaviour wrapped."""
     if handler.unary_unary:
         return grpc.unary_unary_rpc_method_handler(
@@ -115,7 +125,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
             return abort
 
-        return _replace(handler, deny)
+        return wrap_handler(handler, deny)
 
 
 class ObservabilityInterceptor(grpc.ServerInterceptor):
@@ -168,4 +178,4 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
 
             return call
 
-        return _replace(handler, observe)
+        return wrap_handler(handler, observe)

@@ -7,6 +7,7 @@ calls are refused, and in-flight calls get `grace` seconds to finish.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -33,6 +34,9 @@ def _logging(level: str) -> None:
     root.propagate = False
 
 
+EXIT_ABORTED = 1  # a second SIGTERM/SIGINT cut the drain short
+
+
 def serve(settings: Settings, *, schedule_fn: ScheduleFn | None = None) -> None:
     """Serve until SIGTERM/SIGINT (must run in the main thread)."""
     _logging(settings.log_level)
@@ -40,7 +44,11 @@ def serve(settings: Settings, *, schedule_fn: ScheduleFn | None = None) -> None:
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info(f"received {signal.Signals(signum).name}: draining")
+        name = signal.Signals(signum).name
+        if stop.is_set():  # a second signal: the operator wants out now
+            log.warning(f"received {name} again: stopping without draining")
+            os._exit(EXIT_ABORTED)
+        log.info(f"received {name}: draining")
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -3,16 +3,20 @@ deadline bounds a CP-SAT call that cannot finish (the answer is greedy's, on tim
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server import GangplanServer
+from solver import schedule
 from tests.server.conftest import gpu_node, gpu_pod, small_cluster
 
 Start = Callable[..., tuple[GangplanServer, int]]
@@ -50,7 +54,7 @@ def test_a_cancelled_call_frees_its_worker(start: Start) -> None:
     assert answer.placed
 
 
-@pytest.mark.parametrize("deadline", [0.3, 1.0, 3.0])
+@pytest.mark.parametrize("deadline", [0.5, 1.0, 3.0])  # the full sweep: benchmarks/deadlines
 def test_a_deadline_bounds_a_call_cpsat_cannot_finish(start: Start, deadline: float) -> None:
     _, port = start(workers=1)
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -58,3 +62,31 @@ def test_a_deadline_bounds_a_call_cpsat_cannot_finish(start: Start, deadline: fl
         answer = stub.PlaceJob(hard_request("auto"), timeout=deadline)
     assert answer.decision.status in ("HEURISTIC", "FEASIBLE", "OPTIMAL")
     assert len(answer.decision.placements) == 1200
+
+
+def test_health_answers_while_every_worker_is_busy(start: Start) -> None:
+    release = threading.Event()
+    busy = threading.Semaphore(0)
+
+    def stuck(snapshot: Any, conf: Any, **kw: Any) -> Any:
+        busy.release()
+        release.wait(30)
+        return schedule(snapshot, conf, **kw)
+
+    _, port = start(schedule_fn=stuck, workers=1, max_queued=2)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = spb_grpc.PlacementServiceStub(channel)
+        request = spb.PlaceJobRequest(cluster=small_cluster())
+        request.options.engine = "greedy"
+        calls = [stub.PlaceJob.future(request, timeout=30) for _ in range(3)]  # 1 runs, 2 wait
+        assert busy.acquire(timeout=10)
+        time.sleep(0.2)
+        health = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=1
+        )
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as err:
+            stub.PlaceJob(request, timeout=5)  # a fourth call: beyond workers + max_queued
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        release.set()
+        assert all(c.result(timeout=30).decision.status for c in calls)

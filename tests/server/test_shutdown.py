@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -76,3 +77,84 @@ def _drain(proc: subprocess.Popen[str]) -> None:
     assert len(results) == 1 and not isinstance(results[0], ClientError), results
     assert results[0].placed
     assert proc.wait(15) == 0
+
+
+def test_sigterm_with_32_calls_in_flight_loses_none() -> None:
+    # 4 RPC threads, 28 queued: 32 calls of 0.5 s drain in ~4 s, inside the 10 s grace.
+    env = {**os.environ, "SLOW_SECONDS": "0.5", "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.server.slow_server"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            port = _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
+            results: list[Any] = []
+            lock = threading.Lock()
+            with Client(f"127.0.0.1:{port}", retries=0, timeout=30) as client:
+
+                def call(i: int) -> None:
+                    try:
+                        answer: Any = client.place_job(
+                            gang_job(f"j{i}", 1), cluster=small_cluster()
+                        )
+                    except ClientError as err:
+                        answer = err
+                    with lock:
+                        results.append(answer)
+
+                threads = [threading.Thread(target=call, args=(i,)) for i in range(32)]
+                for t in threads:
+                    t.start()
+                _wait_for(proc.stderr, "solving")
+                time.sleep(0.2)  # every call accepted: 4 running, 28 queued
+                proc.send_signal(signal.SIGTERM)
+                for t in threads:
+                    t.join(30)
+            lost = [r for r in results if isinstance(r, ClientError)]
+            assert len(results) == 32 and not lost, lost[:3]
+            assert proc.wait(15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_second_sigterm_stops_at_once() -> None:
+    env = {**os.environ, "SLOW_SECONDS": "30", "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.server.slow_server"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            port = _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
+            with Client(f"127.0.0.1:{port}", retries=0, timeout=60) as client:
+                worker = threading.Thread(
+                    target=lambda: _swallow(
+                        lambda: client.place_job(gang_job("j", 1), cluster=small_cluster())
+                    ),
+                    daemon=True,
+                )
+                worker.start()
+                _wait_for(proc.stderr, "solving")
+                proc.send_signal(signal.SIGTERM)
+                time.sleep(0.3)
+                proc.send_signal(signal.SIGTERM)
+                # The 30 s call would hold the drain for its 10 s grace otherwise.
+                assert proc.wait(5) == 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _swallow(call: Any) -> None:
+    with contextlib.suppress(ClientError):
+        call()

@@ -1,0 +1,68 @@
+"""Admission: at most `workers` placement calls run, `max_queued` more wait, and the
+health service never waits behind them.
+
+grpcio runs every RPC — health checks included — on one thread pool, so with every thread
+solving, a Kubernetes probe would starve and the pod be restarted for being busy. Here the
+pool has a thread for every call the server admits plus `HEALTH_THREADS`; this interceptor
+admits at most `workers + max_queued` calls of the placement service (more get
+RESOURCE_EXHAUSTED at once) and lets `workers` of them run, the rest waiting on a
+semaphore in their own thread — so health, reflection and the waiting calls always have a
+thread. A waiting call whose client has gone stops waiting.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from server.interceptors import Continuation, Handler, wrap_handler
+
+__all__ = ["HEALTH_THREADS", "AdmissionInterceptor"]
+
+HEALTH_THREADS = 4  # health and reflection calls served at once, whatever the solvers do
+ADMITTED = ("/gangplan.v1.PlacementService/",)
+POLL = 0.05  # s: how often a waiting call checks that its client is still there
+
+
+class AdmissionInterceptor(grpc.ServerInterceptor):
+    def __init__(self, workers: int, max_queued: int) -> None:
+        self._running = threading.Semaphore(workers)
+        self._limit = workers + max_queued
+        self._admitted = 0
+        self._lock = threading.Lock()
+
+    def intercept_service(
+        self, continuation: Continuation, details: grpc.HandlerCallDetails
+    ) -> Handler | None:
+        handler = continuation(details)
+        if handler is None or not details.method.startswith(ADMITTED):
+            return handler
+        return wrap_handler(handler, self._admit)
+
+    def _admit(self, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+        def call(request: Any, context: grpc.ServicerContext) -> Any:
+            with self._lock:
+                full = self._admitted >= self._limit
+                if not full:
+                    self._admitted += 1
+            if full:
+                context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{self._limit} calls running or queued; retry later",
+                )
+            try:
+                while not self._running.acquire(timeout=POLL):
+                    if not context.is_active():
+                        context.abort(grpc.StatusCode.CANCELLED, "the client went away")
+                try:
+                    return behaviour(request, context)
+                finally:
+                    self._running.release()
+            finally:
+                with self._lock:
+                    self._admitted -= 1
+
+        return call
