@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,10 @@ def _wait_for(stream: Any, pattern: str, timeout: float = 20.0) -> re.Match[str]
     raise AssertionError(f"no line matching {pattern!r}")
 
 
-def test_sigterm_drains_a_call_in_flight() -> None:
-    env = {**os.environ, "SLOW_SECONDS": "1.5", "PYTHONPATH": str(ROOT)}
+@contextlib.contextmanager
+def slow_server(seconds: float) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`tests.server.slow_server` (solves take `seconds`) and its port; killed at exit."""
+    env = {**os.environ, "SLOW_SECONDS": str(seconds), "PYTHONPATH": str(ROOT)}
     with subprocess.Popen(
         [sys.executable, "-m", "tests.server.slow_server"],
         cwd=ROOT,
@@ -45,116 +48,82 @@ def test_sigterm_drains_a_call_in_flight() -> None:
         text=True,
     ) as proc:
         try:
-            _drain(proc)
+            yield proc, _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
 
 
-def _drain(proc: subprocess.Popen[str]) -> None:
-    port = _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
-    results: list[Any] = []
-    with Client(f"127.0.0.1:{port}", retries=0, timeout=15) as client:
-        assert client.health() == "SERVING"
+def test_sigterm_drains_a_call_in_flight() -> None:
+    with slow_server(1.5) as (proc, port):
+        results: list[Any] = []
+        with Client(f"127.0.0.1:{port}", retries=0, timeout=15) as client:
+            assert client.health() == "SERVING"
 
-        def call() -> None:
-            try:
-                results.append(client.place_job(gang_job("j", 2), cluster=small_cluster()))
-            except ClientError as err:
-                results.append(err)
+            def call() -> None:
+                try:
+                    results.append(client.place_job(gang_job("j", 2), cluster=small_cluster()))
+                except ClientError as err:
+                    results.append(err)
 
-        in_flight = threading.Thread(target=call)
-        in_flight.start()
-        _wait_for(proc.stderr, "solving")
-        proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        with Client(f"127.0.0.1:{port}", retries=0, timeout=2) as late:
-            with pytest.raises(ClientError) as refused:
-                late.place_job(gang_job("k", 1), cluster=small_cluster())
-            assert refused.value.code is grpc.StatusCode.UNAVAILABLE
-        in_flight.join(15)
-    assert len(results) == 1 and not isinstance(results[0], ClientError), results
-    assert results[0].placed
-    assert proc.wait(15) == 0
+            in_flight = threading.Thread(target=call)
+            in_flight.start()
+            _wait_for(proc.stderr, "solving")
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            with Client(f"127.0.0.1:{port}", retries=0, timeout=2) as late:
+                with pytest.raises(ClientError) as refused:
+                    late.place_job(gang_job("k", 1), cluster=small_cluster())
+                assert refused.value.code is grpc.StatusCode.UNAVAILABLE
+            in_flight.join(15)
+        assert len(results) == 1 and not isinstance(results[0], ClientError), results
+        assert results[0].placed
+        assert proc.wait(15) == 0
 
 
 def test_sigterm_with_32_calls_in_flight_loses_none() -> None:
     # 4 RPC threads, 28 queued: 32 calls of 0.5 s drain in ~4 s, inside the 10 s grace.
-    env = {**os.environ, "SLOW_SECONDS": "0.5", "PYTHONPATH": str(ROOT)}
-    with subprocess.Popen(
-        [sys.executable, "-m", "tests.server.slow_server"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        try:
-            port = _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
-            results: list[Any] = []
-            lock = threading.Lock()
-            with Client(f"127.0.0.1:{port}", retries=0, timeout=30) as client:
+    with slow_server(0.5) as (proc, port):
+        results: list[Any] = []
+        lock = threading.Lock()
+        with Client(f"127.0.0.1:{port}", retries=0, timeout=30) as client:
 
-                def call(i: int) -> None:
-                    try:
-                        answer: Any = client.place_job(
-                            gang_job(f"j{i}", 1), cluster=small_cluster()
-                        )
-                    except ClientError as err:
-                        answer = err
-                    with lock:
-                        results.append(answer)
+            def call(i: int) -> None:
+                try:
+                    answer: Any = client.place_job(gang_job(f"j{i}", 1), cluster=small_cluster())
+                except ClientError as err:
+                    answer = err
+                with lock:
+                    results.append(answer)
 
-                threads = [threading.Thread(target=call, args=(i,)) for i in range(32)]
-                for t in threads:
-                    t.start()
-                _wait_for(proc.stderr, "solving")
-                time.sleep(0.2)  # every call accepted: 4 running, 28 queued
-                proc.send_signal(signal.SIGTERM)
-                for t in threads:
-                    t.join(30)
-            lost = [r for r in results if isinstance(r, ClientError)]
-            assert len(results) == 32 and not lost, lost[:3]
-            assert proc.wait(15) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            threads = [threading.Thread(target=call, args=(i,)) for i in range(32)]
+            for t in threads:
+                t.start()
+            _wait_for(proc.stderr, "solving")
+            time.sleep(0.2)  # every call accepted: 4 running, 28 queued
+            proc.send_signal(signal.SIGTERM)
+            for t in threads:
+                t.join(30)
+        lost = [r for r in results if isinstance(r, ClientError)]
+        assert len(results) == 32 and not lost, lost[:3]
+        assert proc.wait(15) == 0
 
 
 def test_a_second_sigterm_stops_at_once() -> None:
-    env = {**os.environ, "SLOW_SECONDS": "30", "PYTHONPATH": str(ROOT)}
-    with subprocess.Popen(
-        [sys.executable, "-m", "tests.server.slow_server"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        try:
-            port = _wait_for(proc.stdout, r"listening on 127\.0\.0\.1:(\d+)").group(1)
-            with Client(f"127.0.0.1:{port}", retries=0, timeout=60) as client:
-                worker = threading.Thread(
-                    target=lambda: _swallow(
-                        lambda: client.place_job(gang_job("j", 1), cluster=small_cluster())
-                    ),
-                    daemon=True,
-                )
-                worker.start()
-                _wait_for(proc.stderr, "solving")
-                proc.send_signal(signal.SIGTERM)
-                time.sleep(0.3)
-                proc.send_signal(signal.SIGTERM)
-                # The 30 s call would hold the drain for its 10 s grace otherwise.
-                assert proc.wait(5) == 1
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    with (
+        slow_server(30) as (proc, port),
+        Client(f"127.0.0.1:{port}", retries=0, timeout=60) as client,
+    ):
 
+        def call() -> None:
+            with contextlib.suppress(ClientError):
+                client.place_job(gang_job("j", 1), cluster=small_cluster())
 
-def _swallow(call: Any) -> None:
-    with contextlib.suppress(ClientError):
-        call()
+        threading.Thread(target=call, daemon=True).start()
+        _wait_for(proc.stderr, "solving")
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        # The 30 s call would hold the drain for its 10 s grace otherwise.
+        assert proc.wait(5) == 1
