@@ -7,6 +7,7 @@
     gangplan plan     -f FILE... --catalog CAT [--cluster F...] [--trace CSV] [-o table|json]
                       [--plot PNG] | --sweep SWEEP.yaml [--executor process|ray|dask]
     gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
+                      [--workers N] [--grace S] [--max-snapshot-mb MB]
 
 `-f -` reads standard input; a directory reads its *.yaml, *.yml and *.json files.
 Invalid input exits 2 with one message naming the file, document and field, and prints
@@ -224,6 +225,18 @@ def serve_cmd(
     ] = None,
     config: Config = None,
     workers: Annotated[int | None, typer.Option("--workers", help="RPC threads.")] = None,
+    grace: Annotated[
+        float | None,
+        typer.Option("--grace", min=0, help="SIGTERM: seconds accepted calls get (10)."),
+    ] = None,
+    max_snapshot_mb: Annotated[
+        int | None,
+        typer.Option(
+            "--max-snapshot-mb",
+            min=1,
+            help="Memory for stored snapshots, MiB (8192); past it the least recently used go.",
+        ),
+    ] = None,
 ) -> None:
     """Run the gRPC service until SIGTERM; every flag also reads GANGPLAN_<FLAG>."""
     status = run(
@@ -237,6 +250,8 @@ def serve_cmd(
         engine=engine,
         scheduler_conf=config,
         workers=workers,
+        grace=grace,
+        max_snapshot_mb=max_snapshot_mb,
     )
     if status:
         raise typer.Exit(status)

@@ -43,7 +43,13 @@ class GangplanServer:
     def start(self) -> None:
         self.server.start()
         if self.settings.metrics_port is not None:
-            self.metrics_port = self.metrics.serve(self.settings.host, self.settings.metrics_port)
+            token = self.settings.token
+            guard = None if self.settings.metrics_loopback or token is None else token
+            self.metrics_port = self.metrics.serve(
+                self.settings.metrics_host,
+                self.settings.metrics_port,
+                guard.get_secret_value() if guard is not None else None,
+            )
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -86,7 +92,7 @@ def create_server(
         ],
         maximum_concurrent_rpcs=threads,
     )
-    store = SnapshotStore(settings.max_snapshots)
+    store = SnapshotStore(settings.max_snapshots, settings.max_snapshot_mb << 20)
     servicer = PlacementServicer(settings, store, metrics, schedule_fn)
     add_lenient_service(spb_grpc.add_PlacementServiceServicer_to_server, servicer, server)
     health_servicer = health.HealthServicer()

@@ -19,11 +19,14 @@ collide. Families:
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 from collections.abc import Iterable
+from http.server import ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import MetricsHandler
 
 from solver.decision import Decision
 from solver.model import Queue
@@ -82,9 +85,13 @@ class Metrics:
         self._lock = threading.Lock()
         self._http: object | None = None
 
-    def serve(self, host: str, port: int) -> int:
-        """Start /metrics on `host:port`; returns the bound port."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, host: str, port: int, token: str | None = None) -> int:
+        """Start /metrics on `host:port` (with `token`, only for `Bearer <token>`); returns
+        the bound port."""
+        handler = _handler(MetricsHandler.factory(self.registry), token)
+        server = ThreadingHTTPServer((host, port), handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         self._http = server
         bound: int = server.server_port
         return bound
@@ -122,3 +129,22 @@ class Metrics:
                     if isinstance(value, int | float) and not isinstance(value, bool):
                         self.card["deserved"].labels(queue.name, str(card)).set(value)
                         self.card["capacity"].labels(queue.name, str(card)).set(value)
+
+
+def _handler(base: type[MetricsHandler], token: str | None) -> type[MetricsHandler]:
+    """`base`, answering 401 to a request without `Authorization: Bearer <token>`."""
+    if token is None:
+        return base
+    expected = f"Bearer {token}".encode()
+
+    class Authenticated(base):  # type: ignore[valid-type,misc]
+        def do_GET(self) -> None:
+            given = (self.headers.get("Authorization") or "").encode()
+            if not hmac.compare_digest(given, expected):
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", "Bearer")
+                self.end_headers()
+                return
+            super().do_GET()
+
+    return Authenticated

@@ -6,6 +6,7 @@ Every field below can be set as `GANGPLAN_<FIELD>` (e.g. `GANGPLAN_PORT=50051`,
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -24,6 +25,10 @@ class Settings(BaseSettings):
         ge=0,
         le=65535,
         description="Prometheus /metrics port on the same host; 0 picks one; None disables",
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="address of /metrics; off loopback it needs `token` (and then requires it)",
     )
     tls_cert: Path | None = Field(default=None, description="server certificate chain (PEM)")
     tls_key: Path | None = Field(default=None, description="server private key (PEM)")
@@ -44,6 +49,12 @@ class Settings(BaseSettings):
         default=256, ge=1, description="largest request or response message, MiB"
     )
     max_snapshots: int = Field(default=64, ge=1, description="snapshots kept in memory")
+    max_snapshot_mb: int = Field(
+        default=8192,
+        ge=1,
+        description="estimated memory for all snapshots, MiB; storing past it evicts the "
+        "least recently used",
+    )
     engine: str = Field(default="greedy", description="engine when a request names none")
     scheduler_conf: Path | None = Field(
         default=None, description="Volcano scheduler conf used when a request carries none"
@@ -106,6 +117,21 @@ class Settings(BaseSettings):
     @classmethod
     def _key(cls, path: Path | None) -> Path | None:
         return _pem(path, "PRIVATE KEY-----")
+
+    @model_validator(mode="after")
+    def _metrics_guarded(self) -> Settings:
+        if self.metrics_port is not None and not self.metrics_loopback and self.token is None:
+            raise ValueError(
+                f"metrics on {self.metrics_host} (off loopback) need a token (--token-file)"
+            )
+        return self
+
+    @property
+    def metrics_loopback(self) -> bool:
+        try:
+            return ipaddress.ip_address(self.metrics_host.strip("[]")).is_loopback
+        except ValueError:
+            return self.metrics_host == "localhost"
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Settings:

@@ -13,6 +13,7 @@ import ctypes
 import gc
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ __all__ = [
     "Stored",
     "TooManySnapshots",
     "collector_paused",
+    "estimated_bytes",
 ]
 
 
@@ -113,11 +115,62 @@ def _settle_soon() -> None:
     timer.start()
 
 
+# Resident bytes per item of a stored snapshot, from benchmarks/scale (10,240 nodes, 0 to
+# 200k running pods: ~3.2 KB per node, ~320-500 B per running pod); pending pods are full
+# model objects.
+BYTES_PER_NODE = 3_200
+BYTES_PER_RUNNING_POD = 500
+BYTES_PER_PENDING_POD = 2_000
+EVICTED_REMEMBERED = 1_024  # ids whose NOT_FOUND says they were evicted
+
+
+def estimated_bytes(snapshot: Snapshot) -> int:
+    return (
+        BYTES_PER_NODE * len(snapshot.nodes)
+        + BYTES_PER_RUNNING_POD * len(snapshot.running)
+        + BYTES_PER_PENDING_POD * len(snapshot.pending)
+    )
+
+
 class SnapshotStore:
-    def __init__(self, max_snapshots: int = 64) -> None:
+    """Snapshots by id, at most `max_snapshots` of them and `max_bytes` (estimated) in all:
+    storing past the byte budget evicts the least recently used others first."""
+
+    def __init__(self, max_snapshots: int = 64, max_bytes: int | None = None) -> None:
         self._lock = threading.Lock()
-        self._snapshots: dict[str, Stored] = {}
+        self._snapshots: OrderedDict[str, Stored] = OrderedDict()  # least recently used first
+        self._bytes: dict[str, int] = {}
+        self._evicted: OrderedDict[str, None] = OrderedDict()
         self.max_snapshots = max_snapshots
+        self.max_bytes = max_bytes
+
+    def _make_room(self, snapshot_id: str, size: int) -> None:
+        """Evict others, least recently used first, until `size` more bytes fit (caller
+        holds the lock); TooManySnapshots when `size` alone is over the budget."""
+        if self.max_bytes is None:
+            return
+        if size > self.max_bytes:
+            raise TooManySnapshots(
+                f"the snapshot needs ~{size >> 20} MiB, over the store's budget of "
+                f"{self.max_bytes >> 20} MiB (--max-snapshot-mb)"
+            )
+        used = sum(b for sid, b in self._bytes.items() if sid != snapshot_id)
+        for victim in [sid for sid in self._snapshots if sid != snapshot_id]:
+            if used + size <= self.max_bytes:
+                break
+            used -= self._bytes.pop(victim)
+            del self._snapshots[victim]
+            self._evicted[victim] = None
+            if len(self._evicted) > EVICTED_REMEMBERED:
+                self._evicted.popitem(last=False)
+
+    def _store(self, stored: Stored) -> None:
+        size = estimated_bytes(stored.snapshot)
+        self._make_room(stored.id, size)
+        self._snapshots[stored.id] = stored
+        self._snapshots.move_to_end(stored.id)
+        self._bytes[stored.id] = size
+        self._evicted.pop(stored.id, None)
 
     def __len__(self) -> int:
         return len(self._snapshots)
@@ -133,7 +186,13 @@ class SnapshotStore:
         `expected_generation` is not 0 and differs."""
         stored = self._snapshots.get(snapshot_id)
         if stored is None:
-            raise NotFound(f"snapshot {snapshot_id[:128]!r} not found")
+            why = (
+                " (evicted, least recently used, to stay within --max-snapshot-mb)"
+                if snapshot_id in self._evicted
+                else ""
+            )
+            raise NotFound(f"snapshot {snapshot_id[:128]!r} not found{why}")
+        self._snapshots.move_to_end(snapshot_id)
         if expected_generation and stored.generation != expected_generation:
             raise StaleGeneration(
                 f"snapshot {snapshot_id[:128]!r} is at generation {stored.generation}, "
@@ -154,7 +213,7 @@ class SnapshotStore:
                     f"the store holds {self.max_snapshots} snapshots; delete one first"
                 )
             stored = Stored(snapshot_id, old.generation + 1 if old else 1, snapshot)
-            self._snapshots[snapshot_id] = stored
+            self._store(stored)
         _settle_soon()
         return stored
 
@@ -162,13 +221,14 @@ class SnapshotStore:
         with self._lock:
             if self._snapshots.pop(snapshot_id, None) is None:
                 raise NotFound(f"snapshot {snapshot_id[:128]!r} not found")
+            self._bytes.pop(snapshot_id, None)
 
     def update(self, snapshot_id: str, expected_generation: int, delta: Delta) -> Stored:
         """Apply `delta` atomically; raises DeltaError, NotFound, StaleGeneration."""
         with self._lock:
             old = self._current(snapshot_id, expected_generation)
             stored = Stored(old.id, old.generation + 1, old.snapshot.apply(delta))
-            self._snapshots[old.id] = stored
+            self._store(stored)
         if len(delta.upsert_pods) + len(delta.remove_pods) + len(delta.bindings) >= BIG_DELTA:
             _settle_soon()
         return stored

@@ -6,9 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+
+from server import Settings, create_server
 
 SERVE = [sys.executable, "-c", "from clients.cli import main; main()", "serve", "--port", "0"]
 
@@ -61,3 +66,28 @@ def test_a_certificate_that_is_not_pem_is_a_start_up_error(tmp_path: Path) -> No
     assert f"{cert}: not a PEM file with a certificate" in done.stderr
     assert f"{key}: not a PEM file with a private key" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_metrics_off_loopback_need_a_token() -> None:
+    with pytest.raises(ValidationError, match="off loopback"):
+        Settings(metrics_host="0.0.0.0", metrics_port=0)
+    assert Settings(metrics_host="::1", metrics_port=0).metrics_loopback
+    assert Settings(metrics_host="0.0.0.0", metrics_port=None).metrics_port is None
+
+
+def test_metrics_off_loopback_require_the_token() -> None:
+    srv, _ = create_server(
+        Settings(host="127.0.0.1", port=0, metrics_host="0.0.0.0", metrics_port=0, token="s3cret")
+    )
+    srv.start()
+    try:
+        url = f"http://127.0.0.1:{srv.metrics_port}/metrics"
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(url, timeout=5)
+        denied.value.close()
+        assert denied.value.code == 401
+        allowed = urllib.request.Request(url, headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(allowed, timeout=5) as answer:
+            assert b"gangplan_rpc_requests_total" in answer.read()
+    finally:
+        srv.stop(0)
