@@ -8,17 +8,24 @@ UpdateSnapshot with deltas as its informers see changes) and names it in each ca
 sends the cluster inline. Unschedulable is a normal answer with counted reasons, never an
 error status. Errors:
 
-  INVALID_ARGUMENT    malformed input; details carry google.rpc.BadRequest field
-                      violations naming the field path (e.g. `cluster.nodes[3].name`)
-  NOT_FOUND           the snapshot id is unknown
+  INVALID_ARGUMENT    malformed input, including request bytes that do not parse,
+                      undeclared enum values and out-of-range options; details carry
+                      google.rpc.BadRequest field violations naming the field path
+                      (e.g. `cluster.nodes[3].name`)
+  NOT_FOUND           the snapshot id is unknown (or was evicted to stay within the
+                      store's memory budget: the message says so)
   FAILED_PRECONDITION the snapshot's generation is not `expected_generation`
-  RESOURCE_EXHAUSTED  the server is at its concurrency limit; retry with backoff
-  DEADLINE_EXCEEDED   the deadline left no time to build the model and run greedy
+  RESOURCE_EXHAUSTED  the server is at its concurrency limit, or a snapshot is larger
+                      than its memory budget; retry with backoff
+  DEADLINE_EXCEEDED   the deadline left no time to run greedy
   UNAUTHENTICATED     a bearer token is required and missing or wrong
+  CANCELLED           the client cancelled; the solve was stopped
+  INTERNAL            a fault inside gangplan (logged); never for anything a client sent
 
-The deadline of a call is the solver's budget: the server subtracts the time spent
-building the model and answers before the deadline, with the greedy answer (status
-HEURISTIC) when a slower engine has no time left.
+Never UNKNOWN. The deadline of a call is the solver's budget: the server keeps back a
+share for verifying and encoding, CP-SAT's model building checks the budget too, and the
+answer leaves before the deadline, with the greedy answer (status HEURISTIC) when a
+slower engine has no time left.
 """
 
 from collections import abc as _abc
