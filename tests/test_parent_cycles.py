@@ -4,8 +4,6 @@ Decision that fails verification."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from gangplan.v1 import cluster_pb2 as pb
@@ -14,7 +12,7 @@ from solver.codec import ConvertError, snapshot_from_proto
 from solver.errors import ManifestError
 from solver.model import Queue, parent_cycle
 from solver.snapshot import Delta, DeltaError
-from tests.builders import model
+from tests.builders import model, network_topology, queue
 
 
 @pytest.mark.parametrize(
@@ -33,33 +31,16 @@ def test_parent_cycle_finds_the_first_entry_on_a_cycle(
     assert parent_cycle(entries) == expected
 
 
-def _queue(name: str, parent: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"parent": parent},
-    }
-
-
 def test_a_manifest_queue_cycle_names_the_queue() -> None:
     with pytest.raises(ManifestError) as err:
-        model(_queue("a", "b"), _queue("b", "a"))
+        model(queue("a", "b"), queue("b", "a"))
     assert err.value.field == "spec.parent" and "Queue a" in str(err.value)
 
 
 def test_a_manifest_layer_that_is_its_own_parent_names_the_layer() -> None:
-    topology = {
-        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
-        "kind": "ClusterNetworkTopology",
-        "metadata": {"name": "default"},
-        "spec": {
-            "networkTopologySpec": [
-                {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
-                {"topologyLayer": "BlockLayer", "parentTopologyLayer": "BlockLayer"},
-            ]
-        },
-    }
+    topology = network_topology(
+        ("NodeTopologyLayer", "BlockLayer", []), ("BlockLayer", "BlockLayer", [])
+    )
     with pytest.raises(ManifestError) as err:
         model(topology)
     assert err.value.field == "spec.networkTopologySpec[1].parentTopologyLayer"

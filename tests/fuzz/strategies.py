@@ -8,7 +8,6 @@ error must name), for the "never accepted" oracle.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import yaml
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
+from tests.builders import network_topology, node, pod, podgroup, queue
 
 GPU = "nvidia.com/gpu"
 
@@ -80,62 +80,32 @@ HOSTILE = st.one_of(
 
 
 def base_manifests() -> list[dict[str, Any]]:
-    """Two nodes, a queue, a topology, a priority class and a 2-pod gang: every kind the
-    reader knows, so a replaced value can land anywhere."""
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": "n0", "labels": {"rack": "r0"}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", GPU: "4", "pods": "110"}},
-    }
-    nodes = [node, {**copy.deepcopy(node), "metadata": {"name": "n1", "labels": {"rack": "r1"}}}]
-    group = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": "g", "namespace": "default"},
-        "spec": {"minMember": 2, "queue": "q", "priorityClassName": "high"},
-    }
+    """Two nodes, a 2-pod gang with its PodGroup, a queue, a priority class and a topology:
+    every kind the reader knows, so a replaced value can land anywhere. Indices matter to
+    INVALID_MANIFEST_VALUES: 0-1 nodes, 2 PodGroup, 3-4 pods, 5 queue, 6 PriorityClass,
+    7 topology."""
+    nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
+    group = podgroup("g", 2, "volcano")
+    group["spec"].update(queue="q", priorityClassName="high")
     pods = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"p{i}",
-                "namespace": "default",
-                "annotations": {"scheduling.k8s.io/group-name": "g"},
-            },
-            "spec": {
-                "priority": 10,
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", GPU: "1"}}}],
-                "tolerations": [{"key": "k", "operator": "Exists"}],
-            },
-        }
+        pod(f"p{i}")
+        .annotate("scheduling.k8s.io/group-name", "g")
+        .requests(cpu=1, gpu=1)
+        .priority(10)
+        .tolerate("k", operator="Exists")
+        .obj()
         for i in range(2)
     ]
-    queue = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": "q"},
-        "spec": {"capability": {"cpu": "16"}, "weight": 1},
-    }
     priority = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": "high"},
         "value": 1000,
     }
-    topology = {
-        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
-        "kind": "ClusterNetworkTopology",
-        "metadata": {"name": "default"},
-        "spec": {
-            "networkTopologySpec": [
-                {"topologyLayer": "RackLayer", "labelKey": ["rack"]},
-                {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "RackLayer"},
-            ]
-        },
-    }
-    return [*nodes, group, *pods, queue, priority, topology]
+    topology = network_topology(
+        ("RackLayer", None, ["rack"]), ("NodeTopologyLayer", "RackLayer", [])
+    )
+    return [*nodes, group, *pods, queue("q", capability={"cpu": 16}), priority, topology]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
