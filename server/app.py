@@ -19,7 +19,7 @@ from server.lenient import add_lenient_service
 from server.metrics import Metrics
 from server.servicer import PlacementServicer, ScheduleFn
 from server.settings import Settings
-from server.store import SnapshotStore
+from server.store import SnapshotStore, settle
 
 __all__ = ["SERVICE_NAME", "GangplanServer", "create_server"]
 
@@ -41,6 +41,9 @@ class GangplanServer:
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
+        # Modules, descriptors and schemas live as long as the process: frozen now, the
+        # collector's full passes (~30 ms, enough to miss a 50 ms deadline) skip them.
+        settle()
         self.server.start()
         if self.settings.metrics_port is not None:
             token = self.settings.token

@@ -3,8 +3,9 @@
 The cluster (snapshot, inline, or none) plus the request's workload -> the same
 `ClusterModel` the YAML reader builds (planning is batch work: here the running pods do
 become objects) -> `solver.plan` (its pending pods are the workload, its nodes with their
-free capacity the current cluster) -> `PlanCapacityResponse`. A bad catalogue entry is
-`InputError` (INVALID_ARGUMENT, naming `node_types[i].field`).
+free capacity the current cluster) -> `PlanCapacityResponse`. The catalogue is checked by
+the planner's own reader; its field names (`nodeTypes[0].maxCount`) come back as the
+request's (`node_types[0].max_count`) in an INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from gangplan.v1 import placement_service_pb2 as spb
-from solver.codec import job_from_proto
-from solver.errors import InputError
+from solver.codec import ConvertError, job_from_proto
+from solver.errors import FieldError, InputError
 from solver.model import ClusterModel, Gang, Pod
 from solver.plan import (
     PlanOptions,
@@ -54,6 +55,32 @@ def _catalog(request: spb.PlanCapacityRequest) -> dict[str, Any]:
     if request.HasField("budget"):
         data["budget"] = request.budget
     return data
+
+
+_PROTO_NAMES = {
+    "nodeTypes": "node_types",
+    "gpuModel": "gpu_model",
+    "maxCount": "max_count",
+    "nodesPerBlock": "nodes_per_block",
+    "cardQuota": "card_quota",
+}
+_MAPS = ("allocatable", "labels", "card_quota")
+
+
+def _request_path(field: str) -> str:
+    """A catalogue field path in the request's names: `nodeTypes[0].allocatable.cpu` ->
+    `node_types[0].allocatable["cpu"]`."""
+    out: list[str] = []
+    rest = field
+    while rest:
+        head, _, rest = rest.partition(".")
+        name, bracket, index = head.partition("[")
+        name = _PROTO_NAMES.get(name, name)
+        out.append(f"{name}{bracket}{index}")
+        if name in _MAPS and rest:
+            out[-1] += f'["{rest}"]'
+            break
+    return ".".join(out)
 
 
 def _model(snapshot: Snapshot, request: spb.PlanCapacityRequest) -> ClusterModel:
@@ -105,7 +132,10 @@ def plan_capacity(
     seed: int,
 ) -> spb.PlanCapacityResponse:
     model = _model(snapshot, request)
-    catalog = catalog_from_dict(_catalog(request), "request")
+    try:
+        catalog = catalog_from_dict(_catalog(request), "request")
+    except FieldError as err:
+        raise ConvertError([(_request_path(err.field), err.reason)]) from None
     workload = workload_from_model(model, Workload())
     inp = make_input(workload, catalog, cluster_from_model(model))
     if request.value not in spb.PlanValue.DESCRIPTOR.values_by_number:

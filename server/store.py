@@ -29,6 +29,7 @@ __all__ = [
     "TooManySnapshots",
     "collector_paused",
     "estimated_bytes",
+    "settle",
 ]
 
 
@@ -62,7 +63,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 _TRIM = _malloc_trim()
 
 
-def _settle() -> None:
+def settle() -> None:
     """Move everything alive now out of the garbage collector's young generations (a stored
     snapshot lives long, and rescanning it on every call costs more than the call), and hand
     the heap a request's temporaries used back to the system (glibc keeps freed pages
@@ -88,7 +89,7 @@ class _CollectorPause:
     def __call__(self, pods: int) -> Iterator[None]:
         """Around building a snapshot or delta of `pods` pods: at BIG_DELTA and above, the
         collector would rescan the build's young objects again and again (~10% of a
-        100k-pod bind) only to find no garbage; `_settle` collects once afterwards."""
+        100k-pod bind) only to find no garbage; `settle` collects once afterwards."""
         if pods < BIG_DELTA:
             yield
             return
@@ -108,9 +109,9 @@ collector_paused = _CollectorPause()
 
 
 def _settle_soon() -> None:
-    """`_settle` once the call that stored the snapshot has returned (and its request, often
+    """`settle` once the call that stored the snapshot has returned (and its request, often
     larger than the snapshot, has been freed)."""
-    timer = threading.Timer(SETTLE_DELAY, _settle)
+    timer = threading.Timer(SETTLE_DELAY, settle)
     timer.daemon = True
     timer.start()
 

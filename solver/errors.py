@@ -12,7 +12,14 @@ Exceptions are for input that cannot be read and for internal faults::
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "GangplanError", "InputError", "InternalError", "ManifestError"]
+__all__ = [
+    "ConfigError",
+    "FieldError",
+    "GangplanError",
+    "InputError",
+    "InternalError",
+    "ManifestError",
+]
 
 
 class GangplanError(Exception):
@@ -21,6 +28,17 @@ class GangplanError(Exception):
 
 class InputError(GangplanError):
     """The input cannot be used as given; the message says where and why."""
+
+
+class FieldError(InputError):
+    """One field of an input is wrong: `field` is its path in the input's own names (a
+    front end with other names, like the gRPC service, renames it)."""
+
+    def __init__(self, source: str, field: str, reason: str) -> None:
+        super().__init__(f"{source}: {field}: {reason}")
+        self.source = source
+        self.field = field
+        self.reason = reason
 
 
 class ManifestError(InputError):

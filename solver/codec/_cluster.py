@@ -8,10 +8,10 @@ from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec._errors import Violations
 from solver.codec._messages import (
+    PendingPodReader,
     RunningPodReader,
     gang_from_proto,
     node_from_proto,
-    pod_from_proto,
     queue_from_proto,
     topology_from_proto,
 )
@@ -55,6 +55,7 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
                 out.add(f"{path}.gangs[{i}].name", f"duplicate gang {gang.id!r}")
             gangs[gang.id] = gang
     reader = RunningPodReader(schema.annotation_keys, f"{path}.pods", out)
+    pending_reader = PendingPodReader()
     running: list[RunningPod] = []
     pending: list[Pod] = []
     seen: set[str] = set()
@@ -70,7 +71,7 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
                     _gang_known(row.gang, key, gangs, f"{path}.pods[{i}].gang", out)
                 running.append(row)
         else:
-            pod = pod_from_proto(p, f"{path}.pods[{i}]", out)
+            pod = pending_reader.read(p, f"{path}.pods[{i}]", out)
             if pod is not None and pod.pending:
                 _gang_known(pod.gang, pod.key, gangs, f"{path}.pods[{i}].gang", out)
                 pending.append(pod)
@@ -111,9 +112,14 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
         for i, m in enumerate(req.upsert_gangs)
         if (g := gang_from_proto(m, f"upsert_gangs[{i}]", out)) is not None
     ]
+    pending_reader = PendingPodReader()
     pods: list[Pod | RunningPod] = []
     for i, m in enumerate(req.upsert_pods):
-        item = reader.read(m, i) if _is_running(m) else pod_from_proto(m, f"upsert_pods[{i}]", out)
+        item = (
+            reader.read(m, i)
+            if _is_running(m)
+            else pending_reader.read(m, f"upsert_pods[{i}]", out)
+        )
         if item is not None:
             pods.append(item)
     queues = [
@@ -155,9 +161,10 @@ def job_from_proto(
             gangs[gang.id] = gang
             named.add(gang.id)
     known = {**snapshot.gangs, **gangs}
+    reader = PendingPodReader()
     pods: list[Pod] = []
     for i, p in enumerate(job.pods):
-        pod = pod_from_proto(p, f"{path}.pods[{i}]", out)
+        pod = reader.read(p, f"{path}.pods[{i}]", out)
         if pod is None:
             continue
         named_gang = pod.gang if pod.gang != pod.key else None

@@ -7,6 +7,7 @@ violation names its field path in the request (`cluster.nodes[3].allocatable["cp
 A running pod becomes a snapshot row directly (`RunningPodReader`), without a `Pod`: hundreds
 of thousands arrive in one request, mostly replicas sharing their requests, so a request map
 is validated once per distinct content and field paths are formatted only for a violation.
+A pending pod becomes a `Pod` once per distinct message less its name (`PendingPodReader`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "EFFECTS",
     "MATCH_POLICIES",
     "SELECTOR_OPS",
+    "PendingPodReader",
     "RunningPodReader",
     "gang_from_proto",
     "node_from_proto",
@@ -446,3 +448,30 @@ class RunningPodReader:
             if len(self.out.items) == before:  # an invalid map is reported at every pod
                 self._requests[content] = found
         return found
+
+
+class PendingPodReader:
+    """Reads the pending pods of one request. A gang's members usually differ only in name,
+    so each distinct rest of the message is converted once and copied under each name."""
+
+    def __init__(self) -> None:
+        self._templates: dict[bytes, Pod] = {}
+        self._probe = pb.Pod()
+
+    def read(self, msg: pb.Pod, path: str, out: Violations) -> Pod | None:
+        probe = self._probe
+        probe.CopyFrom(msg)
+        probe.ClearField("name")
+        rest = probe.SerializeToString(deterministic=True)
+        template = self._templates.get(rest)
+        if template is not None and msg.name:
+            ns = template.namespace
+            return template.model_copy(
+                update={"name": msg.name, "gang": msg.gang or f"{ns}/{msg.name}"}
+            )
+        clean = not out.items
+        pod = pod_from_proto(msg, path, out)
+        if pod is not None and clean and not out.items:
+            # only a template without violations: a bad one is reported at every pod's path
+            self._templates[rest] = pod
+        return pod

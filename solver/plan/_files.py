@@ -10,14 +10,14 @@ from typing import Any, TextIO
 
 import yaml
 
-from solver.errors import InputError
+from solver.errors import FieldError, InputError
 from solver.yaml_limits import safe_load
 
 __all__ = ["field_error", "int_cell", "open_csv", "read_yaml", "reject_unknown"]
 
 
-def field_error(source: str, field: str, message: str) -> InputError:
-    return InputError(f"{source}: {field}: {message}")
+def field_error(source: str, field: str, message: str) -> FieldError:
+    return FieldError(source, field, message)
 
 
 def reject_unknown(

@@ -1,7 +1,8 @@
 """The planning problem as the solvers read it, and an integral plan as they write it.
 
 `Problem` is the input as arrays with integer costs: catalogue costs are scaled by the
-smallest power of ten that makes them all integers, and leaving a job of class j out costs
+smallest power of ten that makes them all integers (at most 10^4, and none past 10^9 once
+scaled), and leaving a job of class j out costs
 `pen_j` = (the largest scaled node cost + 1) x the job's weight, so placing work always
 beats saving money. The objective is `sum_t cost_t N_t + sum_j pen_j (k_j - z_j)`.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from solver.errors import InputError
 from solver.plan._model import BUDGET_SLACK, MILLI, PlanInput
 from solver.plan._pack import Arrays, arrays_of, pattern_fits
 
@@ -45,12 +47,20 @@ NO_PLAN = 1 << 62  # the objective of a plan that breaks a limit: worse than any
 MIN_SOLVE_SECONDS = 0.05  # the least time a CP-SAT solve is given (or worth starting)
 
 
+MAX_SCALED_COST = 10**9
+MAX_OBJECTIVE = 2**62  # CP-SAT sums the objective in int64
+
+
 def _cost_scale(costs: list[float]) -> int:
+    largest = max(costs, default=0.0)
+    scale = 1
     for k in range(5):
-        scale: int = 10**k
+        if largest * 10**k > MAX_SCALED_COST:
+            break
+        scale = 10**k
         if all(abs(c * scale - round(c * scale)) < 1e-9 for c in costs):
-            return scale
-    return 10_000
+            break
+    return scale
 
 
 class Problem:
@@ -64,6 +74,13 @@ class Problem:
         self.scale = _cost_scale([t.cost for t in inp.types])
         self.cost = np.array([round(t.cost * self.scale) for t in inp.types], dtype=np.int64)
         unit = int(self.cost.max(initial=0)) + 1
+        worth = sum(j.weight * j.count for j in inp.jobs)
+        if unit * worth > MAX_OBJECTIVE:
+            raise InputError(
+                f"plan: node costs up to {max(t.cost for t in inp.types):g} with a workload "
+                f"worth {worth} exceed the planner's 64-bit objective; state costs in a "
+                "larger unit"
+            )
         self.pen = np.array([unit * j.weight for j in inp.jobs], dtype=np.int64)
         self.total_pods = int(self.a.demand.sum())
         self.block = [t.nodes_per_block or 1 for t in inp.types]

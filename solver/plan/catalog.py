@@ -16,7 +16,9 @@
     budget: 5000                   # optional: most total cost of the added nodes
 
 A malformed file raises `InputError` naming the file and the field
-(`catalog.yaml: nodeTypes[2].allocatable.memory: invalid quantity '12XB'`).
+(`catalog.yaml: nodeTypes[2].allocatable.memory: invalid quantity '12XB'`). Costs, the
+budget and the counts are bounded (`MAX_COST`, `MAX_BUDGET`, `MAX_COUNT`): the planner
+works in 64-bit integers, and no real catalogue comes near the limits.
 """
 
 from __future__ import annotations
@@ -30,9 +32,20 @@ from solver.plan._files import field_error, read_yaml, reject_unknown
 from solver.plan._model import GPU, NodeType
 from solver.quantity import QuantityError, to_int
 
-__all__ = ["Catalog", "catalog_from_dict", "load_catalog", "to_plan_units"]
+__all__ = [
+    "MAX_BUDGET",
+    "MAX_COST",
+    "MAX_COUNT",
+    "Catalog",
+    "catalog_from_dict",
+    "load_catalog",
+    "to_plan_units",
+]
 
 MIB = 2**20
+MAX_COST = 1e9  # per node, in any unit
+MAX_BUDGET = 1e12
+MAX_COUNT = 1_000_000  # maxCount, nodesPerBlock and GPUs of a card quota
 _TYPE_KEYS = {"name", "cost", "gpuModel", "allocatable", "maxCount", "nodesPerBlock", "labels"}
 _TOP_KEYS = {"nodeTypes", "cardQuota", "budget"}
 
@@ -58,11 +71,13 @@ def load_catalog(path: str | Path) -> Catalog:
     return catalog_from_dict(read_yaml(path), str(path))
 
 
-def _number(value: Any, source: str, field: str, *, integer: bool = False) -> float:
+def _number(value: Any, source: str, field: str, maximum: float, *, integer: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise field_error(source, field, f"must be a number, got {value!r}")
     if not math.isfinite(value) or value < 0:
         raise field_error(source, field, f"must be a finite number >= 0, got {value!r}")
+    if value > maximum:
+        raise field_error(source, field, f"must be at most {maximum:g}, got {value!r}")
     if integer and (not isinstance(value, int) or value < 1):
         raise field_error(source, field, f"must be a positive integer, got {value!r}")
     return float(value)
@@ -85,12 +100,12 @@ def catalog_from_dict(data: Any, source: str) -> Catalog:
     if not isinstance(raw_quota, dict):
         raise field_error(source, "cardQuota", "must be a mapping GPU model -> GPUs")
     for model, limit in sorted(raw_quota.items()):
-        quota.append((str(model), int(_number(limit, source, f"cardQuota.{model}"))))
+        quota.append((str(model), int(_number(limit, source, f"cardQuota.{model}", MAX_COUNT))))
     budget = data.get("budget")
     return Catalog(
         types=tuple(types),
         card_quota=tuple(quota),
-        budget=None if budget is None else _number(budget, source, "budget"),
+        budget=None if budget is None else _number(budget, source, "budget", MAX_BUDGET),
     )
 
 
@@ -106,7 +121,7 @@ def _node_type(raw: Any, source: str, where: str, seen: set[str]) -> NodeType:
     seen.add(name)
     if "cost" not in raw:
         raise field_error(source, f"{where}.cost", "required")
-    cost = _number(raw["cost"], source, f"{where}.cost")
+    cost = _number(raw["cost"], source, f"{where}.cost", MAX_COST)
     alloc = raw.get("allocatable")
     if not isinstance(alloc, dict) or not alloc:
         raise field_error(
@@ -136,9 +151,9 @@ def _node_type(raw: Any, source: str, where: str, seen: set[str]) -> NodeType:
         gpu_model=model,
         max_count=None
         if max_count is None
-        else int(_number(max_count, source, f"{where}.maxCount")),
+        else int(_number(max_count, source, f"{where}.maxCount", MAX_COUNT)),
         nodes_per_block=None
         if per_block is None
-        else int(_number(per_block, source, f"{where}.nodesPerBlock", integer=True)),
+        else int(_number(per_block, source, f"{where}.nodesPerBlock", MAX_COUNT, integer=True)),
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
     )

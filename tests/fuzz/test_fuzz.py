@@ -5,17 +5,20 @@ Oracles, from issue 17:
   error line; never a traceback (an exception escaping the command), never exit 3 (an
   internal fault: a Decision that failed `verify`), and input invalid by construction is
   never accepted;
-- the gRPC service (a real server on loopback): every call answers OK or a client-side
-  code, never UNKNOWN or INTERNAL; invalid-by-construction requests get INVALID_ARGUMENT
+- the gRPC service (a real server on loopback), every method: every call answers OK with
+  a well-formed response or a client-side code, never UNKNOWN or INTERNAL (a Decision that
+  failed `verify` is INTERNAL); invalid-by-construction requests get INVALID_ARGUMENT
   naming the field; the server is still SERVING at the end.
 
 The default run is bounded (the hypothesis profile's examples per test); the slow profile
-runs 5,000 inputs per door (`HYPOTHESIS_PROFILE=slow pytest -m slow tests/fuzz`).
+runs 5,000 manifests and 5,000 requests, split over the eight methods
+(`HYPOTHESIS_PROFILE=slow pytest -m slow tests/fuzz`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,19 +29,21 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from clients.cli import app
 from gangplan.v1 import placement_service_pb2 as spb
 from server import Settings, create_server
-from tests.fuzz.strategies import (
-    INVALID_PROTO,
-    _set,
+from tests.fuzz.manifests import hostile_manifest_text, invalid_manifest_text
+from tests.fuzz.requests import (
+    DOORS,
+    FUZZ_SNAPSHOT,
+    INVALID_REQUESTS,
+    Door,
     base_cluster,
-    base_job,
-    hostile_manifest_text,
-    hostile_place_request,
-    invalid_manifest_text,
+    hostile_request,
+    set_field,
 )
 
 SLOW_EXAMPLES = 5_000
@@ -101,7 +106,9 @@ def test_hostile_manifests_long_run(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
-    settings_ = Settings(host="127.0.0.1", port=0, metrics_port=None, grace=1.0, workers=2)
+    settings_ = Settings(
+        host="127.0.0.1", port=0, metrics_port=None, grace=1.0, workers=2, time_limit=2.0
+    )
     srv, bound = create_server(settings_)
     srv.start()
     yield bound
@@ -122,34 +129,56 @@ def call(port: int, method: str, data: bytes) -> tuple[grpc.StatusCode, bytes | 
             return err.code(), err
 
 
-def check_grpc_answer(port: int, data: bytes) -> None:
-    code, answer = call(port, "PlaceJob", data)
-    assert code in CLIENT_CODES, f"{code}: {getattr(answer, 'details', lambda: '')()}"
+def store_fuzz_snapshot(port: int) -> None:
+    """The snapshot every example may name, as it was before any example changed it."""
+    put = spb.PutSnapshotRequest(snapshot_id=FUZZ_SNAPSHOT, cluster=base_cluster())
+    code, answer = call(port, "PutSnapshot", put.SerializeToString())
+    assert code == grpc.StatusCode.OK, answer
+
+
+def check_grpc_answer(port: int, door: Door, data: bytes) -> grpc.StatusCode:
+    store_fuzz_snapshot(port)
+    code, answer = call(port, door.method, data)
+    assert code in CLIENT_CODES, f"{door}: {code}: {getattr(answer, 'details', lambda: '')()}"
     if code == grpc.StatusCode.OK:
         assert isinstance(answer, bytes)
-        spb.PlaceJobResponse.FromString(answer)
+        door.response.FromString(answer)
+    return code
 
 
-@given(hostile_place_request())
-def test_hostile_requests_never_answer_unknown_or_internal(port: int, data: bytes) -> None:
-    check_grpc_answer(port, data)
+@pytest.mark.parametrize("door", DOORS, ids=str)
+def test_every_base_request_is_answered(port: int, door: Door) -> None:
+    """The fuzzers start from valid requests, so that hostile values land near real ones."""
+    assert check_grpc_answer(port, door, door.base().SerializeToString()) == grpc.StatusCode.OK
+
+
+@pytest.mark.parametrize("door", DOORS, ids=str)
+@given(data=st.data())
+def test_hostile_requests_never_answer_unknown_or_internal(
+    port: int, door: Door, data: st.DataObject
+) -> None:
+    check_grpc_answer(port, door, data.draw(hostile_request(door)))
 
 
 @pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES)
-@given(hostile_place_request())
-def test_hostile_requests_long_run(port: int, data: bytes) -> None:
-    check_grpc_answer(port, data)
+@pytest.mark.parametrize("door", DOORS, ids=str)
+@settings(max_examples=math.ceil(SLOW_EXAMPLES / len(DOORS)))
+@given(data=st.data())
+def test_hostile_requests_long_run(port: int, door: Door, data: st.DataObject) -> None:
+    check_grpc_answer(port, door, data.draw(hostile_request(door)))
 
 
-@pytest.mark.parametrize(("path", "value", "field"), INVALID_PROTO, ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    ("method", "path", "value", "field"), INVALID_REQUESTS, ids=lambda x: str(x)[:40]
+)
 def test_requests_invalid_by_construction_name_the_field(
-    port: int, path: tuple[object, ...], value: object, field: str
+    port: int, method: str, path: tuple[object, ...], value: object, field: str
 ) -> None:
-    request = spb.PlaceJobRequest(cluster=base_cluster(), job=base_job())
-    request.options.engine = "greedy"
-    _set(request, path, value)
-    code, err = call(port, "PlaceJob", request.SerializeToString())
+    door = next(d for d in DOORS if d.method == method)
+    request = door.base()
+    set_field(request, path, value)
+    store_fuzz_snapshot(port)
+    code, err = call(port, method, request.SerializeToString())
     assert code == grpc.StatusCode.INVALID_ARGUMENT, code
     assert isinstance(err, grpc.RpcError)
     status = rpc_status.from_call(err)  # type: ignore[arg-type]
@@ -158,4 +187,5 @@ def test_requests_invalid_by_construction_name_the_field(
         bad = error_details_pb2.BadRequest()
         status.details[0].Unpack(bad)
         fields = [v.field for v in bad.field_violations]
-    assert any(f.startswith(field) for f in fields), (fields, err.details())
+    named = any(f.startswith(field) for f in fields) or field in (err.details() or "")
+    assert named, (fields, err.details())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -322,6 +323,40 @@ def test_catalogue_errors_name_the_file_and_field(tmp_path: Path) -> None:
         )
     with pytest.raises(InputError, match=r"nodeTypes\[0\].colour: unknown field"):
         catalog_from_dict({"nodeTypes": [{"name": "a", "cost": 1, "colour": "red"}]}, "cat.yaml")
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({"cost": 2e9}, r"nodeTypes\[0\].cost: must be at most 1e\+09"),
+        ({"cost": 1, "maxCount": 10**7}, r"nodeTypes\[0\].maxCount: must be at most"),
+        ({"cost": 1, "nodesPerBlock": 10**7}, r"nodeTypes\[0\].nodesPerBlock: must be at most"),
+    ],
+)
+def test_catalogue_numbers_past_the_limits_name_the_field(
+    entry: dict[str, object], field: str
+) -> None:
+    with pytest.raises(InputError, match=field):
+        catalog_from_dict(
+            {"nodeTypes": [{"name": "a", "allocatable": {"cpu": 1}, **entry}]}, "cat.yaml"
+        )
+    with pytest.raises(InputError, match=r"budget: must be at most"):
+        catalog_from_dict({"nodeTypes": [], "budget": 1e13}, "cat.yaml")
+
+
+def test_costs_times_the_workload_past_64_bits_are_an_input_error() -> None:
+    # 1e9 per node x a million 8-GPU jobs valued by their GPU milli: past int64
+    catalog = Catalog(types=(node("a", 1e9, 8000, gpus=8),))
+    inp = valued(make_input(singles(pod(1, gpus=8)), catalog), "gpu")
+    inp = replace(inp, jobs=tuple(replace(job, count=10**6) for job in inp.jobs))
+    with pytest.raises(InputError, match="exceed the planner's 64-bit objective"):
+        plan(inp, FAST)
+
+
+def test_large_costs_keep_fewer_decimals_not_overflow() -> None:
+    catalog = Catalog(types=(node("a", 999_999_999.123456, 8000), node("b", 0.5, 4000)))
+    inp = make_input(singles(pod(6000), pod(2000)), catalog)
+    assert Problem(inp).cost.max() <= 10**9
 
 
 def test_trace_with_a_column_mapping(tmp_path: Path) -> None:

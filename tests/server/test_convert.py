@@ -126,3 +126,35 @@ def test_cli_serve_rejects_bad_settings(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "--tls-cert", str(cert)])
     assert result.exit_code == 2
     assert "tls_cert and tls_key must be given together" in result.stderr
+
+
+def test_replicas_converted_once_keep_their_own_name_and_implicit_gang() -> None:
+    worker = pb.Pod(namespace="ml", gang="ml/g", requests={"cpu": 500}, labels={"r": "w"})
+    loner = pb.Pod(namespace="ml", requests={"cpu": 500})
+    pods = []
+    for name in ("w0", "w1", "w2"):
+        pods.append(pb.Pod(name=name))
+        pods[-1].CopyFrom(worker)
+        pods[-1].name = name
+    for name in ("s0", "s1"):
+        pods.append(pb.Pod(name=name))
+        pods[-1].CopyFrom(loner)
+        pods[-1].name = name
+    cluster = pb.Cluster(gangs=[pb.Gang(namespace="ml", name="g", min_member=3)], pods=pods)
+    pending = snapshot_from_proto(cluster, "cluster", SCHEMA).pending
+    assert sorted((p.key, p.gang) for p in pending.values()) == [
+        ("ml/s0", "ml/s0"),  # a pod without a gang is a gang of its own, not its template's
+        ("ml/s1", "ml/s1"),
+        ("ml/w0", "ml/g"),
+        ("ml/w1", "ml/g"),
+        ("ml/w2", "ml/g"),
+    ]
+    workers = [p for p in pending.values() if p.gang == "ml/g"]
+    assert all(p.labels == {"r": "w"} and p.requests == workers[0].requests for p in workers)
+
+
+def test_a_bad_replica_is_reported_at_every_pod() -> None:
+    pods = [pb.Pod(name=f"w{i}", gang="no-slash", requests={"cpu": 1}) for i in range(3)]
+    with pytest.raises(ConvertError) as err:
+        snapshot_from_proto(pb.Cluster(pods=pods), "cluster", SCHEMA)
+    assert [f for f, _ in err.value.violations] == [f"cluster.pods[{i}].gang" for i in range(3)]

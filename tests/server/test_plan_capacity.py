@@ -68,7 +68,7 @@ def test_plan_capacity_bad_catalogue_is_invalid_argument(start: Any) -> None:
     with channel, pytest.raises(grpc.RpcError) as err:
         stub.PlanCapacity(spb.PlanCapacityRequest(workload=pb.Job(), node_types=[bad]), timeout=20)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "nodeTypes[0].cost" in (err.value.details() or "")
+    assert "node_types[0].cost" in (err.value.details() or "")  # the request's field names
 
 
 @pytest.mark.parametrize(

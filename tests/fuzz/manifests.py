@@ -1,9 +1,9 @@
-"""Hypothesis strategies for hostile input: manifests (as YAML text) and gRPC requests (as
-bytes), each a small valid cluster and job with some of its values replaced by values a
-careless or hostile writer produces, and sometimes its text or bytes damaged.
+"""Hypothesis strategies for hostile manifests (as YAML text): a small valid cluster and job
+with some of its values replaced by values a careless or hostile writer produces, and
+sometimes its text damaged.
 
-`invalid_*` strategies produce inputs that are invalid by construction (with the field an
-error must name), for the "never accepted" oracle.
+`invalid_manifest_text` produces inputs that are invalid by construction, for the "never
+accepted" oracle. The gRPC doors are in `requests.py`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from gangplan.v1 import cluster_pb2 as pb
-from gangplan.v1 import placement_service_pb2 as spb
 from tests.builders import network_topology, node, pod, podgroup, queue
 
 GPU = "nvidia.com/gpu"
@@ -195,125 +193,3 @@ def invalid_manifest_text(draw: st.DrawFn) -> str:
     for path, value in draw(st.lists(st.sampled_from(INVALID_MANIFEST_VALUES), min_size=1)):
         _replace(docs, path, value)
     return yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True)
-
-
-# ----------------------------------------------------------------------------- gRPC
-
-
-def base_cluster() -> pb.Cluster:
-    return pb.Cluster(
-        nodes=[
-            pb.Node(
-                name=f"n{i}",
-                labels={"rack": f"r{i}"},
-                allocatable={"cpu": 8000, "memory": 2**35, GPU: 4, "pods": 110},
-            )
-            for i in range(2)
-        ],
-        pods=[pb.Pod(namespace="default", name="run", node_name="n0", requests={"cpu": 1000})],
-        queues=[pb.Queue(name="q", capability={"cpu": 16000})],
-        topology=pb.NetworkTopology(
-            layers=[
-                pb.TopologyLayer(name="RackLayer", label_keys=["rack"]),
-                pb.TopologyLayer(name="NodeTopologyLayer", parent="RackLayer"),
-            ]
-        ),
-    )
-
-
-def base_job() -> pb.Job:
-    return pb.Job(
-        gangs=[pb.Gang(namespace="default", name="g", min_member=2, queue="q")],
-        pods=[
-            pb.Pod(namespace="default", name=f"p{i}", gang="default/g", requests={GPU: 1})
-            for i in range(2)
-        ],
-    )
-
-
-INT_FIELDS = st.sampled_from(
-    [
-        ("job", "gangs", 0, "min_member"),
-        ("job", "gangs", 0, "total_number"),
-        ("job", "gangs", 0, "priority"),
-        ("job", "gangs", 0, "match_policy"),
-        ("job", "gangs", 0, "mode"),
-        ("job", "pods", 0, "priority"),
-        ("job", "pods", 0, "preemption_policy"),
-        ("cluster", "nodes", 0, "allocatable", "cpu"),
-        ("cluster", "pods", 0, "requests", "cpu"),
-        ("cluster", "queues", 0, "capability", "cpu"),
-        ("cluster", "queues", 0, "weight"),
-        ("options", "workers"),
-        ("options", "seed"),
-    ]
-)
-STR_FIELDS = st.sampled_from(
-    [
-        ("job", "gangs", 0, "name"),
-        ("job", "gangs", 0, "queue"),
-        ("job", "pods", 0, "gang"),
-        ("job", "pods", 0, "name"),
-        ("cluster", "nodes", 0, "name"),
-        ("cluster", "pods", 0, "node_name"),
-        ("cluster", "queues", 0, "parent"),
-        ("cluster", "topology", "layers", 1, "parent"),
-        ("options", "engine"),
-        ("options", "scheduler_conf"),
-    ]
-)
-
-
-def _set(message: Any, path: tuple[Any, ...], value: Any) -> None:
-    """Set a scalar (or a map entry) at `path`; values the field cannot hold are clamped
-    into its wire type, as a hostile client's encoder would send them."""
-    target = message
-    for step in path[:-1]:
-        target = target[step] if isinstance(step, int) else getattr(target, step)
-    last = path[-1]
-    if hasattr(target, "__setitem__") and not hasattr(target, "DESCRIPTOR"):  # a map
-        target[last] = value
-        return
-    field = target.DESCRIPTOR.fields_by_name[last]
-    if field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_ENUM):
-        value = (value + 2**31) % 2**32 - 2**31
-    elif field.cpp_type == field.CPPTYPE_INT64:
-        value = (value + 2**63) % 2**64 - 2**63
-    elif field.cpp_type == field.CPPTYPE_DOUBLE:
-        value = float(value)
-    setattr(target, last, value)
-
-
-@st.composite
-def hostile_place_request(draw: st.DrawFn) -> bytes:
-    """A PlaceJob request with hostile scalars, serialized; sometimes damaged bytes."""
-    request = spb.PlaceJobRequest(cluster=base_cluster(), job=base_job())
-    request.options.engine = "greedy"
-    for _ in range(draw(st.integers(1, 4))):
-        if draw(st.booleans()):
-            value = draw(st.integers(-(2**70), 2**70))
-            path = draw(INT_FIELDS)
-            if path[-1] == "cpu" and "options" not in path:
-                value = (value + 2**63) % 2**64 - 2**63
-            _set(request, path, value)
-        else:
-            _set(request, draw(STR_FIELDS), draw(NAME))
-    data = request.SerializeToString()
-    if draw(st.integers(0, 3)) == 0:
-        cut = draw(st.integers(0, len(data)))
-        flip = draw(st.binary(min_size=1, max_size=8))
-        data = data[:cut] + flip + data[cut + len(flip) :]
-    return data
-
-
-INVALID_PROTO: list[tuple[tuple[Any, ...], Any, str]] = [
-    (("cluster", "nodes", 0, "allocatable", "cpu"), -5, "cluster.nodes[0].allocatable"),
-    (("job", "gangs", 0, "min_member"), -1, "job.gangs[0].min_member"),
-    (("job", "gangs", 0, "match_policy"), 99, "job.gangs[0].match_policy"),
-    (("job", "pods", 0, "preemption_policy"), 99, "job.pods[0].preemption_policy"),
-    (("cluster", "queues", 0, "parent"), "q", "cluster.queues[0].parent"),
-    (("cluster", "topology", "layers", 1, "parent"), "NodeTopologyLayer", "cluster.topology"),
-    (("options", "seed"), -1, "options.seed"),
-    (("options", "workers"), 10_000, "options.workers"),
-    (("options", "engine"), "quantum", "options.engine"),
-]

@@ -1,0 +1,345 @@
+"""Hypothesis strategies for hostile gRPC requests, one `Door` per PlacementService method:
+a small valid request with some of its scalars replaced by values a careless or hostile
+client's encoder sends, sometimes sent against a stored snapshot instead of inline, and
+sometimes with its bytes damaged.
+
+`INVALID_REQUESTS` are invalid by construction, each with the field path its
+INVALID_ARGUMENT must name, for the "never accepted" oracle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.message import Message
+from hypothesis import strategies as st
+
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+from tests.fuzz.manifests import GPU, NAME
+
+Path = tuple[Any, ...]
+
+FUZZ_SNAPSHOT = "fuzz"  # stored with `base_cluster()` before every example
+
+
+def base_cluster() -> pb.Cluster:
+    return pb.Cluster(
+        nodes=[
+            pb.Node(
+                name=f"n{i}",
+                labels={"rack": f"r{i}"},
+                allocatable={"cpu": 8000, "memory": 2**35, GPU: 4, "pods": 110},
+            )
+            for i in range(2)
+        ],
+        pods=[pb.Pod(namespace="default", name="run", node_name="n0", requests={"cpu": 1000})],
+        queues=[pb.Queue(name="q", capability={"cpu": 16000})],
+        topology=pb.NetworkTopology(
+            layers=[
+                pb.TopologyLayer(name="RackLayer", label_keys=["rack"]),
+                pb.TopologyLayer(name="NodeTopologyLayer", parent="RackLayer"),
+            ]
+        ),
+    )
+
+
+def base_job() -> pb.Job:
+    return pb.Job(
+        gangs=[pb.Gang(namespace="default", name="g", min_member=2, queue="q")],
+        pods=[
+            pb.Pod(namespace="default", name=f"p{i}", gang="default/g", requests={GPU: 1})
+            for i in range(2)
+        ],
+    )
+
+
+def base_delta() -> spb.UpdateSnapshotRequest:
+    """Against `FUZZ_SNAPSHOT`: a node, a queue and a gang added, a pending pod added and a
+    running one reported, the running pod of `base_cluster()` removed."""
+    return spb.UpdateSnapshotRequest(
+        snapshot_id=FUZZ_SNAPSHOT,
+        upsert_nodes=[pb.Node(name="n2", labels={"rack": "r0"}, allocatable={"cpu": 4000})],
+        upsert_queues=[pb.Queue(name="q2", parent="q", capability={"cpu": 2000})],
+        upsert_gangs=[pb.Gang(namespace="default", name="g2", min_member=1, queue="q2")],
+        upsert_pods=[
+            pb.Pod(namespace="default", name="new", gang="default/g2", requests={"cpu": 100}),
+            pb.Pod(namespace="default", name="r2", node_name="n1", requests={"cpu": 100}),
+        ],
+        remove_pods=["default/run"],
+        topology=base_cluster().topology,
+    )
+
+
+def base_plan() -> spb.PlanCapacityRequest:
+    return spb.PlanCapacityRequest(
+        cluster=base_cluster(),
+        workload=base_job(),
+        node_types=[
+            spb.PlanNodeType(
+                name="a100",
+                cost=10.0,
+                gpu_model="A100",
+                allocatable={"cpu": 64000, GPU: 8, "pods": 110},
+                max_count=4,
+            )
+        ],
+        card_quota={"A100": 16},
+        budget=100.0,
+        options=spb.SolveOptions(workers=1, seed=1),
+    )
+
+
+def _under(prefix: Path, paths: list[Path]) -> list[Path]:
+    return [(*prefix, *p) for p in paths]
+
+
+CLUSTER_INTS: list[Path] = [
+    ("nodes", 0, "allocatable", "cpu"),
+    ("pods", 0, "requests", "cpu"),
+    ("pods", 0, "priority"),
+    ("queues", 0, "capability", "cpu"),
+    ("queues", 0, "weight"),
+]
+CLUSTER_STRS: list[Path] = [
+    ("nodes", 0, "name"),
+    ("nodes", 0, "labels", "rack"),
+    ("pods", 0, "name"),
+    ("pods", 0, "node_name"),
+    ("pods", 0, "gang"),
+    ("queues", 0, "name"),
+    ("queues", 0, "parent"),
+    ("topology", "layers", 1, "parent"),
+    ("topology", "layers", 0, "label_keys", 0),
+]
+JOB_INTS: list[Path] = [
+    ("gangs", 0, "min_member"),
+    ("gangs", 0, "total_number"),
+    ("gangs", 0, "priority"),
+    ("gangs", 0, "match_policy"),
+    ("gangs", 0, "mode"),
+    ("pods", 0, "priority"),
+    ("pods", 0, "preemption_policy"),
+    ("pods", 0, "requests", GPU),
+    ("pods", 0, "creation_time", "seconds"),
+    ("pods", 0, "creation_time", "nanos"),
+]
+JOB_STRS: list[Path] = [
+    ("gangs", 0, "name"),
+    ("gangs", 0, "namespace"),
+    ("gangs", 0, "queue"),
+    ("pods", 0, "gang"),
+    ("pods", 0, "name"),
+    ("pods", 0, "namespace"),
+    ("pods", 0, "node_selector", "rack"),
+    ("pods", 1, "labels", "app"),
+]
+OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
+OPTION_STRS: list[Path] = [("options", "engine"), ("options", "scheduler_conf")]
+
+
+@dataclass(frozen=True)
+class Door:
+    """One method: a valid request, the fields hostile values go into, the response type."""
+
+    method: str
+    base: Callable[[], Message]
+    response: type[Message]
+    ints: list[Path]
+    strs: list[Path]
+    doubles: list[Path] | None = None
+
+    def __str__(self) -> str:
+        return self.method
+
+
+def _solve_door(method: str, request: type[Message], response: type[Message]) -> Door:
+    return Door(
+        method,
+        lambda: request(
+            cluster=base_cluster(), job=base_job(), options=spb.SolveOptions(engine="greedy")
+        ),
+        response,
+        [*_under(("cluster",), CLUSTER_INTS), *_under(("job",), JOB_INTS), *OPTION_INTS],
+        [*_under(("cluster",), CLUSTER_STRS), *_under(("job",), JOB_STRS), *OPTION_STRS],
+    )
+
+
+DOORS = [
+    _solve_door("PlaceJob", spb.PlaceJobRequest, spb.PlaceJobResponse),
+    _solve_door("Preempt", spb.PreemptRequest, spb.PreemptResponse),
+    _solve_door("Enqueue", spb.EnqueueRequest, spb.EnqueueResponse),
+    Door(
+        "ValidateQueues",
+        lambda: spb.ValidateQueuesRequest(cluster=base_cluster()),
+        spb.ValidateQueuesResponse,
+        _under(("cluster",), CLUSTER_INTS),
+        _under(("cluster",), CLUSTER_STRS),
+    ),
+    Door(
+        "PutSnapshot",
+        lambda: spb.PutSnapshotRequest(cluster=base_cluster(), snapshot_id="fuzz-put"),
+        spb.PutSnapshotResponse,
+        _under(("cluster",), CLUSTER_INTS),
+        [("snapshot_id",), *_under(("cluster",), CLUSTER_STRS)],
+    ),
+    Door(
+        "UpdateSnapshot",
+        base_delta,
+        spb.UpdateSnapshotResponse,
+        [
+            ("expected_generation",),
+            ("upsert_nodes", 0, "allocatable", "cpu"),
+            ("upsert_pods", 0, "requests", "cpu"),
+            ("upsert_pods", 1, "priority"),
+            ("upsert_gangs", 0, "min_member"),
+            ("upsert_gangs", 0, "mode"),
+            ("upsert_queues", 0, "weight"),
+            ("upsert_queues", 0, "capability", "cpu"),
+        ],
+        [
+            ("snapshot_id",),
+            ("upsert_nodes", 0, "name"),
+            ("upsert_pods", 0, "gang"),
+            ("upsert_pods", 0, "name"),
+            ("upsert_pods", 1, "node_name"),
+            ("upsert_gangs", 0, "queue"),
+            ("upsert_queues", 0, "parent"),
+            ("upsert_queues", 0, "name"),
+            ("remove_pods", 0),
+            ("topology", "layers", 1, "parent"),
+        ],
+    ),
+    Door(
+        "DeleteSnapshot",
+        lambda: spb.DeleteSnapshotRequest(snapshot_id=FUZZ_SNAPSHOT),
+        spb.DeleteSnapshotResponse,
+        [],
+        [("snapshot_id",)],
+    ),
+    Door(
+        "PlanCapacity",
+        base_plan,
+        spb.PlanCapacityResponse,
+        [
+            ("node_types", 0, "max_count"),
+            ("node_types", 0, "nodes_per_block"),
+            ("node_types", 0, "allocatable", GPU),
+            ("node_types", 0, "allocatable", "cpu"),
+            ("card_quota", "A100"),
+            ("value",),
+            *OPTION_INTS,
+            *_under(("workload",), JOB_INTS),
+        ],
+        [
+            ("node_types", 0, "name"),
+            ("node_types", 0, "gpu_model"),
+            ("node_types", 0, "labels", "rack"),
+            *_under(("workload",), JOB_STRS),
+        ],
+        [("node_types", 0, "cost"), ("budget",)],
+    ),
+]
+
+
+def _clamp(value: Any, bits: int) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    half = 2 ** (bits - 1)
+    return (value + half) % (2 * half) - half
+
+
+def set_field(message: Any, path: Path, value: Any) -> None:
+    """Set a scalar, map entry or repeated string at `path`; integers the field cannot hold
+    are wrapped into its wire type, as a hostile client's encoder would send them."""
+    target = message
+    for step in path[:-1]:
+        target = target[step] if isinstance(step, int) else getattr(target, step)
+    last = path[-1]
+    if not hasattr(target, "DESCRIPTOR"):  # a map (int64 or string values) or a list
+        if isinstance(last, int) and last >= len(target):
+            target.append(value)
+        else:
+            target[last] = _clamp(value, 64)
+        return
+    field = target.DESCRIPTOR.fields_by_name[last]
+    if field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_ENUM):
+        value = _clamp(value, 32)
+    elif field.cpp_type == field.CPPTYPE_INT64:
+        value = _clamp(value, 64)
+    elif field.cpp_type == field.CPPTYPE_DOUBLE:
+        value = float(value)
+    setattr(target, last, value)
+
+
+HOSTILE_DOUBLE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([-1.0, 0.0, 1e308, -0.0]),
+)
+
+
+@st.composite
+def hostile_request(draw: st.DrawFn, door: Door) -> bytes:
+    """`door`'s request with 1-4 hostile values, serialized; sometimes damaged bytes."""
+    request: Any = door.base()
+    kinds = [k for k, paths in (("int", door.ints), ("str", door.strs)) if paths]
+    if door.doubles:
+        kinds.append("double")
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(kinds))
+        if kind == "int":
+            set_field(request, draw(st.sampled_from(door.ints)), draw(st.integers(-(2**70), 2**70)))
+        elif kind == "str":
+            set_field(request, draw(st.sampled_from(door.strs)), draw(NAME))
+        else:
+            assert door.doubles is not None
+            set_field(request, draw(st.sampled_from(door.doubles)), draw(HOSTILE_DOUBLE))
+    fields = request.DESCRIPTOR.fields_by_name
+    if "snapshot" in fields and draw(st.integers(0, 2)) == 0:
+        # the stored snapshot instead of the inline cluster, at a hostile generation
+        request.snapshot.id = draw(st.sampled_from([FUZZ_SNAPSHOT, "absent", ""]))
+        request.snapshot.expected_generation = draw(st.sampled_from([0, 1, 2, -1, 2**63 - 1]))
+    data: bytes = request.SerializeToString()
+    if draw(st.integers(0, 3)) == 0:
+        cut = draw(st.integers(0, len(data)))
+        flip = draw(st.binary(min_size=1, max_size=8))
+        data = data[:cut] + flip + data[cut + len(flip) :]
+    return data
+
+
+# (method, path, value, the field path the error must name)
+INVALID_REQUESTS: list[tuple[str, Path, Any, str]] = [
+    ("PlaceJob", ("cluster", "nodes", 0, "allocatable", "cpu"), -5, "cluster.nodes[0].allocatable"),
+    ("PlaceJob", ("job", "gangs", 0, "min_member"), -1, "job.gangs[0].min_member"),
+    ("PlaceJob", ("job", "gangs", 0, "match_policy"), 99, "job.gangs[0].match_policy"),
+    ("PlaceJob", ("job", "pods", 0, "preemption_policy"), 99, "job.pods[0].preemption_policy"),
+    ("PlaceJob", ("cluster", "queues", 0, "parent"), "q", "cluster.queues[0].parent"),
+    (
+        "PlaceJob",
+        ("cluster", "topology", "layers", 1, "parent"),
+        "NodeTopologyLayer",
+        "cluster.topology",
+    ),
+    ("PlaceJob", ("options", "seed"), -1, "options.seed"),
+    ("PlaceJob", ("options", "workers"), 10_000, "options.workers"),
+    ("PlaceJob", ("options", "engine"), "quantum", "options.engine"),
+    ("Preempt", ("job", "pods", 0, "gang"), "no-slash", "job.pods[0].gang"),
+    ("Preempt", ("job", "pods", 0, "creation_time", "seconds"), 2**62, "job.pods[0].creation_time"),
+    ("Enqueue", ("job", "gangs", 0, "mode"), 7, "job.gangs[0].mode"),
+    ("Enqueue", ("cluster", "pods", 0, "requests", "cpu"), -1, "cluster.pods[0].requests"),
+    ("ValidateQueues", ("cluster", "queues", 0, "capability", "cpu"), -1, "cluster.queues[0]"),
+    ("PutSnapshot", ("snapshot_id",), "x" * 300, "snapshot_id"),
+    ("PutSnapshot", ("cluster", "nodes", 0, "name"), "", "cluster.nodes[0].name"),
+    ("UpdateSnapshot", ("upsert_queues", 0, "parent"), "q2", "upsert_queues[0].parent"),
+    ("UpdateSnapshot", ("upsert_gangs", 0, "min_member"), -3, "upsert_gangs[0].min_member"),
+    ("UpdateSnapshot", ("upsert_pods", 0, "requests", "cpu"), -1, "upsert_pods[0].requests"),
+    ("UpdateSnapshot", ("upsert_pods", 0, "gang"), "no-slash", "upsert_pods[0].gang"),
+    ("PlanCapacity", ("node_types", 0, "cost"), -1.0, "node_types[0].cost"),
+    ("PlanCapacity", ("node_types", 0, "cost"), float("nan"), "node_types[0].cost"),
+    ("PlanCapacity", ("budget",), float("inf"), "budget"),
+    ("PlanCapacity", ("node_types", 0, "max_count"), -2, "node_types[0].max_count"),
+    ("PlanCapacity", ("value",), 9, "value"),
+    ("PlanCapacity", ("options", "workers"), -1, "options.workers"),
+]
