@@ -17,6 +17,7 @@ the input; a missing one is an input error naming the pod's field.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -483,7 +484,7 @@ def _koordinator_gang(
     *, gang_id: str, dialect: Any, min_member: int, annotations: dict[str, str], created: str | None
 ) -> Gang:
     """Apply Koordinator's annotations and its defaults for illegal values (reference §2.1)."""
-    total = _lenient_int(annotations.get(GANG_ANNOTATIONS.TOTAL_NUMBER))
+    total = _int32(annotations.get(GANG_ANNOTATIONS.TOTAL_NUMBER))
     mode = annotations.get(GANG_ANNOTATIONS.MODE, "Strict")
     policy_text = annotations.get(
         GANG_ANNOTATIONS.MATCH_POLICY, annotations.get(GANG_ANNOTATIONS.MATCH_POLICY_ALIAS, "")
@@ -528,18 +529,23 @@ def _parse_groups(text: str | None, self_id: str) -> tuple[str, ...]:
     return tuple(sorted(ids))
 
 
-def _lenient_int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi's digits
+INT32_MAX = 2**31 - 1
+
+
+def _int32(text: str | None) -> int | None:
+    """`text` as an int32 the way Go's strconv parses it (ASCII digits only); None if not."""
+    if text is None or len(text) > 12 or not _ASCII_INT.fullmatch(text):
+        return None  # 12 characters hold every int32
+    value = int(text)
+    return value if -INT32_MAX - 1 <= value <= INT32_MAX else None
 
 
 def _non_negative_int(raw: RawObject, text: str, field_path: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise raw.error(f"not an integer: {text!r}", field=field_path) from None
+    value = _int32(text)
+    if value is None:
+        problem = "past int32" if _ASCII_INT.fullmatch(text) else "not an integer"
+        raise raw.error(f"{problem}: {text!r}", field=field_path)
     if value < 0:
         raise raw.error(f"must not be negative: {value}", field=field_path)
     return value

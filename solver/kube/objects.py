@@ -52,6 +52,7 @@ def _parse_resource_list(value: object) -> dict[str, int]:
 
 ResourceList = Annotated[dict[str, int], BeforeValidator(_parse_resource_list)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1, strict=True)]
+Count32 = Annotated[int, Field(ge=0, le=2**31 - 1, strict=True)]  # minMember and the like
 """Kubernetes int32 fields (priorities, PriorityClass value, queue weight)."""
 """`{resource: quantity}` parsed into integer units (milli-CPU, bytes, counts)."""
 
@@ -271,12 +272,12 @@ class K8sPriorityClass(PriorityClassBody):
 class PodGroupSpec(_K8s):
     """Union of the three dialects' PodGroup specs (fields a dialect lacks stay unset)."""
 
-    min_member: int | None = Field(default=None, alias="minMember", ge=0)
+    min_member: Count32 | None = Field(default=None, alias="minMember")
     min_resources: ResourceList = Field(default_factory=dict, alias="minResources")
-    schedule_timeout_seconds: int | None = Field(default=None, alias="scheduleTimeoutSeconds")
+    schedule_timeout_seconds: Int32 | None = Field(default=None, alias="scheduleTimeoutSeconds")
     queue: str | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
-    min_task_member: dict[str, int] | None = Field(default=None, alias="minTaskMember")
+    min_task_member: dict[str, Count32] | None = Field(default=None, alias="minTaskMember")
     affinity: dict[str, Any] | None = None
 
 

@@ -169,7 +169,11 @@ def parse_gather_spec(text: str) -> GatherSpec:
                 )
             parsed[name] = v or ""
         multiple = fields.get("podCountMultiple")
-        if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int)):
+        if multiple is not None and (
+            isinstance(multiple, bool)
+            or not isinstance(multiple, int)
+            or not -(2**63) <= multiple < 2**63  # Go's int: json.Unmarshal refuses the rest
+        ):
             shown = json.dumps(multiple)
             raise GatherSpecError(
                 f"gatherStrategy[{i}].podCountMultiple: cannot unmarshal {_go_type(multiple)} "
