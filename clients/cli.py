@@ -2,8 +2,10 @@
 
     gangplan schedule -f FILE... [--config CONF] [--engine auto|cpsat|greedy]
                       [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
+                      [--scheduler-name NAME]... [-n NAMESPACE]... [-A]
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|table]
     gangplan topology -f FILE... [-o table|json] [--nodes]
+    gangplan config show [--config CONF]
     gangplan plan     -f FILE... --catalog CAT [--cluster F...] [--trace CSV] [-o table|json]
                       [--plot PNG] | --sweep SWEEP.yaml [--executor process|ray|dask]
     gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
@@ -27,6 +29,7 @@ from rich.console import Console
 from clients._exit import fail
 from clients.cards_cli import cards_cmd
 from clients.client import ClientError
+from clients.config_cli import config_app
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
@@ -44,6 +47,7 @@ from solver import (
 from solver.engines import ENGINES
 from solver.errors import InputError
 from solver.features.topology.tree import build_tree, render_tree, topology_view
+from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
 
 __all__ = ["app", "main"]
 
@@ -77,6 +81,40 @@ Config = Annotated[
         "--config", help="Scheduler conf in the Volcano format (actions, tiers, plugins)."
     ),
 ]
+
+
+SchedulerNames = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scheduler-name",
+        help="Place only pending pods whose spec.schedulerName is this (repeatable; default: "
+        + ", ".join(sorted(DEFAULT_SCHEDULER_NAMES))
+        + "). Pods of other schedulers stay pending; bound ones still use their nodes.",
+    ),
+]
+Namespaces = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-n", "--namespace", help="Place only pending pods of this namespace (repeatable)."
+    ),
+]
+AllNamespaces = Annotated[
+    bool,
+    typer.Option(
+        "-A", "--all-namespaces", help="Every namespace of the input (the default; as kubectl)."
+    ),
+]
+
+
+def _selection(
+    names: list[str] | None, namespaces: list[str] | None, all_namespaces: bool
+) -> PodSelection:
+    if namespaces and all_namespaces:
+        raise InputError("--namespace and --all-namespaces exclude each other")
+    return PodSelection(
+        scheduler_names=frozenset(names) if names else DEFAULT_SCHEDULER_NAMES,
+        namespaces=frozenset(namespaces) if namespaces else None,
+    )
 
 
 def _notes(notes: tuple[str, ...]) -> None:
@@ -127,11 +165,15 @@ def schedule_cmd(
         ),
     ] = None,
     output: Annotated[Output, typer.Option("-o", "--output")] = Output.json,
+    scheduler_names: SchedulerNames = None,
+    namespaces: Namespaces = None,
+    all_namespaces: AllNamespaces = False,
 ) -> None:
     """Simulate one scheduling cycle for every pending pod in the manifests."""
     try:
         conf = load_conf(config)
-        model = load_manifests(*files)
+        selection = _selection(scheduler_names, namespaces, all_namespaces)
+        model = selection.apply(load_manifests(*files))
         if server is not None:
             decision = _schedule_remote(
                 server, model, config, engine, time_limit, workers, seed, preempt
@@ -162,11 +204,12 @@ def explain_cmd(
     pod: Annotated[str, typer.Option("--pod", help="The pending pod, as namespace/name.")],
     config: Config = None,
     output: Annotated[ExplainOutput, typer.Option("-o", "--output")] = ExplainOutput.json,
+    scheduler_names: SchedulerNames = None,
 ) -> None:
     """Every node's verdict and scores for one pending pod."""
     try:
         conf = load_conf(config)
-        model = load_manifests(*files)
+        model = _selection(scheduler_names, None, False).apply(load_manifests(*files))
         data = explain(model, conf, pod if "/" in pod else f"default/{pod}")
     except GangplanError as err:
         fail(err)
@@ -289,6 +332,7 @@ def topology_cmd(
 
 
 app.add_typer(queues_app, name="queues")
+app.add_typer(config_app, name="config")
 app.command("plan")(plan_cmd)
 app.command("cards")(cards_cmd)
 

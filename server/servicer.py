@@ -71,6 +71,7 @@ from solver.codec import (
 )
 from solver.engines import ENGINES
 from solver.features.queues import validate_queues
+from solver.model import PodSelection
 from solver.snapshot import DeltaError, Snapshot, Workload
 
 __all__ = ["PlacementServicer", "ScheduleFn"]
@@ -361,6 +362,13 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         else:
             workload, closed = Workload.everything(snapshot), None
         options = request.options
+        selection = PodSelection(
+            scheduler_names=frozenset(options.scheduler_names) or None,
+            namespaces=frozenset(options.namespaces) or None,
+        )
+        left = selection.note(p for p in workload.pods if not selection.takes(p))
+        if left is not None:
+            workload = workload.only(selection.takes)
         conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf
         engine, kwargs, notes = self._budget(options, context)
@@ -376,6 +384,8 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
         if not context.is_active():
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
+        if left is not None:
+            notes.append(left)
         if notes:
             decision = _with_notes(decision, notes)
         self.metrics.solved(decision, time.perf_counter() - started)

@@ -17,8 +17,12 @@ tiers:
 ```
 
 A plugin that is not listed does not act. Resource capacity is not a plugin: it always
-holds. No conf at all means every built-in plugin with its defaults and the actions
-`enqueue, allocate`.
+holds. No conf at all means `DEFAULT_PLUGINS` with their defaults and the actions
+`enqueue, allocate`: what Volcano's default scheduler conf enables, as far as gangplan
+implements it (gang, predicates, binpack; its proportion's queue capability as
+`capacity`), plus gangplan's own `network-topology` and `job-affinity`, which act only on
+objects and annotations Volcano does not read. `nodegroup` and `capacity-card` act only
+when a conf lists them, as in Volcano (`gangplan config show` prints the default).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from solver.errors import ConfigError
 from solver.yaml_limits import safe_load
 
-__all__ = ["BUILTIN_PLUGINS", "PluginConf", "SchedulerConf", "load_conf"]
+__all__ = ["BUILTIN_PLUGINS", "DEFAULT_PLUGINS", "PluginConf", "SchedulerConf", "load_conf"]
 
 BUILTIN_PLUGINS = (
     "predicates",
@@ -43,10 +47,13 @@ BUILTIN_PLUGINS = (
     "capacity",
     "nodegroup",
 )
+"""Plugins gangplan implements today, in their tier order."""
+DEFAULT_PLUGINS = tuple(p for p in BUILTIN_PLUGINS if p != "nodegroup")
+"""The plugins of the default conf: Volcano's default conf does not enable nodegroup, and
+with it every labelled node would refuse queues without node-group affinity."""
 OPTIONAL_PLUGINS = ("capacity-card",)
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it."""
-"""Plugins gangplan implements today, in their default tier order."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
@@ -61,9 +68,6 @@ KNOWN_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclai
 DEFAULT_ACTIONS = ("enqueue", "allocate")
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "capacity": {"name": "capacity", "enableHierarchy": True},
-    # strict: false here (upstream's default is true) so that a cluster without node groups
-    # is not blocked by the built-in conf; an explicit conf gets Volcano's default.
-    "nodegroup": {"name": "nodegroup", "enableHierarchy": True, "arguments": {"strict": False}},
 }
 
 
@@ -108,9 +112,9 @@ class SchedulerConf(BaseModel):
 
     @classmethod
     def default(cls) -> SchedulerConf:
-        """Every built-in plugin with its defaults; actions `enqueue, allocate`."""
+        """`DEFAULT_PLUGINS` with their defaults; actions `enqueue, allocate`."""
         plugins = [
-            PluginConf.model_validate(_DEFAULTS.get(n, {"name": n})) for n in BUILTIN_PLUGINS
+            PluginConf.model_validate(_DEFAULTS.get(n, {"name": n})) for n in DEFAULT_PLUGINS
         ]
         return cls(tiers=(TierConf(plugins=plugins),))
 
@@ -127,6 +131,25 @@ class SchedulerConf(BaseModel):
     def arguments(self, name: str) -> dict[str, Any]:
         plugin = self.plugin(name)
         return dict(plugin.arguments) if plugin else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The conf in Volcano's file format (what `gangplan config show` prints)."""
+        return {
+            "actions": ", ".join(self.actions),
+            "tiers": [
+                {
+                    "plugins": [
+                        {
+                            "name": p.name,
+                            **p.options,
+                            **({"arguments": p.arguments} if p.arguments else {}),
+                        }
+                        for p in tier.plugins
+                    ]
+                }
+                for tier in self.tiers
+            ],
+        }
 
 
 def _configmap_conf(data: object, source: str) -> dict[str, Any]:

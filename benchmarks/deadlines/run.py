@@ -1,14 +1,17 @@
 """Deadline sweep: does every PlaceJob answer before its deadline on an instance CP-SAT
 cannot finish, and with what?
 
-A `gangplan serve` subprocess (4 RPC threads, CP-SAT 1 worker, seed 0), one PlaceJob of
-30 gangs × 40 pods on 400 nodes (1,200 pods; CP-SAT does not prove it optimal within a
-minute) sent inline, engine `auto`, with deadlines from 0.05 s to 5 s, `--reps` calls
-each. Per deadline: calls answered, `DEADLINE_EXCEEDED`, other codes, statuses, and the
-worst and median time to the answer as a share of the deadline (the client's clock).
-Appends one JSON row to results.jsonl (git SHA, machine).
+A `gangplan serve` subprocess (CP-SAT 1 worker, seed 0), one PlaceJob of 30 gangs × 40
+pods on 400 nodes (1,200 pods; CP-SAT does not prove it optimal within a minute), engine
+`auto`, with deadlines from 0.05 s to 5 s, `--reps` calls each, in three set-ups: the
+cluster sent inline with the job (no running pods), and a stored snapshot of it with 0
+and with 20,000 running pods (50 per node, 250m CPU each: they take CPU and pod slots,
+not GPUs, so the gangs stay as hard to pack). Per set-up and deadline: calls answered,
+`DEADLINE_EXCEEDED`, other codes, statuses, and the worst and median time to the answer
+as a share of the deadline (the client's clock). Appends one JSON row to results.jsonl
+(git SHA, machine); `plot.py` draws the latest as deadlines.png.
 
-    .venv/bin/python benchmarks/deadlines/run.py            # ~2 minutes
+    .venv/bin/python benchmarks/deadlines/run.py            # ~6 minutes
 """
 
 from __future__ import annotations
@@ -39,14 +42,32 @@ GPU = "nvidia.com/gpu"
 DEADLINES = [0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0]
 
 
-def hard_request() -> spb.PlaceJobRequest:
+RUNNING_PER_NODE = 50
+SNAPSHOT = "deadlines"
+
+
+def hard_cluster(running_per_node: int = 0) -> pb.Cluster:
     nodes = [
         pb.Node(
             name=f"n{i:04d}",
-            allocatable={"cpu": 16_000 + 1000 * (i % 7), GPU: 8, "pods": 110},
+            allocatable={"cpu": 32_000 + 1000 * (i % 7), GPU: 8, "pods": 110},
         )
         for i in range(400)
     ]
+    running = [
+        pb.Pod(
+            namespace="batch",
+            name=f"r{i:04d}-{k}",
+            node_name=node.name,
+            requests={"cpu": 250},
+        )
+        for i, node in enumerate(nodes)
+        for k in range(running_per_node)
+    ]
+    return pb.Cluster(nodes=nodes, pods=running)
+
+
+def hard_job() -> pb.Job:
     job = pb.Job()
     for g in range(30):
         gang = f"g{g:02d}"
@@ -60,11 +81,55 @@ def hard_request() -> spb.PlaceJobRequest:
             )
             for i in range(40)
         )
-    return spb.PlaceJobRequest(
-        cluster=pb.Cluster(nodes=nodes),
-        job=job,
-        options=spb.SolveOptions(engine="auto", workers=1, seed=0),
+    return job
+
+
+OPTIONS = spb.SolveOptions(engine="auto", workers=1, seed=0)
+SETUPS = [("inline", 0), ("snapshot", 0), ("snapshot", RUNNING_PER_NODE)]
+
+
+def requests(
+    stub: spb_grpc.PlacementServiceStub, source: str, per_node: int
+) -> spb.PlaceJobRequest:
+    """The PlaceJob request of a set-up (storing its snapshot first)."""
+    if source == "inline":
+        return spb.PlaceJobRequest(cluster=hard_cluster(per_node), job=hard_job(), options=OPTIONS)
+    stub.PutSnapshot(
+        spb.PutSnapshotRequest(snapshot_id=SNAPSHOT, cluster=hard_cluster(per_node)), timeout=60
     )
+    return spb.PlaceJobRequest(
+        snapshot=spb.SnapshotRef(id=SNAPSHOT), job=hard_job(), options=OPTIONS
+    )
+
+
+def sweep(
+    stub: spb_grpc.PlacementServiceStub, request: spb.PlaceJobRequest, reps: int
+) -> list[dict[str, object]]:
+    stub.PlaceJob(request, timeout=30)  # warm
+    rows = []
+    for deadline in DEADLINES:
+        codes: Counter[str] = Counter()
+        statuses: Counter[str] = Counter()
+        shares = []
+        for _ in range(reps):
+            started = time.perf_counter()
+            try:
+                answer = stub.PlaceJob(request, timeout=deadline)
+                codes["OK"] += 1
+                statuses[answer.decision.status] += 1
+            except grpc.RpcError as err:
+                codes[err.code().name] += 1
+            shares.append((time.perf_counter() - started) / deadline)
+        rows.append(
+            {
+                "deadline_s": deadline,
+                "codes": dict(codes),
+                "statuses": dict(statuses),
+                "median_share": round(statistics.median(shares), 3),
+                "max_share": round(max(shares), 3),
+            }
+        )
+    return rows
 
 
 def machine() -> str:
@@ -89,34 +154,16 @@ def main() -> None:
     assert proc.stdout is not None
     port = re.search(r"127\.0\.0\.1:(\d+)", proc.stdout.readline())
     assert port is not None
-    request = hard_request()
     rows = []
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port.group(1)}") as channel:
             stub = spb_grpc.PlacementServiceStub(channel)
-            stub.PlaceJob(request, timeout=30)  # warm
-            for deadline in DEADLINES:
-                codes: Counter[str] = Counter()
-                statuses: Counter[str] = Counter()
-                shares = []
-                for _ in range(args.reps):
-                    started = time.perf_counter()
-                    try:
-                        answer = stub.PlaceJob(request, timeout=deadline)
-                        codes["OK"] += 1
-                        statuses[answer.decision.status] += 1
-                    except grpc.RpcError as err:
-                        codes[err.code().name] += 1
-                    shares.append((time.perf_counter() - started) / deadline)
-                row = {
-                    "deadline_s": deadline,
-                    "codes": dict(codes),
-                    "statuses": dict(statuses),
-                    "median_share": round(statistics.median(shares), 3),
-                    "max_share": round(max(shares), 3),
-                }
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+            for source, per_node in SETUPS:
+                request = requests(stub, source, per_node)
+                for row in sweep(stub, request, args.reps):
+                    row = {"source": source, "running_pods": per_node * 400, **row}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
     finally:
         proc.terminate()
         proc.wait(30)

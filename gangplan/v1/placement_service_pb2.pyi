@@ -131,6 +131,8 @@ class SolveOptions(_message.Message):
     SCHEDULER_CONF_FIELD_NUMBER: _builtins.int
     WORKERS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
+    SCHEDULER_NAMES_FIELD_NUMBER: _builtins.int
+    NAMESPACES_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """Engine name (`greedy`, and `cpsat` / `auto` where the server has them). Empty: the
     server's default engine.
@@ -143,6 +145,16 @@ class SolveOptions(_message.Message):
     """CP-SAT worker threads; 0: the server's default. Ignored by greedy."""
     seed: _builtins.int
     """CP-SAT random seed. Ignored by greedy."""
+    @_builtins.property
+    def scheduler_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Place only pending pods whose scheduler_name is one of these; empty: every pod sent
+        (a front end sends its own). Pods left out stay pending; bound pods always count.
+        """
+
+    @_builtins.property
+    def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Place only pending pods of these namespaces; empty: every namespace."""
+
     def __init__(
         self,
         *,
@@ -150,10 +162,12 @@ class SolveOptions(_message.Message):
         scheduler_conf: _builtins.str = ...,
         workers: _builtins.int = ...,
         seed: _builtins.int = ...,
+        scheduler_names: _abc.Iterable[_builtins.str] | None = ...,
+        namespaces: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["engine", b"engine", "scheduler_conf", b"scheduler_conf", "seed", b"seed", "workers", b"workers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["engine", b"engine", "namespaces", b"namespaces", "scheduler_conf", b"scheduler_conf", "scheduler_names", b"scheduler_names", "seed", b"seed", "workers", b"workers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

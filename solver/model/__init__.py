@@ -19,6 +19,7 @@ from solver.model._cards import (
     parse_quota,
 )
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._snapshot import ClusterModel
 from solver.model._topology import (
     CLUSTER_LAYER,
@@ -37,13 +38,22 @@ from solver.model._topology import (
     parse_gather_spec,
     parse_job_affinity,
 )
-from solver.model._workload import QUEUE_ANNOTATION, Gang, MatchPolicy, Pod, Queue, job_queue
+from solver.model._workload import (
+    QUEUE_ANNOTATION,
+    Dialect,
+    Gang,
+    MatchPolicy,
+    Pod,
+    Queue,
+    job_queue,
+)
 
 __all__ = [
     "CARD_NAME",
     "CARD_QUOTA",
     "CARD_REQUEST",
     "CLUSTER_LAYER",
+    "DEFAULT_SCHEDULER_NAMES",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
@@ -52,6 +62,7 @@ __all__ = [
     "CardError",
     "ClusterCards",
     "ClusterModel",
+    "Dialect",
     "Gang",
     "GatherRule",
     "GatherSpec",
@@ -64,6 +75,7 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Pod",
+    "PodSelection",
     "Queue",
     "SortRule",
     "Taint",

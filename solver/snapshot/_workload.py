@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -93,6 +93,10 @@ class Workload:
             for gid, g in sorted(gangs.items())
         }
         return cls(ordered, MappingProxyType(out))
+
+    def only(self, keep: Callable[[Pod], bool]) -> Workload:
+        """The pods `keep` accepts, in the same gangs (members recounted)."""
+        return Workload._assemble([p for p in self.pods if keep(p)], dict(self.gangs))
 
     @cached_property
     def pod_by_key(self) -> Mapping[str, Pod]:

@@ -74,13 +74,25 @@ def test_schedule_reports_enqueue_decisions() -> None:
     assert groups["default/api-train"]["placed"] and groups["default/lab-exp"]["placed"]
 
 
+NODEGROUP_CONF = str(ROOT / "examples" / "queues" / "nodegroup.conf")
+
+
 def test_nodegroup_examples() -> None:
     for name, expected in (
         ("nodegroup-nlp-recommend.yaml", {"nlp-train": "ng1-", "rec-train": "ng2-"}),
         ("nodegroup-private-public.yaml", {"rec-batch": "p"}),
     ):
         data = json.loads(
-            runner.invoke(app, ["schedule", "-f", str(ROOT / "examples" / "queues" / name)]).stdout
+            runner.invoke(
+                app,
+                [
+                    "schedule",
+                    "-f",
+                    str(ROOT / "examples" / "queues" / name),
+                    "--config",
+                    NODEGROUP_CONF,
+                ],
+            ).stdout
         )
         for job, prefix in expected.items():
             nodes = {p["node"] for k, p in data["placements"].items() if job in k}
@@ -88,7 +100,13 @@ def test_nodegroup_examples() -> None:
     data = json.loads(
         runner.invoke(
             app,
-            ["schedule", "-f", str(ROOT / "examples" / "queues" / "nodegroup-private-public.yaml")],
+            [
+                "schedule",
+                "-f",
+                str(ROOT / "examples" / "queues" / "nodegroup-private-public.yaml"),
+                "--config",
+                NODEGROUP_CONF,
+            ],
         ).stdout
     )
     assert not data["podgroups"]["default/tts-long"]["placed"]

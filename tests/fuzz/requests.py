@@ -137,7 +137,12 @@ JOB_STRS: list[Path] = [
     ("pods", 1, "labels", "app"),
 ]
 OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
-OPTION_STRS: list[Path] = [("options", "engine"), ("options", "scheduler_conf")]
+OPTION_STRS: list[Path] = [
+    ("options", "engine"),
+    ("options", "scheduler_conf"),
+    ("options", "scheduler_names", 0),
+    ("options", "namespaces", 0),
+]
 
 
 @dataclass(frozen=True)

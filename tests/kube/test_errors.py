@@ -61,19 +61,6 @@ CASES: dict[str, tuple[str, dict[str, str | None]]] = {
         "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {nvidia.com/gpu: '-8'}}\n",
         {"obj": "Node n", "field": "status.allocatable.nvidia.com/gpu"},
     ),
-    "missing-podgroup": (
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {pod-group.scheduling.sigs.k8s.io: ghost}}\n"
-        "spec: {containers: [{name: c}]}\n",
-        {
-            "field": "metadata.labels.pod-group.scheduling.sigs.k8s.io",
-            "message": "PodGroup 'default/ghost' is not in the input",
-        },
-    ),
-    "missing-volcano-podgroup": (
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {scheduling.k8s.io/group-name: ghost}}\n"
-        "spec: {containers: [{name: c}]}\n",
-        {"field": "metadata.annotations.scheduling.k8s.io/group-name"},
-    ),
     "annotation-way-without-min": (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {gang.scheduling.koordinator.sh/name: g}}\n"
         "spec: {containers: [{name: c}]}\n",

@@ -1,0 +1,308 @@
+"""Pod -> gang links, and gangs from PodGroup objects of every dialect.
+
+Links, in the order they are tried (the first present wins):
+
+1. label `pod-group.scheduling.sigs.k8s.io: <pg>` (scheduler-plugins / Koordinator CRD way),
+   or `scheduling.x-k8s.io/pod-group: <pg>` (scheduler-plugins coscheduling since v0.24)
+2. label `pod-group.scheduling.sigs.k8s.io/name: <pg>` (Koordinator lightweight way, with
+   label `.../min-available` when no PodGroup object exists)
+3. annotation `gang.scheduling.koordinator.sh/name: <pg>` (Koordinator annotation way, with
+   annotation `.../min-available` when no PodGroup object exists)
+4. annotation `scheduling.k8s.io/group-name: <pg>` (Volcano)
+5. annotation or label `godel.bytedance.com/pod-group-name: <pg>` (Godel)
+
+A pod with none of them is a gang of one. Links 1, 4 and 5 name a PodGroup object; when a
+dump lacks it (`kubectl get pods` without `podgroups`), the pods naming it form one gang
+that needs all of them, with a note saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from solver.kube.loader import RawObject
+from solver.kube.objects import K8sPod, K8sPodGroup
+from solver.model import (
+    QUEUE_ANNOTATION,
+    Dialect,
+    Gang,
+    JobAffinityError,
+    MatchPolicy,
+    parse_job_affinity,
+)
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "GANG_ANNOTATIONS",
+    "POD_GROUP_DIALECTS",
+    "GangLinks",
+    "api_group",
+    "gang_from_pod_group",
+]
+
+DEFAULT_NAMESPACE = "default"
+PriorityOf = Callable[[RawObject, int | None, str | None, str], tuple[int, str | None]]
+
+# Pod -> group link keys.
+LABEL_POD_GROUP = "pod-group.scheduling.sigs.k8s.io"
+LABEL_POD_GROUP_X = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins coscheduling >= v0.24
+LABEL_LIGHTWEIGHT_NAME = "pod-group.scheduling.sigs.k8s.io/name"
+LABEL_LIGHTWEIGHT_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
+ANNOTATION_VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+GODEL_GROUP = "godel.bytedance.com/pod-group-name"
+
+
+class GANG_ANNOTATIONS:
+    """Koordinator gang annotations (on a PodGroup, or on pods in the annotation way)."""
+
+    NAME = "gang.scheduling.koordinator.sh/name"
+    MIN_AVAILABLE = "gang.scheduling.koordinator.sh/min-available"
+    TOTAL_NUMBER = "gang.scheduling.koordinator.sh/total-number"
+    MODE = "gang.scheduling.koordinator.sh/mode"
+    GROUPS = "gang.scheduling.koordinator.sh/groups"
+    MATCH_POLICY = "gang.scheduling.koordinator.sh/match-policy"
+    MATCH_POLICY_ALIAS = "pod-group.scheduling.sigs.k8s.io/match-policy"
+    WAITING_TIME = "gang.scheduling.koordinator.sh/waiting-time"
+
+
+SIGS: Dialect = "scheduling.sigs.k8s.io"
+VOLCANO: Dialect = "scheduling.volcano.sh"
+GODEL: Dialect = "scheduling.godel.kubewharf.io"
+POD_GROUP_DIALECTS: dict[str, Dialect] = {
+    "scheduling.sigs.k8s.io": "scheduling.sigs.k8s.io",
+    "scheduling.x-k8s.io": "scheduling.sigs.k8s.io",
+    "scheduling.volcano.sh": "scheduling.volcano.sh",
+    "scheduling.godel.kubewharf.io": "scheduling.godel.kubewharf.io",
+}
+
+
+def api_group(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+@dataclass
+class GangLinks:
+    """Links pods to gangs as they are read; `finish` settles gangs of missing PodGroups."""
+
+    pod_groups: dict[str, tuple[RawObject, K8sPodGroup]]
+    priority_of: PriorityOf
+    gangs: dict[str, Gang] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # gang id -> the pods' link field
+
+    def link(self, raw: RawObject, k8s: K8sPod) -> str:
+        """The gang id of a pod; creates annotation-way / lightweight / implicit gangs, and
+        gangs for PodGroups that are named but missing, on the way."""
+        gangs = self.gangs
+        meta = k8s.metadata
+        ns = meta.namespace or DEFAULT_NAMESPACE
+        labels, annotations = meta.labels, meta.annotations
+        # (field, group name, dialect of the PodGroup object it names; None: no object needed)
+        links: list[tuple[str, str, Dialect | None]] = [
+            (f"metadata.labels.{LABEL_POD_GROUP}", labels.get(LABEL_POD_GROUP, ""), SIGS),
+            (f"metadata.labels.{LABEL_POD_GROUP_X}", labels.get(LABEL_POD_GROUP_X, ""), SIGS),
+            (
+                f"metadata.labels.{LABEL_LIGHTWEIGHT_NAME}",
+                labels.get(LABEL_LIGHTWEIGHT_NAME, ""),
+                None,
+            ),
+            (
+                f"metadata.annotations.{GANG_ANNOTATIONS.NAME}",
+                annotations.get(GANG_ANNOTATIONS.NAME, ""),
+                None,
+            ),
+            (
+                f"metadata.annotations.{ANNOTATION_VOLCANO_GROUP}",
+                annotations.get(ANNOTATION_VOLCANO_GROUP, ""),
+                VOLCANO,
+            ),
+            (f"metadata.annotations.{GODEL_GROUP}", annotations.get(GODEL_GROUP, ""), GODEL),
+            (f"metadata.labels.{GODEL_GROUP}", labels.get(GODEL_GROUP, ""), GODEL),
+        ]
+        for field_path, name, dialect in links:
+            if not name:
+                continue
+            gang_id = f"{ns}/{name}"
+            if gang_id in gangs:
+                return gang_id
+            if gang_id in self.pod_groups:
+                pg_raw, pg = self.pod_groups[gang_id]
+                gangs[gang_id] = gang_from_pod_group(pg_raw, pg, self.priority_of)
+                return gang_id
+            if dialect is not None:
+                # A dump without its PodGroups: the pods that name the group are its gang, all
+                # of them required (minMember is set once every pod is read; see build_model).
+                self.missing[gang_id] = field_path
+                gangs[gang_id] = _koordinator_gang(
+                    gang_id=gang_id,
+                    dialect=dialect,
+                    min_member=1,
+                    annotations={},
+                    created=meta.creation_timestamp,
+                ).model_copy(
+                    update={"queue": annotations.get(QUEUE_ANNOTATION, "default")}
+                    if dialect == VOLCANO
+                    else {}
+                )
+                return gang_id
+            gangs[gang_id] = _gang_from_pod(raw, k8s, gang_id, field_path)
+            return gang_id
+        gang_id = f"{ns}/{meta.name}"
+        gangs[gang_id] = Gang(
+            id=gang_id,
+            namespace=ns,
+            name=meta.name,
+            dialect="none",
+            min_member=1,
+            total_number=1,
+            groups=(gang_id,),
+            created=meta.creation_timestamp,
+        )
+        return gang_id
+
+    def finish(self, members: dict[str, list[str]]) -> list[str]:
+        """Every gang: missing PodGroups get minMember = their pods read; PodGroups no pod
+        names are added. Returns the notes."""
+        notes = []
+        for gang_id, link in self.missing.items():
+            count = len(members.get(gang_id, ()))
+            self.gangs[gang_id] = self.gangs[gang_id].model_copy(
+                update={"min_member": count, "total_number": count}
+            )
+            notes.append(
+                f"PodGroup {gang_id!r} is not in the input: its {count} pod(s) ({link}) are "
+                f"treated as one gang with minMember {count}"
+            )
+        for pg_id, (raw, pg) in self.pod_groups.items():
+            if pg_id not in self.gangs:
+                self.gangs[pg_id] = gang_from_pod_group(raw, pg, self.priority_of)
+        return notes
+
+
+def _gang_from_pod(raw: RawObject, k8s: K8sPod, gang_id: str, field_path: str) -> Gang:
+    """Koordinator's annotation way (or lightweight labels): the first pod defines the gang."""
+    meta = k8s.metadata
+    lightweight = field_path.startswith("metadata.labels.")
+    min_key = LABEL_LIGHTWEIGHT_MIN if lightweight else GANG_ANNOTATIONS.MIN_AVAILABLE
+    source = meta.labels if lightweight else meta.annotations
+    where = "metadata.labels" if lightweight else "metadata.annotations"
+    if min_key not in source:
+        raise raw.error(
+            f"names gang {gang_id!r} but there is no PodGroup of that name in the input and no "
+            f"{min_key} {'label' if lightweight else 'annotation'}",
+            field=field_path,
+        )
+    min_member = _non_negative_int(raw, source[min_key], f"{where}.{min_key}")
+    return _koordinator_gang(
+        gang_id=gang_id,
+        dialect="lightweight" if lightweight else "koordinator-annotation",
+        min_member=min_member,
+        annotations=dict(meta.annotations),
+        created=meta.creation_timestamp,
+    )
+
+
+def gang_from_pod_group(raw: RawObject, pg: K8sPodGroup, priority_of: PriorityOf) -> Gang:
+    ns = pg.metadata.namespace or DEFAULT_NAMESPACE
+    gang_id = f"{ns}/{pg.metadata.name}"
+    dialect = POD_GROUP_DIALECTS[api_group(pg.api_version)]
+    priority = None
+    if pg.spec.priority_class_name:
+        priority, _ = priority_of(raw, None, pg.spec.priority_class_name, "spec.priorityClassName")
+    gang = _koordinator_gang(
+        gang_id=gang_id,
+        dialect=dialect,
+        min_member=1 if pg.spec.min_member is None else pg.spec.min_member,
+        annotations=dict(pg.metadata.annotations),
+        created=pg.metadata.creation_timestamp,
+    )
+    queue = pg.spec.queue or ("default" if dialect == "scheduling.volcano.sh" else None)
+    if dialect == "scheduling.godel.kubewharf.io":
+        try:  # typed by Godel's CRD schema: a wrong type is an input error
+            parse_job_affinity(pg.spec.affinity)
+        except JobAffinityError as err:
+            field = "spec.affinity" + (f".{err.field}" if err.field else "")
+            raise raw.error(err.message, field=field) from None
+    return gang.model_copy(
+        update={
+            "queue": queue,
+            "priority": priority,
+            "min_resources": dict(pg.spec.min_resources),
+            "phase": pg.status.phase,
+            "affinity": pg.spec.affinity,
+        }
+    )
+
+
+def _koordinator_gang(
+    *, gang_id: str, dialect: Any, min_member: int, annotations: dict[str, str], created: str | None
+) -> Gang:
+    """Apply Koordinator's annotations and its defaults for illegal values (reference §2.1)."""
+    total = _int32(annotations.get(GANG_ANNOTATIONS.TOTAL_NUMBER))
+    mode = annotations.get(GANG_ANNOTATIONS.MODE, "Strict")
+    policy_text = annotations.get(
+        GANG_ANNOTATIONS.MATCH_POLICY, annotations.get(GANG_ANNOTATIONS.MATCH_POLICY_ALIAS, "")
+    )
+    policy: MatchPolicy | None = None
+    if policy_text in {p.value for p in MatchPolicy}:
+        policy = MatchPolicy(policy_text)
+    elif dialect == "scheduling.volcano.sh":
+        policy = MatchPolicy.WAITING_AND_RUNNING  # Volcano counts running tasks toward minMember
+    ns, name = gang_id.split("/", 1)
+    groups = _parse_groups(annotations.get(GANG_ANNOTATIONS.GROUPS), gang_id)
+    return Gang(
+        id=gang_id,
+        namespace=ns,
+        name=name,
+        dialect=dialect,
+        min_member=min_member,
+        total_number=max(min_member, total or 0),
+        mode=mode if mode in ("Strict", "NonStrict") else "Strict",
+        match_policy=policy,
+        groups=groups,
+        annotations=annotations,
+        created=created,
+    )
+
+
+def _parse_groups(text: str | None, self_id: str) -> tuple[str, ...]:
+    """JSON array of `ns/name`; empty or unparseable -> just this gang (Koordinator's rule)."""
+    if not text:
+        return (self_id,)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return (self_id,)
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and "/" in v for v in value)
+    ):
+        return (self_id,)
+    ids = set(value) | {self_id}
+    return tuple(sorted(ids))
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi's digits
+INT32_MAX = 2**31 - 1
+
+
+def _int32(text: str | None) -> int | None:
+    """`text` as an int32 the way Go's strconv parses it (ASCII digits only); None if not."""
+    if text is None or len(text) > 12 or not _ASCII_INT.fullmatch(text):
+        return None  # 12 characters hold every int32
+    value = int(text)
+    return value if -INT32_MAX - 1 <= value <= INT32_MAX else None
+
+
+def _non_negative_int(raw: RawObject, text: str, field_path: str) -> int:
+    value = _int32(text)
+    if value is None:
+        problem = "past int32" if _ASCII_INT.fullmatch(text) else "not an integer"
+        raise raw.error(f"{problem}: {text!r}", field=field_path)
+    if value < 0:
+        raise raw.error(f"must not be negative: {value}", field=field_path)
+    return value
