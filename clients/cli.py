@@ -6,6 +6,7 @@
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|table]
     gangplan topology -f FILE... [-o table|json] [--nodes]
     gangplan config show [--config CONF]
+    gangplan expand   -f FILE... [-o yaml|json]
     gangplan plan     -f FILE... --catalog CAT [--cluster F...] [--trace CSV] [-o table|json]
                       [--plot PNG] | --sweep SWEEP.yaml [--executor process|ray|dask]
     gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
@@ -30,6 +31,7 @@ from clients._exit import fail
 from clients.cards_cli import cards_cmd
 from clients.client import ClientError
 from clients.config_cli import config_app
+from clients.expand_cli import expand_cmd
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
@@ -335,6 +337,7 @@ app.add_typer(queues_app, name="queues")
 app.add_typer(config_app, name="config")
 app.command("plan")(plan_cmd)
 app.command("cards")(cards_cmd)
+app.command("expand")(expand_cmd)
 
 
 def main() -> None:

@@ -81,7 +81,7 @@ def base_manifests() -> list[dict[str, Any]]:
     """Two nodes, a 2-pod gang with its PodGroup, a queue, a priority class and a topology:
     every kind the reader knows, so a replaced value can land anywhere. Indices matter to
     INVALID_MANIFEST_VALUES: 0-1 nodes, 2 PodGroup, 3-4 pods, 5 queue, 6 PriorityClass,
-    7 topology."""
+    7 topology, 8 a Volcano Job, 9 an Indexed batch Job (workloads expanded into pods)."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(queue="q", priorityClassName="high")
@@ -103,7 +103,37 @@ def base_manifests() -> list[dict[str, Any]]:
     topology = network_topology(
         ("RackLayer", None, ["rack"]), ("NodeTopologyLayer", "RackLayer", [])
     )
-    return [*nodes, group, *pods, queue("q", capability={"cpu": 16}), priority, topology]
+    workloads = [
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "vj", "namespace": "default"},
+            "spec": {
+                "minAvailable": 2,
+                "queue": "q",
+                "tasks": [{"name": "w", "replicas": 2, "template": pod("t").requests(cpu=1).obj()}],
+            },
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "bj", "namespace": "default"},
+            "spec": {
+                "parallelism": 2,
+                "completionMode": "Indexed",
+                "template": pod("t").label("scheduling.x-k8s.io/pod-group", "bj").obj(),
+            },
+        },
+    ]
+    return [
+        *nodes,
+        group,
+        *pods,
+        queue("q", capability={"cpu": 16}),
+        priority,
+        topology,
+        *workloads,
+    ]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -184,6 +214,10 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((5, "spec", "weight"), 2**40),
     ((5, "spec", "parent"), "q"),  # its own parent
     ((7, "spec", "networkTopologySpec", 0, "parentTopologyLayer"), "RackLayer"),
+    ((8, "spec", "tasks", 0, "replicas"), 2**40),
+    ((8, "spec", "minAvailable"), -1),
+    ((9, "spec", "parallelism"), "2"),
+    ((9, "spec", "completionMode"), "Sometimes"),
 ]
 
 

@@ -1,0 +1,55 @@
+"""Workload objects -> the pods and gang their controllers would create, so `-f job.yaml`
+answers "where would this job go" without hand-written pods (`gangplan expand` prints the
+result). One module per controller, each citing the source it follows.
+
+A workload whose pods are already in the input (a dump holds both) is not expanded: its
+real pods stand, with a note. Expanded objects keep the workload's file and document in
+their error messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from solver.kube.gangs import DEFAULT_NAMESPACE, api_group
+from solver.kube.loader import RawObject
+from solver.kube.workloads._batch import expand_batch_job
+from solver.kube.workloads._template import Expansion
+from solver.kube.workloads._volcano import expand_volcano_job
+
+__all__ = ["EXPANDERS", "expand_workloads"]
+
+Expander = Callable[[RawObject], Expansion]
+EXPANDERS: dict[tuple[str, str], Expander] = {
+    ("batch.volcano.sh", "Job"): expand_volcano_job,
+    ("batch", "Job"): expand_batch_job,
+}
+
+
+def _namespace(body: dict[str, Any]) -> str:
+    meta = body.get("metadata")
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    return ns if isinstance(ns, str) and ns else DEFAULT_NAMESPACE
+
+
+def expand_workloads(objects: Iterable[RawObject]) -> tuple[list[RawObject], list[str]]:
+    """The input with each workload replaced by what it expands to, and the notes."""
+    objects = list(objects)
+    pods = [o.body for o in objects if o.kind == "Pod" and api_group(o.api_version) == ""]
+    out: list[RawObject] = []
+    notes: list[str] = []
+    for raw in objects:
+        expander = EXPANDERS.get((api_group(raw.api_version), raw.kind))
+        if expander is None:
+            out.append(raw)
+            continue
+        expansion = expander(raw)
+        notes.extend(expansion.notes)
+        ns = _namespace(raw.body)
+        if any(_namespace(p) == ns and expansion.owns(p) for p in pods):
+            notes.append(f"{raw.label}: its pods are in the input, not expanded")
+            continue
+        document = f"{raw.document} ({raw.label})"
+        out.extend(RawObject(raw.source, document, body) for body in expansion.objects)
+    return out, notes

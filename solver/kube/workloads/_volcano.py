@@ -1,0 +1,85 @@
+"""Volcano `batch.volcano.sh/v1alpha1` Job -> its pods and PodGroup, as the job controller
+and the admission webhook make them (volcano-sh/volcano `pkg/controllers/job/
+job_controller_util.go` createJobPod and `job_controller_actions.go` createOrUpdatePodGroup;
+defaults from `pkg/webhooks/admission/jobs/mutate`):
+
+- pod `<job>-<task>-<index>` for every task replica, with annotations
+  `scheduling.k8s.io/group-name` (the PodGroup), `volcano.sh/job-name`,
+  `volcano.sh/task-spec`, `volcano.sh/task-index`, `volcano.sh/queue-name`, and labels
+  `volcano.sh/job-name`, `volcano.sh/job-namespace`, `volcano.sh/task-spec`,
+  `volcano.sh/queue-name`; `schedulerName` from the job (`volcano` by default) unless the
+  task template names one;
+- PodGroup `<job>-<uid>` (`<job>` for a job without a uid yet, as submitted): `minMember` =
+  `spec.minAvailable` (default: every replica), `minTaskMember` = each task's
+  `minAvailable` (default: its replicas), `queue` (`default`), `priorityClassName`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver.kube.loader import RawObject
+from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
+
+__all__ = ["expand_volcano_job"]
+
+JOB_NAME = "volcano.sh/job-name"
+JOB_NAMESPACE = "volcano.sh/job-namespace"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_INDEX = "volcano.sh/task-index"
+QUEUE_NAME = "volcano.sh/queue-name"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName"}
+
+
+def expand_volcano_job(raw: RawObject) -> Expansion:
+    f = Fields(raw)
+    spec = f.dict(f.at("spec") or {}, "spec")
+    tasks = f.list(spec.get("tasks"), "spec.tasks")
+    queue = f.text(spec.get("queue"), "spec.queue", "default") or "default"
+    scheduler = f.text(spec.get("schedulerName"), "spec.schedulerName", "volcano") or "volcano"
+    group = f"{f.name}-{f.uid}" if f.uid else f.name
+    out = Expansion(owns=lambda pod: meta_value(pod, "annotations", JOB_NAME) == f.name)
+    total = 0
+    min_task: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        where = f"spec.tasks[{i}]"
+        task = f.dict(task, where)
+        task_name = f.text(task.get("name"), f"{where}.name") or f"task{i}"
+        replicas = f.count(task.get("replicas"), f"{where}.replicas", 1)
+        min_task[task_name] = f.count(task.get("minAvailable"), f"{where}.minAvailable", replicas)
+        total += replicas
+        for index in range(replicas):
+            common = {JOB_NAME: f.name, TASK_SPEC: task_name, QUEUE_NAME: queue}
+            out.objects.append(
+                pod_from_template(
+                    f,
+                    task.get("template"),
+                    f"{where}.template",
+                    f"{f.name}-{task_name}-{index}",
+                    labels={**common, JOB_NAMESPACE: f.namespace},
+                    annotations={**common, GROUP_NAME: group, TASK_INDEX: str(index)},
+                    scheduler_name=scheduler,
+                )
+            )
+    pod_group: dict[str, Any] = {
+        "minMember": f.count(spec.get("minAvailable"), "spec.minAvailable", total),
+        "minTaskMember": min_task,
+        "queue": queue,
+    }
+    priority_class = f.text(spec.get("priorityClassName"), "spec.priorityClassName")
+    if priority_class:
+        pod_group["priorityClassName"] = priority_class
+    out.objects.insert(
+        0,
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": group, "namespace": f.namespace},
+            "spec": pod_group,
+        },
+    )
+    ignored = sorted(set(spec) - READ)
+    if ignored:
+        out.notes.append(f"Volcano Job {f.namespace}/{f.name}: ignored {', '.join(ignored)}")
+    return out

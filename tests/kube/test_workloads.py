@@ -1,0 +1,154 @@
+"""Workload objects expanded into the pods and gangs their controllers create; each case
+checked by hand against the controller code cited in the expander's docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from clients.cli import app
+from solver import schedule
+from solver.errors import ManifestError
+from solver.kube import build_model, load_manifests
+from solver.kube.workloads import expand_workloads
+from tests.builders import node, pod, queue, raw
+
+
+def volcano_job(**spec: Any) -> dict[str, Any]:
+    template = {
+        "spec": {"containers": [{"name": "w", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]}
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "queue": "research",
+            "tasks": [
+                {"name": "master", "replicas": 1, "template": template},
+                {"name": "worker", "replicas": 3, "minAvailable": 2, "template": template},
+            ],
+            **spec,
+        },
+    }
+
+
+def batch_job(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sweep", "namespace": "ml"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "sweep"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            },
+            **spec,
+        },
+    }
+
+
+def test_volcano_job_becomes_its_pods_and_podgroup() -> None:
+    objects, notes = expand_workloads(raw(volcano_job(minAvailable=3, maxRetry=2)))
+    bodies = [o.body for o in objects]
+    group = bodies[0]
+    assert group["kind"] == "PodGroup" and group["metadata"] == {"name": "train", "namespace": "ml"}
+    assert group["spec"] == {
+        "minMember": 3,
+        "minTaskMember": {"master": 1, "worker": 2},
+        "queue": "research",
+    }
+    names = [b["metadata"]["name"] for b in bodies[1:]]
+    assert names == ["train-master-0", "train-worker-0", "train-worker-1", "train-worker-2"]
+    worker = bodies[2]
+    assert worker["spec"]["schedulerName"] == "volcano"
+    assert worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "train"
+    assert worker["metadata"]["annotations"]["volcano.sh/task-index"] == "0"
+    assert worker["metadata"]["labels"]["volcano.sh/job-namespace"] == "ml"
+    assert notes == ["Volcano Job ml/train: ignored maxRetry"]
+
+
+def test_volcano_job_defaults_and_the_uid_in_the_group_name() -> None:
+    job = volcano_job()
+    job["metadata"]["uid"] = "1234"
+    (group, *_), _ = expand_workloads(raw(job))
+    assert group.body["metadata"]["name"] == "train-1234"
+    assert group.body["spec"]["minMember"] == 4  # every replica when minAvailable is unset
+    assert group.body["spec"]["queue"] == "research"
+
+
+def _cluster_with(job: dict[str, Any]) -> Any:
+    nodes = [node("n0").gpu(8).obj(), node("n1").gpu(4).obj()]
+    objects, _ = expand_workloads(raw(*nodes, queue("research"), job))
+    return build_model(objects)
+
+
+def test_a_volcano_job_is_placed_as_one_gang() -> None:
+    decision = schedule(_cluster_with(volcano_job()), engine="greedy")
+    outcome = decision.podgroups["ml/train"]
+    assert outcome.enqueued and not outcome.placed  # 16 GPUs asked, 12 there
+    decision = schedule(_cluster_with(volcano_job(minAvailable=3)), engine="greedy")
+    assert decision.podgroups["ml/train"].placed
+    assert len(decision.placed) == 3  # minMember 3 of 4: the fourth does not fit
+
+
+def test_indexed_job_pods_carry_their_index_and_join_the_template_gang() -> None:
+    job = batch_job(completionMode="Indexed", completions=4, parallelism=3)
+    objects, _ = expand_workloads(raw(job))
+    assert [o.body["metadata"]["name"] for o in objects] == ["sweep-0", "sweep-1", "sweep-2"]
+    labels = objects[2].body["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-completion-index"] == "2"
+    assert labels["batch.kubernetes.io/job-name"] == labels["job-name"] == "sweep"
+    assert (
+        objects[2].body["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+        == "2"
+    )
+    cluster = build_model(objects + raw(node("n0").cpu(8).obj()))
+    assert cluster.gangs["ml/sweep"].min_member == 3  # PodGroup missing: all its pods
+
+
+def test_a_non_indexed_job_runs_parallelism_pods_capped_by_completions() -> None:
+    objects, _ = expand_workloads(raw(batch_job(parallelism=5, completions=2)))
+    assert len(objects) == 2
+    assert "batch.kubernetes.io/job-completion-index" not in objects[0].body["metadata"]["labels"]
+
+
+def test_a_workload_whose_pods_are_in_the_dump_is_not_expanded() -> None:
+    running = pod("sweep-abcde", "ml").label("batch.kubernetes.io/job-name", "sweep").on("n0").obj()
+    objects, notes = expand_workloads(raw(batch_job(parallelism=2), running))
+    assert [o.body["metadata"]["name"] for o in objects] == ["sweep-abcde"]
+    assert notes == ["Job ml/sweep: its pods are in the input, not expanded"]
+
+
+@pytest.mark.parametrize(
+    ("job", "field"),
+    [
+        (batch_job(parallelism="two"), "spec.parallelism"),
+        (batch_job(parallelism=10**9), "spec.parallelism"),
+        (batch_job(completionMode="Sometimes"), "spec.completionMode"),
+        (volcano_job(tasks="all"), "spec.tasks"),
+        (
+            volcano_job(tasks=[{"name": "w", "replicas": 1, "template": "x"}]),
+            "spec.tasks[0].template",
+        ),
+    ],
+)
+def test_bad_workloads_name_the_field(job: dict[str, Any], field: str) -> None:
+    with pytest.raises(ManifestError) as err:
+        expand_workloads(raw(job))
+    assert err.value.field == field
+
+
+def test_expand_prints_the_pods_and_the_gang(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(volcano_job()))
+    result = CliRunner().invoke(app, ["expand", "-f", str(path)])
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.stdout))
+    assert [d["kind"] for d in docs] == ["PodGroup", "Pod", "Pod", "Pod", "Pod"]
+    model = load_manifests(str(path))
+    assert model.gangs["ml/train"].members == tuple(f"ml/{d['metadata']['name']}" for d in docs[1:])
