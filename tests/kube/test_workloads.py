@@ -152,3 +152,39 @@ def test_expand_prints_the_pods_and_the_gang(tmp_path: Path) -> None:
     assert [d["kind"] for d in docs] == ["PodGroup", "Pod", "Pod", "Pod", "Pod"]
     model = load_manifests(str(path))
     assert model.gangs["ml/train"].members == tuple(f"ml/{d['metadata']['name']}" for d in docs[1:])
+
+
+def apps(kind: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "web", "namespace": "prod"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            },
+            **spec,
+        },
+    }
+
+
+def test_stateful_set_pods_are_numbered_from_the_ordinal_start() -> None:
+    objects, _ = expand_workloads(raw(apps("StatefulSet", replicas=3, ordinals={"start": 5})))
+    assert [o.body["metadata"]["name"] for o in objects] == ["web-5", "web-6", "web-7"]
+    labels = objects[1].body["metadata"]["labels"]
+    assert labels == {
+        "app": "web",
+        "statefulset.kubernetes.io/pod-name": "web-6",
+        "apps.kubernetes.io/pod-index": "6",
+    }
+
+
+def test_a_deployment_whose_selected_pods_are_in_the_dump_is_not_expanded() -> None:
+    objects, _ = expand_workloads(raw(apps("Deployment", replicas=2)))
+    assert len(objects) == 2
+    running = pod("web-7f9c-abcde", "prod").label("app", "web").on("n0").obj()
+    objects, notes = expand_workloads(raw(apps("Deployment", replicas=2), running))
+    assert [o.body["metadata"]["name"] for o in objects] == ["web-7f9c-abcde"]
+    assert notes == ["Deployment prod/web: its pods are in the input, not expanded"]

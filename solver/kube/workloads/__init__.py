@@ -14,6 +14,7 @@ from typing import Any
 
 from solver.kube.gangs import DEFAULT_NAMESPACE, api_group
 from solver.kube.loader import RawObject
+from solver.kube.workloads._apps import expand_deployment, expand_stateful_set
 from solver.kube.workloads._batch import expand_batch_job
 from solver.kube.workloads._template import Expansion
 from solver.kube.workloads._volcano import expand_volcano_job
@@ -24,6 +25,8 @@ Expander = Callable[[RawObject], Expansion]
 EXPANDERS: dict[tuple[str, str], Expander] = {
     ("batch.volcano.sh", "Job"): expand_volcano_job,
     ("batch", "Job"): expand_batch_job,
+    ("apps", "StatefulSet"): expand_stateful_set,
+    ("apps", "Deployment"): expand_deployment,
 }
 
 
