@@ -188,3 +188,82 @@ def test_a_deployment_whose_selected_pods_are_in_the_dump_is_not_expanded() -> N
     objects, notes = expand_workloads(raw(apps("Deployment", replicas=2), running))
     assert [o.body["metadata"]["name"] for o in objects] == ["web-7f9c-abcde"]
     assert notes == ["Deployment prod/web: its pods are in the input, not expanded"]
+
+
+def pytorch_job(scheduler: str | None, **run_policy: Any) -> dict[str, Any]:
+    template: dict[str, Any] = {
+        "spec": {
+            "containers": [{"name": "pytorch", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
+        }
+    }
+    if scheduler:
+        template["spec"]["schedulerName"] = scheduler
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "llm", "namespace": "ml"},
+        "spec": {
+            "runPolicy": run_policy,
+            "pytorchReplicaSpecs": {
+                "Worker": {"replicas": 3, "template": template},
+                "Master": {"replicas": 1, "template": template},
+            },
+        },
+    }
+
+
+def test_pytorch_job_with_volcano_is_one_volcano_gang() -> None:
+    job = pytorch_job("volcano", schedulingPolicy={"queue": "research", "minAvailable": 4})
+    objects, notes = expand_workloads(raw(job))
+    pods = [o.body for o in objects if o.body["kind"] == "Pod"]
+    assert [p["metadata"]["name"] for p in pods] == [
+        "llm-master-0",
+        "llm-worker-0",
+        "llm-worker-1",
+        "llm-worker-2",
+    ]
+    master = pods[0]["metadata"]
+    assert master["labels"]["training.kubeflow.org/job-role"] == "master"
+    assert master["labels"]["training.kubeflow.org/replica-type"] == "master"
+    assert master["annotations"] == {
+        "scheduling.k8s.io/group-name": "llm",
+        "volcano.sh/task-spec": "master",
+    }
+    (group,) = [o.body for o in objects if o.body["kind"] == "PodGroup"]
+    assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert group["spec"] == {"minMember": 4, "queue": "research"}
+    assert notes == []
+
+
+def test_pytorch_job_with_scheduler_plugins_and_without_a_gang_scheduler() -> None:
+    objects, _ = expand_workloads(raw(pytorch_job("scheduler-plugins-scheduler")))
+    (group,) = [o.body for o in objects if o.body["kind"] == "PodGroup"]
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert group["spec"] == {"minMember": 4}
+    pods = [o.body for o in objects if o.body["kind"] == "Pod"]
+    assert all(p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "llm" for p in pods)
+    cluster = build_model(objects)
+    assert cluster.gangs["ml/llm"].min_member == 4
+    objects, notes = expand_workloads(raw(pytorch_job(None)))
+    assert all(o.body["kind"] == "Pod" for o in objects)
+    assert "no gang scheduler named" in notes[0]
+
+
+def test_mpi_job_launcher_and_workers() -> None:
+    template = {"spec": {"schedulerName": "volcano", "containers": [{"name": "c"}]}}
+    job = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "hpc", "namespace": "sim"},
+        "spec": {
+            "slotsPerWorker": 1,
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": template},
+                "Worker": {"replicas": 2, "template": template},
+            },
+        },
+    }
+    objects, _ = expand_workloads(raw(job))
+    names = [o.body["metadata"]["name"] for o in objects]
+    assert names == ["hpc", "hpc-launcher", "hpc-worker-0", "hpc-worker-1"]
+    assert objects[0].body["spec"]["minMember"] == 3  # the launcher counts with the workers

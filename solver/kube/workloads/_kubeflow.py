@@ -1,0 +1,134 @@
+"""Kubeflow training jobs -> their pods and PodGroup.
+
+`kubeflow.org/v1` PyTorchJob, TFJob, XGBoostJob, PaddleJob (kubeflow/training-operator,
+`pkg/controller.v1/common/pod.go` createNewPod, `util.go` GenGeneralName / GenLabels,
+`scheduler.go` the Volcano and scheduler-plugins PodGroup controls):
+
+- one pod per replica of each replica type, `<job>-<type lowercased>-<index>`, labelled
+  `training.kubeflow.org/{job-name, operator-name, replica-type, replica-index}` and
+  `training.kubeflow.org/job-role: master` for the master (PyTorch `Master`, TF `Chief`);
+- with gang scheduling, the PodGroup is named after the job: `minMember` =
+  `runPolicy.schedulingPolicy.minAvailable`, else every replica; `queue` and
+  `priorityClass` from the scheduling policy. Volcano's (`scheduling.volcano.sh`) joins
+  pods by annotation `scheduling.k8s.io/group-name` (and `volcano.sh/task-spec` = the
+  replica type); scheduler-plugins' (`scheduling.x-k8s.io`) by label
+  `scheduling.x-k8s.io/pod-group`, with `scheduleTimeoutSeconds`.
+
+`kubeflow.org/v2beta1` MPIJob (kubeflow/mpi-operator `pkg/controller/mpi_job_controller.go`
+newLauncherPodTemplate / newWorker): the launcher `<job>-launcher` (`job-role: launcher`)
+and workers `<job>-worker-<index>`; its PodGroup counts the launcher with the workers.
+
+Whether a job is gang scheduled, and by whom, is the operator's start-up flag
+(`--gang-scheduler-name`), which no manifest carries: the replica templates'
+`schedulerName` says it here — `volcano` for Volcano, any other non-default name for
+scheduler-plugins. Without one the pods are placed one by one, with a note.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver.kube.loader import RawObject
+from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
+
+__all__ = ["KUBEFLOW_KINDS", "expand_kubeflow_job"]
+
+JOB_NAME = "training.kubeflow.org/job-name"
+OPERATOR = "training.kubeflow.org/operator-name"
+REPLICA_TYPE = "training.kubeflow.org/replica-type"
+REPLICA_INDEX = "training.kubeflow.org/replica-index"
+JOB_ROLE = "training.kubeflow.org/job-role"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+VOLCANO_TASK = "volcano.sh/task-spec"
+PLUGINS_GROUP = "scheduling.x-k8s.io/pod-group"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+# kind -> (the replica specs field, the master replica type, the operator's name)
+KUBEFLOW_KINDS: dict[str, tuple[str, str, str]] = {
+    "PyTorchJob": ("pytorchReplicaSpecs", "Master", "pytorchjob-controller"),
+    "TFJob": ("tfReplicaSpecs", "Chief", "tfjob-controller"),
+    "XGBoostJob": ("xgbReplicaSpecs", "Master", "xgboostjob-controller"),
+    "PaddleJob": ("paddleReplicaSpecs", "Master", "paddlejob-controller"),
+    "MPIJob": ("mpiReplicaSpecs", "Launcher", "mpi-operator"),
+}
+READ = {"runPolicy", "mpiImplementation", "slotsPerWorker", "elasticPolicy"} | {
+    field for field, _, _ in KUBEFLOW_KINDS.values()
+}
+
+
+def expand_kubeflow_job(raw: RawObject) -> Expansion:
+    f = Fields(raw)
+    field, master, operator = KUBEFLOW_KINDS[raw.kind]
+    spec = f.dict(f.at("spec") or {}, "spec")
+    replica_specs = f.dict(spec.get(field) or {}, f"spec.{field}")
+    out = Expansion(owns=lambda pod: meta_value(pod, "labels", JOB_NAME) == f.name)
+    pods: list[tuple[str, dict[str, Any]]] = []  # (replica type, pod)
+    for rtype, replica in sorted(replica_specs.items(), key=lambda kv: kv[0] != master):
+        where = f"spec.{field}.{rtype}"
+        replica = f.dict(replica, where)
+        count = f.count(replica.get("replicas"), f"{where}.replicas", 1)
+        lower = str(rtype).lower()
+        for index in range(count):
+            labels = {JOB_NAME: f.name, OPERATOR: operator, REPLICA_TYPE: lower}
+            if raw.kind == "MPIJob" and rtype == "Launcher":
+                name = f"{f.name}-launcher"
+                labels[JOB_ROLE] = "launcher"
+            else:
+                name = f"{f.name}-{lower}-{index}"
+                labels[REPLICA_INDEX] = str(index)
+                if rtype == master:
+                    labels[JOB_ROLE] = "master"
+                elif raw.kind == "MPIJob":
+                    labels[JOB_ROLE] = "worker"
+            template = replica.get("template")
+            pod = pod_from_template(f, template, f"{where}.template", name, labels=labels)
+            pods.append((lower, pod))
+    _gang(f, spec, pods, out)
+    out.objects.extend(pod for _, pod in pods)
+    ignored = sorted(set(spec) - READ)
+    if ignored:
+        out.notes.append(f"{raw.kind} {f.namespace}/{f.name}: ignored {', '.join(ignored)}")
+    return out
+
+
+def _gang(
+    f: Fields, spec: dict[str, Any], pods: list[tuple[str, dict[str, Any]]], out: Expansion
+) -> None:
+    """The PodGroup of the gang scheduler the templates name, and the pods' link to it."""
+    names = {p["spec"].get("schedulerName") or DEFAULT_SCHEDULER for _, p in pods}
+    gang_names = sorted(names - {DEFAULT_SCHEDULER})
+    if not gang_names:
+        out.notes.append(
+            f"{f.raw.kind} {f.namespace}/{f.name}: no gang scheduler named in its templates' "
+            "schedulerName: pods placed one by one"
+        )
+        return
+    run_policy = f.dict(spec.get("runPolicy") or {}, "spec.runPolicy")
+    policy = f.dict(run_policy.get("schedulingPolicy") or {}, "spec.runPolicy.schedulingPolicy")
+    where = "spec.runPolicy.schedulingPolicy"
+    min_member = f.count(policy.get("minAvailable"), f"{where}.minAvailable", len(pods))
+    group: dict[str, Any] = {"minMember": min_member}
+    volcano = gang_names == ["volcano"]
+    if volcano:
+        api = "scheduling.volcano.sh/v1beta1"
+        group["queue"] = f.text(policy.get("queue"), f"{where}.queue") or "default"
+        for rtype, pod in pods:
+            pod["metadata"]["annotations"] |= {VOLCANO_GROUP: f.name, VOLCANO_TASK: rtype}
+    else:
+        api = "scheduling.x-k8s.io/v1alpha1"
+        timeout = policy.get("scheduleTimeoutSeconds")
+        if timeout is not None:
+            group["scheduleTimeoutSeconds"] = f.count(timeout, f"{where}.scheduleTimeoutSeconds", 0)
+        for _, pod in pods:
+            pod["metadata"]["labels"][PLUGINS_GROUP] = f.name
+    priority_class = f.text(policy.get("priorityClass"), f"{where}.priorityClass")
+    if priority_class:
+        group["priorityClassName"] = priority_class
+    out.objects.append(
+        {
+            "apiVersion": api,
+            "kind": "PodGroup",
+            "metadata": {"name": f.name, "namespace": f.namespace},
+            "spec": group,
+        }
+    )
