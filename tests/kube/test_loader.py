@@ -87,13 +87,13 @@ def test_unknown_kinds_are_skipped_with_a_note(tmp_path: Path) -> None:
         tmp_path,
         "mixed.yaml",
         NODE
-        + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        + "---\napiVersion: v1\nkind: Service\nmetadata: {name: d}\n"
         + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
     )
     model = load_manifests(f)
     assert len(model.nodes) == 1
     assert len(model.notes) == 2
-    assert "document 2: skipped apps/v1 Deployment" in model.notes[0]
+    assert "document 2: skipped v1 Service" in model.notes[0]
 
 
 def test_node_defaults_and_quantities(tmp_path: Path) -> None:

@@ -100,6 +100,8 @@ def pod_from_template(
     """A pending Pod from `template` (at `path` in the workload): the template's labels and
     annotations with the controller's added, its spec as written, the workload's namespace,
     and `scheduler_name` unless the template names one."""
+    if template is None:
+        raise fields.raw.error("missing required field", field=path)
     template = fields.dict(template, path)
     meta = fields.dict(template.get("metadata") or {}, f"{path}.metadata")
     spec = fields.dict(template.get("spec"), f"{path}.spec")
