@@ -25,7 +25,9 @@ from solver.kube.objects import (
     NodeSelectorTerm as K8sTerm,
 )
 from solver.model import (
+    QUEUE_ANNOTATION,
     ClusterModel,
+    Gang,
     NetworkTopology,
     Node,
     NodeSelectorRequirement,
@@ -93,6 +95,8 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     }
     nodes = [_node(raw, k8s) for raw, k8s in inputs.nodes]
     queues = {name: _queue(q) for name, (_, q) in sorted(inputs.queues.items())}
+    if not queues:
+        queues = _queues_of_a_dump_without_them(gangs.values(), pods, inputs.notes)
     cycle = parent_cycle([(name, q.parent) for name, q in queues.items()])
     if cycle is not None:
         name, (raw, _) = sorted(inputs.queues.items())[cycle]
@@ -314,6 +318,24 @@ def _check_affinity_values(raw: RawObject, k8s: K8sPod) -> None:
 
 
 # ----------------------------------------------------------------------------- queues, topology
+
+
+def _queues_of_a_dump_without_them(
+    gangs: Iterable[Gang], pods: Iterable[Pod], notes: list[str]
+) -> dict[str, Queue]:
+    """An input without any Queue object whose jobs name queues (a dump that left them out):
+    each named queue open and unlimited, with a note. With some Queue objects given, a job
+    naming another one is refused, as Volcano refuses it."""
+    named = {g.queue for g in gangs if g.queue} | {
+        q for p in pods if (q := p.annotations.get(QUEUE_ANNOTATION))
+    }
+    named -= {"default", "root"}  # Volcano's own
+    if named:
+        notes.append(
+            f"no Queue objects in the input: {', '.join(sorted(named))} treated as open "
+            "queues without capability"
+        )
+    return {name: Queue(name=name) for name in sorted(named)}
 
 
 def _queue(k8s: K8sQueue) -> Queue:

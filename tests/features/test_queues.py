@@ -144,7 +144,10 @@ def test_job_in_a_non_leaf_queue_is_reported() -> None:
 
 
 def test_job_in_a_missing_queue_and_closed_queue() -> None:
-    d = schedule(model(*NODES, *volcano_job("x", "ghost", 1)), conf(), engine="greedy")
+    # with Queue objects in the input, one it lacks does not exist (without any, it is a
+    # dump that left them out: tests/kube/test_dumps.py)
+    cluster = model(*NODES, queue("other"), *volcano_job("x", "ghost", 1))
+    d = schedule(cluster, conf(), engine="greedy")
     assert d.podgroups["default/x"].reason == "not enqueued: queue ghost does not exist"
     closed = queue("shut", state="Closed")
     d = schedule(model(*NODES, closed, *volcano_job("y", "shut", 1)), conf(), engine="greedy")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from solver import schedule
 from solver.model import PodSelection
-from tests.builders import model, node, pod
+from tests.builders import model, node, pod, podgroup
 
 
 def test_volcano_pods_without_their_podgroup_form_one_gang_of_all_of_them() -> None:
@@ -23,6 +23,21 @@ def test_volcano_pods_without_their_podgroup_form_one_gang_of_all_of_them() -> N
     assert any("PodGroup 'ml/train' is not in the input" in n for n in cluster.notes)
     decision = schedule(cluster, engine="greedy")
     assert not decision.podgroups["ml/train"].placed  # 3 GPUs asked, 2 there: none of them
+
+
+def test_a_dump_without_queue_objects_does_not_refuse_the_queues_its_jobs_name() -> None:
+    group = podgroup("train", 1, "volcano")
+    group["spec"]["queue"] = "research"
+    cluster = model(
+        node("n0").gpu(2).obj(),
+        group,
+        pod("w0").annotate("scheduling.k8s.io/group-name", "train").obj(),
+    )
+    assert cluster.queues["research"].capability == {}
+    assert any(
+        "no Queue objects in the input: research treated as open" in n for n in cluster.notes
+    )
+    assert schedule(cluster, engine="greedy").podgroups["default/train"].placed
 
 
 def test_coscheduling_label_without_its_podgroup_counts_running_members() -> None:
