@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from solver import load_conf, load_manifests, schedule
+from solver.model import PodSelection
 
 ROOT = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLES = sorted(p for p in ROOT.rglob("*.yaml") if p.parent.name != "plan")
@@ -50,3 +51,20 @@ def test_volcano_example_counts_the_running_member() -> None:
 def test_godel_example_stays_pending_whole() -> None:
     d = schedule(load_manifests(str(ROOT / "dialects" / "godel.yaml")))
     assert d.placed == {} and not d.podgroups["default/nginx"].placed
+
+
+def test_the_dump_walkthrough_answers_as_the_readme_says() -> None:
+    dump = ROOT / "dump"
+    model = load_manifests(
+        str(dump / "cluster.yaml"), str(dump / "pytorchjob.yaml"), str(dump / "volcano-job.yaml")
+    )
+    assert len(model.nodes) == 56 and sum(1 for p in model.pods if p.bound) == 204
+    selected = PodSelection().apply(model)  # the CLI's default: YuniKorn's backlog stays
+    d = schedule(selected, engine="auto", workers=1, time_limit=5)
+    assert d.podgroups["ml-train/llama-ft"].placed
+    assert {n for k, n in d.placed.items() if "llama-ft" in k} <= {
+        n.name for n in model.nodes if n.name.startswith("gpu-a100")
+    }
+    moe = d.podgroups["ml-train/moe-sweep"]
+    assert not moe.placed and "16 Insufficient nvidia.com/gpu" in moe.reason
+    assert "data/etl-exec-60" not in d.placements

@@ -31,7 +31,8 @@ EXAMPLES = sorted(
 
 
 def _stable(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if k not in ("seconds", "stats")}
+    # notes: the YAML reader's (a missing PodGroup, a dump without queues) stay with it
+    return {k: v for k, v in d.items() if k not in ("seconds", "stats", "notes")}
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
