@@ -68,6 +68,7 @@ def test_volcano_job_becomes_its_pods_and_podgroup() -> None:
     assert worker["spec"]["schedulerName"] == "volcano"
     assert worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "train"
     assert worker["metadata"]["annotations"]["volcano.sh/task-index"] == "0"
+    assert worker["metadata"]["labels"]["volcano.sh/task-index"] == "0"
     assert worker["metadata"]["labels"]["volcano.sh/job-namespace"] == "ml"
     assert notes == ["Volcano Job ml/train: ignored maxRetry"]
 
@@ -77,7 +78,9 @@ def test_volcano_job_defaults_and_the_uid_in_the_group_name() -> None:
     job["metadata"]["uid"] = "1234"
     (group, *_), _ = expand_workloads(raw(job))
     assert group.body["metadata"]["name"] == "train-1234"
-    assert group.body["spec"]["minMember"] == 4  # every replica when minAvailable is unset
+    # unset minAvailable: the tasks' minAvailable summed (master 1 + worker 2), Volcano's
+    # webhook patchDefaultMinAvailable
+    assert group.body["spec"]["minMember"] == 3
     assert group.body["spec"]["queue"] == "research"
 
 
@@ -88,7 +91,7 @@ def _cluster_with(job: dict[str, Any]) -> Any:
 
 
 def test_a_volcano_job_is_placed_as_one_gang() -> None:
-    decision = schedule(_cluster_with(volcano_job()), engine="greedy")
+    decision = schedule(_cluster_with(volcano_job(minAvailable=4)), engine="greedy")
     outcome = decision.podgroups["ml/train"]
     assert outcome.enqueued and not outcome.placed  # 16 GPUs asked, 12 there
     decision = schedule(_cluster_with(volcano_job(minAvailable=3)), engine="greedy")
@@ -267,3 +270,14 @@ def test_mpi_job_launcher_and_workers() -> None:
     names = [o.body["metadata"]["name"] for o in objects]
     assert names == ["hpc", "hpc-launcher", "hpc-worker-0", "hpc-worker-1"]
     assert objects[0].body["spec"]["minMember"] == 3  # the launcher counts with the workers
+    launcher = objects[1].body["metadata"]["labels"]
+    assert launcher["training.kubeflow.org/job-role"] == "master"
+    assert "training.kubeflow.org/replica-index" not in launcher
+
+
+def test_pytorch_worker_0_is_the_master_of_a_job_without_one() -> None:
+    job = pytorch_job(None)
+    del job["spec"]["pytorchReplicaSpecs"]["Master"]
+    objects, _ = expand_workloads(raw(job))
+    roles = [o.body["metadata"]["labels"].get("training.kubeflow.org/job-role") for o in objects]
+    assert roles == ["master", None, None]

@@ -6,7 +6,8 @@
 
 - one pod per replica of each replica type, `<job>-<type lowercased>-<index>`, labelled
   `training.kubeflow.org/{job-name, operator-name, replica-type, replica-index}` and
-  `training.kubeflow.org/job-role: master` for the master (PyTorch `Master`, TF `Chief`);
+  `training.kubeflow.org/job-role: master` for the master (PyTorch `Master`, or worker 0
+  of a job without one; TF `Chief`);
 - with gang scheduling, the PodGroup is named after the job: `minMember` =
   `runPolicy.schedulingPolicy.minAvailable`, else every replica; `queue` and
   `priorityClass` from the scheduling policy. Volcano's (`scheduling.volcano.sh`) joins
@@ -14,9 +15,11 @@
   replica type); scheduler-plugins' (`scheduling.x-k8s.io`) by label
   `scheduling.x-k8s.io/pod-group`, with `scheduleTimeoutSeconds`.
 
-`kubeflow.org/v2beta1` MPIJob (kubeflow/mpi-operator `pkg/controller/mpi_job_controller.go`
-newLauncherPodTemplate / newWorker): the launcher `<job>-launcher` (`job-role: launcher`)
-and workers `<job>-worker-<index>`; its PodGroup counts the launcher with the workers.
+MPIJob (training-operator `pkg/controller.v1/mpi/mpijob_controller.go`, its own
+ReconcilePods): the launcher `<job>-launcher` (`replica-type: launcher`, `job-role:
+master`, no index) and workers `<job>-worker-<index>`; its PodGroup counts the launcher
+with the workers. (Read from training-operator release-1.9; mpi-operator's v2beta1 is
+taken to name pods the same way, which was not checked.)
 
 Whether a job is gang scheduled, and by whom, is the operator's start-up flag
 (`--gang-scheduler-name`), which no manifest carries: the replica templates'
@@ -72,14 +75,13 @@ def expand_kubeflow_job(raw: RawObject) -> Expansion:
             labels = {JOB_NAME: f.name, OPERATOR: operator, REPLICA_TYPE: lower}
             if raw.kind == "MPIJob" and rtype == "Launcher":
                 name = f"{f.name}-launcher"
-                labels[JOB_ROLE] = "launcher"
+                labels[JOB_ROLE] = "master"
             else:
                 name = f"{f.name}-{lower}-{index}"
                 labels[REPLICA_INDEX] = str(index)
-                if rtype == master:
+                no_master = master not in replica_specs and rtype == "Worker" and index == 0
+                if rtype == master or (raw.kind == "PyTorchJob" and no_master):
                     labels[JOB_ROLE] = "master"
-                elif raw.kind == "MPIJob":
-                    labels[JOB_ROLE] = "worker"
             template = replica.get("template")
             pod = pod_from_template(f, template, f"{where}.template", name, labels=labels)
             pods.append((lower, pod))

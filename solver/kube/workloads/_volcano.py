@@ -3,15 +3,19 @@ and the admission webhook make them (volcano-sh/volcano `pkg/controllers/job/
 job_controller_util.go` createJobPod and `job_controller_actions.go` createOrUpdatePodGroup;
 defaults from `pkg/webhooks/admission/jobs/mutate`):
 
-- pod `<job>-<task>-<index>` for every task replica, with annotations
-  `scheduling.k8s.io/group-name` (the PodGroup), `volcano.sh/job-name`,
-  `volcano.sh/task-spec`, `volcano.sh/task-index`, `volcano.sh/queue-name`, and labels
-  `volcano.sh/job-name`, `volcano.sh/job-namespace`, `volcano.sh/task-spec`,
-  `volcano.sh/queue-name`; `schedulerName` from the job (`volcano` by default) unless the
-  task template names one;
-- PodGroup `<job>-<uid>` (`<job>` for a job without a uid yet, as submitted): `minMember` =
-  `spec.minAvailable` (default: every replica), `minTaskMember` = each task's
-  `minAvailable` (default: its replicas), `queue` (`default`), `priorityClassName`.
+- pod `<job>-<task>-<index>` for every task replica (a task without a name is
+  `default<i>`), with annotations `scheduling.k8s.io/group-name` (the PodGroup),
+  `volcano.sh/job-name`, `volcano.sh/task-spec`, `volcano.sh/task-index`,
+  `volcano.sh/queue-name`, and labels `volcano.sh/job-name`, `volcano.sh/job-namespace`,
+  `volcano.sh/task-spec`, `volcano.sh/task-index`, `volcano.sh/queue-name`;
+  `schedulerName` and `priorityClassName` from the job (`volcano` by default) unless the
+  task template names its own;
+- PodGroup `<job>-<uid>` (Volcano >= v1.6; `<job>` for a job without a uid yet, as
+  submitted, and in older releases): `minMember` = `spec.minAvailable` (default, webhook
+  patchDefaultMinAvailable: the sum of the tasks' `minAvailable`, each defaulting to its
+  replicas), `minTaskMember` = each task's `minAvailable`, `queue` (`default`),
+  `priorityClassName`. Pod and task fields the controller sets for other plugins
+  (job-version, template-uid, retry count, partitions) are not modelled.
 """
 
 from __future__ import annotations
@@ -39,35 +43,36 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     queue = f.text(spec.get("queue"), "spec.queue", "default") or "default"
     scheduler = f.text(spec.get("schedulerName"), "spec.schedulerName", "volcano") or "volcano"
     group = f"{f.name}-{f.uid}" if f.uid else f.name
+    priority_class = f.text(spec.get("priorityClassName"), "spec.priorityClassName")
     out = Expansion(owns=lambda pod: meta_value(pod, "annotations", JOB_NAME) == f.name)
-    total = 0
     min_task: dict[str, int] = {}
     for i, task in enumerate(tasks):
         where = f"spec.tasks[{i}]"
         task = f.dict(task, where)
-        task_name = f.text(task.get("name"), f"{where}.name") or f"task{i}"
+        task_name = f.text(task.get("name"), f"{where}.name") or f"default{i}"
         replicas = f.count(task.get("replicas"), f"{where}.replicas", 1)
         min_task[task_name] = f.count(task.get("minAvailable"), f"{where}.minAvailable", replicas)
-        total += replicas
         for index in range(replicas):
             common = {JOB_NAME: f.name, TASK_SPEC: task_name, QUEUE_NAME: queue}
-            out.objects.append(
-                pod_from_template(
-                    f,
-                    task.get("template"),
-                    f"{where}.template",
-                    f"{f.name}-{task_name}-{index}",
-                    labels={**common, JOB_NAMESPACE: f.namespace},
-                    annotations={**common, GROUP_NAME: group, TASK_INDEX: str(index)},
-                    scheduler_name=scheduler,
-                )
+            common[TASK_INDEX] = str(index)
+            pod = pod_from_template(
+                f,
+                task.get("template"),
+                f"{where}.template",
+                f"{f.name}-{task_name}-{index}",
+                labels={**common, JOB_NAMESPACE: f.namespace},
+                annotations={**common, GROUP_NAME: group},
+                scheduler_name=scheduler,
             )
+            if priority_class and not pod["spec"].get("priorityClassName"):
+                pod["spec"]["priorityClassName"] = priority_class
+            out.objects.append(pod)
     pod_group: dict[str, Any] = {
-        "minMember": f.count(spec.get("minAvailable"), "spec.minAvailable", total),
+        "minMember": f.count(spec.get("minAvailable"), "spec.minAvailable", 0)
+        or sum(min_task.values()),
         "minTaskMember": min_task,
         "queue": queue,
     }
-    priority_class = f.text(spec.get("priorityClassName"), "spec.priorityClassName")
     if priority_class:
         pod_group["priorityClassName"] = priority_class
     out.objects.insert(
