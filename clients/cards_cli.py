@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clients._exit import fail
+from clients._options import Files
 from clients.render import dump
 from solver import GangplanError, load_manifests
 from solver.model import discover_cards
@@ -24,12 +25,7 @@ class Output(StrEnum):
 
 
 def cards_cmd(
-    files: Annotated[
-        list[str],
-        typer.Option(
-            "-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."
-        ),
-    ],
+    files: Files,
     output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
 ) -> None:
     """Card types per node and cluster totals (whole cards, MPS, MIG) from labels and allocatable."""

@@ -28,6 +28,7 @@ import typer
 from rich.console import Console
 
 from clients._exit import fail
+from clients._options import Files
 from clients.cards_cli import cards_cmd
 from clients.client import ClientError
 from clients.config_cli import config_app
@@ -73,10 +74,6 @@ class ExplainOutput(StrEnum):
     table = "table"
 
 
-Files = Annotated[
-    list[str],
-    typer.Option("-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."),
-]
 Config = Annotated[
     str | None,
     typer.Option(

@@ -11,6 +11,7 @@ import typer
 import yaml
 
 from clients._exit import fail
+from clients._options import Files
 from solver import GangplanError
 from solver.kube import read_sources
 from solver.kube.workloads import expand_workloads
@@ -24,12 +25,7 @@ class Output(StrEnum):
 
 
 def expand_cmd(
-    files: Annotated[
-        list[str],
-        typer.Option(
-            "-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."
-        ),
-    ],
+    files: Files,
     output: Annotated[Output, typer.Option("-o", "--output")] = Output.yaml,
 ) -> None:
     """Print what each workload (Volcano Job, ...) expands to: its pods and PodGroup, as

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.tree import Tree
 
 from clients._exit import fail
+from clients._options import Files
 from clients.render import dump
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.features.cards import CardMode
@@ -34,12 +35,6 @@ stderr = Console(stderr=True, highlight=False)
 class Output(StrEnum):
     json = "json"
     table = "table"
-
-
-Files = Annotated[
-    list[str],
-    typer.Option("-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."),
-]
 
 
 @queues_app.command("validate")

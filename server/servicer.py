@@ -362,12 +362,13 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         else:
             workload, closed = Workload.everything(snapshot), None
         options = request.options
-        selection = PodSelection(
-            scheduler_names=frozenset(options.scheduler_names) or None,
-            namespaces=frozenset(options.namespaces) or None,
-        )
-        left = selection.note(p for p in workload.pods if not selection.takes(p))
-        if left is not None:
+        left = None
+        if options.scheduler_names or options.namespaces:
+            selection = PodSelection(
+                scheduler_names=frozenset(options.scheduler_names) or None,
+                namespaces=frozenset(options.namespaces) or None,
+            )
+            left = selection.note(p for p in workload.pods if not selection.takes(p))
             workload = workload.only(selection.takes)
         conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf

@@ -36,8 +36,10 @@ from solver.model import (
 )
 
 __all__ = [
+    "ANNOTATION_VOLCANO_GROUP",
     "DEFAULT_NAMESPACE",
     "GANG_ANNOTATIONS",
+    "LABEL_POD_GROUP_X",
     "POD_GROUP_DIALECTS",
     "GangLinks",
     "api_group",

@@ -155,6 +155,7 @@ def test_spec_parses_like_go_json(text: str, expected: object) -> None:
         '{"gatherStrategy": [{"layer": 3}]}',
         '{"gatherStrategy": [{"layer": "B", "podCountMultiple": 8.5}]}',
         '{"gatherStrategy": [{"layer": "B", "podCountMultiple": "8"}]}',
+        '{"gatherStrategy": [{"layer": "B", "podCountMultiple": 9223372036854775808}]}',  # > Go int
     ],
 )
 def test_spec_errors(text: str) -> None:

@@ -77,11 +77,18 @@ HOSTILE = st.one_of(
 # ----------------------------------------------------------------------------- manifests
 
 
+def _volcano_template() -> dict[str, Any]:
+    template = pod("t").requests(cpu=1).obj()
+    template["spec"]["schedulerName"] = "volcano"
+    return template
+
+
 def base_manifests() -> list[dict[str, Any]]:
     """Two nodes, a 2-pod gang with its PodGroup, a queue, a priority class and a topology:
     every kind the reader knows, so a replaced value can land anywhere. Indices matter to
     INVALID_MANIFEST_VALUES: 0-1 nodes, 2 PodGroup, 3-4 pods, 5 queue, 6 PriorityClass,
-    7 topology, 8 a Volcano Job, 9 an Indexed batch Job (workloads expanded into pods)."""
+    7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet
+    (workloads expanded into pods)."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(queue="q", priorityClassName="high")
@@ -123,6 +130,24 @@ def base_manifests() -> list[dict[str, Any]]:
                 "completionMode": "Indexed",
                 "template": pod("t").label("scheduling.x-k8s.io/pod-group", "bj").obj(),
             },
+        },
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "pj", "namespace": "default"},
+            "spec": {
+                "runPolicy": {"schedulingPolicy": {"queue": "q", "minAvailable": 2}},
+                "pytorchReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": _volcano_template()},
+                    "Worker": {"replicas": 1, "template": _volcano_template()},
+                },
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "ss", "namespace": "default"},
+            "spec": {"replicas": 2, "ordinals": {"start": 1}, "template": pod("t").obj()},
         },
     ]
     return [
@@ -218,6 +243,10 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((8, "spec", "minAvailable"), -1),
     ((9, "spec", "parallelism"), "2"),
     ((9, "spec", "completionMode"), "Sometimes"),
+    ((10, "spec", "pytorchReplicaSpecs", "Worker", "replicas"), -3),
+    ((10, "spec", "runPolicy", "schedulingPolicy", "minAvailable"), "all"),
+    ((11, "spec", "ordinals", "start"), 2**40),
+    ((11, "spec", "template"), "pod"),
 ]
 
 

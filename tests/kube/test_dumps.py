@@ -3,6 +3,13 @@ schedulers, several namespaces."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from clients.cli import app
 from solver import schedule
 from solver.model import PodSelection
 from tests.builders import model, node, pod, podgroup
@@ -76,3 +83,19 @@ def test_namespaces_restrict_what_is_placed() -> None:
     cluster = selection.apply(model(*_mixed_cluster()))
     assert sorted(p.key for p in cluster.pods if p.pending) == ["ml/a"]
     assert any("1 (namespace dev)" in n for n in cluster.notes)
+
+
+def test_the_cli_selects_by_scheduler_name_and_namespace(tmp_path: Path) -> None:
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump_all(_mixed_cluster()))
+    runner = CliRunner()
+    result = runner.invoke(app, ["schedule", "-f", str(path), "--engine", "greedy", "-n", "ml"])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.stdout)["placements"]) == {"ml/a"}
+    assert "1 (namespace dev), 1 (namespace prod)" in result.stderr
+    result = runner.invoke(
+        app, ["schedule", "-f", str(path), "--engine", "greedy", "--scheduler-name", "my-scheduler"]
+    )
+    assert set(json.loads(result.stdout)["placements"]) == {"prod/other"}
+    result = runner.invoke(app, ["schedule", "-f", str(path), "-n", "ml", "-A"])
+    assert result.exit_code == 2 and "exclude each other" in result.stderr

@@ -70,7 +70,7 @@ def test_volcano_job_becomes_its_pods_and_podgroup() -> None:
     assert worker["metadata"]["annotations"]["volcano.sh/task-index"] == "0"
     assert worker["metadata"]["labels"]["volcano.sh/task-index"] == "0"
     assert worker["metadata"]["labels"]["volcano.sh/job-namespace"] == "ml"
-    assert notes == ["Volcano Job ml/train: ignored maxRetry"]
+    assert notes == ["batch.volcano.sh/v1alpha1 Job ml/train: ignored maxRetry"]
 
 
 def test_volcano_job_defaults_and_the_uid_in_the_group_name() -> None:

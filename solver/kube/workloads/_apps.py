@@ -38,15 +38,9 @@ def _selected_by(f: Fields, spec: dict[str, Any]) -> Expansion:
     return Expansion(owns=owns)
 
 
-def _ignored(f: Fields, kind: str, spec: dict[str, Any], out: Expansion) -> None:
-    ignored = sorted(set(spec) - READ)
-    if ignored:
-        out.notes.append(f"{kind} {f.namespace}/{f.name}: ignored {', '.join(ignored)}")
-
-
 def expand_stateful_set(raw: RawObject) -> Expansion:
     f = Fields(raw)
-    spec = f.dict(f.at("spec") or {}, "spec")
+    spec = f.spec
     replicas = f.count(spec.get("replicas"), "spec.replicas", 1)
     ordinals = f.dict(spec.get("ordinals") or {}, "spec.ordinals")
     start = f.count(ordinals.get("start"), "spec.ordinals.start", 0)
@@ -62,18 +56,18 @@ def expand_stateful_set(raw: RawObject) -> Expansion:
                 labels={POD_NAME: name, POD_INDEX: str(ordinal)},
             )
         )
-    _ignored(f, "StatefulSet", spec, out)
+    out.notes += f.unread(READ)
     return out
 
 
 def expand_deployment(raw: RawObject) -> Expansion:
     f = Fields(raw)
-    spec = f.dict(f.at("spec") or {}, "spec")
+    spec = f.spec
     replicas = f.count(spec.get("replicas"), "spec.replicas", 1)
     out = _selected_by(f, spec)
     for i in range(replicas):
         out.objects.append(
             pod_from_template(f, spec.get("template"), "spec.template", f"{f.name}-{i}")
         )
-    _ignored(f, "Deployment", spec, out)
+    out.notes += f.unread(READ)
     return out

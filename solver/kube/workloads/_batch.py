@@ -31,7 +31,7 @@ READ = {"template", "parallelism", "completions", "completionMode", "selector"}
 
 def expand_batch_job(raw: RawObject) -> Expansion:
     f = Fields(raw)
-    spec = f.dict(f.at("spec") or {}, "spec")
+    spec = f.spec
     parallelism = f.count(spec.get("parallelism"), "spec.parallelism", 1)
     completions = f.count(spec.get("completions"), "spec.completions", parallelism)
     mode = f.text(spec.get("completionMode"), "spec.completionMode", "NonIndexed")
@@ -53,7 +53,5 @@ def expand_batch_job(raw: RawObject) -> Expansion:
                 annotations=indexed,
             )
         )
-    ignored = sorted(set(spec) - READ)
-    if ignored:
-        out.notes.append(f"Job {f.namespace}/{f.name}: ignored {', '.join(ignored)}")
+    out.notes += f.unread(READ)
     return out

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP, LABEL_POD_GROUP_X
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 
@@ -41,9 +42,7 @@ OPERATOR = "training.kubeflow.org/operator-name"
 REPLICA_TYPE = "training.kubeflow.org/replica-type"
 REPLICA_INDEX = "training.kubeflow.org/replica-index"
 JOB_ROLE = "training.kubeflow.org/job-role"
-VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 VOLCANO_TASK = "volcano.sh/task-spec"
-PLUGINS_GROUP = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 # kind -> (the replica specs field, the master replica type, the operator's name)
@@ -62,7 +61,7 @@ READ = {"runPolicy", "mpiImplementation", "slotsPerWorker", "elasticPolicy"} | {
 def expand_kubeflow_job(raw: RawObject) -> Expansion:
     f = Fields(raw)
     field, master, operator = KUBEFLOW_KINDS[raw.kind]
-    spec = f.dict(f.at("spec") or {}, "spec")
+    spec = f.spec
     replica_specs = f.dict(spec.get(field) or {}, f"spec.{field}")
     out = Expansion(owns=lambda pod: meta_value(pod, "labels", JOB_NAME) == f.name)
     pods: list[tuple[str, dict[str, Any]]] = []  # (replica type, pod)
@@ -87,9 +86,7 @@ def expand_kubeflow_job(raw: RawObject) -> Expansion:
             pods.append((lower, pod))
     _gang(f, spec, pods, out)
     out.objects.extend(pod for _, pod in pods)
-    ignored = sorted(set(spec) - READ)
-    if ignored:
-        out.notes.append(f"{raw.kind} {f.namespace}/{f.name}: ignored {', '.join(ignored)}")
+    out.notes += f.unread(READ)
     return out
 
 
@@ -115,14 +112,17 @@ def _gang(
         api = "scheduling.volcano.sh/v1beta1"
         group["queue"] = f.text(policy.get("queue"), f"{where}.queue") or "default"
         for rtype, pod in pods:
-            pod["metadata"]["annotations"] |= {VOLCANO_GROUP: f.name, VOLCANO_TASK: rtype}
+            pod["metadata"]["annotations"] |= {
+                ANNOTATION_VOLCANO_GROUP: f.name,
+                VOLCANO_TASK: rtype,
+            }
     else:
         api = "scheduling.x-k8s.io/v1alpha1"
         timeout = policy.get("scheduleTimeoutSeconds")
         if timeout is not None:
             group["scheduleTimeoutSeconds"] = f.count(timeout, f"{where}.scheduleTimeoutSeconds", 0)
         for _, pod in pods:
-            pod["metadata"]["labels"][PLUGINS_GROUP] = f.name
+            pod["metadata"]["labels"][LABEL_POD_GROUP_X] = f.name
     priority_class = f.text(policy.get("priorityClass"), f"{where}.priorityClass")
     if priority_class:
         group["priorityClassName"] = priority_class

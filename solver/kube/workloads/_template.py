@@ -39,17 +39,15 @@ class Fields:
             raise raw.error("must be a string", field="metadata.namespace")
         self.namespace: str = namespace
         self.uid: str = str(meta.get("uid") or "")
-        self.labels: dict[str, str] = self.map(meta, "metadata.labels")
-        self.annotations: dict[str, str] = self.map(meta, "metadata.annotations")
+        self.spec: dict[str, Any] = self.dict(raw.body.get("spec") or {}, "spec")
 
-    def at(self, path: str) -> Any:
-        """The value at a dotted path (`spec.tasks`), None when absent."""
-        value: Any = self.raw.body
-        for step in path.split("."):
-            if not isinstance(value, dict):
-                return None
-            value = value.get(step)
-        return value
+    def unread(self, read: set[str]) -> list[str]:
+        """A note naming the spec fields an expansion does not read (none: no note)."""
+        ignored = sorted(set(self.spec) - read)
+        if not ignored:
+            return []
+        where = f"{self.raw.api_version} {self.raw.kind} {self.namespace}/{self.name}"
+        return [f"{where}: ignored {', '.join(ignored)}"]
 
     def map(self, parent: dict[str, Any], path: str) -> dict[str, str]:
         value = parent.get(path.rsplit(".", 1)[-1]) or {}
@@ -105,6 +103,7 @@ def pod_from_template(
     template = fields.dict(template, path)
     meta = fields.dict(template.get("metadata") or {}, f"{path}.metadata")
     spec = fields.dict(template.get("spec"), f"{path}.spec")
+    fields.text(spec.get("schedulerName"), f"{path}.spec.schedulerName")  # expanders read it
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 
@@ -32,13 +33,12 @@ JOB_NAMESPACE = "volcano.sh/job-namespace"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 QUEUE_NAME = "volcano.sh/queue-name"
-GROUP_NAME = "scheduling.k8s.io/group-name"
 READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName"}
 
 
 def expand_volcano_job(raw: RawObject) -> Expansion:
     f = Fields(raw)
-    spec = f.dict(f.at("spec") or {}, "spec")
+    spec = f.spec
     tasks = f.list(spec.get("tasks"), "spec.tasks")
     queue = f.text(spec.get("queue"), "spec.queue", "default") or "default"
     scheduler = f.text(spec.get("schedulerName"), "spec.schedulerName", "volcano") or "volcano"
@@ -61,7 +61,7 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
                 f"{where}.template",
                 f"{f.name}-{task_name}-{index}",
                 labels={**common, JOB_NAMESPACE: f.namespace},
-                annotations={**common, GROUP_NAME: group},
+                annotations={**common, ANNOTATION_VOLCANO_GROUP: group},
                 scheduler_name=scheduler,
             )
             if priority_class and not pod["spec"].get("priorityClassName"):
@@ -84,7 +84,5 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
             "spec": pod_group,
         },
     )
-    ignored = sorted(set(spec) - READ)
-    if ignored:
-        out.notes.append(f"Volcano Job {f.namespace}/{f.name}: ignored {', '.join(ignored)}")
+    out.notes += f.unread(READ)
     return out
