@@ -94,6 +94,11 @@ class PodBuilder:
     def group(self, name: str) -> PodBuilder:
         return self.label("pod-group.scheduling.sigs.k8s.io", name)
 
+    def scheduling_group(self, pod_group: str) -> PodBuilder:
+        """Joins a Kubernetes Workload API PodGroup (`spec.schedulingGroup.podGroupName`)."""
+        self.body["spec"]["schedulingGroup"] = {"podGroupName": pod_group}
+        return self
+
     def on(self, node: str, phase: str = "Running") -> PodBuilder:
         self.body["spec"]["nodeName"] = node
         self.body["status"] = {"phase": phase}
@@ -148,6 +153,33 @@ def podgroup(
         "apiVersion": DIALECT_API[dialect],
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations)},
+        "spec": spec,
+    }
+
+
+def workload_podgroup(
+    name: str,
+    min_count: int | None,
+    *,
+    topology: str | None = None,
+    disruption: str | None = None,
+    priority: int | None = None,
+    namespace: str = "default",
+    version: str = "v1beta1",
+) -> dict[str, Any]:
+    """A `scheduling.k8s.io` PodGroup: gang policy with `min_count`, basic when None."""
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    if disruption is not None:
+        spec["disruptionMode"] = {disruption: {}}
+    if priority is not None:
+        spec["priority"] = priority
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
 

@@ -198,6 +198,24 @@ GANG_MODE_NON_STRICT: GangMode.ValueType  # 2
 """NonStrict: partial reservations wait; never reported as placements in one cycle."""
 Global___GangMode: _TypeAlias = GangMode  # noqa: Y015
 
+class _DisruptionMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DisruptionModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DisruptionMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DISRUPTION_MODE_UNSPECIFIED: _DisruptionMode.ValueType  # 0
+    DISRUPTION_MODE_SINGLE: _DisruptionMode.ValueType  # 1
+    DISRUPTION_MODE_ALL: _DisruptionMode.ValueType  # 2
+
+class DisruptionMode(_DisruptionMode, metaclass=_DisruptionModeEnumTypeWrapper):
+    """How a running gang may be disrupted by preemption (Workload API `disruptionMode`)."""
+
+DISRUPTION_MODE_UNSPECIFIED: DisruptionMode.ValueType  # 0
+DISRUPTION_MODE_SINGLE: DisruptionMode.ValueType  # 1
+DISRUPTION_MODE_ALL: DisruptionMode.ValueType  # 2
+Global___DisruptionMode: _TypeAlias = DisruptionMode  # noqa: Y015
+
 @_typing.final
 class Node(_message.Message):
     """A node: where pods can run."""
@@ -659,6 +677,8 @@ class Gang(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _builtins.int
     CREATION_TIME_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_KEY_FIELD_NUMBER: _builtins.int
+    DISRUPTION_MODE_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -675,6 +695,15 @@ class Gang(_message.Message):
     """Queue name (Volcano spec.queue); empty for none."""
     priority: _builtins.int
     """Priority of the gang (from its PriorityClass); unset means the pods' priority."""
+    topology_key: _builtins.str
+    """Kubernetes Workload API PodGroup `schedulingConstraints.topology[0].key`: every member
+    (running ones included) on nodes sharing one value of this node label; empty for none.
+    """
+    disruption_mode: Global___DisruptionMode.ValueType
+    """Kubernetes Workload API PodGroup `disruptionMode` as a victim: SINGLE, a pod may be
+    evicted alone; ALL, evicting one evicts the group. Unspecified: the gang's dialect rule
+    (a victim gang left below min_member is evicted whole).
+    """
     @_builtins.property
     def groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Ids (`namespace/name`) of the other gangs of its GangGroup (Koordinator annotation
@@ -716,10 +745,12 @@ class Gang(_message.Message):
         annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         creation_time: _timestamp_pb2.Timestamp | None = ...,
         affinity: Global___GangAffinity | None = ...,
+        topology_key: _builtins.str = ...,
+        disruption_mode: Global___DisruptionMode.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "priority", b"priority", "queue", b"queue", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "priority", b"priority", "queue", b"queue", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015

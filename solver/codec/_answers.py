@@ -10,7 +10,7 @@ from google.protobuf.message import Message
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
-from solver.codec._messages import EFFECTS, MATCH_POLICIES, SELECTOR_OPS
+from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES, SELECTOR_OPS
 from solver.decision import Decision, GroupOutcome, Placement, Victim
 from solver.model import (
     ClusterModel,
@@ -72,6 +72,7 @@ _CAUSES = {"preemption": spb.VICTIM_CAUSE_PREEMPTION, "reclaim": spb.VICTIM_CAUS
 _EFFECT_CODES = {v: k for k, v in EFFECTS.items()}
 _SELECTOR_CODES = {v: k for k, v in SELECTOR_OPS.items()}
 _POLICY_CODES = {v: k for k, v in MATCH_POLICIES.items()}
+_DISRUPTION_CODES = {v: k for k, v in DISRUPTION_MODES.items()}
 
 
 def _set_timestamp(msg: Message, name: str, text: str | None) -> None:
@@ -140,8 +141,9 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
     """A ClusterModel as a Cluster message.
 
     Not carried: a gang's YAML dialect (every protobuf gang reads as a
-    scheduling.sigs.k8s.io PodGroup, its match policy explicit); Godel's `spec.affinity`
-    travels as the typed GangAffinity (normalised: empty topology keys dropped).
+    scheduling.sigs.k8s.io PodGroup, its match policy explicit), except that Godel's
+    `spec.affinity` travels as the typed GangAffinity (normalised: empty topology keys
+    dropped) and a Workload API PodGroup as its topology key and disruption mode.
     """
     msg = pb.Cluster(
         nodes=[
@@ -222,6 +224,9 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         affinity = _job_affinity(g.affinity)
         if affinity is not None:
             gang.affinity.CopyFrom(affinity)
+        gang.topology_key = g.topology_key or ""
+        if g.disruption_mode is not None:
+            gang.disruption_mode = _DISRUPTION_CODES[g.disruption_mode]
         _set_timestamp(gang, "creation_time", g.created)
         msg.gangs.append(gang)
     for q in model.queues.values():

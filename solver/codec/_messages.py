@@ -13,13 +13,14 @@ A pending pod becomes a `Pod` once per distinct message less its name (`PendingP
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from google.protobuf.message import Message
 
 from gangplan.v1 import cluster_pb2 as pb
 from solver.codec._errors import Violations
 from solver.model import (
+    Dialect,
     Gang,
     MatchPolicy,
     NetworkTopology,
@@ -39,6 +40,7 @@ from solver.snapshot import EMPTY_MAP, RunningPod
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "DISRUPTION_MODES",
     "EFFECTS",
     "MATCH_POLICIES",
     "SELECTOR_OPS",
@@ -72,6 +74,11 @@ MATCH_POLICIES: dict[pb.MatchPolicy.ValueType, MatchPolicy] = {
     pb.MATCH_POLICY_ONCE_SATISFIED: MatchPolicy.ONCE_SATISFIED,
     pb.MATCH_POLICY_WAITING_AND_RUNNING: MatchPolicy.WAITING_AND_RUNNING,
     pb.MATCH_POLICY_ONLY_WAITING: MatchPolicy.ONLY_WAITING,
+}
+
+DISRUPTION_MODES: dict[pb.DisruptionMode.ValueType, Literal["Single", "All"]] = {
+    pb.DISRUPTION_MODE_SINGLE: "Single",
+    pb.DISRUPTION_MODE_ALL: "All",
 }
 
 
@@ -260,13 +267,26 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
             out.add(f"{path}.groups[{i}]", f"must be a gang id `namespace/name`, got {other!r}")
     _known(pb.GangMode, msg.mode, f"{path}.mode", out)
     _known(pb.MatchPolicy, msg.match_policy, f"{path}.match_policy", out)
+    _known(pb.DisruptionMode, msg.disruption_mode, f"{path}.disruption_mode", out)
     godel = msg.HasField("affinity")  # job-level affinity is Godel's: schedule as its unit
+    workload_api = bool(msg.topology_key) or msg.disruption_mode != pb.DISRUPTION_MODE_UNSPECIFIED
+    if godel and workload_api:
+        out.add(
+            f"{path}.topology_key", "a gang is Godel's (affinity) or the Workload API's, not both"
+        )
+    dialect: Dialect = "scheduling.sigs.k8s.io"
+    if godel:
+        dialect = "scheduling.godel.kubewharf.io"
+    elif workload_api:
+        dialect = "scheduling.k8s.io"
     return Gang(
         affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
+        topology_key=msg.topology_key or None,
+        disruption_mode=DISRUPTION_MODES.get(msg.disruption_mode),
         id=gang_id,
         namespace=ns,
         name=msg.name,
-        dialect="scheduling.godel.kubewharf.io" if godel else "scheduling.sigs.k8s.io",
+        dialect=dialect,
         min_member=msg.min_member,
         total_number=max(msg.min_member, msg.total_number),
         mode="NonStrict" if msg.mode == pb.GANG_MODE_NON_STRICT else "Strict",

@@ -9,7 +9,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from solver.kube.gangs import DEFAULT_NAMESPACE, POD_GROUP_DIALECTS, GangLinks, api_group
+from solver.kube.gangs import (
+    DEFAULT_NAMESPACE,
+    POD_GROUP_DIALECTS,
+    AnyPodGroup,
+    GangLinks,
+    api_group,
+)
 from solver.kube.loader import RawObject
 from solver.kube.objects import (
     Container,
@@ -24,6 +30,7 @@ from solver.kube.objects import (
 from solver.kube.objects import (
     NodeSelectorTerm as K8sTerm,
 )
+from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
     QUEUE_ANNOTATION,
     ClusterModel,
@@ -61,6 +68,8 @@ def _validate(model: type[M], raw: RawObject) -> M:
             message = str(ctx_error)
         if err["type"] == "missing":
             message = "missing required field"
+        elif err["type"] in ("model_type", "dict_type"):
+            message = "must be a mapping"  # not pydantic's class name
         path = ".".join(loc).replace(".[", "[")
         raise raw.error(message, field=path or None) from None
 
@@ -69,7 +78,7 @@ def _validate(model: type[M], raw: RawObject) -> M:
 class _Inputs:
     nodes: list[tuple[RawObject, K8sNode]] = field(default_factory=list)
     pods: list[tuple[RawObject, K8sPod]] = field(default_factory=list)
-    pod_groups: dict[str, tuple[RawObject, K8sPodGroup]] = field(default_factory=dict)
+    pod_groups: dict[str, tuple[RawObject, AnyPodGroup]] = field(default_factory=dict)
     priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)
     queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
     topology: tuple[RawObject, K8sClusterNetworkTopology] | None = None
@@ -86,6 +95,8 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     for raw, k8s in inputs.pods:
         gang_id = links.link(raw, k8s)
         pod = _pod(raw, k8s, gang_id, priority_of)
+        if overrides := links.pod_overrides(gang_id):
+            pod = pod.model_copy(update=overrides)
         pods.append(pod)
         members.setdefault(gang_id, []).append(pod.key)
     inputs.notes.extend(links.finish(members))
@@ -132,6 +143,17 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             parsed = _validate(K8sPodGroup, raw)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
             out.pod_groups[ident] = (raw, parsed)
+        elif kind == "PodGroup" and raw.api_version in WORKLOAD_API_VERSIONS:
+            parsed = _validate(K8sWorkloadPodGroup, raw)
+            ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
+            out.pod_groups[ident] = (raw, parsed)
+        elif kind == "Workload" and raw.api_version in WORKLOAD_API_VERSIONS:
+            parsed = _validate(K8sWorkload, raw)
+            ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
+            out.notes.append(
+                f"{raw.source}: document {raw.document}: Workload {ident!r} read; the scheduler "
+                "follows its PodGroup objects, which carry copies of its templates"
+            )
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             parsed = _validate(K8sPriorityClass, raw)
             ident = parsed.metadata.name

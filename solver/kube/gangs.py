@@ -2,6 +2,7 @@
 
 Links, in the order they are tried (the first present wins):
 
+0. `spec.schedulingGroup.podGroupName: <pg>` (the Kubernetes Workload API, `workload_api.py`)
 1. label `pod-group.scheduling.sigs.k8s.io: <pg>` (scheduler-plugins / Koordinator CRD way),
    or `scheduling.x-k8s.io/pod-group: <pg>` (scheduler-plugins coscheduling since v0.24)
 2. label `pod-group.scheduling.sigs.k8s.io/name: <pg>` (Koordinator lightweight way, with
@@ -11,7 +12,7 @@ Links, in the order they are tried (the first present wins):
 4. annotation `scheduling.k8s.io/group-name: <pg>` (Volcano)
 5. annotation or label `godel.bytedance.com/pod-group-name: <pg>` (Godel)
 
-A pod with none of them is a gang of one. Links 1, 4 and 5 name a PodGroup object; when a
+A pod with none of them is a gang of one. Links 0, 1, 4 and 5 name a PodGroup object; when a
 dump lacks it (`kubectl get pods` without `podgroups`), the pods naming it form one gang
 that needs all of them, with a note saying so.
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 from solver.kube.loader import RawObject
 from solver.kube.objects import K8sPod, K8sPodGroup
+from solver.kube.workload_api import WORKLOAD_API, K8sWorkloadPodGroup, workload_gang_fields
 from solver.model import (
     QUEUE_ANNOTATION,
     Dialect,
@@ -41,6 +43,7 @@ __all__ = [
     "GANG_ANNOTATIONS",
     "LABEL_POD_GROUP_X",
     "POD_GROUP_DIALECTS",
+    "AnyPodGroup",
     "GangLinks",
     "api_group",
     "gang_from_pod_group",
@@ -48,6 +51,7 @@ __all__ = [
 
 DEFAULT_NAMESPACE = "default"
 PriorityOf = Callable[[RawObject, int | None, str | None, str], tuple[int, str | None]]
+AnyPodGroup = K8sPodGroup | K8sWorkloadPodGroup
 
 # Pod -> group link keys.
 LABEL_POD_GROUP = "pod-group.scheduling.sigs.k8s.io"
@@ -90,7 +94,7 @@ def api_group(api_version: str) -> str:
 class GangLinks:
     """Links pods to gangs as they are read; `finish` settles gangs of missing PodGroups."""
 
-    pod_groups: dict[str, tuple[RawObject, K8sPodGroup]]
+    pod_groups: dict[str, tuple[RawObject, AnyPodGroup]]
     priority_of: PriorityOf
     gangs: dict[str, Gang] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)  # gang id -> the pods' link field
@@ -103,7 +107,13 @@ class GangLinks:
         ns = meta.namespace or DEFAULT_NAMESPACE
         labels, annotations = meta.labels, meta.annotations
         # (field, group name, dialect of the PodGroup object it names; None: no object needed)
+        group = k8s.spec.scheduling_group
         links: list[tuple[str, str, Dialect | None]] = [
+            (
+                "spec.schedulingGroup.podGroupName",
+                (group.pod_group_name or "") if group else "",
+                WORKLOAD_API,
+            ),
             (f"metadata.labels.{LABEL_POD_GROUP}", labels.get(LABEL_POD_GROUP, ""), SIGS),
             (f"metadata.labels.{LABEL_POD_GROUP_X}", labels.get(LABEL_POD_GROUP_X, ""), SIGS),
             (
@@ -165,6 +175,21 @@ class GangLinks:
         )
         return gang_id
 
+    def pod_overrides(self, gang_id: str) -> dict[str, Any]:
+        """What a Workload API PodGroup imposes on its pods: its priority and preemption
+        policy, which the group is scheduled and preempted with (KEP-5710)."""
+        gang = self.gangs[gang_id]
+        found = self.pod_groups.get(gang_id)
+        if gang.dialect != WORKLOAD_API or found is None:
+            return {}
+        _, pg = found
+        out: dict[str, Any] = {}
+        if gang.priority is not None:
+            out["priority"] = gang.priority
+        if isinstance(pg, K8sWorkloadPodGroup) and pg.spec.preemption_policy:
+            out["preemption_policy"] = pg.spec.preemption_policy
+        return out
+
     def finish(self, members: dict[str, list[str]]) -> list[str]:
         """Every gang: missing PodGroups get minMember = their pods read; PodGroups no pod
         names are added. Returns the notes."""
@@ -207,9 +232,25 @@ def _gang_from_pod(raw: RawObject, k8s: K8sPod, gang_id: str, field_path: str) -
     )
 
 
-def gang_from_pod_group(raw: RawObject, pg: K8sPodGroup, priority_of: PriorityOf) -> Gang:
+def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf) -> Gang:
     ns = pg.metadata.namespace or DEFAULT_NAMESPACE
     gang_id = f"{ns}/{pg.metadata.name}"
+    if isinstance(pg, K8sWorkloadPodGroup):
+        spec = pg.spec
+        priority: int | None = spec.priority
+        if priority is None and spec.priority_class_name:
+            priority, _ = priority_of(raw, None, spec.priority_class_name, "spec.priorityClassName")
+        return Gang(
+            id=gang_id,
+            namespace=ns,
+            name=pg.metadata.name,
+            groups=(gang_id,),
+            priority=priority,
+            annotations=dict(pg.metadata.annotations),
+            created=pg.metadata.creation_timestamp,
+            phase=pg.status.phase,
+            **workload_gang_fields(pg),
+        )
     dialect = POD_GROUP_DIALECTS[api_group(pg.api_version)]
     priority = None
     if pg.spec.priority_class_name:

@@ -206,6 +206,10 @@ class Affinity(_K8s):
     node_affinity: NodeAffinity | None = Field(default=None, alias="nodeAffinity")
 
 
+class PodSchedulingGroup(_K8s):
+    pod_group_name: str | None = Field(default=None, alias="podGroupName")
+
+
 class PodSpec(_K8s):
     containers: list[Container] = Field(min_length=1)
     init_containers: Annotated[list[Container], BeforeValidator(_none_to_empty_list)] = Field(
@@ -224,6 +228,7 @@ class PodSpec(_K8s):
     tolerations: Annotated[list[Toleration], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list
     )
+    scheduling_group: PodSchedulingGroup | None = Field(default=None, alias="schedulingGroup")
 
     @field_validator("node_selector", mode="before")
     @classmethod

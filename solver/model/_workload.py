@@ -74,6 +74,7 @@ Dialect = Literal[
     "scheduling.sigs.k8s.io",  # PodGroup scheduling.sigs.k8s.io/v1alpha1 (coscheduling, Koordinator)
     "scheduling.volcano.sh",  # PodGroup scheduling.volcano.sh/v1beta1
     "scheduling.godel.kubewharf.io",  # PodGroup scheduling.godel.kubewharf.io/v1alpha1
+    "scheduling.k8s.io",  # Kubernetes Workload API PodGroup (v1alpha2 .. v1beta1)
     "koordinator-annotation",  # pod annotations gang.scheduling.koordinator.sh/name + min-available
     "lightweight",  # pod labels pod-group.scheduling.sigs.k8s.io/name + /min-available
     "none",  # a pod without a group: a gang of one
@@ -101,6 +102,13 @@ class Gang(_Frozen):
     min_resources: dict[str, int] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = Field(default=None, description="Godel spec.affinity")
+    topology_key: str | None = Field(
+        default=None,
+        description="Workload API schedulingConstraints.topology[0].key: one domain of this label",
+    )
+    disruption_mode: Literal["Single", "All"] | None = Field(
+        default=None, description="Workload API disruptionMode: pods evicted one by one or all"
+    )
     created: str | None = None
     phase: str = Field(
         default="", description="PodGroup status.phase (Pending, Inqueue, Running, ...)"

@@ -17,6 +17,7 @@ Rules, and the plugins that put them in force:
 | gangs reach their minMember share, with their GangGroup | `_gangs` | `gang` |
 | Koordinator gather: one MustGather domain, podCountMultiple | `_topology.gather` | `network-topology` |
 | Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
+| Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
 | not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
@@ -51,6 +52,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     (("gang",), _gangs.gangs),
     (("network-topology",), _topology.gather),
     (("job-affinity",), _topology.job_affinity),
+    ((), _topology.workload_topology),
     (("capacity", "capacity-card"), _queues.quotas),
     (("nodegroup",), _queues.nodegroups),
     (("capacity-card",), _queues.cards),

@@ -5,7 +5,9 @@
   of the network tree, all of them share one domain of the deepest MustGather layer, and in
   every domain of a layer with `podCountMultiple` m their count is a multiple of m;
 * Godel (`job-affinity`): a PodGroup's placed pods match its `nodeSelector`, and its placed
-  and running pods share one value of every `required` topology key.
+  and running pods share one value of every `required` topology key;
+* Kubernetes Workload API (always): a PodGroup's placed and running pods are on nodes that
+  carry its `schedulingConstraints.topology[0].key` label, all with one value.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from solver.verify._context import VerifyContext
 from solver.verify._gangs import gang_groups
 from solver.verify._predicates import label_expression_holds
 
-__all__ = ["gather", "job_affinity"]
+__all__ = ["gather", "job_affinity", "workload_topology"]
 
 _SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 _GODEL = "scheduling.godel.kubewharf.io"
@@ -192,4 +194,28 @@ def job_affinity(ctx: VerifyContext) -> list[str]:
                 problems.append(
                     f"gang {gang.id}: pods span required topology domains {sorted(map(str, values))}"
                 )
+    return problems
+
+
+def workload_topology(ctx: VerifyContext) -> list[str]:
+    problems: list[str] = []
+    nodes = ctx.snapshot.nodes.by_name
+    running = ctx.snapshot.running
+    for gang in ctx.workload.gangs.values():
+        key = gang.topology_key
+        if key is None:
+            continue
+        new = [ctx.target[p.key] for p in ctx.members(gang.id) if p.key in ctx.target]
+        if not new:
+            continue
+        on = [
+            running.node_name(row)
+            for row in ctx.snapshot.rows_of_gang(gang.id).tolist()
+            if running.node[row] >= 0
+        ]
+        values = {nodes[name].labels.get(key) for name in {*new, *on}}
+        if None in values:
+            problems.append(f"gang {gang.id}: pods on nodes without topology label {key}")
+        elif len(values) > 1:
+            problems.append(f"gang {gang.id}: pods span {key} domains {sorted(map(str, values))}")
     return problems

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from tests.builders import network_topology, node, pod, podgroup, queue
+from tests.builders import network_topology, node, pod, podgroup, queue, workload_podgroup
 
 GPU = "nvidia.com/gpu"
 
@@ -87,8 +87,9 @@ def base_manifests() -> list[dict[str, Any]]:
     """Two nodes, a 2-pod gang with its PodGroup, a queue, a priority class and a topology:
     every kind the reader knows, so a replaced value can land anywhere. Indices matter to
     INVALID_MANIFEST_VALUES: 0-1 nodes, 2 PodGroup, 3-4 pods, 5 queue, 6 PriorityClass,
-    7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet
-    (workloads expanded into pods)."""
+    7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet,
+    12 a JobSet with Workload API gangs, 13 a LeaderWorkerSet (workloads expanded into
+    pods), 14 a Workload API PodGroup with 15 its pod."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(queue="q", priorityClassName="high")
@@ -149,7 +150,41 @@ def base_manifests() -> list[dict[str, Any]]:
             "metadata": {"name": "ss", "namespace": "default"},
             "spec": {"replicas": 2, "ordinals": {"start": 1}, "template": pod("t").obj()},
         },
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "js", "namespace": "default"},
+            "spec": {
+                "scheduling": {
+                    "replicatedJobs": [
+                        {
+                            "targetReplicatedJobs": ["w"],
+                            "job": {"schedulingConstraints": {"topology": [{"key": "rack"}]}},
+                        }
+                    ]
+                },
+                "replicatedJobs": [
+                    {
+                        "name": "w",
+                        "replicas": 2,
+                        "template": {"spec": {"parallelism": 2, "template": pod("t").obj()}},
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "default"},
+            "spec": {
+                "replicas": 1,
+                "startupPolicy": "LeaderReady",
+                "leaderWorkerTemplate": {"size": 2, "workerTemplate": _volcano_template()},
+            },
+        },
     ]
+    was_group = workload_podgroup("wg", 1, topology="rack", disruption="all", priority=5)
+    was_pod = pod("wp").requests(cpu=1).scheduling_group("wg").obj()
     return [
         *nodes,
         group,
@@ -158,6 +193,8 @@ def base_manifests() -> list[dict[str, Any]]:
         priority,
         topology,
         *workloads,
+        was_group,
+        was_pod,
     ]
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import capacity
+from solver.features.topology import TopologyBlock
 from solver.problem import IntArray, Problem, Rows
 from solver.quantity import format_quantity
 from solver.sat import PlacementVars, node_classes
@@ -98,6 +99,8 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     solver.parameters.num_workers = 1
     status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if _one_domain(problem, g):
+            return None  # the relaxation drops the one-domain rule: "fits" would be untrue
         return (
             f"gang {problem.gang_ids[g]} fits on the cluster on its own; "
             "the room went to other pending gang groups (higher priority or more groups placed)"
@@ -108,6 +111,12 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
         model.proto.variables[i].name for i in solver.sufficient_assumptions_for_infeasibility()
     }
     return _words(problem, gangs, types, core)
+
+
+def _one_domain(problem: Problem, g: int) -> bool:
+    topology = problem.block(TopologyBlock)
+    u = int(problem.gang_unit[g])
+    return topology is not None and (topology.is_gather(u) or topology.domain_of(u) is not None)
 
 
 def _words(problem: Problem, gangs: list[int], types: list[int], core: set[str]) -> str:

@@ -106,7 +106,10 @@ def preempt(
         gathered = topology is not None and topology.is_gather(u)
         if topology is not None and topology.domain_of(u) is not None and not gathered:
             for g in gangs:
-                result.reasons[g] = "preemption: not supported for Godel job-level affinity"
+                result.reasons[g] = (
+                    "preemption: not supported for Godel job-level affinity or a PodGroup "
+                    "topology constraint"
+                )
             continue
         priority = int(problem.unit_priority[u])
         required = required_pods(problem, gangs)

@@ -8,6 +8,8 @@ label `scheduling.koordinator.sh/questioned-object-key` as upstream, else the po
 (a pod of its own for a gang of one) — and the cost of evicting a job is the rank of its
 priority among the distinct priorities of all potential victims (lowest = 0). A victim
 gang left below its minMember is evicted whole (it would fail anyway), so it costs once.
+A Kubernetes Workload API PodGroup says so itself (`disruptionMode`, KEP-5710): `Single`
+pods are jobs of their own, and losing any pod of an `All` group evicts the group.
 
 Everything is columns: the victims of a call are the snapshot rows that pass, selected
 with numpy; nothing here walks the running pods in Python.
@@ -154,6 +156,12 @@ def _jobs(snapshot: Snapshot) -> _Jobs:
     # job identity: the job label, else the named gang, else the pod itself
     label = running.fact(JOB_FACT.name)[rows].astype(np.int64)
     gang = running.gang[rows].astype(np.int64)
+    # Workload API disruptionMode Single: each pod of the group may go alone (KEP-5710)
+    single = [
+        running.gang_id(g) for g, spec in snapshot.gangs.items() if spec.disruption_mode == "Single"
+    ]
+    if single:
+        gang = np.where(np.isin(gang, single), -1, gang)
     n_values = max(int(label.max(initial=-1)) + 1, 0)
     n_gangs = max(int(gang.max(initial=-1)) + 1, 0)
     raw = np.where(
@@ -178,8 +186,10 @@ def _jobs(snapshot: Snapshot) -> _Jobs:
         gid = running.gang_name(int(job_keys[j] - n_values))
         spec = snapshot.gangs.get(gid)
         if spec is not None and label[firsts[j]] < 0:
-            job_min[j] = spec.min_member
             job_running[j] = snapshot.gang_running(gid)
+            # disruptionMode All: losing any pod loses the group, so all go or none
+            whole = spec.disruption_mode == "All"
+            job_min[j] = job_running[j] if whole else spec.min_member
     # pods terminating because of an earlier preemption, lowest priority per node
     terminating: dict[int, int] = {}
     flagged = np.flatnonzero(

@@ -1,5 +1,6 @@
-"""Network topology: Koordinator's gather (`network-topology` plugin) and Godel's job-level
-affinity (`job-affinity` plugin), on one tree and one "one domain" rule.
+"""Network topology: Koordinator's gather (`network-topology` plugin), Godel's job-level
+affinity (`job-affinity` plugin) and the Kubernetes Workload API's PodGroup topology
+constraint (always on, like kube-scheduler's), on one tree and one "one domain" rule.
 
     tree.py         Koordinator's ClusterNetworkTopology tree, memoised per node generation
     koordinator.py  the gather spec of a gang group, pod order, existing peers
@@ -46,8 +47,7 @@ def _compile(ctx: CompileContext) -> None:
     if ctx.conf.enabled("network-topology"):
         tree = _compile_gather(ctx, gather)
     godel: dict[int, GodelPlan] = {}
-    if ctx.conf.enabled("job-affinity"):
-        _compile_godel(ctx, gather, godel)
+    _compile_godel(ctx, gather, godel)
     if not gather and not godel:
         return
     ctx.add_block(_block(ctx, tree, gather, godel))
@@ -94,18 +94,27 @@ def _compile_godel(
 ) -> None:
     plan = ctx.gangs
     gangs = ctx.workload.gangs
-    if not any(gangs[gid].dialect == DIALECT_GODEL for gid in plan.gang_ids):
+    godel_on = ctx.conf.enabled("job-affinity")
+
+    def is_unit(gid: str) -> bool:
+        """Godel PodGroups when `job-affinity` is on; Workload API topology always (it is
+        kube-scheduler's own, not a plugin a conf turns off)."""
+        gang = gangs[gid]
+        return (godel_on and gang.dialect == DIALECT_GODEL) or gang.topology_key is not None
+
+    if not any(is_unit(gid) for gid in plan.gang_ids):
         return
     for u, members in enumerate(plan.unit_gangs()):
-        own = [g for g in members if gangs[plan.gang_ids[g]].dialect == DIALECT_GODEL]
+        own = [g for g in members if is_unit(plan.gang_ids[g])]
         if not own:
             continue
         gid = plan.gang_ids[own[0]]
         if len(members) > 1 or u in gather:
-            if gangs[gid].affinity:
+            if gangs[gid].affinity or gangs[gid].topology_key:
                 ctx.notes.append(
-                    f"PodGroup {gid}: Godel job-level affinity applies to a single PodGroup "
-                    "without a Koordinator network-topology-spec; ignored here"
+                    f"PodGroup {gid}: job-level affinity and the Workload API topology apply "
+                    "to a single PodGroup without a Koordinator network-topology-spec; "
+                    "ignored here"
                 )
             continue
         unit_plan = godel_plan(ctx.snapshot, gangs[gid], ctx.workload.members(gid))

@@ -1,4 +1,6 @@
-"""Godel job-level affinity (`reference/godel_kueue.md` §1): one PodGroup as one unit.
+"""Godel job-level affinity (`reference/godel_kueue.md` §1): one PodGroup as one unit. A
+Kubernetes Workload API PodGroup with a topology constraint is the same unit with one
+required key, its domains tried tightest first (KEP-5732's placement score).
 
 `spec.affinity.podGroupAffinity` of a Godel PodGroup: `nodeSelector` filters the unit's
 nodes (terms ORed, expressions ANDed, `matchFields` ignored, as Godel does); `required`
@@ -21,7 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.features.predicates import matches_requirement
-from solver.model import Gang, JobAffinity, Node, NodeSelectorTerm, Pod, parse_job_affinity
+from solver.model import (
+    Gang,
+    JobAffinity,
+    Node,
+    NodeSelectorTerm,
+    Pod,
+    SortRule,
+    parse_job_affinity,
+)
 from solver.problem import BoolArray, IntArray
 from solver.quantity import CPU, MEMORY
 from solver.snapshot import Snapshot
@@ -52,6 +62,7 @@ class GodelPlan:
     #   GODEL_METRICS, Available?, Ascending?); None = an invalid rule: no sort, no cut-off
     min_request: IntArray  # [3] the unit's minimum request (cpu, memory, gpu) for cut-off
     blocked: str | None = None  # why the unit can never be placed (running pods disagree)
+    source: str = "Godel job-level affinity"  # what asked for one domain, for reasons
 
     def __post_init__(self) -> None:
         for value in (self.candidate, self.required, self.min_request, *self.preferred):
@@ -59,9 +70,20 @@ class GodelPlan:
                 value.flags.writeable = False
 
 
+# KEP-5732 scores feasible domains by NodeResourcesFit's tightest fit: least room first.
+TIGHTEST_FIRST = (SortRule(resource="CPU", dimension="Available", order="Ascending"),)
+
+
+def unit_affinity(gang: Gang) -> JobAffinity | None:
+    """The one-domain rule of a PodGroup unit: Godel's `podGroupAffinity` (validated when the
+    manifest was read), or the Workload API's topology key as one required term."""
+    if gang.topology_key:
+        return JobAffinity(required=(gang.topology_key,), sort_rules=TIGHTEST_FIRST)
+    return parse_job_affinity(gang.affinity)
+
+
 def job_affinity(gang: Gang) -> JobAffinity:
-    """The PodGroup's parsed affinity (validated when the manifest was read)."""
-    affinity = parse_job_affinity(gang.affinity)
+    affinity = unit_affinity(gang)
     return affinity if affinity is not None else JobAffinity()
 
 
@@ -131,7 +153,7 @@ def _values(nodes: Sequence[Node], key: str) -> tuple[IntArray, tuple[str, ...]]
 def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelPlan | None:
     """Godel job-level affinity of a PodGroup (its `pending` pods from the call, its running
     ones from the snapshot), or None when it has no `podGroupAffinity`."""
-    affinity = parse_job_affinity(gang.affinity)  # validated when the manifest was read
+    affinity = unit_affinity(gang)
     if affinity is None or (not affinity.groups_nodes and affinity.node_selector is None):
         return None
     nodes = snapshot.nodes.nodes
@@ -200,6 +222,7 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
         sort_rules=_sort_rules(affinity),
         min_request=_min_request(pending, len(running), gang.min_member),
         blocked=blocked,
+        source=f"PodGroup topology {gang.topology_key}" if gang.topology_key else GodelPlan.source,
     )
 
 

@@ -60,7 +60,7 @@ def _place_godel(
         for g in gangs:
             state.gang_reason[g] = (
                 f"gang {problem.gang_ids[g]}: no valid node groups are available "
-                "(Godel job-level affinity: every domain is empty or smaller than the job)"
+                f"({plan.source}: every domain is empty or smaller than the job)"
             )
         return
     best: tuple[int, str, str] = (-1, "", "")
@@ -108,6 +108,6 @@ def _place_godel(
         need = max(int(problem.gang_need[g]), 1)
         state.gang_reason[g] = (
             f"gang {problem.gang_ids[g]}: no node group holds {need} required pod(s) "
-            f"(Godel job-level affinity, {len(groups)} group(s) tried; best {best[1]}: "
+            f"({plan.source}, {len(groups)} group(s) tried; best {best[1]}: "
             f"{best[0]} fit); {best[2]}"
         ).rstrip("; ")

@@ -16,7 +16,9 @@ from solver.kube.gangs import DEFAULT_NAMESPACE, api_group
 from solver.kube.loader import RawObject
 from solver.kube.workloads._apps import expand_deployment, expand_stateful_set
 from solver.kube.workloads._batch import expand_batch_job
+from solver.kube.workloads._jobset import expand_jobset
 from solver.kube.workloads._kubeflow import KUBEFLOW_KINDS, expand_kubeflow_job
+from solver.kube.workloads._lws import expand_leader_worker_set
 from solver.kube.workloads._template import Expansion
 from solver.kube.workloads._volcano import expand_volcano_job
 
@@ -28,6 +30,8 @@ EXPANDERS: dict[tuple[str, str], Expander] = {
     ("batch", "Job"): expand_batch_job,
     ("apps", "StatefulSet"): expand_stateful_set,
     ("apps", "Deployment"): expand_deployment,
+    ("jobset.x-k8s.io", "JobSet"): expand_jobset,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): expand_leader_worker_set,
     **{("kubeflow.org", kind): expand_kubeflow_job for kind in KUBEFLOW_KINDS},
 }
 

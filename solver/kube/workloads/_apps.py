@@ -19,7 +19,7 @@ from typing import Any
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, pod_from_template
 
-__all__ = ["expand_deployment", "expand_stateful_set"]
+__all__ = ["POD_INDEX", "POD_NAME", "expand_deployment", "expand_stateful_set"]
 
 POD_NAME = "statefulset.kubernetes.io/pod-name"
 POD_INDEX = "apps.kubernetes.io/pod-index"

@@ -16,10 +16,12 @@ A Job creates no gang itself: a template label or annotation (a coscheduling
 
 from __future__ import annotations
 
+from typing import Any
+
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 
-__all__ = ["expand_batch_job"]
+__all__ = ["JOB_NAME", "expand_batch_job", "job_pods"]
 
 JOB_NAME = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME = "job-name"
@@ -29,29 +31,48 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 READ = {"template", "parallelism", "completions", "completionMode", "selector"}
 
 
-def expand_batch_job(raw: RawObject) -> Expansion:
-    f = Fields(raw)
-    spec = f.spec
-    parallelism = f.count(spec.get("parallelism"), "spec.parallelism", 1)
-    completions = f.count(spec.get("completions"), "spec.completions", parallelism)
-    mode = f.text(spec.get("completionMode"), "spec.completionMode", "NonIndexed")
+def job_pods(
+    f: Fields,
+    spec: dict[str, Any],
+    path: str,
+    name: str,
+    *,
+    uid: str = "",
+    default_mode: str = "NonIndexed",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The pods of Job `name` with `spec` (at `path` in the workload `f`), the template's
+    labels and annotations under `labels` / `annotations`, the controller's over both."""
+    parallelism = f.count(spec.get("parallelism"), f"{path}.parallelism", 1)
+    completions = f.count(spec.get("completions"), f"{path}.completions", parallelism)
+    mode = f.text(spec.get("completionMode"), f"{path}.completionMode", default_mode)
     if mode not in ("NonIndexed", "Indexed"):
-        raise raw.error(f"must be NonIndexed or Indexed, got {mode!r}", field="spec.completionMode")
-    labels = {JOB_NAME: f.name, LEGACY_JOB_NAME: f.name}
-    if f.uid:
-        labels |= {CONTROLLER_UID: f.uid, LEGACY_CONTROLLER_UID: f.uid}
-    out = Expansion(owns=lambda pod: meta_value(pod, "labels", JOB_NAME) == f.name)
+        raise f.raw.error(
+            f"must be NonIndexed or Indexed, got {mode!r}", field=f"{path}.completionMode"
+        )
+    job_labels = {JOB_NAME: name, LEGACY_JOB_NAME: name}
+    if uid:
+        job_labels |= {CONTROLLER_UID: uid, LEGACY_CONTROLLER_UID: uid}
+    pods = []
     for i in range(min(parallelism, completions)):
         indexed = {COMPLETION_INDEX: str(i)} if mode == "Indexed" else {}
-        out.objects.append(
+        pods.append(
             pod_from_template(
                 f,
                 spec.get("template"),
-                "spec.template",
-                f"{f.name}-{i}",
-                labels={**labels, **indexed},
-                annotations=indexed,
+                f"{path}.template",
+                f"{name}-{i}",
+                labels={**(labels or {}), **job_labels, **indexed},
+                annotations={**(annotations or {}), **indexed},
             )
         )
+    return pods
+
+
+def expand_batch_job(raw: RawObject) -> Expansion:
+    f = Fields(raw)
+    out = Expansion(owns=lambda pod: meta_value(pod, "labels", JOB_NAME) == f.name)
+    out.objects = job_pods(f, f.spec, "spec", f.name, uid=f.uid)
     out.notes += f.unread(READ)
     return out
