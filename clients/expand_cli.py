@@ -28,8 +28,9 @@ def expand_cmd(
     files: Files,
     output: Annotated[Output, typer.Option("-o", "--output")] = Output.yaml,
 ) -> None:
-    """Print what each workload (Volcano Job, ...) expands to: its pods and PodGroup, as
-    its controller would create them. Other objects are left out."""
+    """Print what each workload (Volcano Job, batch Job, JobSet, LeaderWorkerSet, Kubeflow
+    jobs, StatefulSet, Deployment) expands to: its pods and PodGroups (and a JobSet's
+    Workload), as its controller would create them. Other objects are left out."""
     try:
         objects = read_sources(files)
         expanded, notes = expand_workloads(objects)

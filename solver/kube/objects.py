@@ -284,6 +284,7 @@ class PodGroupSpec(_K8s):
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
     min_task_member: dict[str, Count32] | None = Field(default=None, alias="minTaskMember")
     affinity: dict[str, Any] | None = None
+    network_topology: dict[str, Any] | None = Field(default=None, alias="networkTopology")
 
 
 class PodGroupStatus(_K8s):

@@ -109,6 +109,11 @@ class Gang(_Frozen):
     disruption_mode: Literal["Single", "All"] | None = Field(
         default=None, description="Workload API disruptionMode: pods evicted one by one or all"
     )
+    refused: str | None = Field(
+        default=None,
+        description="a hard constraint of the PodGroup gangplan does not enforce: why the "
+        "gang is not placed",
+    )
     created: str | None = None
     phase: str = Field(
         default="", description="PodGroup status.phase (Pending, Inqueue, Running, ...)"

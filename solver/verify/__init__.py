@@ -14,7 +14,8 @@ Rules, and the plugins that put them in force:
 | victims run on their node, are not protected, have lower priority (preemption) and the DisruptionTarget message | `_basics.victims` | always |
 | capacity of every node receiving pods, running pods (less victims) included | `_basics.capacity` | always |
 | cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
-| gangs reach their minMember share, with their GangGroup | `_gangs` | `gang` |
+| gangs reach their minMember share, with their GangGroup | `_gangs.gangs` | `gang` |
+| a PodGroup with a hard constraint gangplan does not enforce places nothing | `_gangs.refused` | always |
 | Koordinator gather: one MustGather domain, podCountMultiple | `_topology.gather` | `network-topology` |
 | Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
 | Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
@@ -50,6 +51,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _basics.capacity),
     (("predicates",), _predicates.predicates),
     (("gang",), _gangs.gangs),
+    ((), _gangs.refused),
     (("network-topology",), _topology.gather),
     (("job-affinity",), _topology.job_affinity),
     ((), _topology.workload_topology),

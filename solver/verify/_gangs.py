@@ -8,7 +8,7 @@ from solver.config import SchedulerConf
 from solver.model import Gang, MatchPolicy
 from solver.verify._context import VerifyContext
 
-__all__ = ["gang_groups", "gangs"]
+__all__ = ["gang_groups", "gangs", "refused"]
 
 
 def gang_groups(ctx: VerifyContext) -> list[list[str]]:
@@ -78,3 +78,12 @@ def gangs(ctx: VerifyContext) -> list[str]:
                         "required new pods"
                     )
     return problems
+
+
+def refused(ctx: VerifyContext) -> list[str]:
+    """A PodGroup with a hard constraint gangplan does not enforce places nothing."""
+    return [
+        f"gang {gang.id}: pods placed although {gang.refused}"
+        for gang in ctx.workload.gangs.values()
+        if gang.refused and any(p.key in ctx.target for p in ctx.members(gang.id))
+    ]

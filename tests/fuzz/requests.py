@@ -63,7 +63,16 @@ def base_delta() -> spb.UpdateSnapshotRequest:
         snapshot_id=FUZZ_SNAPSHOT,
         upsert_nodes=[pb.Node(name="n2", labels={"rack": "r0"}, allocatable={"cpu": 4000})],
         upsert_queues=[pb.Queue(name="q2", parent="q", capability={"cpu": 2000})],
-        upsert_gangs=[pb.Gang(namespace="default", name="g2", min_member=1, queue="q2")],
+        upsert_gangs=[
+            pb.Gang(namespace="default", name="g2", min_member=1, queue="q2"),
+            pb.Gang(
+                namespace="default",
+                name="w",
+                min_member=1,
+                topology_key="rack",
+                disruption_mode=pb.DISRUPTION_MODE_ALL,
+            ),
+        ],
         upsert_pods=[
             pb.Pod(namespace="default", name="new", gang="default/g2", requests={"cpu": 100}),
             pb.Pod(namespace="default", name="r2", node_name="n1", requests={"cpu": 100}),

@@ -281,3 +281,23 @@ def test_pytorch_worker_0_is_the_master_of_a_job_without_one() -> None:
     objects, _ = expand_workloads(raw(job))
     roles = [o.body["metadata"]["labels"].get("training.kubeflow.org/job-role") for o in objects]
     assert roles == ["master", None, None]
+
+
+@pytest.mark.parametrize(("mode", "placed"), [("hard", False), ("soft", True), (None, False)])
+def test_volcano_network_topology_is_copied_and_a_hard_one_refused(
+    mode: str | None, placed: bool
+) -> None:
+    topology: dict[str, Any] = {"highestTierAllowed": 1}
+    if mode:
+        topology["mode"] = mode
+    job = volcano_job(networkTopology=topology)
+    objects, notes = expand_workloads(raw(job))
+    # job_controller_actions.go createOrUpdatePodGroup copies mode and the tier limit
+    assert objects[0].body["spec"]["networkTopology"] == {"mode": mode or "hard", **topology}
+    assert notes == []
+    cluster = _cluster_with(job)
+    decision = schedule(cluster, engine="greedy")
+    assert bool(decision.placed) == placed
+    assert any("networkTopology mode" in n for n in cluster.notes)
+    if not placed:
+        assert "not enforced by gangplan yet" in decision.podgroups["ml/train"].reason

@@ -159,3 +159,31 @@ def test_a_bad_replica_is_reported_at_every_pod() -> None:
     with pytest.raises(ConvertError) as err:
         snapshot_from_proto(pb.Cluster(pods=pods), "cluster", SCHEMA)
     assert [f for f, _ in err.value.violations] == [f"cluster.pods[{i}].gang" for i in range(3)]
+
+
+def test_workload_api_gang_fields_travel_and_are_checked() -> None:
+    good = pb.Cluster(
+        gangs=[
+            pb.Gang(
+                name="w", min_member=2, topology_key="rack", disruption_mode=pb.DISRUPTION_MODE_ALL
+            )
+        ]
+    )
+    gang = snapshot_from_proto(good, "cluster", SCHEMA).gangs["default/w"]
+    assert (gang.dialect, gang.topology_key, gang.disruption_mode) == (
+        "scheduling.k8s.io",
+        "rack",
+        "All",
+    )
+    bad = pb.Cluster(
+        gangs=[
+            pb.Gang(name="a", min_member=1, topology_key="rack", affinity=pb.GangAffinity()),
+            pb.Gang(name="b", min_member=1, disruption_mode=7),  # type: ignore[arg-type]
+        ]
+    )
+    with pytest.raises(ConvertError) as err:
+        snapshot_from_proto(bad, "cluster", SCHEMA)
+    assert [f for f, _ in err.value.violations] == [
+        "cluster.gangs[0].topology_key",
+        "cluster.gangs[1].disruption_mode",
+    ]

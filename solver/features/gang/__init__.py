@@ -67,7 +67,7 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
         gang = workload.gangs[gid]
         if not gang_on:
             need.append(0)
-            blocked.append(None)
+            blocked.append(f"gang {gid}: {gang.refused}" if gang.refused else None)
             continue
         policy = default_policy if gang.match_policy is None else gang.match_policy
         if policy is MatchPolicy.ONCE_SATISFIED:
@@ -78,7 +78,9 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
             n = gang.min_member
         need.append(n)
         reason = None
-        if g in missing:
+        if gang.refused:
+            reason = f"gang {gid}: {gang.refused}"
+        elif g in missing:
             reason = f"gang group member(s) {', '.join(sorted(missing[g]))} do not exist"
         elif pending[g] + running[g] < gang.min_member:
             reason = (

@@ -14,7 +14,9 @@ defaults from `pkg/webhooks/admission/jobs/mutate`):
   submitted, and in older releases): `minMember` = `spec.minAvailable` (default, webhook
   patchDefaultMinAvailable: the sum of the tasks' `minAvailable`, each defaulting to its
   replicas), `minTaskMember` = each task's `minAvailable`, `queue` (`default`),
-  `priorityClassName`. Pod and task fields the controller sets for other plugins
+  `priorityClassName`, `networkTopology` (mode; `highestTierAllowed`, else
+  `highestTierName`: HyperNode tiers, which gangplan does not enforce yet, so a hard one
+  keeps the job pending with that reason). Pod and task fields the controller sets for other plugins
   (job-version, template-uid, retry count, partitions) are not modelled.
 """
 
@@ -33,7 +35,7 @@ JOB_NAMESPACE = "volcano.sh/job-namespace"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 QUEUE_NAME = "volcano.sh/queue-name"
-READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName"}
+READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName", "networkTopology"}
 
 
 def expand_volcano_job(raw: RawObject) -> Expansion:
@@ -75,6 +77,14 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     }
     if priority_class:
         pod_group["priorityClassName"] = priority_class
+    topology = f.dict(spec.get("networkTopology") or {}, "spec.networkTopology")
+    if topology:  # copied: mode, then highestTierAllowed, else highestTierName
+        copied = {"mode": f.text(topology.get("mode"), "spec.networkTopology.mode", "hard")}
+        if topology.get("highestTierAllowed") is not None:
+            copied["highestTierAllowed"] = topology["highestTierAllowed"]
+        elif topology.get("highestTierName"):
+            copied["highestTierName"] = topology["highestTierName"]
+        pod_group["networkTopology"] = copied
     out.objects.insert(
         0,
         {
