@@ -15,7 +15,10 @@ scheduling) and KEP-5710 (workload-aware preemption):
   `Pod` / `PodGroup`, read as Single / All;
 - `spec.priority` (set by admission from `priorityClassName`) or the class named: the
   group's priority, which its pods are scheduled and preempted with;
-- `spec.preemptionPolicy`: `Never` keeps the group from preempting.
+- `spec.preemptionPolicy`: `Never` keeps the group from preempting;
+- `spec.parentCompositePodGroupName` (alpha CompositePodGroup, a gang of gangs) is not
+  enforced yet: such a group is refused (stays pending, with that reason), never placed
+  as if it stood alone.
 
 The `Workload` object only holds the templates a controller copies into PodGroups; the
 scheduler reads the PodGroups, so a Workload is read (checked) and otherwise left alone.
@@ -109,6 +112,7 @@ class WorkloadPodGroupSpec(_K8s):
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = Field(
         default=None, alias="preemptionPolicy"
     )
+    parent_composite: str | None = Field(default=None, alias="parentCompositePodGroupName")
 
     @property
     def min_count(self) -> int:
@@ -162,4 +166,10 @@ def workload_gang_fields(pg: K8sWorkloadPodGroup) -> dict[str, Any]:
         "match_policy": GANG_MATCH_POLICY,
         "topology_key": spec.topology_key,
         "disruption_mode": spec.disruption_mode.mode if spec.disruption_mode else "Single",
+        "refused": (
+            f"its parent CompositePodGroup {spec.parent_composite!r} (alpha) is not enforced "
+            "by gangplan yet"
+            if spec.parent_composite
+            else None
+        ),
     }

@@ -276,3 +276,13 @@ def test_bad_podgroups_name_their_field(group: dict[str, Any], field: str) -> No
     with pytest.raises(ManifestError) as err:
         build_model(raw(group))
     assert f"): {field}: " in str(err.value), err.value
+
+
+def test_a_podgroup_under_a_composite_is_refused_not_placed_alone() -> None:
+    group = workload_podgroup("child", 1)
+    group["spec"]["parentCompositePodGroupName"] = "parent"
+    d = run(*racks(), group, *members("child", 1, 1), engine="greedy")
+    assert d.placed == {}
+    assert (
+        "CompositePodGroup 'parent' (alpha) is not enforced" in d.podgroups["default/child"].reason
+    )
