@@ -71,9 +71,7 @@ def expand_jobset(raw: RawObject) -> Expansion:
     f = Fields(raw)
     spec = f.spec
     out = Expansion(owns=lambda pod: meta_value(pod, "labels", JOBSET_NAME) == f.name)
-    rjobs = [f.dict(r, f"spec.replicatedJobs[{i}]") for i, r in enumerate(
-        f.list(spec.get("replicatedJobs"), "spec.replicatedJobs")
-    )]  # fmt: skip
+    rjobs = f.dicts(spec.get("replicatedJobs"), "spec.replicatedJobs")
     names = [f.text(r.get("name"), f"spec.replicatedJobs[{i}].name") for i, r in enumerate(rjobs)]
     replicas = [
         f.count(r.get("replicas"), f"spec.replicatedJobs[{i}].replicas", 1)
@@ -159,10 +157,7 @@ def _groups(
 ) -> list[_Group]:
     """The PodGroups `spec.scheduling` asks for, with their pods (module docstring)."""
     ns, js = f.namespace, f.name
-    entries = [
-        f.dict(e, f"spec.scheduling.replicatedJobs[{k}]")
-        for k, e in enumerate(f.list(scheduling.get("replicatedJobs"), "spec.scheduling.replicatedJobs"))
-    ]  # fmt: skip
+    entries = f.dicts(scheduling.get("replicatedJobs"), "spec.scheduling.replicatedJobs")
     top = {k: scheduling[k] for k in POLICY_FIELDS if scheduling.get(k) is not None}
     if entries and top:
         raise f.raw.error(
@@ -198,10 +193,7 @@ def _groups(
     targeted: dict[str, str] = {}
     for k, entry in enumerate(entries):
         where = f"spec.scheduling.replicatedJobs[{k}]"
-        targets = [
-            f.text(t, f"{where}.targetReplicatedJobs[{x}]")
-            for x, t in enumerate(f.list(entry.get("targetReplicatedJobs"), f"{where}.targetReplicatedJobs"))
-        ]  # fmt: skip
+        targets = f.texts(entry.get("targetReplicatedJobs"), f"{where}.targetReplicatedJobs")
         if not targets:
             raise f.raw.error(
                 "must name at least one ReplicatedJob", field=f"{where}.targetReplicatedJobs"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP
@@ -44,6 +45,29 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 READ = {"replicas", "leaderWorkerTemplate", "startupPolicy", "rolloutStrategy", "networkConfig"}
 
 
+@dataclass(frozen=True)
+class _GroupMember:
+    """Makes the pods of one group: the labels and annotations they all share."""
+
+    f: Fields
+    lwt: dict[str, Any]
+    where: str
+    size: int
+    common: dict[str, str]
+
+    def __call__(self, field: str, name: str, worker: int, ordinal: int, **notes: str) -> Any:
+        """A pod from template `field`, worker index `worker`, StatefulSet ordinal `ordinal`."""
+        labels = {**self.common, f"{PREFIX}worker-index": str(worker)}
+        labels |= {POD_NAME: name, POD_INDEX: str(ordinal)}
+        annotations = {f"{PREFIX}size": str(self.size)}
+        annotations |= {f"{PREFIX}{key}": value for key, value in notes.items()}
+        path = f"{self.where}.{field}"
+        template = self.lwt.get(field)
+        return pod_from_template(
+            self.f, template, path, name, labels=labels, annotations=annotations
+        )
+
+
 def expand_leader_worker_set(raw: RawObject) -> Expansion:
     f = Fields(raw)
     spec = f.spec
@@ -54,7 +78,6 @@ def expand_leader_worker_set(raw: RawObject) -> Expansion:
     if size < 1:
         raise raw.error("must be at least 1", field=f"{where}.size")
     leader_field = "leaderTemplate" if lwt.get("leaderTemplate") is not None else "workerTemplate"
-    leader_path, leader_template = f"{where}.{leader_field}", lwt.get(leader_field)
     revision = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:10]
     startup = f.text(spec.get("startupPolicy"), "spec.startupPolicy", "LeaderCreated")
     meta = f.dict(raw.body.get("metadata") or {}, "metadata")
@@ -69,22 +92,12 @@ def expand_leader_worker_set(raw: RawObject) -> Expansion:
             f"{PREFIX}group-key": hashlib.sha1(f"{f.namespace}/{leader}".encode()).hexdigest(),
             f"{PREFIX}template-revision-hash": revision,
         }
-        pods = [
-            pod_from_template(
-                f, leader_template, leader_path, leader,
-                labels={**common, f"{PREFIX}worker-index": "0", POD_NAME: leader, POD_INDEX: str(i)},
-                annotations={f"{PREFIX}size": str(size)},
-            )
-        ]  # fmt: skip
-        for j in range(1, size):
-            name = f"{leader}-{j}"
-            pods.append(
-                pod_from_template(
-                    f, lwt.get("workerTemplate"), f"{where}.workerTemplate", name,
-                    labels={**common, f"{PREFIX}worker-index": str(j), POD_NAME: name, POD_INDEX: str(j)},
-                    annotations={f"{PREFIX}size": str(size), f"{PREFIX}leader-name": leader},
-                )
-            )  # fmt: skip
+        member = _GroupMember(f, lwt, where, size, common)
+        pods = [member(leader_field, leader, 0, i)]
+        pods += [
+            member("workerTemplate", f"{leader}-{j}", j, j, **{"leader-name": leader})
+            for j in range(1, size)
+        ]
         groups.append(pods)
     if any(p["spec"].get("schedulerName") == "volcano" for pods in groups for p in pods):
         min_member = 1 if startup == "LeaderReady" else size

@@ -3,6 +3,7 @@ a Pod made from a pod template the way a controller makes it."""
 
 from __future__ import annotations
 
+import builtins
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,13 @@ class Fields:
         if not isinstance(value, list):
             raise self.raw.error("must be a list", field=path)
         return value
+
+    def dicts(self, value: Any, path: str) -> builtins.list[builtins.dict[str, Any]]:
+        """A list of mappings; each wrong item named by its index."""
+        return [self.dict(v, f"{path}[{i}]") for i, v in enumerate(self.list(value, path))]
+
+    def texts(self, value: Any, path: str) -> builtins.list[str]:
+        return [self.text(v, f"{path}[{i}]") for i, v in enumerate(self.list(value, path))]
 
     def count(self, value: Any, path: str, default: int) -> int:
         """A replica count: a non-negative int32, at most MAX_REPLICAS."""
