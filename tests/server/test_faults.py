@@ -64,7 +64,16 @@ def test_a_cancelled_call_frees_its_worker(start: Start) -> None:
 def served() -> Iterator[str]:
     """A `gangplan serve` process of its own: timings free of this process's threads."""
     with subprocess.Popen(
-        [sys.executable, "-c", "from clients.cli import main; main()", "serve", "--port", "0"],
+        [
+            sys.executable,
+            "-c",
+            "from clients.cli import main; main()",
+            "serve",
+            "--port",
+            "0",
+            "--metrics-port",
+            "0",
+        ],
         cwd=ROOT,
         env={**os.environ, "GANGPLAN_LOG_LEVEL": "WARNING"},
         stdout=subprocess.PIPE,

@@ -15,7 +15,16 @@ from pydantic import ValidationError
 
 from server import Settings, create_server
 
-SERVE = [sys.executable, "-c", "from clients.cli import main; main()", "serve", "--port", "0"]
+SERVE = [
+    sys.executable,
+    "-c",
+    "from clients.cli import main; main()",
+    "serve",
+    "--port",
+    "0",
+    "--metrics-port",
+    "0",
+]
 
 
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
