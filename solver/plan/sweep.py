@@ -265,6 +265,33 @@ class _RayExecutor(Executor):
         return None
 
 
+class _DaskExecutor(Executor):
+    """A local Dask cluster behind the Executor interface. Dask's own `ClientExecutor`
+    takes no `cancel_futures` and leaves its client (and worker processes) running, so a
+    sweep's `shutdown(cancel_futures=True)` raised TypeError and leaked the cluster."""
+
+    def __init__(self, slots: int) -> None:
+        import distributed  # optional extra (untyped: held as Any)
+
+        dask: Any = distributed
+        self._client: Any = dask.Client(
+            processes=True, n_workers=slots, threads_per_worker=1, dashboard_address=None
+        )
+        self._executor: Any = self._client.get_executor()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = self._executor.submit(fn, *args, **kwargs)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        try:
+            if cancel_futures:
+                self._client.cancel(list(self._executor._futures))
+            self._executor.shutdown(wait=wait)
+        finally:
+            self._client.close()
+
+
 def make_executor(kind: str, workers: int, max_workers: int | None = None) -> Executor:
     """`process` (forkserver pool), `dask` or `ray`; max_workers defaults to cores // workers."""
     cores = os.cpu_count() or 1
@@ -278,14 +305,11 @@ def make_executor(kind: str, workers: int, max_workers: int | None = None) -> Ex
         )
     if kind == "dask":
         try:
-            from distributed import Client
+            return _DaskExecutor(slots)
         except ImportError:
             raise InputError(
                 "--executor dask needs the `distributed` package: pip install 'gangplan[dask]'"
             ) from None
-        client = Client(processes=True, n_workers=slots, threads_per_worker=1)
-        executor: Executor = client.get_executor()
-        return executor
     if kind == "ray":
         try:
             import ray  # noqa: F401

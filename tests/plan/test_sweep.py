@@ -97,3 +97,13 @@ def test_sweep_value_is_read_and_checked(tmp_path: Path) -> None:
     sweep.write_text(sweep.read_text().replace("value: gpu", "value: dollars"))
     with pytest.raises(InputError, match=r"sweep.yaml: value: must be one of pods, gpu"):
         load_sweep(sweep)
+
+
+def test_dask_sweep_runs_and_shuts_its_cluster_down(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")  # the `dask` extra; CI's default install lacks it
+    spec = load_sweep(_spec(tmp_path))
+    base = build_plan_input(spec.workload, spec.catalog, spec.cluster, None, None)
+    options = PlanOptions(time_limit=spec.time_limit, workers=1, seed=spec.seed)
+    rows = run_sweep(base, spec.scenarios[:2], options, spec.output, executor="dask", max_workers=1)
+    # before: ClientExecutor.shutdown() got an unexpected keyword argument 'cancel_futures'
+    assert sorted(r["scenario"] for r in rows) == ["base", "no-h100"]
