@@ -241,11 +241,11 @@ def _gang_from_pod(raw: RawObject, k8s: K8sPod, gang_id: str, field_path: str) -
 def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf) -> Gang:
     ns = pg.metadata.namespace or DEFAULT_NAMESPACE
     gang_id = f"{ns}/{pg.metadata.name}"
+    # a Workload API group's own `priority` (set by admission) wins over its class
+    priority = pg.spec.priority if isinstance(pg, K8sWorkloadPodGroup) else None
+    if priority is None and pg.spec.priority_class_name:
+        priority, _ = priority_of(raw, None, pg.spec.priority_class_name, "spec.priorityClassName")
     if isinstance(pg, K8sWorkloadPodGroup):
-        spec = pg.spec
-        priority: int | None = spec.priority
-        if priority is None and spec.priority_class_name:
-            priority, _ = priority_of(raw, None, spec.priority_class_name, "spec.priorityClassName")
         return Gang(
             id=gang_id,
             namespace=ns,
@@ -258,9 +258,6 @@ def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf
             **workload_gang_fields(pg),
         )
     dialect = POD_GROUP_DIALECTS[api_group(pg.api_version)]
-    priority = None
-    if pg.spec.priority_class_name:
-        priority, _ = priority_of(raw, None, pg.spec.priority_class_name, "spec.priorityClassName")
     gang = _koordinator_gang(
         gang_id=gang_id,
         dialect=dialect,

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from solver.kube.objects import Int32, Metadata, PodGroupStatus, _K8s
+from solver.kube.objects import Metadata, PodGroupStatus, _K8s
 from solver.model import Dialect, MatchPolicy
 
 __all__ = [
@@ -99,7 +99,9 @@ class DisruptionMode(_Union):
         return "All" if self.all is not None else "Single"
 
 
-class WorkloadPodGroupSpec(_K8s):
+class _GroupPolicy(_K8s):
+    """What a PodGroupTemplate holds and a controller copies into each PodGroup."""
+
     scheduling_policy: SchedulingPolicy = Field(alias="schedulingPolicy")
     scheduling_constraints: SchedulingConstraints | None = Field(
         default=None, alias="schedulingConstraints"
@@ -112,6 +114,9 @@ class WorkloadPodGroupSpec(_K8s):
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = Field(
         default=None, alias="preemptionPolicy"
     )
+
+
+class WorkloadPodGroupSpec(_GroupPolicy):
     parent_composite: str | None = Field(default=None, alias="parentCompositePodGroupName")
 
     @property
@@ -133,16 +138,8 @@ class K8sWorkloadPodGroup(_K8s):
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
-class _PodGroupTemplate(_K8s):
+class _PodGroupTemplate(_GroupPolicy):
     name: str = Field(min_length=1)
-    scheduling_policy: SchedulingPolicy = Field(alias="schedulingPolicy")
-    scheduling_constraints: SchedulingConstraints | None = Field(
-        default=None, alias="schedulingConstraints"
-    )
-    disruption_mode: Annotated[DisruptionMode | None, BeforeValidator(_disruption_mode)] = Field(
-        default=None, alias="disruptionMode"
-    )
-    priority: Int32 | None = None
 
 
 class _WorkloadSpec(_K8s):

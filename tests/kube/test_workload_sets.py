@@ -176,6 +176,23 @@ def test_jobset_gang_that_no_rack_holds_stays_pending(engine: str) -> None:
     assert d.placed == {}
 
 
+def test_jobset_past_eight_podgroups_is_refused_as_its_webhook_does() -> None:
+    js = jobset({"replicatedJobs": [
+        {"targetReplicatedJobs": ["driver"]},
+        {"targetReplicatedJobs": ["workers"], "job": {}},
+    ]})  # fmt: skip
+    js["spec"]["replicatedJobs"][1]["replicas"] = 8  # 1 + 8 PodGroups
+    with pytest.raises(ManifestError, match=r"\): spec.scheduling: makes 9 PodGroups"):
+        expand_workloads(raw(js))
+
+
+def test_jobset_exclusive_placement_is_noted_not_guessed() -> None:
+    js = jobset()
+    js["metadata"]["annotations"] = {"alpha.jobset.sigs.k8s.io/exclusive-topology": RACK}
+    _, notes = expand_workloads(raw(js))
+    assert any("exclusive-topology" in n and "not enforced" in n for n in notes)
+
+
 @pytest.mark.parametrize(
     ("scheduling", "field"),
     [
@@ -263,6 +280,16 @@ def test_lws_leaders_workers_and_one_volcano_gang_per_group() -> None:
     )
     assert groups[1]["metadata"]["name"].startswith("vllm-1-")
     assert notes == []
+
+
+def test_lws_podgroups_inherit_the_volcano_annotations() -> None:
+    # volcano_provider.go inheritVolcanoAnnotations: the LWS's `volcano.sh/` annotations
+    body = lws()
+    body["metadata"]["annotations"]["volcano.sh/preemptable"] = "false"
+    groups = by_kind(expand_workloads(raw(body))[0], "PodGroup")
+    assert [g["metadata"]["annotations"] for g in groups] == [
+        {"volcano.sh/preemptable": "false"}
+    ] * 2
 
 
 def test_lws_leader_ready_startup_needs_only_the_leader() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,12 @@ from gangplan.v1 import cluster_pb2 as pb
 from server import GangplanServer, Settings, create_server
 
 GPU = "nvidia.com/gpu"
+# `gangplan serve` as a process of its own, on free gRPC and metrics ports (two suites at
+# once must not collide on the default :9464)
+SERVE = [
+    sys.executable, "-c", "from clients.cli import main; main()",
+    "serve", "--port", "0", "--metrics-port", "0",
+]  # fmt: skip
 
 
 def gpu_node(name: str, gpus: int = 4, cpu: int = 32_000, **labels: str) -> pb.Node:

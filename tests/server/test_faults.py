@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server import GangplanServer
 from solver import schedule
-from tests.server.conftest import gpu_node, gpu_pod, small_cluster
+from tests.server.conftest import SERVE, gpu_node, gpu_pod, small_cluster
 
 Start = Callable[..., tuple[GangplanServer, int]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,16 +63,7 @@ def test_a_cancelled_call_frees_its_worker(start: Start) -> None:
 def served() -> Iterator[str]:
     """A `gangplan serve` process of its own: timings free of this process's threads."""
     with subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from clients.cli import main; main()",
-            "serve",
-            "--port",
-            "0",
-            "--metrics-port",
-            "0",
-        ],
+        SERVE,
         cwd=ROOT,
         env={**os.environ, "GANGPLAN_LOG_LEVEL": "WARNING"},
         stdout=subprocess.PIPE,

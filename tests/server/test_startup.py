@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,17 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from server import Settings, create_server
-
-SERVE = [
-    sys.executable,
-    "-c",
-    "from clients.cli import main; main()",
-    "serve",
-    "--port",
-    "0",
-    "--metrics-port",
-    "0",
-]
+from tests.server.conftest import SERVE
 
 
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
