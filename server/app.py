@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
@@ -17,6 +16,7 @@ from server.admission import HEALTH_THREADS, AdmissionInterceptor
 from server.interceptors import AuthInterceptor, ObservabilityInterceptor
 from server.lenient import add_lenient_service
 from server.metrics import Metrics
+from server.reflection import enable_reflection
 from server.servicer import PlacementServicer, ScheduleFn
 from server.settings import Settings
 from server.store import SnapshotStore, settle
@@ -100,9 +100,7 @@ def create_server(
     add_lenient_service(spb_grpc.add_PlacementServiceServicer_to_server, servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    enable_reflection((SERVICE_NAME, health.SERVICE_NAME), server)
     address = f"{settings.host}:{settings.port}"
     if settings.tls_cert is not None and settings.tls_key is not None:
         credentials = grpc.ssl_server_credentials(

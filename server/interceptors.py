@@ -14,12 +14,12 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
 import grpc
 
-from server.metrics import Metrics
+from server.metrics import GRPC_CODE_NAMES, Metrics
 
 __all__ = [
     "AuthInterceptor",
@@ -129,7 +129,9 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
 
 class ObservabilityInterceptor(grpc.ServerInterceptor):
-    """Request id (from `x-request-id` or a new one, echoed back), metrics and a log line."""
+    """Request id (from `x-request-id` or a new one, echoed back), the standard gRPC server
+    metrics and one log line per RPC, written when the RPC ends: for a response stream (health
+    `Watch`, reflection) that is when the stream ends, not when the handler returns it."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
@@ -142,40 +144,103 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
             return None
         method = details.method
         rid = _metadata(details).get(REQUEST_ID) or uuid.uuid4().hex[:16]
-        streaming = handler.response_streaming
+        labels = self.metrics.rpc_labels(_rpc_type(handler), method)
+        streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
+
+        def finish(context: grpc.ServicerContext, code: grpc.StatusCode, started: float) -> None:
+            seconds = time.perf_counter() - started
+            name = GRPC_CODE_NAMES.get(code, "Unknown")
+            self.metrics.handled.labels(*labels, name).inc()
+            self.metrics.handling_seconds.labels(*labels).observe(seconds)
+            log.info(
+                "rpc",
+                extra={
+                    "method": method,
+                    "code": code.name,
+                    "ms": round(seconds * 1000, 2),
+                    "peer": context.peer(),
+                },
+            )
+
+        def counted(requests: Iterator[Any]) -> Iterator[Any]:
+            for message in requests:
+                self.metrics.received.labels(*labels).inc()
+                yield message
+
+        def streamed(
+            responses: Iterator[Any], context: grpc.ServicerContext, started: float
+        ) -> Iterator[Any]:
+            token = request_id.set(rid)
+            code = grpc.StatusCode.OK
+            try:
+                for message in responses:
+                    self.metrics.sent.labels(*labels).inc()
+                    yield message
+            except GeneratorExit:  # grpc closes the stream: the client went away
+                code = _gone(context)
+                raise
+            except Exception:
+                code = _failed(context, method)
+                raise
+            finally:
+                if code is grpc.StatusCode.OK:
+                    code = _code(context) or (
+                        grpc.StatusCode.OK if context.is_active() else _gone(context)
+                    )
+                finish(context, code, started)
+                request_id.reset(token)
 
         def observe(behaviour: Callable[..., Any]) -> Callable[..., Any]:
             def call(request: Any, context: grpc.ServicerContext) -> Any:
+                self.metrics.started.labels(*labels).inc()
+                if streaming_in:
+                    request = counted(request)
+                else:
+                    self.metrics.received.labels(*labels).inc()
                 token = request_id.set(rid)
                 started = time.perf_counter()
+                if streaming_out:
+                    try:
+                        return streamed(behaviour(request, context), context, started)
+                    finally:
+                        request_id.reset(token)
                 code = grpc.StatusCode.OK
                 try:
-                    if not streaming:
-                        context.send_initial_metadata(((REQUEST_ID, rid),))
-                    return behaviour(request, context)
+                    context.send_initial_metadata(((REQUEST_ID, rid),))
+                    response = behaviour(request, context)
+                    self.metrics.sent.labels(*labels).inc()
+                    return response
                 except Exception:
-                    code = _code(context) or grpc.StatusCode.UNKNOWN
-                    if code is grpc.StatusCode.UNKNOWN:
-                        log.exception("unhandled error", extra={"method": method})
+                    code = _failed(context, method)
                     raise
                 finally:
-                    seconds = time.perf_counter() - started
                     if code is grpc.StatusCode.OK:
                         code = _code(context) or grpc.StatusCode.OK
-                    name = code.name if isinstance(code, grpc.StatusCode) else str(code)
-                    self.metrics.rpcs.labels(method, name).inc()
-                    self.metrics.rpc_seconds.labels(method).observe(seconds)
-                    log.info(
-                        "rpc",
-                        extra={
-                            "method": method,
-                            "code": name,
-                            "ms": round(seconds * 1000, 2),
-                            "peer": context.peer(),
-                        },
-                    )
+                    finish(context, code, started)
                     request_id.reset(token)
 
             return call
 
         return wrap_handler(handler, observe)
+
+
+def _rpc_type(handler: Handler) -> str:
+    """go-grpc-prometheus's `grpc_type` label."""
+    if handler.request_streaming:
+        return "bidi_stream" if handler.response_streaming else "client_stream"
+    return "server_stream" if handler.response_streaming else "unary"
+
+
+def _failed(context: grpc.ServicerContext, method: str) -> grpc.StatusCode:
+    """The code of a handler that raised: the one it aborted with, else UNKNOWN (logged)."""
+    code = _code(context) or grpc.StatusCode.UNKNOWN
+    if code is grpc.StatusCode.UNKNOWN:
+        log.exception("unhandled error", extra={"method": method})
+    return code
+
+
+def _gone(context: grpc.ServicerContext) -> grpc.StatusCode:
+    """Why a stream ended early: its deadline passed, or the client cancelled."""
+    remaining = context.time_remaining()
+    expired = remaining is not None and remaining <= 0
+    return grpc.StatusCode.DEADLINE_EXCEEDED if expired else grpc.StatusCode.CANCELLED

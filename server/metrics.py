@@ -1,56 +1,104 @@
 """Prometheus metrics, served on their own port (`--metrics-port`).
 
-Each server has its own `CollectorRegistry`, so several servers in one process (tests) do not
-collide. Families:
+Each server has its own `CollectorRegistry` (several servers in one process, as in tests, do
+not collide), with the process collector and without `_created` series. Families:
 
-    gangplan_rpc_requests_total{method,code}        finished RPCs
-    gangplan_rpc_duration_seconds{method}           RPC latency (histogram)
+    grpc_server_started_total{grpc_type,grpc_service,grpc_method}
+    grpc_server_handled_total{grpc_type,grpc_service,grpc_method,grpc_code}
+    grpc_server_handling_seconds{grpc_type,grpc_service,grpc_method}      (histogram)
+    grpc_server_msg_received_total / grpc_server_msg_sent_total{grpc_type,grpc_service,grpc_method}
+        the standard gRPC server metrics, named and labelled as go-grpc-prometheus
+        (`server_metrics.go`) and java-grpc-prometheus name them: `grpc_code` in Go's
+        spelling (`OK`, `InvalidArgument`), `grpc_type` unary | server_stream | ...
     gangplan_solves_total{engine,status}            Decisions returned
     gangplan_solve_duration_seconds{engine}         model build + solve + verify (histogram)
     gangplan_solve_gap{engine}                      Decision.gap of the last solve with a bound
     gangplan_snapshots                              snapshots held
     gangplan_snapshot_nodes / _pods                 nodes / pods over all snapshots
-    volcano_queue_card_{deserved,allocated,request,capacity}{queue_name,card_name}
-        the capacity-card plugin's queue metrics (seed 002). Until the card feature lands in
-        the library, `_deserved` and `_capacity` come from each stored queue's
-        `volcano.sh/card.quota` annotation (the card quota is both), and `_allocated` and
-        `_request` stay unset.
+    volcano_queue_card_{deserved,capacity,allocated,request}{snapshot,queue_name,card_name}
+        the capacity-card plugin's queue metrics (seed 002), per stored snapshot:
+        deserved and capacity = the queue's `volcano.sh/card.quota` (the plugin's one card
+        quota is both), allocated = cards its running pods hold, request = allocated plus
+        the `volcano.sh/card.request` of its PodGroups that are not running yet.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import threading
-from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import grpc
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
 from prometheus_client.exposition import MetricsHandler
 
 from solver.decision import Decision
-from solver.model import Queue
+from solver.model import CARD_QUOTA, CARD_REQUEST, parse_quota
+from solver.snapshot import Snapshot
 
-__all__ = ["Metrics"]
+__all__ = ["CARD_KINDS", "GRPC_CODE_NAMES", "Metrics", "split_method"]
 
-_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
-CARD_QUOTA = "volcano.sh/card.quota"
+# prometheus.DefBuckets, which go-grpc-prometheus's handling-time histogram uses
+_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+_SOLVE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_RPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"]
+CARD_KINDS = ("deserved", "capacity", "allocated", "request")
+# grpc-go's codes.Code.String(): the spelling every gRPC dashboard filters on
+# (CamelCase of the Python name, but for Go's "Canceled")
+GRPC_CODE_NAMES = {
+    code: "".join(part.capitalize() for part in code.name.split("_")) for code in grpc.StatusCode
+} | {grpc.StatusCode.OK: "OK", grpc.StatusCode.CANCELLED: "Canceled"}
+
+# process-wide in prometheus_client: no `_created` series anywhere
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
+def split_method(full: str) -> tuple[str, str]:
+    """`/pkg.Service/Method` -> (`pkg.Service`, `Method`)."""
+    service, _, method = full.lstrip("/").partition("/")
+    return service, method
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.rpcs = Counter(
-            "gangplan_rpc_requests", "Finished RPCs.", ["method", "code"], registry=r
-        )
-        self.rpc_seconds = Histogram(
-            "gangplan_rpc_duration_seconds",
-            "RPC latency.",
-            ["method"],
-            buckets=_LATENCY_BUCKETS,
+        ProcessCollector(
+            registry=r
+        )  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+        self.started = Counter(
+            "grpc_server_started", "Total number of RPCs started on the server.", _RPC_LABELS,
+            registry=r,
+        )  # fmt: skip
+        self.handled = Counter(
+            "grpc_server_handled",
+            "Total number of RPCs completed on the server, regardless of success or failure.",
+            [*_RPC_LABELS, "grpc_code"],
             registry=r,
         )
+        self.handling_seconds = Histogram(
+            "grpc_server_handling_seconds",
+            "Histogram of response latency (seconds) of gRPC that had been application-level "
+            "handled by the server.",
+            _RPC_LABELS,
+            buckets=_DEFAULT_BUCKETS,
+            registry=r,
+        )
+        self.received = Counter(
+            "grpc_server_msg_received", "Total number of RPC stream messages received on the server.",
+            _RPC_LABELS, registry=r,
+        )  # fmt: skip
+        self.sent = Counter(
+            "grpc_server_msg_sent", "Total number of gRPC stream messages sent by the server.",
+            _RPC_LABELS, registry=r,
+        )  # fmt: skip
         self.solves = Counter(
             "gangplan_solves", "Decisions returned.", ["engine", "status"], registry=r
         )
@@ -58,7 +106,7 @@ class Metrics:
             "gangplan_solve_duration_seconds",
             "Model build, solve and verify.",
             ["engine"],
-            buckets=_LATENCY_BUCKETS,
+            buckets=_SOLVE_BUCKETS,
             registry=r,
         )
         self.solve_gap = Gauge(
@@ -72,18 +120,18 @@ class Metrics:
             "gangplan_snapshot_nodes", "Nodes over all snapshots.", registry=r
         )
         self.snapshot_pods = Gauge("gangplan_snapshot_pods", "Pods over all snapshots.", registry=r)
-        labels = ["queue_name", "card_name"]
         self.card = {
             kind: Gauge(
                 f"volcano_queue_card_{kind}",
                 f"Card resources per queue: {kind}.",
-                labels,
+                ["snapshot", "queue_name", "card_name"],
                 registry=r,
             )
-            for kind in ("deserved", "allocated", "request", "capacity")
+            for kind in CARD_KINDS
         }
+        self._card_series: dict[str, set[tuple[str, str]]] = {}
         self._lock = threading.Lock()
-        self._http: object | None = None
+        self._http: ThreadingHTTPServer | None = None
 
     def serve(self, host: str, port: int, token: str | None = None) -> int:
         """Start /metrics on `host:port` (with `token`, only for `Bearer <token>`); returns
@@ -93,15 +141,17 @@ class Metrics:
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         self._http = server
-        bound: int = server.server_port
-        return bound
+        return server.server_port
 
     def stop(self) -> None:
         server = self._http
         if server is not None:
-            server.shutdown()  # type: ignore[attr-defined]
-            server.server_close()  # type: ignore[attr-defined]
+            server.shutdown()
+            server.server_close()
             self._http = None
+
+    def rpc_labels(self, grpc_type: str, full_method: str) -> tuple[str, str, str]:
+        return (grpc_type, *split_method(full_method))
 
     def solved(self, decision: Decision, seconds: float) -> None:
         self.solves.labels(decision.engine, decision.status).inc()
@@ -115,20 +165,55 @@ class Metrics:
         self.snapshot_nodes.set(nodes)
         self.snapshot_pods.set(pods)
 
-    def queue_cards(self, queues: Iterable[Queue]) -> None:
-        """Card quotas of the queues of a stored snapshot (see the module docstring)."""
+    def queue_cards(self, snapshot_id: str, snapshot: Snapshot | None) -> None:
+        """The card gauges of one stored snapshot, replacing its previous series (None: the
+        snapshot is gone, and so are its series)."""
+        values = _card_values(snapshot) if snapshot is not None else {}
         with self._lock:
-            for queue in queues:
-                try:
-                    quota = json.loads(queue.annotations.get(CARD_QUOTA, "") or "{}")
-                except json.JSONDecodeError:
-                    continue
-                if not isinstance(quota, dict):
-                    continue
-                for card, value in quota.items():
-                    if isinstance(value, int | float) and not isinstance(value, bool):
-                        self.card["deserved"].labels(queue.name, str(card)).set(value)
-                        self.card["capacity"].labels(queue.name, str(card)).set(value)
+            for queue, card in self._card_series.pop(snapshot_id, set()) - set(values):
+                for gauge in self.card.values():
+                    gauge.remove(snapshot_id, queue, card)
+            for (queue, card), row in values.items():
+                for kind, value in zip(CARD_KINDS, row, strict=True):
+                    self.card[kind].labels(snapshot_id, queue, card).set(value)
+            if values:
+                self._card_series[snapshot_id] = set(values)
+
+    def retain_snapshots(self, live: set[str]) -> None:
+        """Drop the card series of snapshots no longer stored (deleted or evicted)."""
+        for gone in set(self._card_series) - live:
+            self.queue_cards(gone, None)
+
+
+def _card_values(snapshot: Snapshot) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+    """(queue, card) -> (deserved, capacity, allocated, request) over the snapshot's queues."""
+    quota = {
+        name: parse_quota(q.annotations.get(CARD_QUOTA))[0] for name, q in snapshot.queues.items()
+    }
+    allocated: dict[tuple[str, str], int] = {}
+    running = snapshot.running
+    cards = snapshot.usage.queue_cards
+    for q in range(cards.shape[0]):
+        for c in range(cards.shape[1]):
+            if cards[q, c]:
+                key = (running.queue_names.value(q), running.card_names.value(c))
+                allocated[key] = int(cards[q, c])
+    waiting: dict[tuple[str, str], int] = {}
+    for gang in snapshot.gangs.values():
+        if gang.queue is None or snapshot.gang_running(gang.id) > 0:
+            continue
+        for card, count in parse_quota(gang.annotations.get(CARD_REQUEST))[0].items():
+            waiting[gang.queue, card] = waiting.get((gang.queue, card), 0) + count
+    keys = {(q, c) for q, cs in quota.items() for c in cs} | set(allocated) | set(waiting)
+    return {
+        (q, c): (
+            quota.get(q, {}).get(c, 0),
+            quota.get(q, {}).get(c, 0),
+            allocated.get((q, c), 0),
+            allocated.get((q, c), 0) + waiting.get((q, c), 0),
+        )
+        for q, c in sorted(keys)
+    }
 
 
 def _handler(base: type[MetricsHandler], token: str | None) -> type[MetricsHandler]:

@@ -176,6 +176,10 @@ class SnapshotStore:
     def __len__(self) -> int:
         return len(self._snapshots)
 
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._snapshots)
+
     def sizes(self) -> tuple[int, int]:
         """(nodes, pods) summed over every snapshot."""
         with self._lock:

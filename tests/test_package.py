@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import gangplan
 import solver
 from solver.quantity import QuantityError, format_quantity, to_int
 
@@ -46,3 +47,10 @@ def test_format_quantity() -> None:
         format_quantity("memory", 1000),
         format_quantity("nvidia.com/gpu", 3),
     ] == ["20", "2500m", "3Gi", "1000", "3"]
+
+
+def test_the_gangplan_package_is_the_library_and_the_client() -> None:
+    assert all(getattr(gangplan, name, None) is not None for name in gangplan.__all__)
+    assert gangplan.load is solver.load_manifests and gangplan.schedule is solver.schedule
+    decision = gangplan.schedule(gangplan.load("examples/ganggroup-gpu.yaml"), engine="greedy")
+    assert isinstance(decision, gangplan.Decision) and len(decision.placed) == 9

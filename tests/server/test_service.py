@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-import urllib.request
 from typing import Any
 
 import grpc
 import pytest
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
@@ -470,57 +467,3 @@ def test_mutual_tls(start: Any, certs: Any) -> None:
         with _client(port, retries=0, timeout=2, **kw) as client, pytest.raises(ClientError) as err:
             client.place_job(gang_job("j", 1), cluster=small_cluster())
         assert err.value.code is Code.UNAVAILABLE
-
-
-# ----------------------------------------------------------------------------- health, reflection, metrics
-
-
-def test_health_and_reflection(start: Any) -> None:
-    _, port = start()
-    with _client(port) as client:
-        assert client.health() == "SERVING"
-        assert client.health("gangplan.v1.PlacementService") == "SERVING"
-        stub = reflection_pb2_grpc.ServerReflectionStub(client.channel)
-        (answer,) = stub.ServerReflectionInfo(
-            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
-        )
-    names = {s.name for s in answer.list_services_response.service}
-    assert names == {
-        "gangplan.v1.PlacementService",
-        "grpc.health.v1.Health",
-        "grpc.reflection.v1alpha.ServerReflection",
-    }
-
-
-def test_metrics_and_request_id(start: Any) -> None:
-    srv, port = start(metrics_port=0)
-    cluster = small_cluster()
-    cluster.queues.append(
-        pb.Queue(name="team-a", annotations={"volcano.sh/card.quota": '{"NVIDIA-A100": 5}'})
-    )
-    with _client(port) as client:
-        client.put_snapshot(cluster, "s")
-        client.place_job(gang_job("j", 2), snapshot="s")
-        with pytest.raises(ClientError):
-            client.place_job(gang_job("j", 2), snapshot="missing")
-        stub = spb_grpc.PlacementServiceStub(client.channel)
-        _, call = stub.PlaceJob.with_call(
-            spb.PlaceJobRequest(cluster=cluster, job=gang_job("j", 1)),
-            metadata=(("x-request-id", "abc123"),),
-            timeout=5,
-        )
-    assert ("x-request-id", "abc123") in call.initial_metadata()
-    text = urllib.request.urlopen(f"http://127.0.0.1:{srv.metrics_port}/metrics").read().decode()
-
-    def value(pattern: str) -> float:
-        match = re.search(pattern + r" ([0-9.e+]+)", text)
-        assert match, pattern
-        return float(match.group(1))
-
-    place = 'method="/gangplan.v1.PlacementService/PlaceJob"'
-    assert value(r'gangplan_rpc_requests_total\{code="OK",' + place + r"\}") == 2
-    assert value(r'gangplan_rpc_requests_total\{code="NOT_FOUND",' + place + r"\}") == 1
-    assert value(r'gangplan_solves_total\{engine="greedy",status="HEURISTIC"\}') == 2
-    assert value(r"gangplan_snapshot_nodes") == 3
-    assert value(r'volcano_queue_card_capacity\{card_name="NVIDIA-A100",queue_name="team-a"\}') == 5
-    assert "gangplan_rpc_duration_seconds_bucket" in text

@@ -1,0 +1,5 @@
+"""`python -m gangplan` runs the command line."""
+
+from gangplan.cli import main
+
+main()
