@@ -8,7 +8,7 @@
 
 Errors arrive as `ClientError` with the status code, the message and, for
 INVALID_ARGUMENT, the field violations. Only idempotent calls (PlaceJob, Preempt, Enqueue,
-ValidateQueues) are retried, by gRPC's own retry policy, on UNAVAILABLE and
+ValidateQueues, PlanCapacity) are retried, by gRPC's own retry policy, on UNAVAILABLE and
 RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
 """
 
@@ -31,7 +31,9 @@ from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 __all__ = ["Client", "ClientError"]
 
 SERVICE = "gangplan.v1.PlacementService"
-IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues")
+# Calls that only read: answering twice changes nothing. Snapshot writes are not retried: a
+# retried UpdateSnapshot whose first attempt landed fails its expected_generation check.
+IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues", "PlanCapacity")
 
 PemSource = bytes | str | Path
 
@@ -278,6 +280,35 @@ class Client:
         response: spb.ValidateQueuesResponse = self._call(
             self._stub.ValidateQueues, request, timeout
         )
+        return response
+
+    def plan_capacity(
+        self,
+        workload: pb.Job,
+        node_types: list[spb.PlanNodeType],
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        card_quota: dict[str, int] | None = None,
+        budget: float | None = None,
+        value: spb.PlanValue.ValueType = spb.PLAN_VALUE_UNSPECIFIED,
+        workers: int = 0,
+        seed: int = 0,
+        timeout: float | None = None,
+    ) -> spb.PlanCapacityResponse:
+        """What to add from the `node_types` catalogue so the workload fits on the cluster
+        (a stored snapshot, an inline cluster, or none: an empty one); the call's deadline
+        is the planner's time limit."""
+        request = spb.PlanCapacityRequest(
+            workload=workload,
+            node_types=node_types,
+            card_quota=card_quota or {},
+            budget=budget,
+            value=value,
+            options=self._options("", "", workers, seed),
+            **(self._source(snapshot, cluster, 0) if snapshot or cluster else {}),
+        )
+        response: spb.PlanCapacityResponse = self._call(self._stub.PlanCapacity, request, timeout)
         return response
 
     def health(self, service: str = "", *, timeout: float | None = None) -> str:

@@ -209,12 +209,12 @@ def plan_cmd(
                 )
         else:
             result = plan(inp, options)
+        if plot:
+            plot_plan(result, plot)
     except GangplanError as err:
         fail(err)
     for note in (*inp.notes, *result.notes):
         stderr.print(f"note: {note}", markup=False, soft_wrap=True)
-    if plot:
-        plot_plan(result, plot)
     if output is PlanOutput.json:
         sys.stdout.write(dump(result.to_dict(), "json") + "\n")
     else:

@@ -11,12 +11,25 @@
  * Messages are plain objects with the proto's field names (snake_case kept); int64 fields
  * are strings, enums their names. Errors are the grpc-js ServiceError (`code`, `details`),
  * with `violations` ([{field, description}]) added for INVALID_ARGUMENT.
+ *
+ * Every RPC of the service has a method, plus `health(service)`. Only the calls that read
+ * (PlaceJob, Preempt, Enqueue, ValidateQueues, PlanCapacity) are retried, by gRPC's own retry
+ * policy, on UNAVAILABLE and RESOURCE_EXHAUSTED; snapshot writes never are (a retried
+ * UpdateSnapshot whose first attempt landed would fail its expected_generation check).
  */
+const fs = require('node:fs');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
+const protobuf = require('protobufjs');
 
-const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
+// The package carries its own copy of the protos (`npm pack` copies them in, see
+// package.json); in the repository they are read from ../../proto.
+const PROTO_ROOT = [path.join(__dirname, 'proto'), path.resolve(__dirname, '..', '..', 'proto')].find(
+  (dir) => fs.existsSync(path.join(dir, 'gangplan', 'v1', 'placement_service.proto')),
+);
+const SERVICE = 'gangplan.v1.PlacementService';
+const IDEMPOTENT = ['PlaceJob', 'Preempt', 'Enqueue', 'ValidateQueues', 'PlanCapacity'];
 
 const definition = protoLoader.loadSync(path.join(PROTO_ROOT, 'gangplan/v1/placement_service.proto'), {
   includeDirs: [PROTO_ROOT],
@@ -31,7 +44,6 @@ const PlacementService = loaded.gangplan.v1.PlacementService;
 
 // google.rpc.Status and BadRequest, decoded from the `grpc-status-details-bin` trailer.
 const statusRoot = (() => {
-  const protobuf = require('protobufjs');
   const root = new protobuf.Root();
   root.define('google.rpc').add(
     new protobuf.Type('Status')
@@ -73,25 +85,72 @@ function violationsOf(err) {
   return out;
 }
 
+// grpc.health.v1.Health/Check, whose proto is not gangplan's: the two messages by hand.
+const HealthCheckRequest = new protobuf.Type('HealthCheckRequest').add(new protobuf.Field('service', 1, 'string'));
+const HealthCheckResponse = new protobuf.Type('HealthCheckResponse').add(
+  new protobuf.Field('status', 1, 'ServingStatus'),
+);
+HealthCheckResponse.add(
+  new protobuf.Enum('ServingStatus', { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 }),
+);
+new protobuf.Root().define('grpc.health.v1').add(HealthCheckRequest).add(HealthCheckResponse).root.resolveAll();
+const Health = grpc.makeGenericClientConstructor(
+  {
+    Check: {
+      path: '/grpc.health.v1.Health/Check',
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (message) => Buffer.from(HealthCheckRequest.encode(HealthCheckRequest.create(message)).finish()),
+      responseDeserialize: (bytes) => HealthCheckResponse.toObject(HealthCheckResponse.decode(bytes), { enums: String, defaults: true }),
+    },
+  },
+  'Health',
+);
+
+function serviceConfig(retries) {
+  if (retries <= 0) return { methodConfig: [] };
+  return {
+    methodConfig: [
+      {
+        name: IDEMPOTENT.map((method) => ({ service: SERVICE, method })),
+        retryPolicy: {
+          maxAttempts: retries + 1,
+          initialBackoff: '0.05s',
+          maxBackoff: '1s',
+          backoffMultiplier: 2,
+          retryableStatusCodes: ['UNAVAILABLE', 'RESOURCE_EXHAUSTED'],
+        },
+      },
+    ],
+  };
+}
+
 class GangplanClient {
   /**
    * @param {string} target host:port
-   * @param {{token?: string, ca?: Buffer, cert?: Buffer, key?: Buffer, timeoutMs?: number}} options
+   * @param {{token?: string, ca?: Buffer, cert?: Buffer, key?: Buffer, timeoutMs?: number,
+   *          retries?: number}} options  retries: extra attempts of the idempotent calls (3)
    */
   constructor(target, options = {}) {
     const credentials = options.ca
       ? grpc.credentials.createSsl(options.ca, options.key || null, options.cert || null)
       : grpc.credentials.createInsecure();
-    this.stub = new PlacementService(target, credentials);
+    const retries = options.retries === undefined ? 3 : options.retries;
+    const channelOptions = {
+      'grpc.service_config': JSON.stringify(serviceConfig(retries)),
+      'grpc.enable_retries': retries > 0 ? 1 : 0,
+    };
+    this.stub = new PlacementService(target, credentials, channelOptions);
+    this.healthStub = new Health(target, credentials, channelOptions);
     this.timeoutMs = options.timeoutMs || 10000;
     this.metadata = new grpc.Metadata();
     if (options.token) this.metadata.set('authorization', `Bearer ${options.token}`);
   }
 
-  call(method, request, timeoutMs) {
+  call(method, request, timeoutMs, stub = this.stub) {
     const deadline = new Date(Date.now() + (timeoutMs || this.timeoutMs));
     return new Promise((resolve, reject) => {
-      this.stub[method](request, this.metadata, { deadline }, (err, response) => {
+      stub[method](request, this.metadata, { deadline }, (err, response) => {
         if (err) {
           err.violations = violationsOf(err);
           reject(err);
@@ -123,8 +182,30 @@ class GangplanClient {
     return this.call('Enqueue', request, timeoutMs);
   }
 
+  deleteSnapshot(snapshotId) {
+    return this.call('DeleteSnapshot', { snapshot_id: snapshotId });
+  }
+
+  /** request: {snapshot: {id}} or {cluster}: each queue's verdict and the tree's problems. */
+  validateQueues(request, timeoutMs) {
+    return this.call('ValidateQueues', request, timeoutMs);
+  }
+
+  /** request: {snapshot|cluster (optional), workload, node_types, card_quota?, budget?,
+   *  options?, value?}; the deadline is the planner's time limit. */
+  planCapacity(request, timeoutMs) {
+    return this.call('PlanCapacity', request, timeoutMs);
+  }
+
+  /** 'SERVING', 'NOT_SERVING', ... of the whole server ('') or one service; needs no token. */
+  async health(service = '', timeoutMs) {
+    const answer = await this.call('Check', { service }, timeoutMs, this.healthStub);
+    return answer.status;
+  }
+
   close() {
     this.stub.close();
+    this.healthStub.close();
   }
 }
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from solver.errors import InputError
 from solver.plan._model import PlanResult
 
 __all__ = ["plot_plan"]
 
 
 def plot_plan(result: PlanResult, path: str | Path, title: str = "gangplan plan") -> None:
-    import matplotlib
+    """Write the PNG; InputError when matplotlib (the `plot` extra) is not installed."""
+    try:
+        import matplotlib  # optional extra
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # optional extra
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'gangplan[plot]'") from None
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     names = list(result.utilisation)

@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 import pytest
 
+from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
@@ -98,3 +99,22 @@ def test_plan_capacity_value_decides_what_a_full_cluster_runs(
     assert answer.placed_pods == placed and answer.total_pods == 3
     (gpu,) = [u for u in answer.utilisation if u.resource == "gpu"]
     assert gpu.ratio == gpu_ratio
+
+
+def test_the_python_client_plans_on_a_stored_snapshot_and_budget(start: Any) -> None:
+    _, port = start()
+    with Client(f"127.0.0.1:{port}") as client:
+        client.put_snapshot(small_cluster(nodes=3, gpus=4), "prod")
+        answer = client.plan_capacity(
+            gang_job("train", 5, gpus=4), _catalog(), snapshot="prod", workers=1, seed=1,
+            timeout=20,
+        )  # fmt: skip
+        assert {n.node_type: n.count for n in answer.nodes if not n.existing} == {"gpu4": 2}
+        capped = client.plan_capacity(
+            gang_job("train", 5, gpus=4), _catalog(), snapshot="prod", budget=15, workers=1,
+            timeout=20,
+        )  # fmt: skip
+        assert capped.cost <= 15 and capped.placed_pods < 5
+        with pytest.raises(ClientError) as err:
+            client.plan_capacity(pb.Job(), [spb.PlanNodeType(name="x", cost=-1)], timeout=20)
+        assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT and err.value.violations

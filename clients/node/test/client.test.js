@@ -98,3 +98,63 @@ test('a wrong token is UNAUTHENTICATED', async () => {
     stranger.close();
   }
 });
+
+test('health answers SERVING without a token', async () => {
+  const target = client.stub.getChannel().getTarget().replace(/^dns:/, '');
+  const anonymous = new GangplanClient(target);
+  try {
+    assert.equal(await anonymous.health(), 'SERVING');
+    assert.equal(await anonymous.health('gangplan.v1.PlacementService'), 'SERVING');
+  } finally {
+    anonymous.close();
+  }
+});
+
+test('ValidateQueues names the field of a child over its parent', async () => {
+  const answer = await client.validateQueues({
+    cluster: {
+      queues: [
+        { name: 'parent', capability: { cpu: '4000' } },
+        { name: 'child', parent: 'parent', capability: { cpu: '8000' } },
+      ],
+    },
+  });
+  assert.equal(answer.valid, false);
+  assert.ok(answer.violations.some((v) => v.queue === 'child' && v.field.startsWith('spec.capability')));
+});
+
+test('PlanCapacity buys the cheapest nodes a gang needs', async () => {
+  const answer = await client.planCapacity({
+    snapshot: { id: 'node' },
+    workload: job('grow', 4, 4),
+    node_types: [{ name: 'gpu4', cost: 10, allocatable: { cpu: '32000', 'nvidia.com/gpu': '4' } }],
+    options: { workers: 1, seed: 1 },
+  }, 30000);
+  assert.equal(answer.status, 'OPTIMAL');
+  const added = answer.nodes.filter((n) => !n.existing);
+  assert.deepEqual(added.map((n) => [n.node_type, n.count]), [['gpu4', 2]]);
+  assert.equal(answer.placed_pods, 4);
+});
+
+test('DeleteSnapshot forgets a snapshot: then NOT_FOUND', async () => {
+  await client.putSnapshot({ nodes: [gpuNode('x0')] }, 'gone');
+  await client.deleteSnapshot('gone');
+  await assert.rejects(
+    client.placeJob({ snapshot: { id: 'gone' }, job: job('j', 1, 1) }),
+    (err) => err.code === grpc.status.NOT_FOUND,
+  );
+});
+
+test('the package ships the protos it loads', () => {
+  const { execFileSync } = require('node:child_process');
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--loglevel=error'], {
+    cwd: path.resolve(__dirname, '..'),
+    encoding: 'utf8',
+  }));
+  const files = packed[0].files.map((f) => f.path).sort();
+  assert.deepEqual(files.filter((f) => f.endsWith('.proto')), [
+    'proto/gangplan/v1/cluster.proto',
+    'proto/gangplan/v1/placement_service.proto',
+  ]);
+  assert.ok(files.includes('client.js'));
+});
