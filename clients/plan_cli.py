@@ -12,6 +12,7 @@ naming the file and field; nothing is printed on standard output then.
 
 from __future__ import annotations
 
+import functools
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -40,8 +41,8 @@ from solver.plan import (
     workload_from_model,
     workload_from_trace,
 )
-from solver.plan.plot import plot_plan
-from solver.plan.sweep import load_sweep, run_sweep
+from solver.plan.plot import plot_plan, plot_sweep
+from solver.plan.sweep import load_sweep, read_results, results_path, run_sweep
 
 __all__ = ["build_plan_input", "plan_cmd"]
 
@@ -184,14 +185,33 @@ def plan_cmd(
         int | None, typer.Option("--max-workers", min=1, help="Concurrent scenarios.")
     ] = None,
     results: Annotated[
-        str | None, typer.Option("--results", help="Sweep JSONL (default: the file's `output`).")
+        str | None,
+        typer.Option(
+            "--results", help="Sweep JSONL file (default: the sweep's `output` in --out)."
+        ),
+    ] = None,
+    out_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            help="Folder for sweep results (default: $XDG_CACHE_HOME/gangplan/sweeps, "
+            "~/.cache/gangplan/sweeps without it).",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="Attach to a running Ray cluster (ray://host:10001 or host:6379) or Dask "
+            "scheduler (tcp://host:8786) instead of starting a local one.",
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Plan capacity: nodes to add per type at minimum cost, what cannot run, the bound."""
     try:
         if sweep is not None:
-            _sweep(sweep, executor, max_workers, results, output, quiet)
+            _sweep(sweep, executor, max_workers, address, results, out_dir, plot, output, quiet)
             return
         if catalog is None and not cluster:
             raise InputError(
@@ -225,7 +245,10 @@ def _sweep(
     path: str,
     executor: str,
     max_workers: int | None,
+    address: str | None,
     results: str | None,
+    out_dir: str | None,
+    plot: str | None,
     output: PlanOutput,
     quiet: bool,
 ) -> None:
@@ -235,7 +258,7 @@ def _sweep(
     )
     base = valued(base, spec.value)
     options = PlanOptions(time_limit=spec.time_limit, workers=spec.workers, seed=spec.seed)
-    out = results or spec.output
+    out = Path(results) if results else results_path(spec, out_dir)
     bar, task = _progress(quiet)
     if bar is not None:
         bar.update(task, total=len(spec.scenarios), description="scenarios")
@@ -244,31 +267,28 @@ def _sweep(
         if bar is not None:
             bar.update(task, completed=n, total=total, description=f"scenario {row['scenario']}")
 
+    run = functools.partial(
+        run_sweep, base, spec.scenarios, options, out, executor=executor,
+        max_workers=max_workers, address=address,
+    )  # fmt: skip
     if bar is not None:
         with bar:
-            rows = run_sweep(
-                base,
-                spec.scenarios,
-                options,
-                out,
-                executor=executor,
-                max_workers=max_workers,
-                on_result=tick,
-            )
+            solved = run(on_result=tick)
     else:
-        rows = run_sweep(
-            base, spec.scenarios, options, out, executor=executor, max_workers=max_workers
-        )
-    skipped = len(spec.scenarios) - len(rows)
+        solved = run()
+    # a resumed sweep shows every scenario: the rows already in the file and the new ones
+    rows = read_results(out, spec.scenarios)
+    skipped = len(rows) - len(solved)
+    if plot:
+        plot_sweep(rows, plot, title=f"sweep {Path(path).name}")
     if output is PlanOutput.json:
-        sys.stdout.write(
-            dump({"results": out, "solved": len(rows), "skipped": skipped}, "json") + "\n"
-        )
+        summary = {"results": str(out), "solved": len(solved), "skipped": skipped, "rows": rows}
+        sys.stdout.write(dump(summary, "json") + "\n")
         return
     table = Table(title=f"Sweep {Path(path).name} -> {out}")
     for col in ("scenario", "status", "cost", "gap", "add", "unplaced pods"):
         table.add_column(col)
-    for row in sorted(rows, key=lambda r: str(r["scenario"])):
+    for row in rows:
         table.add_row(
             str(row["scenario"]),
             str(row["status"]),
@@ -279,4 +299,4 @@ def _sweep(
         )
     Console().print(table)
     if skipped:
-        Console().print(f"{skipped} scenario(s) already in {out}: skipped (resume)")
+        Console().print(f"{skipped} scenario(s) already in {out}: not solved again (resume)")

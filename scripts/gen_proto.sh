@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate the committed Python stubs of proto/gangplan/v1/*.proto into gangplan/v1/.
+# Regenerate the committed stubs of proto/gangplan/v1/*.proto: Python into gangplan/v1/,
+# Go into clients/go/gangplanv1/.
 #
 #   scripts/gen_proto.sh           lint the protos with buf, then regenerate the stubs
 #   scripts/gen_proto.sh --check   the same into a scratch folder; fail if the committed
@@ -8,7 +9,9 @@
 # protoc derives import paths from the proto path: `-I proto` with
 # proto/gangplan/v1/x.proto writes `from gangplan.v1 import x_pb2`, so the stubs live in the
 # importable package gangplan/v1/. Pinned generators (pyproject.toml): grpcio-tools for the
-# code, mypy-protobuf for the typed .pyi files.
+# code, mypy-protobuf for the typed .pyi files. The Go stubs come from Debian's protoc,
+# protoc-gen-go and protoc-gen-go-grpc (`clients/go/ci.sh --tools` installs them), whose
+# versions their headers record.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -28,9 +31,22 @@ fi
   --python_out="$out" --grpc_python_out="$out" --mypy_out="$out" --mypy_grpc_out="$out" \
   proto/gangplan/v1/*.proto
 
+for tool in protoc protoc-gen-go protoc-gen-go-grpc; do
+  command -v "$tool" >/dev/null || {
+    echo "error: $tool not found; clients/go/ci.sh --tools installs it" >&2
+    exit 1
+  }
+done
+go_module=github.com/gangplan/gangplan/clients/go
+mkdir -p "$out/clients/go"
+protoc -I proto -I /usr/include \
+  --go_out="$out/clients/go" --go_opt=module="$go_module" \
+  --go-grpc_out="$out/clients/go" --go-grpc_opt=module="$go_module" \
+  proto/gangplan/v1/*.proto
+
 if [[ "${1:-}" == "--check" ]]; then
-  for f in "$out"/gangplan/v1/*; do
-    committed="gangplan/v1/$(basename "$f")"
+  for f in "$out"/gangplan/v1/* "$out"/clients/go/gangplanv1/*; do
+    committed="${f#"$out"/}"
     if ! diff -u "$committed" "$f"; then
       echo "error: $committed is stale; run scripts/gen_proto.sh and commit the result" >&2
       exit 1

@@ -77,8 +77,8 @@ NOT_FOR_VERIFY = (
 LAZY_OK = {
     ("gangplan", "clients"): "the facade must not import the client before it is asked for",
     ("solver.plan.plot", "matplotlib"): "optional extra",
-    ("solver.plan.sweep", "ray"): "optional extra",
-    ("solver.plan.sweep", "distributed"): "optional extra",
+    ("solver.plan._executors", "ray"): "optional extra",
+    ("solver.plan._executors", "distributed"): "optional extra",
 }
 
 

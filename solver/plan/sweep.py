@@ -5,7 +5,8 @@ A sweep file (YAML; paths are relative to it):
     workload: [workload.yaml]       # manifests (or `trace: pods.csv`, `traceMapping: ...`)
     cluster: []                     # current cluster: manifests or an openb node CSV
     catalog: catalog.yaml
-    output: sweep.jsonl             # results, one JSON object per scenario
+    output: sweep.jsonl             # results, one JSON object per scenario: a name under
+                                    # --out DIR (default: results_dir()), or an absolute path
     timeLimit: 5                    # seconds per scenario
     workers: 1                      # CP-SAT num_workers per scenario
     seed: 0
@@ -25,8 +26,8 @@ Execution: the base `PlanInput` is built once in the parent; each scenario is a 
 picklable override, solved by the module-level `solve_scenario` in a worker. Executors:
 `process` (default: `ProcessPoolExecutor` with the `forkserver` start method -- forking a
 parent that runs CP-SAT or gRPC threads is unsafe -- and `max_workers = cores //
-workers`), `dask` (`distributed.Client(...).get_executor()`), `ray` (tasks reserving
-`num_cpus=workers`). Ray and Dask are optional extras, imported only when asked for.
+workers`), `dask` and `ray` (tasks reserving `num_cpus=workers`), on a local cluster or the
+one at `address`; see `_executors.py`.
 Every result is appended to the JSONL file as it completes; a scenario whose name is
 already there is skipped, so an interrupted sweep resumes where it stopped.
 """
@@ -36,16 +37,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import multiprocessing
 import os
 import subprocess
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from solver.errors import InputError
+from solver.plan._executors import make_executor
 from solver.plan._files import field_error, read_yaml, reject_unknown
 from solver.plan._input import VALUES
 from solver.plan._model import PlanInput, PlanOptions
@@ -148,6 +149,32 @@ def _grid(raw: Any, source: str) -> Iterator[dict[str, Any]]:
         yield spec
 
 
+def results_dir() -> Path:
+    """Where sweep results go without `--out`: `$XDG_CACHE_HOME/gangplan/sweeps`
+    (`~/.cache/...` without it), outside any checkout."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "gangplan" / "sweeps"
+
+
+def results_path(spec: SweepSpec, out_dir: str | Path | None = None) -> Path:
+    """The JSONL file of a sweep: its `output` under `out_dir` (default `results_dir()`)."""
+    name = Path(spec.output)
+    return name if name.is_absolute() else Path(out_dir or results_dir()) / name
+
+
+def read_results(output: str | Path, scenarios: list[Scenario]) -> list[dict[str, Any]]:
+    """The rows of `scenarios` in the JSONL file (the last one per name), in their order:
+    what a resumed sweep has, old rows and new."""
+    rows = {str(row["scenario"]): row for row in _rows(output)}
+    return [rows[s.name] for s in scenarios if s.name in rows]
+
+
+def _output_name(value: Any, source: str) -> str:
+    if not isinstance(value, str) or not value or ".." in Path(value).parts:
+        raise field_error(source, "output", "must be a file name (or an absolute path)")
+    return value
+
+
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep file (see the module docstring); InputError names the file and field."""
     source = str(path)
@@ -177,7 +204,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
         trace_mapping=data.get("traceMapping"),
         cluster=rels(data.get("cluster"), "cluster"),
         catalog=rel(data["catalog"], "catalog"),
-        output=rel(data.get("output", "sweep.jsonl"), "output"),
+        output=_output_name(data.get("output", f"{Path(path).stem}.jsonl"), source),
     )
     for key, attr, kind in (
         ("timeLimit", "time_limit", float),
@@ -246,95 +273,23 @@ def solve_scenario(name: str, inp: PlanInput, options: PlanOptions) -> dict[str,
     return {"scenario": name, **result.to_dict()}
 
 
-class _RayExecutor(Executor):
-    """Ray tasks behind the `concurrent.futures.Executor` interface (`ObjectRef.future()`)."""
-
-    def __init__(self, cpus: int) -> None:
-        import ray  # optional extra
-
-        if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=False)
-        self._ray = ray
-        self._task = ray.remote(num_cpus=cpus)(solve_scenario)
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = self._task.remote(*args, **kwargs).future()
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        return None
-
-
-class _DaskExecutor(Executor):
-    """A local Dask cluster behind the Executor interface. Dask's own `ClientExecutor`
-    takes no `cancel_futures` and leaves its client (and worker processes) running, so a
-    sweep's `shutdown(cancel_futures=True)` raised TypeError and leaked the cluster."""
-
-    def __init__(self, slots: int) -> None:
-        import distributed  # optional extra (untyped: held as Any)
-
-        dask: Any = distributed
-        self._client: Any = dask.Client(
-            processes=True, n_workers=slots, threads_per_worker=1, dashboard_address=None
-        )
-        self._executor: Any = self._client.get_executor()
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = self._executor.submit(fn, *args, **kwargs)
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        try:
-            if cancel_futures:
-                self._client.cancel(list(self._executor._futures))
-            self._executor.shutdown(wait=wait)
-        finally:
-            self._client.close()
-
-
-def make_executor(kind: str, workers: int, max_workers: int | None = None) -> Executor:
-    """`process` (forkserver pool), `dask` or `ray`; max_workers defaults to cores // workers."""
-    cores = os.cpu_count() or 1
-    slots = max_workers or max(1, cores // max(1, workers))
-    if kind == "process":
-        method = (
-            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        )
-        return ProcessPoolExecutor(
-            max_workers=slots, mp_context=multiprocessing.get_context(method)
-        )
-    if kind == "dask":
-        try:
-            return _DaskExecutor(slots)
-        except ImportError:
-            raise InputError(
-                "--executor dask needs the `distributed` package: pip install 'gangplan[dask]'"
-            ) from None
-    if kind == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise InputError(
-                "--executor ray needs the `ray` package: pip install 'gangplan[ray]'"
-            ) from None
-        return _RayExecutor(max(1, workers))
-    raise InputError(f"unknown executor {kind!r} (process, dask, ray)")
-
-
 def done_scenarios(output: str | Path) -> set[str]:
-    """Names already in the JSONL file (a torn last line from a crash is ignored)."""
-    done: set[str] = set()
+    """Names already in the JSONL file."""
+    return {str(row["scenario"]) for row in _rows(output)}
+
+
+def _rows(output: str | Path) -> Iterator[dict[str, Any]]:
+    """The result rows of a JSONL file (a torn last line from a crash is skipped)."""
     path = Path(output)
     if not path.exists():
-        return done
+        return
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
         if isinstance(row, dict) and isinstance(row.get("scenario"), str):
-            done.add(row["scenario"])
-    return done
+            yield row
 
 
 def _git_sha() -> str:
@@ -359,6 +314,7 @@ def run_sweep(
     *,
     executor: str = "process",
     max_workers: int | None = None,
+    address: str | None = None,
     on_result: Callable[[dict[str, Any], int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Solve every scenario not yet in `output`; append each result as it completes."""
@@ -370,7 +326,7 @@ def run_sweep(
         return results
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     sha = _git_sha()
-    pool = make_executor(executor, options.workers, max_workers)
+    pool = make_executor(executor, options.workers, max_workers, address)
     try:
         futures = {pool.submit(solve_scenario, name, inp, options): name for name, inp in inputs}
         with Path(output).open("a+", encoding="utf-8") as out:

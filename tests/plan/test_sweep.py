@@ -10,7 +10,8 @@ import pytest
 from clients.plan_cli import build_plan_input
 from solver.errors import InputError
 from solver.plan import PlanOptions
-from solver.plan.sweep import Scenario, apply_scenario, load_sweep, make_executor, run_sweep
+from solver.plan._executors import make_executor
+from solver.plan.sweep import Scenario, apply_scenario, load_sweep, results_path, run_sweep
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plan"
 
@@ -44,14 +45,16 @@ def test_process_pool_sweep_appends_jsonl_and_resumes(tmp_path: Path) -> None:
         "prices.a100x8=20",
         "prices.a100x8=40",
     ]
-    assert spec.output == str(tmp_path / "out.jsonl")
+    assert spec.output == "out.jsonl"
+    output = results_path(spec, tmp_path)
+    assert output == tmp_path / "out.jsonl"
     base = build_plan_input(spec.workload, spec.catalog, spec.cluster, None, None)
     options = PlanOptions(time_limit=spec.time_limit, workers=spec.workers, seed=spec.seed)
     # an interrupted run: only `base` made it to the file (plus a torn line)
-    first = run_sweep(base, spec.scenarios[:1], options, spec.output, max_workers=2)
-    with Path(spec.output).open("a") as f:
+    first = run_sweep(base, spec.scenarios[:1], options, output, max_workers=2)
+    with Path(output).open("a") as f:
         f.write('{"scenario": "no-h1')
-    rest = run_sweep(base, spec.scenarios, options, spec.output, max_workers=2)
+    rest = run_sweep(base, spec.scenarios, options, output, max_workers=2)
     assert [r["scenario"] for r in first] == ["base"]
     assert sorted(r["scenario"] for r in rest) == [
         "no-h100",
@@ -59,7 +62,7 @@ def test_process_pool_sweep_appends_jsonl_and_resumes(tmp_path: Path) -> None:
         "prices.a100x8=40",
     ]
     rows = {}
-    for line in Path(spec.output).read_text().splitlines():
+    for line in Path(output).read_text().splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
@@ -71,7 +74,7 @@ def test_process_pool_sweep_appends_jsonl_and_resumes(tmp_path: Path) -> None:
     assert rows["prices.a100x8=20"]["cost"] < rows["prices.a100x8=40"]["cost"]
     assert all(r["workers"] == 1 and r["seed"] == 0 for r in rows.values())
     # everything is there now: nothing to solve
-    assert run_sweep(base, spec.scenarios, options, spec.output) == []
+    assert run_sweep(base, spec.scenarios, options, output) == []
 
 
 def test_bad_sweep_and_unknown_executor(tmp_path: Path) -> None:
@@ -97,13 +100,3 @@ def test_sweep_value_is_read_and_checked(tmp_path: Path) -> None:
     sweep.write_text(sweep.read_text().replace("value: gpu", "value: dollars"))
     with pytest.raises(InputError, match=r"sweep.yaml: value: must be one of pods, gpu"):
         load_sweep(sweep)
-
-
-def test_dask_sweep_runs_and_shuts_its_cluster_down(tmp_path: Path) -> None:
-    pytest.importorskip("distributed")  # the `dask` extra; CI's default install lacks it
-    spec = load_sweep(_spec(tmp_path))
-    base = build_plan_input(spec.workload, spec.catalog, spec.cluster, None, None)
-    options = PlanOptions(time_limit=spec.time_limit, workers=1, seed=spec.seed)
-    rows = run_sweep(base, spec.scenarios[:2], options, spec.output, executor="dask", max_workers=1)
-    # before: ClientExecutor.shutdown() got an unexpected keyword argument 'cancel_futures'
-    assert sorted(r["scenario"] for r in rows) == ["base", "no-h100"]

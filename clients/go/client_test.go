@@ -1,0 +1,170 @@
+package gangplan_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	gangplan "github.com/gangplan/gangplan/clients/go"
+	pb "github.com/gangplan/gangplan/clients/go/gangplanv1"
+)
+
+// The tests talk to a real `gangplan serve` on loopback ($GANGPLAN_BIN, else the
+// checkout's .venv/bin/gangplan), started once for the package.
+const token = "go-test-token"
+
+var address string
+
+func TestMain(m *testing.M) {
+	bin := os.Getenv("GANGPLAN_BIN")
+	if bin == "" {
+		bin, _ = filepath.Abs(filepath.Join("..", "..", ".venv", "bin", "gangplan"))
+	}
+	server := exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0")
+	server.Env = append(os.Environ(), "GANGPLAN_TOKEN="+token, "GANGPLAN_LOG_LEVEL=WARNING")
+	server.Stderr = os.Stderr
+	out, err := server.StdoutPipe()
+	if err == nil {
+		err = server.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot start", bin, err)
+		os.Exit(2)
+	}
+	listening := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if match := listening.FindStringSubmatch(lines.Text()); match != nil {
+			address = match[1]
+			break
+		}
+	}
+	code := 2
+	if address != "" {
+		code = m.Run()
+	}
+	_ = server.Process.Signal(os.Interrupt)
+	_ = server.Wait()
+	os.Exit(code)
+}
+
+func dial(t *testing.T, secret string) *gangplan.Client {
+	t.Helper()
+	c, err := gangplan.Dial(address, gangplan.Options{Token: secret, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func gpuNode(name string) *pb.Node {
+	return &pb.Node{Name: name, Allocatable: map[string]int64{"cpu": 32000, "nvidia.com/gpu": 4, "pods": 110}}
+}
+
+func gangJob(name string, size int, gpus int64) *pb.Job {
+	job := &pb.Job{Gangs: []*pb.Gang{{Namespace: "default", Name: name, MinMember: int32(size)}}}
+	for i := 0; i < size; i++ {
+		job.Pods = append(job.Pods, &pb.Pod{
+			Namespace: "default", Name: fmt.Sprintf("%s-%d", name, i), Gang: "default/" + name,
+			Requests: map[string]int64{"cpu": 1000, "nvidia.com/gpu": gpus},
+		})
+	}
+	return job
+}
+
+func onSnapshot(id string) *pb.PlaceJobRequest_Snapshot {
+	return &pb.PlaceJobRequest_Snapshot{Snapshot: &pb.SnapshotRef{Id: id}}
+}
+
+func TestPutSnapshotThenPlaceJobPlacesTheGang(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	put, err := c.PutSnapshot(ctx, &pb.Cluster{Nodes: []*pb.Node{gpuNode("n0"), gpuNode("n1")}}, "go")
+	if err != nil || put.GetSnapshotId() != "go" || put.GetGeneration() != 1 {
+		t.Fatalf("PutSnapshot: %v %v", put, err)
+	}
+	answer, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go"), Job: gangJob("train", 2, 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, p := range answer.GetDecision().GetPlacements() {
+		nodes = append(nodes, p.GetNode())
+	}
+	sort.Strings(nodes)
+	if !answer.GetPlaced() || fmt.Sprint(nodes) != "[n0 n1]" {
+		t.Fatalf("placed=%t nodes=%v", answer.GetPlaced(), nodes)
+	}
+	big, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go"), Job: gangJob("big", 3, 4)})
+	if err != nil || big.GetPlaced() || !regexp.MustCompile(`Insufficient nvidia.com/gpu`).MatchString(big.GetDecision().GetGangs()[0].GetReason()) {
+		t.Fatalf("an unschedulable gang is an answer with reasons: %v %v", big, err)
+	}
+}
+
+func TestInvalidInputNamesTheField(t *testing.T) {
+	c := dial(t, token)
+	_, err := c.PlaceJob(context.Background(), &pb.PlaceJobRequest{
+		ClusterSource: &pb.PlaceJobRequest_Cluster{Cluster: &pb.Cluster{Nodes: []*pb.Node{{Name: ""}}}},
+		Job:           gangJob("j", 1, 1),
+	})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("want InvalidArgument, got %v", err)
+	}
+	violations := gangplan.Violations(err)
+	if len(violations) != 1 || violations[0].Field != "cluster.nodes[0].name" {
+		t.Fatalf("violations: %+v", violations)
+	}
+}
+
+func TestTokenHealthAndDelete(t *testing.T) {
+	ctx := context.Background()
+	stranger := dial(t, "wrong")
+	if _, err := stranger.PutSnapshot(ctx, &pb.Cluster{}, "x"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("want Unauthenticated, got %v", err)
+	}
+	if serving, err := stranger.Health(ctx, "gangplan.v1.PlacementService"); err != nil || serving != "SERVING" {
+		t.Fatalf("health needs no token: %q %v", serving, err)
+	}
+	c := dial(t, token)
+	if _, err := c.PutSnapshot(ctx, &pb.Cluster{Nodes: []*pb.Node{gpuNode("x0")}}, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSnapshot(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("gone"), Job: gangJob("j", 1, 1)})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("want NotFound, got %v", err)
+	}
+}
+
+func TestPlanCapacityAndValidateQueues(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	plan, err := c.PlanCapacity(ctx, &pb.PlanCapacityRequest{
+		Workload:  gangJob("grow", 4, 4),
+		NodeTypes: []*pb.PlanNodeType{{Name: "gpu4", Cost: 10, Allocatable: map[string]int64{"cpu": 32000, "nvidia.com/gpu": 4}}},
+		Options:   &pb.SolveOptions{Workers: 1, Seed: 1},
+	})
+	if err != nil || plan.GetStatus() != "OPTIMAL" || len(plan.GetNodes()) != 1 || plan.GetNodes()[0].GetCount() != 4 {
+		t.Fatalf("PlanCapacity: %v %v", plan, err)
+	}
+	queues, err := c.ValidateQueues(ctx, &pb.ValidateQueuesRequest{ClusterSource: &pb.ValidateQueuesRequest_Cluster{Cluster: &pb.Cluster{
+		Queues: []*pb.Queue{
+			{Name: "parent", Capability: map[string]int64{"cpu": 4000}},
+			{Name: "child", Parent: "parent", Capability: map[string]int64{"cpu": 8000}},
+		},
+	}}})
+	if err != nil || queues.GetValid() || queues.GetViolations()[0].GetQueue() != "child" {
+		t.Fatalf("ValidateQueues: %v %v", queues, err)
+	}
+}
