@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import sys
-from enum import StrEnum
-from typing import Annotated
-
-import typer
 from rich.console import Console
 from rich.table import Table
 
 from clients._exit import fail
-from clients._options import Files
-from clients.render import dump
+from clients._options import Files, Output, OutputFormat
+from clients.render import write_data
 from solver import GangplanError, load_manifests
 from solver.model import discover_cards
 
 __all__ = ["cards_cmd"]
 
 
-class Output(StrEnum):
-    json = "json"
-    table = "table"
-
-
 def cards_cmd(
     files: Files,
-    output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
+    output: OutputFormat = Output.table,
 ) -> None:
     """Card types per node and cluster totals (whole cards, MPS, MIG) from labels and allocatable."""
     try:
@@ -34,9 +24,9 @@ def cards_cmd(
     except GangplanError as err:
         fail(err)
     cards = discover_cards(model.nodes)
-    if output is Output.json:
+    if output is not Output.table:
         data = {"nodes": cards.per_node, "total": dict(sorted(cards.total.items()))}
-        sys.stdout.write(dump(data, "json") + "\n")
+        write_data(data, output)
         return
     table = Table(title="Card types")
     table.add_column("node")

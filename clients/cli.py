@@ -21,14 +21,13 @@ Notes (skipped kinds, ignored plugins) go to standard error.
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from clients._exit import fail
-from clients._options import Files
+from clients._options import Files, Output, OutputFormat
 from clients.cards_cli import cards_cmd
 from clients.client import ClientError
 from clients.config_cli import config_app
@@ -36,7 +35,8 @@ from clients.expand_cli import expand_cmd
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
-from clients.render import dump, explain_table, schedule_table
+from clients.render import explain_table, schedule_table, write_data
+from gangplan import __version__
 from server.main import run
 from solver import (
     ClusterModel,
@@ -63,15 +63,22 @@ app = typer.Typer(
 stderr = Console(stderr=True, highlight=False)
 
 
-class Output(StrEnum):
-    json = "json"
-    yaml = "yaml"
-    table = "table"
+def _version(shown: bool) -> None:
+    if shown:
+        sys.stdout.write(f"gangplan {__version__}\n")
+        raise typer.Exit()
 
 
-class ExplainOutput(StrEnum):
-    json = "json"
-    table = "table"
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """gangplan: placement optimizer for gang-scheduled AI and HPC jobs."""
 
 
 Config = Annotated[
@@ -163,7 +170,7 @@ def schedule_cmd(
             "GANGPLAN_TOKEN and GANGPLAN_CA_CERT set a bearer token and TLS.",
         ),
     ] = None,
-    output: Annotated[Output, typer.Option("-o", "--output")] = Output.json,
+    output: OutputFormat = Output.json,
     scheduler_names: SchedulerNames = None,
     namespaces: Namespaces = None,
     all_namespaces: AllNamespaces = False,
@@ -194,7 +201,7 @@ def schedule_cmd(
     if output is Output.table:
         schedule_table(decision, Console())
     else:
-        sys.stdout.write(dump(decision.to_dict(), output.value) + "\n")
+        write_data(decision.to_dict(), output)
 
 
 @app.command("explain")
@@ -202,7 +209,7 @@ def explain_cmd(
     files: Files,
     pod: Annotated[str, typer.Option("--pod", help="The pending pod, as namespace/name.")],
     config: Config = None,
-    output: Annotated[ExplainOutput, typer.Option("-o", "--output")] = ExplainOutput.json,
+    output: OutputFormat = Output.json,
     scheduler_names: SchedulerNames = None,
 ) -> None:
     """Every node's verdict and scores for one pending pod."""
@@ -213,10 +220,10 @@ def explain_cmd(
     except GangplanError as err:
         fail(err)
         return
-    if output is ExplainOutput.table:
+    if output is Output.table:
         explain_table(data, Console())
     else:
-        sys.stdout.write(dump(data, "json") + "\n")
+        write_data(data, output)
 
 
 def _schedule_remote(
@@ -299,15 +306,10 @@ def serve_cmd(
         raise typer.Exit(status)
 
 
-class TopologyOutput(StrEnum):
-    json = "json"
-    table = "table"
-
-
 @app.command("topology")
 def topology_cmd(
     files: Files,
-    output: Annotated[TopologyOutput, typer.Option("-o", "--output")] = TopologyOutput.table,
+    output: OutputFormat = Output.table,
     show_nodes: Annotated[bool, typer.Option("--nodes", help="List every node (table).")] = False,
 ) -> None:
     """The ClusterNetworkTopology tree with node counts (Koordinator's status.detailStatus)."""
@@ -321,8 +323,8 @@ def topology_cmd(
         fail(InputError("no ClusterNetworkTopology named default in the input"))
         return
     view = topology_view(tree, model.topology)
-    if output is TopologyOutput.json:
-        sys.stdout.write(dump(view, "json") + "\n")
+    if output is not Output.table:
+        write_data(view, output)
         return
     sys.stdout.write(render_tree(tree, show_nodes=show_nodes) + "\n")
     if view["nodesOutOfTree"]:

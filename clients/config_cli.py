@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from clients._exit import fail
-from clients.render import dump
+from clients._options import Output, OutputFormat
+from clients.render import write_data
 from solver import GangplanError, load_conf
 
 __all__ = ["config_app"]
@@ -22,8 +26,10 @@ def show_cmd(
         str | None,
         typer.Option("--config", help="A conf file; without it, the default conf."),
     ] = None,
+    output: OutputFormat = Output.yaml,
 ) -> None:
-    """Print the effective conf (the default one without --config) as YAML."""
+    """Print the effective conf (the default one without --config): YAML as Volcano's file
+    format, JSON, or a table of its actions and plugins."""
     try:
         conf = load_conf(config)
     except GangplanError as err:
@@ -31,4 +37,17 @@ def show_cmd(
         return
     for note in conf.notes:
         sys.stderr.write(f"note: {note}\n")
-    sys.stdout.write(dump(conf.to_dict(), "yaml"))
+    data = conf.to_dict()
+    if output is not Output.table:
+        write_data(data, output)
+        return
+    table = Table(title=f"actions: {data.get('actions', '')}")
+    for column in ("tier", "plugin", "arguments"):
+        table.add_column(column)
+    for number, tier in enumerate(data.get("tiers", []), start=1):
+        for plugin in tier.get("plugins", []):
+            arguments = {k: v for k, v in plugin.items() if k != "name"}
+            table.add_row(
+                str(number), str(plugin.get("name", "")), json.dumps(arguments) if arguments else ""
+            )
+    Console().print(table)

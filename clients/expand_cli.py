@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from enum import StrEnum
-from typing import Annotated
+from typing import Any
 
-import typer
 import yaml
+from rich.console import Console
+from rich.table import Table
 
 from clients._exit import fail
-from clients._options import Files
+from clients._options import Files, Output, OutputFormat
+from clients.render import write_data
 from solver import GangplanError
 from solver.kube import read_sources
 from solver.kube.workloads import expand_workloads
@@ -19,14 +19,9 @@ from solver.kube.workloads import expand_workloads
 __all__ = ["expand_cmd"]
 
 
-class Output(StrEnum):
-    yaml = "yaml"
-    json = "json"
-
-
 def expand_cmd(
     files: Files,
-    output: Annotated[Output, typer.Option("-o", "--output")] = Output.yaml,
+    output: OutputFormat = Output.yaml,
 ) -> None:
     """Print what each workload (Volcano Job, batch Job, JobSet, LeaderWorkerSet, Kubeflow
     jobs, StatefulSet, Deployment) expands to: its pods and PodGroups (and a JobSet's
@@ -42,6 +37,28 @@ def expand_cmd(
     for note in notes:
         sys.stderr.write(f"note: {note}\n")
     if output is Output.json:
-        sys.stdout.write(json.dumps({"kind": "List", "items": made}, indent=2) + "\n")
-    else:
+        write_data({"kind": "List", "items": made}, output)
+    elif output is Output.yaml:  # documents, as `kubectl apply -f` reads them
         sys.stdout.write(yaml.safe_dump_all(made, sort_keys=False, allow_unicode=True))
+    else:
+        table = Table(title="Objects the workloads expand to")
+        for column in ("kind", "namespace", "name", "gang"):
+            table.add_column(column)
+        for body in made:
+            meta = body.get("metadata") or {}
+            table.add_row(
+                str(body.get("kind", "")),
+                str(meta.get("namespace", "")),
+                str(meta.get("name", "")),
+                _gang_of(meta),
+            )
+        Console().print(table)
+
+
+def _gang_of(meta: dict[str, Any]) -> str:
+    """The PodGroup a pod names, by the label or annotation its dialect uses."""
+    for where in ("annotations", "labels"):
+        for key, value in (meta.get(where) or {}).items():
+            if key.endswith(("group-name", "pod-group-name", "/pod-group")) and value:
+                return str(value)
+    return ""

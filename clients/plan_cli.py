@@ -13,7 +13,6 @@ naming the file and field; nothing is printed on standard output then.
 from __future__ import annotations
 
 import functools
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,7 +23,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clients._exit import fail
-from clients.render import dump
+from clients._options import Output, OutputFormat
+from clients.render import human, write_data
 from solver import GangplanError, InputError, load_manifests
 from solver.plan import (
     PlanInput,
@@ -47,11 +47,6 @@ from solver.plan.sweep import load_sweep, read_results, results_path, run_sweep
 __all__ = ["build_plan_input", "plan_cmd"]
 
 stderr = Console(stderr=True, highlight=False)
-
-
-class PlanOutput(StrEnum):
-    json = "json"
-    table = "table"
 
 
 class PlanValue(StrEnum):
@@ -106,14 +101,25 @@ def plan_table(result: PlanResult, console: Console) -> None:
     add.add_column("nodes", justify="right")
     for name, n in sorted(result.add.items()):
         add.add_row(name, str(n))
-    for name, n in sorted(result.use.items()):
-        add.add_row(f"[dim]{name} (existing, used)[/dim]", str(n))
+    if not result.add:
+        add.add_row("[dim](none)[/dim]", "0")
     console.print(add)
+    if result.use:
+        # `existing:<node>` (the planner's name for a node of the current cluster)
+        used = Table(title="Existing nodes used", min_width=24)
+        used.add_column("node")
+        for name in sorted(result.use):
+            used.add_row(name.removeprefix("existing:"))
+        console.print(used)
     util = Table(title="Utilisation of the planned cluster")
     for col in ("resource", "used", "capacity", "ratio"):
         util.add_column(col, justify="left" if col == "resource" else "right")
     for name, u in result.utilisation.items():
-        util.add_row(name, f"{u['used']:g}", f"{u['capacity']:g}", f"{100 * u['ratio']:.1f}%")
+        unit = {"cpu": " cores"}.get(name, "")
+        used_text, capacity_text = (
+            human(name, u[k], memory_unit=2**20) + unit for k in ("used", "capacity")
+        )  # the planner counts memory in MiB
+        util.add_row(name, used_text, capacity_text, f"{100 * u['ratio']:.1f}%")
     console.print(util)
     if result.unplaced:
         left = Table(title="Still cannot run")
@@ -154,7 +160,7 @@ def plan_cmd(
             help="FIELD=COLUMN,... for name,cpu,memory,gpu,gpu_milli,gpu_spec (openb defaults).",
         ),
     ] = None,
-    output: Annotated[PlanOutput, typer.Option("-o", "--output")] = PlanOutput.table,
+    output: OutputFormat = Output.table,
     plot: Annotated[str | None, typer.Option("--plot", help="Write a PNG here.")] = None,
     time_limit: Annotated[
         float, typer.Option("--time-limit", min=0.1, help="Seconds per plan.")
@@ -235,8 +241,8 @@ def plan_cmd(
         fail(err)
     for note in (*inp.notes, *result.notes):
         stderr.print(f"note: {note}", markup=False, soft_wrap=True)
-    if output is PlanOutput.json:
-        sys.stdout.write(dump(result.to_dict(), "json") + "\n")
+    if output is not Output.table:
+        write_data(result.to_dict(), output)
     else:
         plan_table(result, Console())
 
@@ -249,7 +255,7 @@ def _sweep(
     results: str | None,
     out_dir: str | None,
     plot: str | None,
-    output: PlanOutput,
+    output: Output,
     quiet: bool,
 ) -> None:
     spec = load_sweep(path)
@@ -281,9 +287,9 @@ def _sweep(
     skipped = len(rows) - len(solved)
     if plot:
         plot_sweep(rows, plot, title=f"sweep {Path(path).name}")
-    if output is PlanOutput.json:
+    if output is not Output.table:
         summary = {"results": str(out), "solved": len(solved), "skipped": skipped, "rows": rows}
-        sys.stdout.write(dump(summary, "json") + "\n")
+        write_data(summary, output)
         return
     table = Table(title=f"Sweep {Path(path).name} -> {out}")
     for col in ("scenario", "status", "cost", "gap", "add", "unplaced pods"):

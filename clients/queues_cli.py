@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -11,8 +9,8 @@ from rich.console import Console
 from rich.tree import Tree
 
 from clients._exit import fail
-from clients._options import Files
-from clients.render import dump
+from clients._options import Files, Output, OutputFormat
+from clients.render import write_data
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.features.cards import CardMode
 from solver.features.queues import (
@@ -32,15 +30,10 @@ queues_app = typer.Typer(
 stderr = Console(stderr=True, highlight=False)
 
 
-class Output(StrEnum):
-    json = "json"
-    table = "table"
-
-
 @queues_app.command("validate")
 def validate_cmd(
     files: Files,
-    output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
+    output: OutputFormat = Output.table,
     max_depth: Annotated[
         int, typer.Option("--max-depth", min=1, help="Deepest allowed queue (root = 0).")
     ] = DEFAULT_MAX_DEPTH,
@@ -56,14 +49,14 @@ def validate_cmd(
         fail(err)
         return
     verdicts = validate_queues(snapshot_of(model), max_depth=max_depth, delete=delete)
-    if output is Output.json:
+    if output is not Output.table:
         data = {
             "queues": {
                 name: {"valid": v.valid, "reason": v.reason, "warnings": v.warnings}
                 for name, v in verdicts.items()
             }
         }
-        sys.stdout.write(dump(data, "json") + "\n")
+        write_data(data, output)
     else:
         console = Console()
         for name, v in verdicts.items():
@@ -114,7 +107,7 @@ def tree_cmd(
     config: Annotated[
         str | None, typer.Option("--config", help="Scheduler conf (Volcano format).")
     ] = None,
-    output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
+    output: OutputFormat = Output.table,
 ) -> None:
     """Draw the queue tree with capability / deserved / guarantee / allocated per queue."""
     try:
@@ -135,8 +128,8 @@ def tree_cmd(
     except GangplanError as err:
         fail(err)
         return
-    if output is Output.json:
-        sys.stdout.write(dump({"queues": _view(tree)}, "json") + "\n")
+    if output is not Output.table:
+        write_data({"queues": _view(tree)}, output)
         return
 
     def label(name: str) -> str:

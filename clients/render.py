@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import yaml
@@ -11,13 +12,30 @@ from rich.table import Table
 
 from solver import Decision
 
-__all__ = ["dump", "explain_table", "schedule_table"]
+__all__ = ["dump", "explain_table", "human", "schedule_table", "write_data"]
 
 
 def dump(data: dict[str, Any], fmt: str) -> str:
     if fmt == "yaml":
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def write_data(data: dict[str, Any], fmt: str) -> None:
+    """`-o json` / `-o yaml` on standard output: the same data either way."""
+    text = dump(data, fmt)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def human(resource: str, value: float, *, memory_unit: int = 1) -> str:
+    """A quantity for a table: milli-CPU as cores, memory (in `memory_unit` bytes) as GiB,
+    anything else (GPUs, pods, extended resources) as a count."""
+    if resource == "cpu":
+        return f"{value / 1000:,.3f}".rstrip("0").rstrip(".")
+    if resource in ("memory", "ephemeral-storage"):
+        gib = value * memory_unit / 2**30
+        return f"{gib:,.1f} GiB" if gib < 100 else f"{gib:,.0f} GiB"
+    return f"{value:,g}"
 
 
 def schedule_table(decision: Decision, console: Console) -> None:
