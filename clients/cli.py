@@ -32,6 +32,7 @@ from clients.cards_cli import cards_cmd
 from clients.client import ClientError
 from clients.config_cli import config_app
 from clients.expand_cli import expand_cmd
+from clients.health_cli import health_cmd
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
@@ -337,6 +338,7 @@ app.add_typer(config_app, name="config")
 app.command("plan")(plan_cmd)
 app.command("cards")(cards_cmd)
 app.command("expand")(expand_cmd)
+app.command("health")(health_cmd)
 
 
 def main() -> None:

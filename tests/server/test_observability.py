@@ -14,7 +14,9 @@ import pytest
 from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
+from typer.testing import CliRunner
 
+from clients.cli import app
 from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
@@ -201,3 +203,16 @@ def _value(text: str, pattern: str) -> float:
     match = re.search(pattern + r" ([0-9.e+]+)", text)
     assert match, pattern
     return float(match.group(1))
+
+
+def test_the_health_command_is_a_probe(start: Any) -> None:
+    srv, port = start(token="s3cret")
+    probe = ["health", "--server", f"127.0.0.1:{port}", "--timeout", "2"]
+    serving = CliRunner().invoke(app, probe)
+    assert (serving.exit_code, serving.stdout) == (0, "SERVING\n")
+    srv.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    draining = CliRunner().invoke(app, probe)
+    assert (draining.exit_code, draining.stdout) == (1, "NOT_SERVING\n")
+    srv.stop(0)
+    gone = CliRunner().invoke(app, probe)
+    assert gone.exit_code == 2 and "UNAVAILABLE" in gone.output
