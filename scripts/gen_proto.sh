@@ -44,8 +44,13 @@ protoc -I proto -I /usr/include \
   --go-grpc_out="$out/clients/go" --go-grpc_opt=module="$go_module" \
   proto/gangplan/v1/*.proto
 
+# The Go module carries the .proto files it was generated from (embedded as gangplan.Protos):
+# a module zip holds only its own folder, so they are copied in, and checked like the stubs.
+mkdir -p "$out/clients/go/proto/gangplan/v1"
+cp proto/gangplan/v1/*.proto "$out/clients/go/proto/gangplan/v1/"
+
 if [[ "${1:-}" == "--check" ]]; then
-  for f in "$out"/gangplan/v1/* "$out"/clients/go/gangplanv1/*; do
+  for f in "$out"/gangplan/v1/* "$out"/clients/go/gangplanv1/* "$out"/clients/go/proto/gangplan/v1/*; do
     committed="${f#"$out"/}"
     if ! diff -u "$committed" "$f"; then
       echo "error: $committed is stale; run scripts/gen_proto.sh and commit the result" >&2

@@ -27,7 +27,7 @@ export GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" GOFLAGS= GOCACHE="$gop
 GO=$ROOT/.venv/bin/go
 
 cd "$gopath/src/$MODULE"
-unformatted=$("$("$GO" env GOROOT)/bin/gofmt" -l client.go client_test.go doc.go cmd)
+unformatted=$("$("$GO" env GOROOT)/bin/gofmt" -l client.go client_test.go doc.go protos.go cmd)
 [[ -z "$unformatted" ]] || { echo "gofmt: $unformatted" >&2; exit 1; }
 "$GO" vet ./...
 GANGPLAN_BIN="$ROOT/.venv/bin/gangplan" "$GO" test -count=1 ./...

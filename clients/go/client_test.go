@@ -168,3 +168,12 @@ func TestPlanCapacityAndValidateQueues(t *testing.T) {
 		t.Fatalf("ValidateQueues: %v %v", queues, err)
 	}
 }
+
+func TestTheModuleShipsItsProtos(t *testing.T) {
+	for _, name := range []string{"cluster.proto", "placement_service.proto"} {
+		text, err := gangplan.Protos.ReadFile("proto/gangplan/v1/" + name)
+		if err != nil || !regexp.MustCompile(`package gangplan\.v1;`).Match(text) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
