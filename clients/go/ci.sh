@@ -11,7 +11,13 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 MODULE=github.com/gangplan/gangplan/clients/go
 
-if ! command -v protoc-gen-go-grpc >/dev/null || [[ ! -f /usr/share/gocode/src/github.com/golang/protobuf/proto/registry.go ]]; then
+# Skip apt when everything is there. golang-github-golang-protobuf-1-5-dev is named because
+# golang-google-grpc-dev depends on "1-3-dev | 1-5-dev" and apt would take 1.3, whose
+# github.com/golang/protobuf predates protobuf-go's APIv2 (no proto/registry.go).
+if ! command -v protoc protoc-gen-go protoc-gen-go-grpc >/dev/null ||
+  [[ ! -f /usr/share/gocode/src/google.golang.org/grpc/health/grpc_health_v1/health.pb.go ||
+    ! -f /usr/share/gocode/src/google.golang.org/protobuf/encoding/protojson/decode.go ||
+    ! -f /usr/share/gocode/src/github.com/golang/protobuf/proto/registry.go ]]; then
   apt-get update -qq
   apt-get install -y -qq protobuf-compiler protoc-gen-go protoc-gen-go-grpc \
     golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev >/dev/null
@@ -27,7 +33,7 @@ export GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" GOFLAGS= GOCACHE="$gop
 GO=$ROOT/.venv/bin/go
 
 cd "$gopath/src/$MODULE"
-unformatted=$("$("$GO" env GOROOT)/bin/gofmt" -l client.go client_test.go doc.go protos.go cmd)
+unformatted=$("$("$GO" env GOROOT)/bin/gofmt" -l ./*.go cmd)
 [[ -z "$unformatted" ]] || { echo "gofmt: $unformatted" >&2; exit 1; }
 "$GO" vet ./...
 GANGPLAN_BIN="$ROOT/.venv/bin/gangplan" "$GO" test -count=1 ./...

@@ -29,6 +29,9 @@ type Options struct {
 	// Retries is how many more attempts an idempotent call gets on Unavailable or
 	// ResourceExhausted (0: 3; negative: none).
 	Retries int
+	// DialOptions are passed to grpc.Dial after the wrapper's own (interceptors,
+	// keepalive, a custom dialer, ...).
+	DialOptions []grpc.DialOption
 }
 
 // Client is a connection to a gangplan server. It is safe for concurrent use.
@@ -69,6 +72,7 @@ func Dial(target string, opts Options) (*Client, error) {
 	if opts.Token != "" {
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer{"Bearer " + opts.Token, opts.TLS != nil}))
 	}
+	dial = append(dial, opts.DialOptions...)
 	conn, err := grpc.Dial(target, dial...)
 	if err != nil {
 		return nil, err
@@ -103,8 +107,14 @@ func (c *Client) bounded(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // idempotent runs a call that only reads, again on Unavailable or ResourceExhausted, with
-// exponential backoff, while attempts and the deadline last. Snapshot writes never come
-// here: a retried UpdateSnapshot whose first attempt landed would fail its generation check.
+// exponential backoff, while attempts and the deadline last. PlaceJob, Preempt, Enqueue,
+// ValidateQueues, PlanCapacity and health only read (server/servicer.py solves on the
+// stored generation and never stores the answer), so a repeat is harmless. Snapshot writes
+// never come here: a repeated PutSnapshot whose first attempt landed bumps the generation
+// again, a repeated UpdateSnapshot fails its expected_generation check or applies its
+// delta twice, a repeated DeleteSnapshot answers NotFound. This is the policy the Python
+// and Node.js clients give gRPC as a service config; here it is a loop because grpc-go
+// before 1.40 (Debian's is 1.33) ignores retry policies unless GRPC_GO_RETRY=on.
 func idempotent[T any](ctx context.Context, c *Client, call func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := c.bounded(ctx)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,42 +21,56 @@ import (
 )
 
 // The tests talk to a real `gangplan serve` on loopback ($GANGPLAN_BIN, else the
-// checkout's .venv/bin/gangplan), started once for the package.
+// checkout's .venv/bin/gangplan), started once for the package; the TLS tests start their own.
 const token = "go-test-token"
 
 var address string
 
 func TestMain(m *testing.M) {
+	addr, stop, err := startServer(nil, "GANGPLAN_TOKEN="+token)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	address = addr
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// startServer runs `gangplan serve` on a free loopback port with extra flags and
+// environment, and returns its address (from the "listening on" banner) and how to stop it.
+func startServer(flags []string, env ...string) (string, func(), error) {
 	bin := os.Getenv("GANGPLAN_BIN")
 	if bin == "" {
 		bin, _ = filepath.Abs(filepath.Join("..", "..", ".venv", "bin", "gangplan"))
 	}
-	server := exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0")
-	server.Env = append(os.Environ(), "GANGPLAN_TOKEN="+token, "GANGPLAN_LOG_LEVEL=WARNING")
+	args := append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"}, flags...)
+	server := exec.Command(bin, args...)
+	server.Env = append(append(os.Environ(), "GANGPLAN_LOG_LEVEL=WARNING"), env...)
 	server.Stderr = os.Stderr
 	out, err := server.StdoutPipe()
 	if err == nil {
 		err = server.Start()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot start", bin, err)
-		os.Exit(2)
+		return "", nil, fmt.Errorf("cannot start %s: %w", bin, err)
+	}
+	stop := func() {
+		_ = server.Process.Signal(os.Interrupt)
+		_ = server.Wait()
 	}
 	listening := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
 		if match := listening.FindStringSubmatch(lines.Text()); match != nil {
-			address = match[1]
-			break
+			// Keep reading what else it prints, so a full pipe never blocks the server.
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return match[1], stop, nil
 		}
 	}
-	code := 2
-	if address != "" {
-		code = m.Run()
-	}
-	_ = server.Process.Signal(os.Interrupt)
-	_ = server.Wait()
-	os.Exit(code)
+	stop()
+	return "", nil, fmt.Errorf("%s %v exited without listening", bin, args)
 }
 
 func dial(t *testing.T, secret string) *gangplan.Client {

@@ -228,6 +228,11 @@ def _node(raw: RawObject, k8s: K8sNode) -> Node:
     )
 
 
+def _add(into: dict[str, int], more: dict[str, int]) -> None:
+    for r, v in more.items():
+        into[r] = into.get(r, 0) + v
+
+
 def _container_request(c: Container) -> dict[str, int]:
     # A resource with limits but no requests defaults its request to the limit.
     out = dict(c.resources.limits)
@@ -236,20 +241,26 @@ def _container_request(c: Container) -> dict[str, int]:
 
 
 def effective_requests(k8s: K8sPod) -> dict[str, int]:
-    """max(Σ containers + Σ sidecars, max over init containers) + overhead, per resource."""
+    """A pod's requests as kube-scheduler computes them (component-helpers/resource
+    `PodRequests`, KEP-753): app containers plus restartable (sidecar) init containers, which
+    keep running; each regular init container needs its own request plus the sidecars
+    started before it; the pod needs the largest of those; then `spec.overhead`."""
     total: dict[str, int] = {}
     for c in k8s.spec.containers:
-        for r, v in _container_request(c).items():
-            total[r] = total.get(r, 0) + v
+        _add(total, _container_request(c))
+    sidecars: dict[str, int] = {}  # the restartable init containers started so far
     init_peak: dict[str, int] = {}
     for c in k8s.spec.init_containers:
         req = _container_request(c)
-        if c.restart_policy == "Always":  # a sidecar runs alongside the app containers
-            for r, v in req.items():
-                total[r] = total.get(r, 0) + v
+        if c.restart_policy == "Always":
+            _add(total, req)
+            _add(sidecars, req)
+            during = sidecars
         else:
-            for r, v in req.items():
-                init_peak[r] = max(init_peak.get(r, 0), v)
+            during = dict(req)
+            _add(during, sidecars)
+        for r, v in during.items():
+            init_peak[r] = max(init_peak.get(r, 0), v)
     for r, v in init_peak.items():
         total[r] = max(total.get(r, 0), v)
     for r, v in k8s.spec.overhead.items():

@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from solver.kube import load_manifests, read_sources
+from tests.builders import model
 
 NODE = """\
 apiVersion: v1
@@ -121,8 +123,6 @@ def test_node_defaults_and_quantities(tmp_path: Path) -> None:
 
 
 def test_pod_effective_requests() -> None:
-    from tests.builders import model
-
     body = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -147,3 +147,50 @@ def test_pod_effective_requests() -> None:
     # cpu: max(1 + 0.5, init 4) + overhead 0.1; memory: 1Gi + sidecar 1Gi; gpu from limits
     assert p.requests == {"cpu": 4100, "memory": 2 * 2**30, "nvidia.com/gpu": 2, "pods": 1}
     assert p.namespace == "default"
+
+
+def _cpu(cores: int, sidecar: bool = False) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "resources": {"requests": {"cpu": str(cores)}}}
+    if sidecar:
+        container["restartPolicy"] = "Always"
+    return container
+
+
+# KEP-753's rule as component-helpers/resource `PodRequests` implements it, on the sidecar
+# cases of its helpers_test.go (TestPodResourceRequests): a regular init container runs
+# beside the restartable init containers declared before it, not the ones after it.
+@pytest.mark.parametrize(
+    ("init", "containers", "cores"),
+    [
+        pytest.param([_cpu(1, True)], [_cpu(1)], 2, id="restartable init container"),
+        pytest.param(
+            [_cpu(1, True), _cpu(2, True)], [_cpu(1)], 4, id="multiple restartable init containers"
+        ),
+        pytest.param(
+            [_cpu(1, True), _cpu(5)], [_cpu(1)], 6, id="restartable-init, init and regular"
+        ),
+        pytest.param(
+            [_cpu(5), _cpu(1, True)], [_cpu(1)], 5, id="init before restartable-init: alone"
+        ),
+        pytest.param(
+            [_cpu(5), _cpu(1, True), _cpu(2, True), _cpu(3)],
+            [_cpu(1)],
+            6,
+            id="multiple restartable and regular init containers",
+        ),
+        pytest.param(
+            [_cpu(1, True), _cpu(1, True), _cpu(1)], [_cpu(10)], 12, id="app containers dominate"
+        ),
+    ],
+)
+def test_sidecars_count_for_the_init_containers_after_them(
+    init: list[dict[str, Any]], containers: list[dict[str, Any]], cores: int
+) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": containers, "initContainers": init},
+    }
+    (p,) = model(body).pods
+    assert p.requests["cpu"] == cores * 1000
