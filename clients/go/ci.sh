@@ -41,13 +41,22 @@ GANGPLAN_BIN="$ROOT/.venv/bin/gangplan" "$GO" test -count=1 ./...
 
 # The example against a live server, as the README shows it.
 log=$gopath/serve.log
-"$ROOT/.venv/bin/gangplan" serve --host 127.0.0.1 --port 0 --metrics-port 0 >"$log" 2>/dev/null &
+"$ROOT/.venv/bin/gangplan" serve --host 127.0.0.1 --port 0 --metrics-port 0 >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; rm -rf "$gopath"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
 port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
+[[ -n "$port" ]] || { cat "$log" >&2; echo "error: gangplan serve did not start" >&2; exit 1; }
 out=$("$gopath/gangplan-place" -addr "127.0.0.1:$port" -request cmd/gangplan-place/testdata/request.json)
 echo "$out"
 grep -q "gang default/train placed=true" <<<"$out"
-grep -q "gang default/big placed=false" <<<"$out"
+grep -q "gang default/big placed=false: gang default/big needs 3" <<<"$out"
+grep -q "bind default/train-0 -> gpu-" <<<"$out"
+# A bad request is a clear error naming the field, not a stack trace.
+echo '{"cluster": {"nodes": [{"name": ""}]}, "job": {}}' >"$gopath/bad.json"
+if err=$("$gopath/gangplan-place" -addr "127.0.0.1:$port" -request "$gopath/bad.json" 2>&1); then
+  echo "error: gangplan-place accepted a node without a name" >&2
+  exit 1
+fi
+grep -q "InvalidArgument" <<<"$err" && grep -q "cluster.nodes\[0\].name:" <<<"$err" || { echo "$err" >&2; exit 1; }
 echo "go client: ok"

@@ -13,4 +13,9 @@
 // The messages are the generated ones in package gangplanv1 (from proto/gangplan/v1, the
 // same files the Python and Node.js clients use). Errors are gRPC status errors;
 // Violations lists the field paths of an InvalidArgument.
+//
+// Every call gets Options.Timeout unless its context has a deadline. The calls that only
+// read (PlaceJob, Preempt, Enqueue, ValidateQueues, PlanCapacity, Health) are retried on
+// Unavailable and ResourceExhausted; the snapshot writes (PutSnapshot, UpdateSnapshot,
+// DeleteSnapshot) are sent once, since a repeat of one that landed is not harmless.
 package gangplan
