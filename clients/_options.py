@@ -26,7 +26,7 @@ OutputFormat = Annotated[
     typer.Option(
         "-o",
         "--output",
-        help="json or yaml for programs (the same data; machine units: milli-CPU, bytes), "
-        "table for people (cores, GiB, GPUs).",
+        help="json or yaml for programs: the same data, in machine units (milli-CPU, bytes; "
+        "`plan` counts memory in MiB). table for people: cores, GiB, GPU counts.",
     ),
 ]

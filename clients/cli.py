@@ -2,16 +2,22 @@
 
     gangplan schedule -f FILE... [--config CONF] [--engine auto|cpsat|greedy]
                       [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
-                      [--scheduler-name NAME]... [-n NAMESPACE]... [-A]
-    gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|table]
-    gangplan topology -f FILE... [-o table|json] [--nodes]
-    gangplan config show [--config CONF]
-    gangplan expand   -f FILE... [-o yaml|json]
-    gangplan plan     -f FILE... --catalog CAT [--cluster F...] [--trace CSV] [-o table|json]
+                      [--scheduler-name NAME]... [-n NAMESPACE]... [-A] [--server HOST:PORT]
+    gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|yaml|table]
+    gangplan topology -f FILE... [-o json|yaml|table] [--nodes]
+    gangplan config show [--config CONF] [-o json|yaml|table]
+    gangplan expand   -f FILE... [-o json|yaml|table]
+    gangplan queues validate|tree -f FILE... [-o json|yaml|table]
+    gangplan cards    -f FILE... [-o json|yaml|table]
+    gangplan plan     -f FILE... --catalog CAT [--cluster F...] [--trace CSV] [-o json|yaml|table]
                       [--plot PNG] | --sweep SWEEP.yaml [--executor process|ray|dask]
+    gangplan health   [--server HOST:PORT] [--service NAME] [-o json|yaml|table]
     gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
                       [--workers N] [--grace S] [--max-snapshot-mb MB]
+    gangplan --version
 
+Every `-o` is the one option of `clients._options`: json and yaml carry the same data in
+machine units (milli-CPU, bytes), table shows cores, GiB and GPU counts (`clients.render`).
 `-f -` reads standard input; a directory reads its *.yaml, *.yml and *.json files.
 Invalid input exits 2 with one message naming the file, document and field, and prints
 nothing on standard output; a fault inside gangplan (a bug: please report it) exits 3.

@@ -8,13 +8,14 @@
 
 Errors arrive as `ClientError` with the status code, the message and, for
 INVALID_ARGUMENT, the field violations. Only idempotent calls (PlaceJob, Preempt, Enqueue,
-ValidateQueues, PlanCapacity) are retried, by gRPC's own retry policy, on UNAVAILABLE and
-RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
+ValidateQueues, PlanCapacity and the health check) are retried, by gRPC's own retry policy,
+on UNAVAILABLE and RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,9 +32,19 @@ from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 __all__ = ["Client", "ClientError"]
 
 SERVICE = "gangplan.v1.PlacementService"
-# Calls that only read: answering twice changes nothing. Snapshot writes are not retried: a
-# retried UpdateSnapshot whose first attempt landed fails its expected_generation check.
+# The calls that only read (server/servicer.py): PlaceJob, Preempt, Enqueue and
+# ValidateQueues solve or check against the snapshot without changing it (Preempt proposes
+# victims but evicts nothing) and PlanCapacity builds its own model of the snapshot plus the
+# workload, so a second attempt after one that may have reached the server changes nothing.
+# The snapshot writes are not: a retried PutSnapshot without an id stores a second snapshot
+# and one with an id bumps the generation twice, a retried UpdateSnapshot whose first attempt
+# landed fails its expected_generation check (without one, its removals are rejected as
+# already gone: solver/snapshot/_snapshot.py, Snapshot.apply), and a retried DeleteSnapshot
+# reports NOT_FOUND for a delete that succeeded. The health check only reads too (a probe
+# that must see the first failure, as `gangplan health` does, passes retries=0).
 IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues", "PlanCapacity")
+HEALTH_SERVICE = "grpc.health.v1.Health"
+MAX_RETRIES = 4  # gRPC caps a retry policy's maxAttempts at 5 (gRFC A6)
 
 PemSource = bytes | str | Path
 
@@ -72,11 +83,15 @@ def _pem(source: PemSource | None) -> bytes | None:
 
 
 def _service_config(retries: int) -> str:
+    """gRPC's retry policy (gRFC A6 service config) for the idempotent calls only."""
     config: dict[str, Any] = {"methodConfig": []}
     if retries > 0:
         config["methodConfig"].append(
             {
-                "name": [{"service": SERVICE, "method": m} for m in IDEMPOTENT],
+                "name": [
+                    *({"service": SERVICE, "method": m} for m in IDEMPOTENT),
+                    {"service": HEALTH_SERVICE, "method": "Check"},
+                ],
                 "retryPolicy": {
                     "maxAttempts": retries + 1,
                     "initialBackoff": "0.05s",
@@ -96,7 +111,8 @@ class Client:
     trusted roots (the system's when None); `client_cert` + `client_key` add mutual TLS;
     `token` sends `authorization: Bearer <token>`. `timeout` is each call's deadline (the
     server's solver budget) unless a call passes its own. `retries` counts extra attempts
-    of idempotent calls (at most 4: gRPC caps attempts at 5).
+    of idempotent calls (0..4: gRPC caps attempts at 5); the backoff starts at 50 ms and
+    doubles up to 2 s, with gRPC's jitter.
     """
 
     def __init__(
@@ -112,11 +128,15 @@ class Client:
         retries: int = 3,
         max_message_mb: int = 256,
     ) -> None:
+        if not 0 <= retries <= MAX_RETRIES:
+            raise ValueError(f"retries must be 0..{MAX_RETRIES}, not {retries}")
+        if (client_cert is None) != (client_key is None):
+            raise ValueError("mutual TLS needs both client_cert and client_key")
         options = [
             ("grpc.max_receive_message_length", max_message_mb * 1024 * 1024),
             ("grpc.max_send_message_length", max_message_mb * 1024 * 1024),
             ("grpc.enable_retries", 1 if retries > 0 else 0),
-            ("grpc.service_config", _service_config(min(retries, 4))),
+            ("grpc.service_config", _service_config(retries)),
         ]
         if tls or ca_cert is not None or client_cert is not None:
             credentials = grpc.ssl_channel_credentials(
@@ -133,7 +153,7 @@ class Client:
         )
         self._stub = spb_grpc.PlacementServiceStub(self.channel)
         self._health_check = self.channel.unary_unary(
-            "/grpc.health.v1.Health/Check",
+            f"/{HEALTH_SERVICE}/Check",
             request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
             response_deserializer=health_pb2.HealthCheckResponse.FromString,
         )
@@ -182,6 +202,7 @@ class Client:
         return response
 
     def delete_snapshot(self, snapshot_id: str, *, timeout: float | None = None) -> None:
+        """Forget a snapshot (NOT_FOUND when the id is unknown)."""
         self._call(
             self._stub.DeleteSnapshot, spb.DeleteSnapshotRequest(snapshot_id=snapshot_id), timeout
         )
@@ -200,9 +221,21 @@ class Client:
         return {"cluster": cluster}
 
     @staticmethod
-    def _options(engine: str, scheduler_conf: str, workers: int, seed: int) -> spb.SolveOptions:
+    def _options(
+        engine: str,
+        scheduler_conf: str,
+        workers: int,
+        seed: int,
+        scheduler_names: Sequence[str] = (),
+        namespaces: Sequence[str] = (),
+    ) -> spb.SolveOptions:
         return spb.SolveOptions(
-            engine=engine, scheduler_conf=scheduler_conf, workers=workers, seed=seed
+            engine=engine,
+            scheduler_conf=scheduler_conf,
+            workers=workers,
+            seed=seed,
+            scheduler_names=scheduler_names,
+            namespaces=namespaces,
         )
 
     def place_job(
@@ -216,12 +249,19 @@ class Client:
         scheduler_conf: str = "",
         workers: int = 0,
         seed: int = 0,
+        scheduler_names: Sequence[str] = (),
+        namespaces: Sequence[str] = (),
         timeout: float | None = None,
     ) -> spb.PlaceJobResponse:
-        """Where the job's pods go (an empty job: every pending pod of the cluster)."""
+        """Where the job's pods go (an empty job: every pending pod of the cluster).
+
+        `scheduler_names` / `namespaces` keep only the pending pods of those schedulers /
+        namespaces (the others stay pending; bound pods always count)."""
         request = spb.PlaceJobRequest(
             job=job or pb.Job(),
-            options=self._options(engine, scheduler_conf, workers, seed),
+            options=self._options(
+                engine, scheduler_conf, workers, seed, scheduler_names, namespaces
+            ),
             **self._source(snapshot, cluster, expected_generation),
         )
         response: spb.PlaceJobResponse = self._call(self._stub.PlaceJob, request, timeout)
@@ -238,13 +278,20 @@ class Client:
         scheduler_conf: str = "",
         workers: int = 0,
         seed: int = 0,
+        scheduler_names: Sequence[str] = (),
+        namespaces: Sequence[str] = (),
         timeout: float | None = None,
     ) -> spb.PreemptResponse:
-        """Placements and the victims to evict for the job (an empty job: every pending pod
-        of the cluster); `reason` says why no victims are proposed when there are none."""
+        """Placements, and the victims to evict (with their DisruptionTarget message and the
+        node each member is nominated to) when the job only fits by preempting or reclaiming
+        lower-priority pods. Nothing is evicted: the answer is a proposal for the front end.
+        `placed` counts nominated members as placed; `reason` says why no victims are
+        proposed when there are none. Options as for `place_job`."""
         request = spb.PreemptRequest(
             job=job or pb.Job(),
-            options=self._options(engine, scheduler_conf, workers, seed),
+            options=self._options(
+                engine, scheduler_conf, workers, seed, scheduler_names, namespaces
+            ),
             **self._source(snapshot, cluster, expected_generation),
         )
         response: spb.PreemptResponse = self._call(self._stub.Preempt, request, timeout)
@@ -260,7 +307,8 @@ class Client:
         scheduler_conf: str = "",
         timeout: float | None = None,
     ) -> spb.EnqueueResponse:
-        """Whether the job's gangs may enter their queues."""
+        """Whether the job's gangs may enter their queues (the capacity or capacity-card
+        plugin's admission at the leaf queue and every ancestor), one answer per gang."""
         request = spb.EnqueueRequest(
             job=job,
             options=self._options("", scheduler_conf, 0, 0),
@@ -276,6 +324,7 @@ class Client:
         cluster: pb.Cluster | None = None,
         timeout: float | None = None,
     ) -> spb.ValidateQueuesResponse:
+        """The cluster's queue tree checked against Volcano's queue admission rules."""
         request = spb.ValidateQueuesRequest(**self._source(snapshot, cluster, 0))
         response: spb.ValidateQueuesResponse = self._call(
             self._stub.ValidateQueues, request, timeout
@@ -306,13 +355,18 @@ class Client:
             budget=budget,
             value=value,
             options=self._options("", "", workers, seed),
-            **(self._source(snapshot, cluster, 0) if snapshot or cluster else {}),
+            **(
+                self._source(snapshot, cluster, 0)
+                if snapshot is not None or cluster is not None
+                else {}
+            ),
         )
         response: spb.PlanCapacityResponse = self._call(self._stub.PlanCapacity, request, timeout)
         return response
 
     def health(self, service: str = "", *, timeout: float | None = None) -> str:
-        """`SERVING`, `NOT_SERVING`, ... of the whole server ("") or one service."""
+        """`SERVING`, `NOT_SERVING`, ... of the whole server ("") or one service
+        (`gangplan.v1.PlacementService`); needs no token."""
         response: health_pb2.HealthCheckResponse = self._call(
             self._health_check, health_pb2.HealthCheckRequest(service=service), timeout
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -36,10 +35,10 @@ def expand_cmd(
     made = [o.body for o in expanded if id(o) not in kept]
     for note in notes:
         sys.stderr.write(f"note: {note}\n")
-    if output is Output.json:
-        write_data({"kind": "List", "items": made}, output)
-    elif output is Output.yaml:  # documents, as `kubectl apply -f` reads them
-        sys.stdout.write(yaml.safe_dump_all(made, sort_keys=False, allow_unicode=True))
+    if output is not Output.table:
+        # a v1 List, as `kubectl get -o yaml|json` prints one: `kubectl apply -f` and
+        # `gangplan -f` read it back, and json and yaml carry the same document
+        write_data({"apiVersion": "v1", "kind": "List", "items": made}, output)
     else:
         table = Table(title="Objects the workloads expand to")
         for column in ("kind", "namespace", "name", "gang"):

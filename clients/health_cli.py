@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 
+from clients._options import Output, OutputFormat
 from clients.client import Client, ClientError
+from clients.render import write_data
 
 __all__ = ["health_cmd"]
 
@@ -22,6 +24,7 @@ def health_cmd(
         str, typer.Option("--service", help='One service ("" : the whole server).')
     ] = "",
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds.")] = 3.0,
+    output: OutputFormat = Output.table,
 ) -> None:
     """Ask grpc.health.v1 Check: prints the status; exit 0 only when SERVING. TLS: the CA
     from GANGPLAN_CA_CERT (health needs no token)."""
@@ -32,5 +35,8 @@ def health_cmd(
     except ClientError as err:
         sys.stderr.write(f"error: {server}: {err}\n")
         raise typer.Exit(2) from None
-    sys.stdout.write(status + "\n")
+    if output is Output.table:  # the bare status, as probes and scripts compare it
+        sys.stdout.write(status + "\n")
+    else:
+        write_data({"server": server, "service": service, "status": status}, output)
     raise typer.Exit(0 if status == "SERVING" else 1)

@@ -2,9 +2,9 @@
 
     gangplan plan -f WORKLOAD... --catalog CATALOG.yaml [--cluster FILE...]
                   [--trace CSV [--trace-mapping FIELD=COLUMN,...]]
-                  [-o table|json] [--plot out.png] [--time-limit S] [--workers N] [--seed N]
+                  [-o json|yaml|table] [--plot out.png] [--time-limit S] [--workers N] [--seed N]
     gangplan plan --sweep sweep.yaml [--executor process|ray|dask] [--max-workers N]
-                  [--output results.jsonl]
+                  [--address ADDR] [--out DIR | --results FILE] [--plot sweep.png] [-q]
 
 Invalid input (catalogue, CSV columns, manifests, sweep file) exits 2 with one message
 naming the file and field; nothing is printed on standard output then.
@@ -105,19 +105,20 @@ def plan_table(result: PlanResult, console: Console) -> None:
         add.add_row("[dim](none)[/dim]", "0")
     console.print(add)
     if result.use:
-        # `existing:<node>` (the planner's name for a node of the current cluster)
+        # `existing:<node>[+k]`: the planner's class of a current node and k identical ones
+        # (`solver.plan.cluster._classes`); the count is how many of the class the plan uses
         used = Table(title="Existing nodes used", min_width=24)
-        used.add_column("node")
-        for name in sorted(result.use):
-            used.add_row(name.removeprefix("existing:"))
+        used.add_column("node (+ identical)")
+        used.add_column("nodes", justify="right")
+        for name, n in sorted(result.use.items()):
+            used.add_row(name.removeprefix("existing:"), str(n))
         console.print(used)
     util = Table(title="Utilisation of the planned cluster")
     for col in ("resource", "used", "capacity", "ratio"):
         util.add_column(col, justify="left" if col == "resource" else "right")
     for name, u in result.utilisation.items():
-        unit = {"cpu": " cores"}.get(name, "")
         used_text, capacity_text = (
-            human(name, u[k], memory_unit=2**20) + unit for k in ("used", "capacity")
+            human(name, u[k], memory_unit=2**20, cores=True) for k in ("used", "capacity")
         )  # the planner counts memory in MiB
         util.add_row(name, used_text, capacity_text, f"{100 * u['ratio']:.1f}%")
     console.print(util)
@@ -212,7 +213,10 @@ def plan_cmd(
             "scheduler (tcp://host:8786) instead of starting a local one.",
         ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress bar; only errors from Ray and Dask."),
+    ] = False,
 ) -> None:
     """Plan capacity: nodes to add per type at minimum cost, what cannot run, the bound."""
     try:
@@ -275,7 +279,7 @@ def _sweep(
 
     run = functools.partial(
         run_sweep, base, spec.scenarios, options, out, executor=executor,
-        max_workers=max_workers, address=address,
+        max_workers=max_workers, address=address, quiet=quiet,
     )  # fmt: skip
     if bar is not None:
         with bar:
@@ -293,7 +297,8 @@ def _sweep(
         return
     table = Table(title=f"Sweep {Path(path).name} -> {out}")
     for col in ("scenario", "status", "cost", "gap", "add", "unplaced pods"):
-        table.add_column(col)
+        # fold, not ellipsize: grid names differ only at their end (`prices.h100x8=60`)
+        table.add_column(col, overflow="fold")
     for row in rows:
         table.add_row(
             str(row["scenario"]),

@@ -10,7 +10,7 @@ from rich.tree import Tree
 
 from clients._exit import fail
 from clients._options import Files, Output, OutputFormat
-from clients.render import write_data
+from clients.render import amounts, write_data
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.features.cards import CardMode
 from solver.features.queues import (
@@ -20,7 +20,7 @@ from solver.features.queues import (
     build_queue_tree,
     validate_queues,
 )
-from solver.quantity import UNLIMITED, format_quantity
+from solver.quantity import UNLIMITED
 
 __all__ = ["queues_app"]
 
@@ -70,15 +70,6 @@ def validate_cmd(
             console.print("no Queue objects in the input")
     if not all(v.valid for v in verdicts.values()):
         raise typer.Exit(1)
-
-
-def _amounts(values: dict[str, int]) -> str:
-    shown = [
-        f"{r}: {'∞' if v >= UNLIMITED else format_quantity(r, v)}"
-        for r, v in sorted(values.items())
-        if v
-    ]
-    return ", ".join(shown) or "-"
 
 
 def _view(tree: QueueTree) -> dict[str, Any]:
@@ -137,8 +128,8 @@ def tree_cmd(
         extra = " (implicit)" if q.implicit else ""
         return (
             f"[bold]{name}[/bold]{extra} [{q.state}]\n"
-            f"capability {_amounts(q.capability)} | real {_amounts(q.real_capability)}\n"
-            f"deserved {_amounts(q.deserved)} | guarantee {_amounts(q.guarantee)} | allocated {_amounts(q.allocated)}"
+            f"capability {amounts(q.capability)} | real {amounts(q.real_capability)}\n"
+            f"deserved {amounts(q.deserved)} | guarantee {amounts(q.guarantee)} | allocated {amounts(q.allocated)}"
         )
 
     root = Tree(label("root"))

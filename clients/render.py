@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -11,8 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from solver import Decision
+from solver.quantity import CPU, UNLIMITED
 
-__all__ = ["dump", "explain_table", "human", "schedule_table", "write_data"]
+__all__ = ["amounts", "dump", "explain_table", "human", "schedule_table", "write_data"]
 
 
 def dump(data: dict[str, Any], fmt: str) -> str:
@@ -27,15 +29,39 @@ def write_data(data: dict[str, Any], fmt: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def human(resource: str, value: float, *, memory_unit: int = 1) -> str:
-    """A quantity for a table: milli-CPU as cores, memory (in `memory_unit` bytes) as GiB,
-    anything else (GPUs, pods, extended resources) as a count."""
-    if resource == "cpu":
-        return f"{value / 1000:,.3f}".rstrip("0").rstrip(".")
-    if resource in ("memory", "ephemeral-storage"):
-        gib = value * memory_unit / 2**30
-        return f"{gib:,.1f} GiB" if gib < 100 else f"{gib:,.0f} GiB"
-    return f"{value:,g}"
+# The resources counted in bytes: `solver.quantity` formats the same ones in Ki/Mi/Gi.
+_BYTE_RESOURCES = ("memory", "ephemeral-storage", "hugepages-")
+_BYTE_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def _decimal(value: float) -> str:
+    """One decimal below 100, none above, thousands separated, no trailing `.0`."""
+    return (f"{value:,.1f}" if value < 100 else f"{value:,.0f}").removesuffix(".0")
+
+
+def human(resource: str, value: float, *, memory_unit: int = 1, cores: bool = False) -> str:
+    """A quantity for a table (json/yaml keep the machine units): milli-CPU as cores
+    (`2500` -> `2.5`, `2.5 cores` with `cores`), bytes (counted in `memory_unit` bytes) as
+    GiB (`3 GiB`; MiB or KiB below one GiB), anything else (GPUs, pods, extended
+    resources) as a count; an unlimited amount (`solver.quantity.UNLIMITED`) as `∞`."""
+    if value >= UNLIMITED:
+        return "∞"
+    if resource == CPU:
+        text = f"{value / 1000:,.3f}".rstrip("0").rstrip(".")
+        return f"{text} cores" if cores else text
+    if resource.startswith(_BYTE_RESOURCES):
+        size = value * memory_unit
+        for unit, scale in _BYTE_UNITS:
+            if size >= scale:
+                return f"{_decimal(size / scale)} {unit}"
+        return f"{size:,.0f} B"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0")
+
+
+def amounts(values: Mapping[str, float]) -> str:
+    """`cpu 2.5 cores, memory 3 GiB, nvidia.com/gpu 8`: the non-zero amounts, or `-`."""
+    shown = [f"{r} {human(r, v, cores=True)}" for r, v in sorted(values.items()) if v]
+    return ", ".join(shown) or "-"
 
 
 def schedule_table(decision: Decision, console: Console) -> None:

@@ -44,7 +44,7 @@ class GangplanServer:
         # Modules, descriptors and schemas live as long as the process: frozen now, the
         # collector's full passes (~30 ms, enough to miss a 50 ms deadline) skip them.
         settle()
-        self.server.start()
+        # /metrics first: an address it cannot bind fails the start before any RPC is served
         if self.settings.metrics_port is not None:
             token = self.settings.token
             guard = None if self.settings.metrics_loopback or token is None else token
@@ -53,6 +53,7 @@ class GangplanServer:
                 self.settings.metrics_port,
                 guard.get_secret_value() if guard is not None else None,
             )
+        self.server.start()
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -100,7 +101,14 @@ def create_server(
     add_lenient_service(spb_grpc.add_PlacementServiceServicer_to_server, servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    enable_reflection((SERVICE_NAME, health.SERVICE_NAME), server)
+    reflection_services = enable_reflection((SERVICE_NAME, health.SERVICE_NAME), server)
+    metrics.initialize(
+        (
+            spb.DESCRIPTOR.services_by_name["PlacementService"],
+            health_pb2.DESCRIPTOR.services_by_name["Health"],
+            *reflection_services,
+        )
+    )
     address = f"{settings.host}:{settings.port}"
     if settings.tls_cert is not None and settings.tls_key is not None:
         credentials = grpc.ssl_server_credentials(

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 
 import grpc
 
-from server.metrics import GRPC_CODE_NAMES, Metrics
+from server.metrics import GRPC_CODE_NAMES, Metrics, grpc_type
 
 __all__ = [
     "AuthInterceptor",
@@ -147,7 +147,7 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
         labels = self.metrics.rpc_labels(_rpc_type(handler), method)
         streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
 
-        def finish(context: grpc.ServicerContext, code: grpc.StatusCode, started: float) -> None:
+        def finish(peer: str, code: grpc.StatusCode, started: float) -> None:
             seconds = time.perf_counter() - started
             name = GRPC_CODE_NAMES.get(code, "Unknown")
             self.metrics.handled.labels(*labels, name).inc()
@@ -158,7 +158,7 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
                     "method": method,
                     "code": code.name,
                     "ms": round(seconds * 1000, 2),
-                    "peer": context.peer(),
+                    "peer": peer,
                 },
             )
 
@@ -172,6 +172,7 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
         ) -> Iterator[Any]:
             token = request_id.set(rid)
             code = grpc.StatusCode.OK
+            peer = context.peer()  # read now: a call that ended has none
             try:
                 for message in responses:
                     self.metrics.sent.labels(*labels).inc()
@@ -187,7 +188,7 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
                     code = _code(context) or (
                         grpc.StatusCode.OK if context.is_active() else _gone(context)
                     )
-                finish(context, code, started)
+                finish(peer, code, started)
                 request_id.reset(token)
 
         def observe(behaviour: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,9 +202,14 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
                 started = time.perf_counter()
                 if streaming_out:
                     try:
-                        return streamed(behaviour(request, context), context, started)
+                        context.send_initial_metadata(((REQUEST_ID, rid),))
+                        responses = behaviour(request, context)
+                    except Exception:  # refused before streaming (auth, admission)
+                        finish(context.peer(), _failed(context, method), started)
+                        raise
                     finally:
                         request_id.reset(token)
+                    return streamed(responses, context, started)
                 code = grpc.StatusCode.OK
                 try:
                     context.send_initial_metadata(((REQUEST_ID, rid),))
@@ -216,7 +222,7 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
                 finally:
                     if code is grpc.StatusCode.OK:
                         code = _code(context) or grpc.StatusCode.OK
-                    finish(context, code, started)
+                    finish(context.peer(), code, started)
                     request_id.reset(token)
 
             return call
@@ -226,9 +232,7 @@ class ObservabilityInterceptor(grpc.ServerInterceptor):
 
 def _rpc_type(handler: Handler) -> str:
     """go-grpc-prometheus's `grpc_type` label."""
-    if handler.request_streaming:
-        return "bidi_stream" if handler.response_streaming else "client_stream"
-    return "server_stream" if handler.response_streaming else "unary"
+    return grpc_type(handler.request_streaming, handler.response_streaming)
 
 
 def _failed(context: grpc.ServicerContext, method: str) -> grpc.StatusCode:

@@ -54,11 +54,8 @@ def serve(settings: Settings, *, schedule_fn: ScheduleFn | None = None) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     srv.start()
-    metrics = (
-        f", metrics on http://{settings.metrics_host}:{srv.metrics_port}/metrics"
-        if srv.metrics_port is not None
-        else ""
-    )
+    # the address /metrics is bound to (not the flag's default), so what it prints is reachable
+    metrics = f", metrics on {srv.metrics.url}" if srv.metrics.url is not None else ""
     tls = " (TLS)" if settings.tls_cert else ""
     # One plain line on stdout that scripts (and tests) can wait for.
     print(f"gangplan serve: listening on {settings.host}:{port}{tls}{metrics}", flush=True)

@@ -1,7 +1,9 @@
 """Prometheus metrics, served on their own port (`--metrics-port`).
 
 Each server has its own `CollectorRegistry` (several servers in one process, as in tests, do
-not collide), with the process collector and without `_created` series. Families:
+not collide), with the process, platform and GC collectors (`process_*`, `python_info`,
+`python_gc_*`, as prometheus_client's default registry has them) and without `_created`
+series. Families:
 
     grpc_server_started_total{grpc_type,grpc_service,grpc_method}
     grpc_server_handled_total{grpc_type,grpc_service,grpc_method,grpc_code}
@@ -9,9 +11,10 @@ not collide), with the process collector and without `_created` series. Families
     grpc_server_msg_received_total / grpc_server_msg_sent_total{grpc_type,grpc_service,grpc_method}
         the standard gRPC server metrics, named and labelled as go-grpc-prometheus
         (`server_metrics.go`) and java-grpc-prometheus name them: `grpc_code` in Go's
-        spelling (`OK`, `InvalidArgument`), `grpc_type` unary | server_stream | ...
+        spelling (`OK`, `InvalidArgument`), `grpc_type` unary | server_stream | ...; every
+        registered method's series exist from the start, at zero (`initialize`)
     gangplan_solves_total{engine,status}            Decisions returned
-    gangplan_solve_duration_seconds{engine}         model build + solve + verify (histogram)
+    gangplan_solve_duration_seconds{engine,status}  model build + solve + verify (histogram)
     gangplan_solve_gap{engine}                      Decision.gap of the last solve with a bound
     gangplan_snapshots                              snapshots held
     gangplan_snapshot_nodes / _pods                 nodes / pods over all snapshots
@@ -25,15 +28,20 @@ not collide), with the process collector and without `_created` series. Families
 from __future__ import annotations
 
 import hmac
+import socket
 import threading
+from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
 
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
 from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
+    PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
 )
@@ -43,7 +51,7 @@ from solver.decision import Decision
 from solver.model import CARD_QUOTA, CARD_REQUEST, parse_quota
 from solver.snapshot import Snapshot
 
-__all__ = ["CARD_KINDS", "GRPC_CODE_NAMES", "Metrics", "split_method"]
+__all__ = ["CARD_KINDS", "GRPC_CODE_NAMES", "Metrics", "grpc_type", "split_method"]
 
 # prometheus.DefBuckets, which go-grpc-prometheus's handling-time histogram uses
 _DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -66,13 +74,20 @@ def split_method(full: str) -> tuple[str, str]:
     return service, method
 
 
+def grpc_type(client_streaming: bool, server_streaming: bool) -> str:
+    """go-grpc-prometheus's `grpc_type` label (`util.go` typeFromMethodInfo)."""
+    if client_streaming:
+        return "bidi_stream" if server_streaming else "client_stream"
+    return "server_stream" if server_streaming else "unary"
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        ProcessCollector(
-            registry=r
-        )  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+        ProcessCollector(registry=r)  # process_cpu_seconds_total, process_resident_memory_bytes
+        PlatformCollector(registry=r)  # python_info{implementation,version,...}
+        GCCollector(registry=r)  # python_gc_collections_total{generation}, ...
         self.started = Counter(
             "grpc_server_started", "Total number of RPCs started on the server.", _RPC_LABELS,
             registry=r,
@@ -105,7 +120,7 @@ class Metrics:
         self.solve_seconds = Histogram(
             "gangplan_solve_duration_seconds",
             "Model build, solve and verify.",
-            ["engine"],
+            ["engine", "status"],
             buckets=_SOLVE_BUCKETS,
             registry=r,
         )
@@ -133,15 +148,40 @@ class Metrics:
         self._lock = threading.Lock()
         self._http: ThreadingHTTPServer | None = None
 
+    def initialize(self, services: Iterable[ServiceDescriptor]) -> None:
+        """Every method's series, at zero, before its first call, as go-grpc-prometheus's
+        `ServerMetrics.InitializeMetrics` (`preRegisterMethod`: started, msg received/sent,
+        handling time, and handled for every code). A series born at 1 shows no increase to
+        Prometheus's `rate()`, so without this a method's first error would go unseen."""
+        for service in services:
+            for method in service.methods:
+                kind = grpc_type(method.client_streaming, method.server_streaming)
+                labels = (kind, service.full_name, method.name)
+                for family in (self.started, self.received, self.sent, self.handling_seconds):
+                    family.labels(*labels)
+                for code in GRPC_CODE_NAMES.values():
+                    self.handled.labels(*labels, code)
+
     def serve(self, host: str, port: int, token: str | None = None) -> int:
         """Start /metrics on `host:port` (with `token`, only for `Bearer <token>`); returns
-        the bound port."""
+        the bound port. `host` may be IPv6, bare or bracketed (`::1`, `[::]`)."""
         handler = _handler(MetricsHandler.factory(self.registry), token)
-        server = ThreadingHTTPServer((host, port), handler)
+        server = _http_server(host.strip("[]"), port, handler)
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         self._http = server
         return server.server_port
+
+    @property
+    def url(self) -> str | None:
+        """`http://<bound address>/metrics` while serving (IPv6 in brackets), else None."""
+        server = self._http
+        if server is None:
+            return None
+        host, port = server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes | bytearray) else host
+        shown = f"[{host}]" if server.address_family == socket.AF_INET6 else host
+        return f"http://{shown}:{port}/metrics"
 
     def stop(self) -> None:
         server = self._http
@@ -155,7 +195,7 @@ class Metrics:
 
     def solved(self, decision: Decision, seconds: float) -> None:
         self.solves.labels(decision.engine, decision.status).inc()
-        self.solve_seconds.labels(decision.engine).observe(seconds)
+        self.solve_seconds.labels(decision.engine, decision.status).observe(seconds)
         gap = decision.gap
         if gap is not None:
             self.solve_gap.labels(decision.engine).set(gap)
@@ -214,6 +254,24 @@ def _card_values(snapshot: Snapshot) -> dict[tuple[str, str], tuple[int, int, in
         )
         for q, c in sorted(keys)
     }
+
+
+def _http_server(host: str, port: int, handler: type[MetricsHandler]) -> ThreadingHTTPServer:
+    """A server on `host:port` in the address family `host` resolves to: `HTTPServer` is
+    AF_INET only, so an IPv6 host fails to bind without this (prometheus_client
+    `exposition._get_best_family`, used by its `start_wsgi_server`, does the same)."""
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )  # "" (every address) as the wildcard getaddrinfo knows
+    except socket.gaierror as err:
+        raise OSError(f"metrics host {host!r}: {err.strerror}") from None
+    family, _, _, _, address = infos[0]
+
+    class Server(ThreadingHTTPServer):
+        address_family = family
+
+    return Server((str(address[0]), port), handler)
 
 
 def _handler(base: type[MetricsHandler], token: str | None) -> type[MetricsHandler]:

@@ -13,9 +13,9 @@
  * with `violations` ([{field, description}]) added for INVALID_ARGUMENT.
  *
  * Every RPC of the service has a method, plus `health(service)`. Only the calls that read
- * (PlaceJob, Preempt, Enqueue, ValidateQueues, PlanCapacity) are retried, by gRPC's own retry
- * policy, on UNAVAILABLE and RESOURCE_EXHAUSTED; snapshot writes never are (a retried
- * UpdateSnapshot whose first attempt landed would fail its expected_generation check).
+ * (PlaceJob, Preempt, Enqueue, ValidateQueues, PlanCapacity, and the health check) are
+ * retried, by gRPC's own retry policy, on UNAVAILABLE and RESOURCE_EXHAUSTED; snapshot writes
+ * never are (see IDEMPOTENT below).
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -28,8 +28,23 @@ const protobuf = require('protobufjs');
 const PROTO_ROOT = [path.join(__dirname, 'proto'), path.resolve(__dirname, '..', '..', 'proto')].find(
   (dir) => fs.existsSync(path.join(dir, 'gangplan', 'v1', 'placement_service.proto')),
 );
+if (PROTO_ROOT === undefined) {
+  throw new Error(`gangplan-client: gangplan/v1/placement_service.proto is in neither ${path.join(__dirname, 'proto')} nor ${path.resolve(__dirname, '..', '..', 'proto')}`);
+}
 const SERVICE = 'gangplan.v1.PlacementService';
+// The calls that only read (server/servicer.py): PlaceJob, Preempt, Enqueue and
+// ValidateQueues solve or check against the snapshot without changing it (Preempt proposes
+// victims but evicts nothing) and PlanCapacity builds its own model of the snapshot plus the
+// workload, so a second attempt after one that may have reached the server changes nothing.
+// The snapshot writes are not: a retried PutSnapshot without an id stores a second snapshot
+// and one with an id bumps the generation twice, a retried UpdateSnapshot whose first attempt
+// landed fails its expected_generation check (without one, its removals are rejected as
+// already gone), and a retried DeleteSnapshot reports NOT_FOUND for a delete that succeeded.
+// The health check only reads too (a probe that must see the first failure passes
+// retries: 0).
 const IDEMPOTENT = ['PlaceJob', 'Preempt', 'Enqueue', 'ValidateQueues', 'PlanCapacity'];
+const HEALTH_SERVICE = 'grpc.health.v1.Health';
+const MAX_RETRIES = 4; // gRPC caps a retry policy's maxAttempts at 5 (gRFC A6)
 
 const definition = protoLoader.loadSync(path.join(PROTO_ROOT, 'gangplan/v1/placement_service.proto'), {
   includeDirs: [PROTO_ROOT],
@@ -97,7 +112,7 @@ new protobuf.Root().define('grpc.health.v1').add(HealthCheckRequest).add(HealthC
 const Health = grpc.makeGenericClientConstructor(
   {
     Check: {
-      path: '/grpc.health.v1.Health/Check',
+      path: `/${HEALTH_SERVICE}/Check`,
       requestStream: false,
       responseStream: false,
       requestSerialize: (message) => Buffer.from(HealthCheckRequest.encode(HealthCheckRequest.create(message)).finish()),
@@ -107,12 +122,16 @@ const Health = grpc.makeGenericClientConstructor(
   'Health',
 );
 
+// gRPC's retry policy (gRFC A6 service config) for the idempotent calls only.
 function serviceConfig(retries) {
   if (retries <= 0) return { methodConfig: [] };
   return {
     methodConfig: [
       {
-        name: IDEMPOTENT.map((method) => ({ service: SERVICE, method })),
+        name: [
+          ...IDEMPOTENT.map((method) => ({ service: SERVICE, method })),
+          { service: HEALTH_SERVICE, method: 'Check' },
+        ],
         retryPolicy: {
           maxAttempts: retries + 1,
           initialBackoff: '0.05s',
@@ -128,14 +147,27 @@ function serviceConfig(retries) {
 class GangplanClient {
   /**
    * @param {string} target host:port
-   * @param {{token?: string, ca?: Buffer, cert?: Buffer, key?: Buffer, timeoutMs?: number,
-   *          retries?: number}} options  retries: extra attempts of the idempotent calls (3)
+   * @param {{token?: string, tls?: boolean, ca?: Buffer, cert?: Buffer, key?: Buffer,
+   *          timeoutMs?: number, retries?: number}} options
+   *   token      sent as `authorization: Bearer <token>` (health needs none)
+   *   tls        TLS with the system's roots; implied by `ca` (trusted roots, PEM) and by
+   *              `cert` + `key` (client certificate and key, PEM: mutual TLS)
+   *   timeoutMs  each call's deadline unless the call passes its own (10000); for the
+   *              placement calls it is the server's solver budget
+   *   retries    extra attempts of the idempotent calls, 0..4 (3); backoff from 50 ms,
+   *              doubling up to 1 s, with gRPC's jitter
    */
   constructor(target, options = {}) {
-    const credentials = options.ca
-      ? grpc.credentials.createSsl(options.ca, options.key || null, options.cert || null)
-      : grpc.credentials.createInsecure();
     const retries = options.retries === undefined ? 3 : options.retries;
+    if (!Number.isInteger(retries) || retries < 0 || retries > MAX_RETRIES) {
+      throw new RangeError(`retries must be 0..${MAX_RETRIES}, not ${retries}`);
+    }
+    if (Boolean(options.cert) !== Boolean(options.key)) {
+      throw new TypeError('mutual TLS needs both cert and key');
+    }
+    const credentials = options.tls || options.ca || options.cert
+      ? grpc.credentials.createSsl(options.ca || null, options.key || null, options.cert || null)
+      : grpc.credentials.createInsecure();
     const channelOptions = {
       'grpc.service_config': JSON.stringify(serviceConfig(retries)),
       'grpc.enable_retries': retries > 0 ? 1 : 0,
@@ -161,12 +193,14 @@ class GangplanClient {
     });
   }
 
-  putSnapshot(cluster, snapshotId = '') {
-    return this.call('PutSnapshot', { cluster, snapshot_id: snapshotId });
+  /** Stores `cluster` under `snapshotId` ('': the server picks one): {snapshot_id, generation}. */
+  putSnapshot(cluster, snapshotId = '', timeoutMs) {
+    return this.call('PutSnapshot', { cluster, snapshot_id: snapshotId }, timeoutMs);
   }
 
-  updateSnapshot(request) {
-    return this.call('UpdateSnapshot', request);
+  /** request: {snapshot_id, expected_generation?, upsert_nodes?, remove_pods?, ...}: deltas. */
+  updateSnapshot(request, timeoutMs) {
+    return this.call('UpdateSnapshot', request, timeoutMs);
   }
 
   /** request: {snapshot: {id, expected_generation}} or {cluster}, plus job and options. */
@@ -174,19 +208,22 @@ class GangplanClient {
     return this.call('PlaceJob', request, timeoutMs);
   }
 
+  /** As placeJob, plus the victims to evict (none are evicted: a proposal) and `reason`. */
   preempt(request, timeoutMs) {
     return this.call('Preempt', request, timeoutMs);
   }
 
+  /** request as placeJob: whether each of the job's gangs may enter its queue. */
   enqueue(request, timeoutMs) {
     return this.call('Enqueue', request, timeoutMs);
   }
 
-  deleteSnapshot(snapshotId) {
-    return this.call('DeleteSnapshot', { snapshot_id: snapshotId });
+  /** Forgets a snapshot (NOT_FOUND when the id is unknown). */
+  deleteSnapshot(snapshotId, timeoutMs) {
+    return this.call('DeleteSnapshot', { snapshot_id: snapshotId }, timeoutMs);
   }
 
-  /** request: {snapshot: {id}} or {cluster}: each queue's verdict and the tree's problems. */
+  /** request: {snapshot: {id}} or {cluster}: {valid, violations: [{queue, field, description}]}. */
   validateQueues(request, timeoutMs) {
     return this.call('ValidateQueues', request, timeoutMs);
   }
@@ -209,4 +246,4 @@ class GangplanClient {
   }
 }
 
-module.exports = { GangplanClient, grpc };
+module.exports = { GangplanClient, grpc, IDEMPOTENT, MAX_RETRIES };

@@ -5,7 +5,9 @@ Dask. Ray and Dask are optional extras, imported only when asked for.
 and Dask run behind `_Throttled`, which keeps at most that many tasks in flight (on a
 cluster of any size, also one attached with `address`). An executor that started its own
 Ray instance or Dask cluster shuts it down; one that attached to an existing one only
-disconnects.
+disconnects. An `address` nothing answers at is an InputError within seconds (Ray itself
+would retry for minutes, Dask for 30 s). `quiet` (`-q`) keeps Ray's and Dask's own logging
+to errors and does not echo Ray's worker output.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import functools
 import logging
 import multiprocessing
 import os
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit
 
 from solver.errors import InputError
 
@@ -94,23 +98,50 @@ class _Throttled(Executor):
         self._close()
 
 
-def _ray(slots: int, cpus: int, address: str | None) -> _Throttled:
+_CONNECT_SECONDS = 5.0
+
+
+def _reachable(address: str, what: str, default_port: int) -> None:
+    """InputError unless something accepts a TCP connection at `address` (`host:port`, or a
+    URL such as `ray://host:10001` / `tcp://host:8786`)."""
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port or default_port
+    except ValueError:  # a port that is not a number
+        host, port = None, 0
+    if not host:
+        raise InputError(f"--address {address!r}: expected host:port or a URL ({what})")
+    try:
+        socket.create_connection((host, port), timeout=_CONNECT_SECONDS).close()
+    except OSError as err:
+        raise InputError(
+            f"--address {address}: cannot reach the {what} at {host}:{port} ({err.strerror or err})"
+        ) from None
+
+
+def _ray(slots: int, cpus: int, address: str | None, quiet: bool) -> _Throttled:
     try:
         import ray  # optional extra
     except ImportError:
         raise InputError(
             "--executor ray needs the `ray` package: pip install 'gangplan[ray]'"
         ) from None
-    started = not ray.is_initialized()
+    attach = address not in (None, "", "local")  # Ray's `local`: start one here
+    if attach and address != "auto":
+        _reachable(str(address), "Ray cluster (GCS or ray:// client server)", 6379)
+    started = not ray.is_initialized()  # else: the caller's session, left running
     if started:
-        # quiet: no dashboard, no worker logs echoed, only errors from Ray's own logger
-        ray.init(
-            address=address,
-            num_cpus=None if address else slots * cpus,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-        )
+        try:
+            ray.init(
+                address=address or None,
+                num_cpus=None if attach else slots * cpus,
+                include_dashboard=False,
+                # -q: no worker output echoed, only errors from Ray's own logger
+                log_to_driver=not quiet,
+                logging_level=logging.ERROR if quiet else logging.WARNING,
+            )
+        except ConnectionError as err:
+            raise InputError(f"--address {address}: {err}") from None
     tasks: dict[Callable[..., Any], Any] = {}
 
     def launch(
@@ -123,7 +154,7 @@ def _ray(slots: int, cpus: int, address: str | None) -> _Throttled:
     return _Throttled(launch, slots, ray.shutdown if started else lambda: None)
 
 
-def _dask(slots: int, address: str | None) -> _Throttled:
+def _dask(slots: int, address: str | None, quiet: bool) -> _Throttled:
     try:
         import distributed  # optional extra (untyped: held as Any)
     except ImportError:
@@ -132,10 +163,18 @@ def _dask(slots: int, address: str | None) -> _Throttled:
         ) from None
     dask: Any = distributed
     if address:
-        client = dask.Client(address)
+        _reachable(address, "Dask scheduler", 8786)
+        try:
+            client = dask.Client(address, timeout=f"{_CONNECT_SECONDS}s")
+        except OSError as err:
+            raise InputError(f"--address {address}: {err}") from None
     else:
         client = dask.Client(
-            processes=True, n_workers=slots, threads_per_worker=1, dashboard_address=None
+            processes=True,
+            n_workers=slots,
+            threads_per_worker=1,
+            dashboard_address=None,
+            silence_logs=logging.ERROR if quiet else logging.WARNING,
         )
     # Dask's own ClientExecutor takes no `cancel_futures` and leaves its client running:
     # it is used only to turn Dask futures into concurrent ones
@@ -151,10 +190,17 @@ def _dask(slots: int, address: str | None) -> _Throttled:
 
 
 def make_executor(
-    kind: str, workers: int, max_workers: int | None = None, address: str | None = None
+    kind: str,
+    workers: int,
+    max_workers: int | None = None,
+    address: str | None = None,
+    *,
+    quiet: bool = True,
 ) -> Executor:
     """`process` (forkserver pool), `dask` or `ray` (a local cluster, or the one at
-    `address`); at most `max_workers` scenarios at once (default: cores // workers)."""
+    `address`); at most `max_workers` scenarios at once (default: cores // workers).
+    A local Dask cluster has `max_workers` single-threaded workers; a local Ray instance
+    `max_workers * workers` CPUs."""
     cores = os.cpu_count() or 1
     slots = max_workers or max(1, cores // max(1, workers))
     if kind == "process":
@@ -167,7 +213,7 @@ def make_executor(
             max_workers=slots, mp_context=multiprocessing.get_context(method)
         )
     if kind == "dask":
-        return _dask(slots, address)
+        return _dask(slots, address, quiet)
     if kind == "ray":
-        return _ray(slots, max(1, workers), address)
+        return _ray(slots, max(1, workers), address, quiet)
     raise InputError(f"unknown executor {kind!r} (process, dask, ray)")

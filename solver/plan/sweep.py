@@ -315,9 +315,11 @@ def run_sweep(
     executor: str = "process",
     max_workers: int | None = None,
     address: str | None = None,
+    quiet: bool = True,
     on_result: Callable[[dict[str, Any], int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Solve every scenario not yet in `output`; append each result as it completes."""
+    """Solve every scenario not yet in `output`; append each result as it completes.
+    `quiet` keeps Ray's and Dask's own logging to errors (see `make_executor`)."""
     done = done_scenarios(output)
     todo = [s for s in scenarios if s.name not in done]
     inputs = [(s.name, apply_scenario(base, s)) for s in todo]  # bad overrides fail early
@@ -326,7 +328,7 @@ def run_sweep(
         return results
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     sha = _git_sha()
-    pool = make_executor(executor, options.workers, max_workers, address)
+    pool = make_executor(executor, options.workers, max_workers, address, quiet=quiet)
     try:
         futures = {pool.submit(solve_scenario, name, inp, options): name for name, inp in inputs}
         with Path(output).open("a+", encoding="utf-8") as out:

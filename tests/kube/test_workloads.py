@@ -151,7 +151,9 @@ def test_expand_prints_the_pods_and_the_gang(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(volcano_job()))
     result = CliRunner().invoke(app, ["expand", "-f", str(path)])
     assert result.exit_code == 0, result.output
-    docs = list(yaml.safe_load_all(result.stdout))
+    listed = yaml.safe_load(result.stdout)  # a v1 List, as `kubectl get -o yaml` prints
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    docs = listed["items"]
     assert [d["kind"] for d in docs] == ["PodGroup", "Pod", "Pod", "Pod", "Pod"]
     model = load_manifests(str(path))
     assert model.gangs["ml/train"].members == tuple(f"ml/{d['metadata']['name']}" for d in docs[1:])

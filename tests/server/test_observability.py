@@ -1,111 +1,70 @@
-"""Health, reflection (v1 and v1alpha) and the metrics a Prometheus scrape sees, named as
-the gRPC ecosystem names them."""
+"""The metrics a Prometheus scrape sees, named and labelled as the gRPC ecosystem names them
+(go-grpc-prometheus `server_metrics.go`, go-grpc-middleware `providers/prometheus`), and the
+address the `serve` banner prints."""
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import subprocess
 import threading
-import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import descriptor_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2
-from typer.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
 
-from clients.cli import app
 from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server.metrics import GRPC_CODE_NAMES
-from tests.server.conftest import gang_job, gpu_pod, small_cluster
+from tests.server.conftest import SERVE, gang_job, gpu_pod, small_cluster
+from tests.server.scrape import rpc, samples, scrape
 
-SERVICES = {
-    "gangplan.v1.PlacementService",
-    "grpc.health.v1.Health",
-    "grpc.reflection.v1.ServerReflection",
-    "grpc.reflection.v1alpha.ServerReflection",
+# go-grpc-prometheus's server families: (type, help, labels) exactly as upstream declares them
+GRPC_FAMILIES = {
+    "grpc_server_started": (
+        "counter",
+        "Total number of RPCs started on the server.",
+        {"grpc_type", "grpc_service", "grpc_method"},
+    ),
+    "grpc_server_handled": (
+        "counter",
+        "Total number of RPCs completed on the server, regardless of success or failure.",
+        {"grpc_type", "grpc_service", "grpc_method", "grpc_code"},
+    ),
+    "grpc_server_msg_received": (
+        "counter",
+        "Total number of RPC stream messages received on the server.",
+        {"grpc_type", "grpc_service", "grpc_method"},
+    ),
+    "grpc_server_msg_sent": (
+        "counter",
+        "Total number of gRPC stream messages sent by the server.",
+        {"grpc_type", "grpc_service", "grpc_method"},
+    ),
+    "grpc_server_handling_seconds": (
+        "histogram",
+        "Histogram of response latency (seconds) of gRPC that had been application-level "
+        "handled by the server.",
+        {"grpc_type", "grpc_service", "grpc_method"},
+    ),
 }
+# prometheus.DefBuckets, go-grpc-prometheus's default for the handling-time histogram
+DEF_BUCKETS = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0"]
 
 
 def _client(port: int, **kw: Any) -> Client:
     return Client(f"127.0.0.1:{port}", **kw)
 
 
-def _reflect(
-    channel: grpc.Channel, version: str, *requests: reflection_pb2.ServerReflectionRequest
-) -> list[reflection_pb2.ServerReflectionResponse]:
-    """Reflection over `grpc.reflection.<version>`: v1 and v1alpha messages are the same
-    bytes, so v1alpha's classes encode a v1 client's requests exactly."""
-    call = channel.stream_stream(
-        f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
-        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
-        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
-    )
-    return list(call(iter(requests), timeout=5))
-
-
-@pytest.mark.parametrize("version", ["v1", "v1alpha"])
-def test_reflection_lists_and_describes_in_both_versions(start: Any, version: str) -> None:
-    _, port = start()
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        listed, placement, own = _reflect(
-            channel,
-            version,
-            reflection_pb2.ServerReflectionRequest(list_services=""),
-            reflection_pb2.ServerReflectionRequest(
-                file_containing_symbol="gangplan.v1.PlacementService"
-            ),
-            reflection_pb2.ServerReflectionRequest(
-                file_containing_symbol=f"grpc.reflection.{version}.ServerReflection"
-            ),
-        )
-    assert {s.name for s in listed.list_services_response.service} == SERVICES
-    files = [
-        descriptor_pb2.FileDescriptorProto.FromString(raw)
-        for raw in placement.file_descriptor_response.file_descriptor_proto
-    ]
-    assert "PlaceJob" in {m.name for f in files for s in f.service for m in s.method}
-    (reflection_file,) = [
-        descriptor_pb2.FileDescriptorProto.FromString(raw)
-        for raw in own.file_descriptor_response.file_descriptor_proto
-    ]
-    assert reflection_file.package == f"grpc.reflection.{version}"
-    (method,) = reflection_file.service[0].method
-    assert method.input_type == f".grpc.reflection.{version}.ServerReflectionRequest"
-
-
-def test_health_check_needs_no_token(start: Any) -> None:
-    _, port = start(token="s3cret")
-    with _client(port) as client:
-        assert client.health() == "SERVING"
-        assert client.health("gangplan.v1.PlacementService") == "SERVING"
-
-
-def test_health_watch_streams_until_the_client_goes(start: Any) -> None:
-    srv, port = start(metrics_port=0)
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        watch = stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-        first = next(watch)
-        assert first.status == health_pb2.HealthCheckResponse.SERVING
-        with pytest.raises(grpc.RpcError) as ended:
-            next(watch)  # no change within the deadline: the stream ends with it
-        assert ended.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
-    # grpc-go's health server ends such a stream Canceled (the client's RST arrives just before
-    # the server's own deadline); either way it is not OK
-    text = _scrape_until(srv.metrics_port, "grpc_server_handled_total{")
-    watch = 'grpc_method="Watch",grpc_service="grpc.health.v1.Health",grpc_type="server_stream"'
-    handled = re.findall(r'grpc_server_handled_total\{grpc_code="(\w+)",' + watch + r"\} 1.0", text)
-    assert handled in (["Canceled"], ["DeadlineExceeded"])
-    assert _value(text, r"grpc_server_msg_sent_total\{" + watch + r"\}") == 1
-
-
-def test_a_scrape_shows_the_conventional_grpc_metrics(start: Any) -> None:
+@pytest.fixture
+def traffic(start: Any) -> Iterator[tuple[str, str]]:
+    """A server after two good PlaceJob calls and one NOT_FOUND: (scrape, request id echoed)."""
     srv, port = start(metrics_port=0)
     cluster = small_cluster()
     cluster.queues.append(
@@ -122,21 +81,76 @@ def test_a_scrape_shows_the_conventional_grpc_metrics(start: Any) -> None:
             metadata=(("x-request-id", "abc123"),),
             timeout=5,
         )
-    assert ("x-request-id", "abc123") in call.initial_metadata()
-    text = _scrape(srv.metrics_port)
-    place = 'grpc_method="PlaceJob",grpc_service="gangplan.v1.PlacementService",grpc_type="unary"'
-    assert _value(text, r"grpc_server_started_total\{" + place + r"\}") == 3
-    assert _value(text, r'grpc_server_handled_total\{grpc_code="OK",' + place + r"\}") == 2
-    assert _value(text, r'grpc_server_handled_total\{grpc_code="NotFound",' + place + r"\}") == 1
-    assert _value(text, r"grpc_server_handling_seconds_count\{" + place + r"\}") == 3
-    assert _value(text, r"grpc_server_msg_received_total\{" + place + r"\}") == 3
-    assert _value(text, r"grpc_server_msg_sent_total\{" + place + r"\}") == 2
-    assert 'grpc_server_handling_seconds_bucket{grpc_method="PlaceJob"' in text
-    assert _value(text, r'gangplan_solves_total\{engine="greedy",status="HEURISTIC"\}') == 2
-    assert _value(text, r"gangplan_snapshot_nodes") == 3
-    assert _value(text, r"process_resident_memory_bytes") > 0
-    assert "_created" not in text
+    echoed = dict(call.initial_metadata())["x-request-id"]
+    yield scrape(srv.metrics_port), echoed
+
+
+def test_the_grpc_families_are_go_grpc_prometheus_s(traffic: tuple[str, str]) -> None:
+    text, _ = traffic
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name, (kind, help_text, labels) in GRPC_FAMILIES.items():
+        family = families[name]
+        assert (family.type, family.documentation) == (kind, help_text), name
+        for sample in family.samples:
+            assert set(sample.labels) - {"le"} == labels, (name, sample.labels)
+    buckets = {
+        s.labels["le"]
+        for s in families["grpc_server_handling_seconds"].samples
+        if s.name.endswith("_bucket")
+    }
+    assert buckets == {*DEF_BUCKETS, "+Inf"}
+
+
+def test_a_scrape_counts_calls_by_service_method_and_code(traffic: tuple[str, str]) -> None:
+    text, echoed = traffic
+    got = samples(text)
+    place = rpc("PlaceJob")
+    assert echoed == "abc123"
+    assert got["grpc_server_started_total", place] == 3
+    assert got["grpc_server_handled_total", place | {("grpc_code", "OK")}] == 2
+    assert got["grpc_server_handled_total", place | {("grpc_code", "NotFound")}] == 1
+    assert got["grpc_server_handling_seconds_count", place] == 3
+    assert got["grpc_server_msg_received_total", place] == 3
+    assert got["grpc_server_msg_sent_total", place] == 2  # not for the call that failed
+    assert got["grpc_server_handled_total", rpc("PutSnapshot") | {("grpc_code", "OK")}] == 1
     assert "/gangplan.v1.PlacementService/" not in text  # never the full path as a label
+
+
+def test_every_method_is_there_at_zero_before_its_first_call(traffic: tuple[str, str]) -> None:
+    """go-grpc-prometheus `InitializeMetrics`: a method's first error shows in `rate()`."""
+    got = samples(traffic[0])
+    for method in spb.DESCRIPTOR.services_by_name["PlacementService"].methods:
+        if method.name in ("PlaceJob", "PutSnapshot"):
+            continue
+        labels = rpc(method.name)
+        assert got["grpc_server_started_total", labels] == 0, method.name
+        assert got["grpc_server_handling_seconds_count", labels] == 0
+        for code in GRPC_CODE_NAMES.values():
+            assert got["grpc_server_handled_total", labels | {("grpc_code", code)}] == 0
+    watch = rpc("Watch", "grpc.health.v1.Health", "server_stream")
+    assert got["grpc_server_started_total", watch] == 0
+    reflect = rpc("ServerReflectionInfo", "grpc.reflection.v1.ServerReflection", "bidi_stream")
+    assert got["grpc_server_msg_received_total", reflect] == 0
+
+
+def test_solver_metrics_by_engine_and_status(traffic: tuple[str, str]) -> None:
+    got = samples(traffic[0])
+    greedy = frozenset({("engine", "greedy"), ("status", "HEURISTIC")})
+    assert got["gangplan_solves_total", greedy] == 2
+    assert got["gangplan_solve_duration_seconds_count", greedy] == 2
+    assert got["gangplan_solve_duration_seconds_sum", greedy] > 0
+    assert got["gangplan_snapshots", frozenset()] == 1
+    assert got["gangplan_snapshot_nodes", frozenset()] == 3
+
+
+def test_process_and_python_collectors_and_no_created_series(traffic: tuple[str, str]) -> None:
+    text, _ = traffic
+    got = samples(text)
+    assert got["process_resident_memory_bytes", frozenset()] > 0
+    assert got["process_cpu_seconds_total", frozenset()] > 0
+    assert any(name == "python_info" for name, _ in got)
+    assert any(name == "python_gc_collections_total" for name, _ in got)
+    assert "_created" not in text
 
 
 def test_queue_card_metrics_are_filled_per_snapshot_and_dropped_with_it(start: Any) -> None:
@@ -161,17 +175,19 @@ def test_queue_card_metrics_are_filled_per_snapshot_and_dropped_with_it(start: A
             annotations={"volcano.sh/card.request": '{"NVIDIA-A100": 3}'},
         )
     )  # fmt: skip
+    series = frozenset(
+        {("snapshot", "prod"), ("queue_name", "team-a"), ("card_name", "NVIDIA-A100")}
+    )
     with _client(port) as client:
         client.put_snapshot(cluster, "prod")
-        text = _scrape(srv.metrics_port)
-        series = 'card_name="NVIDIA-A100",queue_name="team-a",snapshot="prod"'
-        got = {
-            kind: _value(text, rf"volcano_queue_card_{kind}\{{{series}\}}")
+        got = samples(scrape(srv.metrics_port))
+        values = {
+            kind: got[f"volcano_queue_card_{kind}", series]
             for kind in ("deserved", "capacity", "allocated", "request")
         }
-        assert got == {"deserved": 5, "capacity": 5, "allocated": 2, "request": 5}
+        assert values == {"deserved": 5, "capacity": 5, "allocated": 2, "request": 5}
         client.delete_snapshot("prod")
-    assert 'snapshot="prod"' not in _scrape(srv.metrics_port)
+    assert 'snapshot="prod"' not in scrape(srv.metrics_port)
 
 
 def test_grpc_code_names_are_grpc_gos() -> None:
@@ -183,36 +199,42 @@ def test_grpc_code_names_are_grpc_gos() -> None:
     assert len(GRPC_CODE_NAMES) == 17
 
 
-def _scrape(port: int | None) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text: str = answer.read().decode()
-    return text
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
 
 
-def _scrape_until(port: int | None, *needles: str) -> str:
-    """The server records a stream's end on its own thread, just after the client sees it."""
-    deadline = time.monotonic() + 5
-    while True:
-        text = _scrape(port)
-        if all(n in text for n in needles) or time.monotonic() > deadline:
-            return text
-        threading.Event().wait(0.05)
+_NO_IPV6 = pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
 
 
-def _value(text: str, pattern: str) -> float:
-    match = re.search(pattern + r" ([0-9.e+]+)", text)
-    assert match, pattern
-    return float(match.group(1))
-
-
-def test_the_health_command_is_a_probe(start: Any) -> None:
-    srv, port = start(token="s3cret")
-    probe = ["health", "--server", f"127.0.0.1:{port}", "--timeout", "2"]
-    serving = CliRunner().invoke(app, probe)
-    assert (serving.exit_code, serving.stdout) == (0, "SERVING\n")
-    srv.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-    draining = CliRunner().invoke(app, probe)
-    assert (draining.exit_code, draining.stdout) == (1, "NOT_SERVING\n")
-    srv.stop(0)
-    gone = CliRunner().invoke(app, probe)
-    assert gone.exit_code == 2 and "UNAVAILABLE" in gone.output
+@pytest.mark.parametrize(
+    ("host", "shown"),
+    [
+        (None, "127.0.0.1"),
+        pytest.param("::1", "[::1]", marks=_NO_IPV6),
+        pytest.param("[::1]", "[::1]", marks=_NO_IPV6),
+    ],
+)
+def test_the_banner_prints_the_address_metrics_are_bound_to(host: str | None, shown: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "GANGPLAN_METRICS_HOST"}
+    if host is not None:
+        env["GANGPLAN_METRICS_HOST"] = host
+    with subprocess.Popen(SERVE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          env=env) as proc:  # fmt: skip
+        watchdog = threading.Timer(30, proc.kill)  # a server that never prints fails, not hangs
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+            found = re.search(r"metrics on (http://(\S+):(\d+)/metrics)$", banner.strip())
+            assert found, banner
+            assert found.group(2) == shown
+            with urllib.request.urlopen(found.group(1), timeout=5) as answer:
+                assert b"grpc_server_started_total" in answer.read()
+        finally:
+            watchdog.cancel()
+            proc.terminate()

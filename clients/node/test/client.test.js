@@ -2,44 +2,21 @@
 // Starts a real `gangplan serve` on 127.0.0.1 (port 0) and talks to it from Node.js.
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const path = require('node:path');
-const readline = require('node:readline');
 const { GangplanClient, grpc } = require('../client');
-
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const GANGPLAN = process.env.GANGPLAN_BIN || path.join(ROOT, '.venv', 'bin', 'gangplan');
+const { startServer } = require('./support');
 
 let server;
 let client;
 
 before(async () => {
-  server = spawn(GANGPLAN, ['serve', '--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'], {
-    cwd: ROOT,
-    env: { ...process.env, GANGPLAN_TOKEN: 'node-test-token', GANGPLAN_LOG_LEVEL: 'WARNING' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server did not start')), 30000);
-    readline.createInterface({ input: server.stdout }).on('line', (line) => {
-      const match = /listening on 127\.0\.0\.1:(\d+)/.exec(line);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    server.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
-  client = new GangplanClient(`127.0.0.1:${port}`, { token: 'node-test-token' });
+  server = await startServer({ env: { GANGPLAN_TOKEN: 'node-test-token' } });
+  client = new GangplanClient(`127.0.0.1:${server.port}`, { token: 'node-test-token' });
 });
 
 after(async () => {
   if (client) client.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((resolve) => server.on('exit', resolve));
-    server.kill('SIGTERM');
-    await exited;
-  }
+  if (server) await server.stop();
 });
 
 const gpuNode = (name) => ({ name, allocatable: { cpu: '32000', 'nvidia.com/gpu': '4' } });
