@@ -98,6 +98,7 @@ def create_server(
     )
     store = SnapshotStore(settings.max_snapshots, settings.max_snapshot_mb << 20)
     servicer = PlacementServicer(settings, store, metrics, schedule_fn)
+    metrics.watch_snapshots(store.listing)
     add_lenient_service(spb_grpc.add_PlacementServiceServicer_to_server, servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hmac
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import ThreadingHTTPServer
 
 import grpc
@@ -45,7 +45,9 @@ from prometheus_client import (
     ProcessCollector,
     disable_created_metrics,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import MetricsHandler
+from prometheus_client.registry import Collector
 
 from solver.decision import Decision
 from solver.model import CARD_QUOTA, CARD_REQUEST, parse_quota
@@ -135,16 +137,6 @@ class Metrics:
             "gangplan_snapshot_nodes", "Nodes over all snapshots.", registry=r
         )
         self.snapshot_pods = Gauge("gangplan_snapshot_pods", "Pods over all snapshots.", registry=r)
-        self.card = {
-            kind: Gauge(
-                f"volcano_queue_card_{kind}",
-                f"Card resources per queue: {kind}.",
-                ["snapshot", "queue_name", "card_name"],
-                registry=r,
-            )
-            for kind in CARD_KINDS
-        }
-        self._card_series: dict[str, set[tuple[str, str]]] = {}
         self._lock = threading.Lock()
         self._http: ThreadingHTTPServer | None = None
 
@@ -205,24 +197,47 @@ class Metrics:
         self.snapshot_nodes.set(nodes)
         self.snapshot_pods.set(pods)
 
-    def queue_cards(self, snapshot_id: str, snapshot: Snapshot | None) -> None:
-        """The card gauges of one stored snapshot, replacing its previous series (None: the
-        snapshot is gone, and so are its series)."""
-        values = _card_values(snapshot) if snapshot is not None else {}
-        with self._lock:
-            for queue, card in self._card_series.pop(snapshot_id, set()) - set(values):
-                for gauge in self.card.values():
-                    gauge.remove(snapshot_id, queue, card)
-            for (queue, card), row in values.items():
-                for kind, value in zip(CARD_KINDS, row, strict=True):
-                    self.card[kind].labels(snapshot_id, queue, card).set(value)
-            if values:
-                self._card_series[snapshot_id] = set(values)
+    def watch_snapshots(self, stored: Callable[[], Iterable[tuple[str, int, Snapshot]]]) -> None:
+        """Serve the card gauges of the snapshots `stored()` lists, computed when scraped."""
+        self.registry.register(_QueueCards(stored))
 
-    def retain_snapshots(self, live: set[str]) -> None:
-        """Drop the card series of snapshots no longer stored (deleted or evicted)."""
-        for gone in set(self._card_series) - live:
-            self.queue_cards(gone, None)
+
+class _QueueCards(Collector):
+    """`volcano_queue_card_*` of every stored snapshot, computed at scrape time and memoised
+    per (snapshot, generation): a snapshot write pays nothing for them (on a snapshot with
+    12,500 PodGroups they cost ~40 ms, too much for every UpdateSnapshot), and a deleted or
+    evicted snapshot's series go with it."""
+
+    def __init__(self, stored: Callable[[], Iterable[tuple[str, int, Snapshot]]]) -> None:
+        self._stored = stored
+        self._memo: dict[tuple[str, int], dict[tuple[str, str], tuple[int, int, int, int]]] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> list[Metric]:
+        return list(self._families())  # the families without samples: no scrape at registration
+
+    def collect(self) -> list[Metric]:
+        families = self._families()
+        with self._lock:
+            memo, self._memo = self._memo, {}
+            for snapshot_id, generation, snapshot in self._stored():
+                key = (snapshot_id, generation)
+                values = memo[key] if key in memo else _card_values(snapshot)
+                self._memo[key] = values
+                for (queue, card), row in values.items():
+                    for family, value in zip(families, row, strict=True):
+                        family.add_metric([snapshot_id, queue, card], value)
+        return list(families)
+
+    @staticmethod
+    def _families() -> list[GaugeMetricFamily]:
+        labels = ["snapshot", "queue_name", "card_name"]
+        return [
+            GaugeMetricFamily(
+                f"volcano_queue_card_{kind}", f"Card resources per queue: {kind}.", labels=labels
+            )
+            for kind in CARD_KINDS
+        ]
 
 
 def _card_values(snapshot: Snapshot) -> dict[tuple[str, str], tuple[int, int, int, int]]:

@@ -219,7 +219,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         with collector_paused(len(request.cluster.pods)):
             snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
             stored = self.store.put(snapshot, request.snapshot_id)
-        self._snapshot_metrics(stored.id, snapshot)
+        self._snapshot_sizes()
         return spb.PutSnapshotResponse(snapshot_id=stored.id, generation=stored.generation)
 
     @_guard
@@ -231,7 +231,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         ):
             delta = delta_from_proto(request, SCHEMA)
             stored = self.store.update(request.snapshot_id, request.expected_generation, delta)
-        self._snapshot_metrics(stored.id, stored.snapshot)
+        self._snapshot_sizes()
         return spb.UpdateSnapshotResponse(
             snapshot_id=stored.id,
             generation=stored.generation,
@@ -244,14 +244,12 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         self, request: spb.DeleteSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.DeleteSnapshotResponse:
         self.store.delete(request.snapshot_id)
-        self._snapshot_metrics(request.snapshot_id, None)
+        self._snapshot_sizes()
         return spb.DeleteSnapshotResponse()
 
-    def _snapshot_metrics(self, snapshot_id: str, snapshot: Snapshot | None) -> None:
+    def _snapshot_sizes(self) -> None:
         nodes, pods = self.store.sizes()
         self.metrics.snapshot_sizes(len(self.store), nodes, pods)
-        self.metrics.queue_cards(snapshot_id, snapshot)
-        self.metrics.retain_snapshots(self.store.ids())  # evicted ones lose their series
 
     # ------------------------------------------------------------------------- placement
 

@@ -176,9 +176,10 @@ class SnapshotStore:
     def __len__(self) -> int:
         return len(self._snapshots)
 
-    def ids(self) -> set[str]:
+    def listing(self) -> list[tuple[str, int, Snapshot]]:
+        """(id, generation, snapshot) of every stored snapshot (for the metrics scrape)."""
         with self._lock:
-            return set(self._snapshots)
+            return [(s.id, s.generation, s.snapshot) for s in self._snapshots.values()]
 
     def sizes(self) -> tuple[int, int]:
         """(nodes, pods) summed over every snapshot."""

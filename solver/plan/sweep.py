@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from solver.errors import InputError
 from solver.plan._executors import make_executor
@@ -283,7 +283,11 @@ def _rows(output: str | Path) -> Iterator[dict[str, Any]]:
     path = Path(output)
     if not path.exists():
         return
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read the sweep results: {err}") from None
+    for line in text.splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
@@ -326,16 +330,17 @@ def run_sweep(
     results: list[dict[str, Any]] = []
     if not inputs:
         return results
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
     sha = _git_sha()
-    pool = make_executor(executor, options.workers, max_workers, address, quiet=quiet)
-    try:
-        futures = {pool.submit(solve_scenario, name, inp, options): name for name, inp in inputs}
-        with Path(output).open("a+", encoding="utf-8") as out:
-            if out.tell() > 0:  # a crash may have torn the last line: start a fresh one
-                out.seek(out.tell() - 1)
-                if out.read(1) != "\n":
-                    out.write("\n")
+    with _results_file(output) as out:  # before any work: a path that cannot be written fails now
+        if out.tell() > 0:  # a crash may have torn the last line: start a fresh one
+            out.seek(out.tell() - 1)
+            if out.read(1) != "\n":
+                out.write("\n")
+        pool = make_executor(executor, options.workers, max_workers, address, quiet=quiet)
+        try:
+            futures = {
+                pool.submit(solve_scenario, name, inp, options): name for name, inp in inputs
+            }
             for n, future in enumerate(as_completed(futures), start=1):
                 row = future.result()
                 row["git_sha"] = sha
@@ -347,6 +352,17 @@ def run_sweep(
                 results.append(row)
                 if on_result is not None:
                     on_result(row, n, len(inputs))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     return results
+
+
+def _results_file(output: str | Path) -> TextIO:
+    """The results file, opened to append (its folder made); InputError naming it when it
+    cannot be."""
+    path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("a+", encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot write the sweep results: {err.strerror}") from None

@@ -100,3 +100,17 @@ def test_sweep_value_is_read_and_checked(tmp_path: Path) -> None:
     sweep.write_text(sweep.read_text().replace("value: gpu", "value: dollars"))
     with pytest.raises(InputError, match=r"sweep.yaml: value: must be one of pods, gpu"):
         load_sweep(sweep)
+
+
+def test_results_that_cannot_be_written_or_read_are_input_errors(tmp_path: Path) -> None:
+    spec = load_sweep(_spec(tmp_path))
+    base = build_plan_input(spec.workload, spec.catalog, spec.cluster, None, None)
+    options = PlanOptions(time_limit=spec.time_limit, workers=1, seed=0)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(InputError, match=r"file/out.jsonl: cannot write the sweep results"):
+        run_sweep(base, spec.scenarios[:1], options, blocker / "out.jsonl")
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    with pytest.raises(InputError, match=r"folder.jsonl: cannot read the sweep results"):
+        run_sweep(base, spec.scenarios[:1], options, folder)

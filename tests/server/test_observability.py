@@ -186,6 +186,13 @@ def test_queue_card_metrics_are_filled_per_snapshot_and_dropped_with_it(start: A
             for kind in ("deserved", "capacity", "allocated", "request")
         }
         assert values == {"deserved": 5, "capacity": 5, "allocated": 2, "request": 5}
+        # computed when scraped, per generation: the next generation's values, not a memo
+        client.update_snapshot(
+            spb.UpdateSnapshotRequest(snapshot_id="prod", remove_pods=["default/r0"])
+        )
+        got = samples(scrape(srv.metrics_port))
+        assert got["volcano_queue_card_allocated", series] == 0
+        assert got["volcano_queue_card_request", series] == 3
         client.delete_snapshot("prod")
     assert 'snapshot="prod"' not in scrape(srv.metrics_port)
 
