@@ -146,6 +146,86 @@ PREEMPTION_POLICY_NEVER: PreemptionPolicy.ValueType  # 2
 """Never."""
 Global___PreemptionPolicy: _TypeAlias = PreemptionPolicy  # noqa: Y015
 
+class _LabelSelectorOperator:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LabelSelectorOperatorEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LabelSelectorOperator.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LABEL_SELECTOR_OPERATOR_UNSPECIFIED: _LabelSelectorOperator.ValueType  # 0
+    """Invalid."""
+    LABEL_SELECTOR_OPERATOR_IN: _LabelSelectorOperator.ValueType  # 1
+    """The label value is one of `values` (at least one value)."""
+    LABEL_SELECTOR_OPERATOR_NOT_IN: _LabelSelectorOperator.ValueType  # 2
+    """The label is absent or its value is none of `values` (at least one value)."""
+    LABEL_SELECTOR_OPERATOR_EXISTS: _LabelSelectorOperator.ValueType  # 3
+    """The label is present (no values)."""
+    LABEL_SELECTOR_OPERATOR_DOES_NOT_EXIST: _LabelSelectorOperator.ValueType  # 4
+    """The label is absent (no values)."""
+
+class LabelSelectorOperator(_LabelSelectorOperator, metaclass=_LabelSelectorOperatorEnumTypeWrapper):
+    """Operator of a label selector requirement (Kubernetes LabelSelectorOperator)."""
+
+LABEL_SELECTOR_OPERATOR_UNSPECIFIED: LabelSelectorOperator.ValueType  # 0
+"""Invalid."""
+LABEL_SELECTOR_OPERATOR_IN: LabelSelectorOperator.ValueType  # 1
+"""The label value is one of `values` (at least one value)."""
+LABEL_SELECTOR_OPERATOR_NOT_IN: LabelSelectorOperator.ValueType  # 2
+"""The label is absent or its value is none of `values` (at least one value)."""
+LABEL_SELECTOR_OPERATOR_EXISTS: LabelSelectorOperator.ValueType  # 3
+"""The label is present (no values)."""
+LABEL_SELECTOR_OPERATOR_DOES_NOT_EXIST: LabelSelectorOperator.ValueType  # 4
+"""The label is absent (no values)."""
+Global___LabelSelectorOperator: _TypeAlias = LabelSelectorOperator  # noqa: Y015
+
+class _WhenUnsatisfiable:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _WhenUnsatisfiableEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_WhenUnsatisfiable.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    WHEN_UNSATISFIABLE_UNSPECIFIED: _WhenUnsatisfiable.ValueType  # 0
+    """Invalid."""
+    WHEN_UNSATISFIABLE_DO_NOT_SCHEDULE: _WhenUnsatisfiable.ValueType  # 1
+    """DoNotSchedule: a filter."""
+    WHEN_UNSATISFIABLE_SCHEDULE_ANYWAY: _WhenUnsatisfiable.ValueType  # 2
+    """ScheduleAnyway: a score."""
+
+class WhenUnsatisfiable(_WhenUnsatisfiable, metaclass=_WhenUnsatisfiableEnumTypeWrapper):
+    """What a spread constraint does when it cannot be met."""
+
+WHEN_UNSATISFIABLE_UNSPECIFIED: WhenUnsatisfiable.ValueType  # 0
+"""Invalid."""
+WHEN_UNSATISFIABLE_DO_NOT_SCHEDULE: WhenUnsatisfiable.ValueType  # 1
+"""DoNotSchedule: a filter."""
+WHEN_UNSATISFIABLE_SCHEDULE_ANYWAY: WhenUnsatisfiable.ValueType  # 2
+"""ScheduleAnyway: a score."""
+Global___WhenUnsatisfiable: _TypeAlias = WhenUnsatisfiable  # noqa: Y015
+
+class _NodeInclusionPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _NodeInclusionPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_NodeInclusionPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    NODE_INCLUSION_POLICY_UNSPECIFIED: _NodeInclusionPolicy.ValueType  # 0
+    """The Kubernetes default: Honor for node affinity, Ignore for taints."""
+    NODE_INCLUSION_POLICY_HONOR: _NodeInclusionPolicy.ValueType  # 1
+    """Only nodes the pod could use count."""
+    NODE_INCLUSION_POLICY_IGNORE: _NodeInclusionPolicy.ValueType  # 2
+    """Every node with the topology key counts."""
+
+class NodeInclusionPolicy(_NodeInclusionPolicy, metaclass=_NodeInclusionPolicyEnumTypeWrapper):
+    """Whether a node's affinity or taints decide if it counts in a spread constraint."""
+
+NODE_INCLUSION_POLICY_UNSPECIFIED: NodeInclusionPolicy.ValueType  # 0
+"""The Kubernetes default: Honor for node affinity, Ignore for taints."""
+NODE_INCLUSION_POLICY_HONOR: NodeInclusionPolicy.ValueType  # 1
+"""Only nodes the pod could use count."""
+NODE_INCLUSION_POLICY_IGNORE: NodeInclusionPolicy.ValueType  # 2
+"""Every node with the topology key counts."""
+Global___NodeInclusionPolicy: _TypeAlias = NodeInclusionPolicy  # noqa: Y015
+
 class _MatchPolicy:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -535,6 +615,10 @@ class Pod(_message.Message):
     CREATION_TIME_FIELD_NUMBER: _builtins.int
     TERMINATING_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    PREFERRED_NODE_AFFINITY_FIELD_NUMBER: _builtins.int
+    POD_AFFINITY_FIELD_NUMBER: _builtins.int
+    POD_ANTI_AFFINITY_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_SPREAD_CONSTRAINTS_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`."""
     name: _builtins.str
@@ -589,6 +673,22 @@ class Pod(_message.Message):
     def creation_time(self) -> _timestamp_pb2.Timestamp:
         """metadata.creationTimestamp; orders equal-priority gangs."""
 
+    @_builtins.property
+    def preferred_node_affinity(self) -> _containers.RepeatedCompositeFieldContainer[Global___PreferredSchedulingTerm]:
+        """Preferred node affinity terms, scored by weight (the NodeAffinity score)."""
+
+    @_builtins.property
+    def pod_affinity(self) -> Global___PodAffinity:
+        """spec.affinity.podAffinity. Kept for running pods too (they score incoming pods)."""
+
+    @_builtins.property
+    def pod_anti_affinity(self) -> Global___PodAffinity:
+        """spec.affinity.podAntiAffinity. A running pod's required terms repel incoming pods."""
+
+    @_builtins.property
+    def topology_spread_constraints(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySpreadConstraint]:
+        """spec.topologySpreadConstraints, with matchLabelKeys already merged into the selectors."""
+
     def __init__(
         self,
         *,
@@ -609,14 +709,278 @@ class Pod(_message.Message):
         creation_time: _timestamp_pb2.Timestamp | None = ...,
         terminating: _builtins.bool = ...,
         scheduler_name: _builtins.str = ...,
+        preferred_node_affinity: _abc.Iterable[Global___PreferredSchedulingTerm] | None = ...,
+        pod_affinity: Global___PodAffinity | None = ...,
+        pod_anti_affinity: Global___PodAffinity | None = ...,
+        topology_spread_constraints: _abc.Iterable[Global___TopologySpreadConstraint] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "preemption_policy", b"preemption_policy", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "terminating", b"terminating", "tolerations", b"tolerations"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Pod: _TypeAlias = Pod  # noqa: Y015
+
+@_typing.final
+class PreferredSchedulingTerm(_message.Message):
+    """A preferred node affinity term."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WEIGHT_FIELD_NUMBER: _builtins.int
+    PREFERENCE_FIELD_NUMBER: _builtins.int
+    weight: _builtins.int
+    """1..100."""
+    @_builtins.property
+    def preference(self) -> Global___NodeSelectorTerm:
+        """The term a node must match to score `weight`."""
+
+    def __init__(
+        self,
+        *,
+        weight: _builtins.int = ...,
+        preference: Global___NodeSelectorTerm | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["preference", b"preference"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["preference", b"preference", "weight", b"weight"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PreferredSchedulingTerm: _TypeAlias = PreferredSchedulingTerm  # noqa: Y015
+
+@_typing.final
+class LabelSelectorRequirement(_message.Message):
+    """One requirement of a label selector."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    OPERATOR_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """Label key; required."""
+    operator: Global___LabelSelectorOperator.ValueType
+    """Required."""
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Values, as the operator requires."""
+
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        operator: Global___LabelSelectorOperator.ValueType = ...,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "operator", b"operator", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LabelSelectorRequirement: _TypeAlias = LabelSelectorRequirement  # noqa: Y015
+
+@_typing.final
+class LabelSelector(_message.Message):
+    """A Kubernetes label selector; every label and requirement must hold. An empty selector
+    matches every pod.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MatchLabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    MATCH_LABELS_FIELD_NUMBER: _builtins.int
+    MATCH_EXPRESSIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def match_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Labels that must equal these values."""
+
+    @_builtins.property
+    def match_expressions(self) -> _containers.RepeatedCompositeFieldContainer[Global___LabelSelectorRequirement]:
+        """Requirements on labels."""
+
+    def __init__(
+        self,
+        *,
+        match_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        match_expressions: _abc.Iterable[Global___LabelSelectorRequirement] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_expressions", b"match_expressions", "match_labels", b"match_labels"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LabelSelector: _TypeAlias = LabelSelector  # noqa: Y015
+
+@_typing.final
+class PodAffinityTerm(_message.Message):
+    """Pods matching a selector, per domain of a node label."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
+    NAMESPACES_FIELD_NUMBER: _builtins.int
+    ALL_NAMESPACES_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_KEY_FIELD_NUMBER: _builtins.int
+    all_namespaces: _builtins.bool
+    """Every namespace (a `namespaceSelector: {}`)."""
+    topology_key: _builtins.str
+    """The node label whose values are the domains (e.g. kubernetes.io/hostname); required."""
+    @_builtins.property
+    def label_selector(self) -> Global___LabelSelector:
+        """Which pods; unset matches no pod. matchLabelKeys / mismatchLabelKeys already merged
+        (as the API server stores them).
+        """
+
+    @_builtins.property
+    def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The namespaces searched, with any namespaceSelector already resolved by the front end.
+        Empty (and all_namespaces false): the pod's own namespace.
+        """
+
+    def __init__(
+        self,
+        *,
+        label_selector: Global___LabelSelector | None = ...,
+        namespaces: _abc.Iterable[_builtins.str] | None = ...,
+        all_namespaces: _builtins.bool = ...,
+        topology_key: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["label_selector", b"label_selector"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_namespaces", b"all_namespaces", "label_selector", b"label_selector", "namespaces", b"namespaces", "topology_key", b"topology_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodAffinityTerm: _TypeAlias = PodAffinityTerm  # noqa: Y015
+
+@_typing.final
+class WeightedPodAffinityTerm(_message.Message):
+    """A preferred pod affinity term."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WEIGHT_FIELD_NUMBER: _builtins.int
+    TERM_FIELD_NUMBER: _builtins.int
+    weight: _builtins.int
+    """1..100."""
+    @_builtins.property
+    def term(self) -> Global___PodAffinityTerm:
+        """The term."""
+
+    def __init__(
+        self,
+        *,
+        weight: _builtins.int = ...,
+        term: Global___PodAffinityTerm | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["term", b"term"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["term", b"term", "weight", b"weight"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WeightedPodAffinityTerm: _TypeAlias = WeightedPodAffinityTerm  # noqa: Y015
+
+@_typing.final
+class PodAffinity(_message.Message):
+    """Pod affinity or anti-affinity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUIRED_FIELD_NUMBER: _builtins.int
+    PREFERRED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def required(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodAffinityTerm]:
+        """requiredDuringSchedulingIgnoredDuringExecution (ANDed)."""
+
+    @_builtins.property
+    def preferred(self) -> _containers.RepeatedCompositeFieldContainer[Global___WeightedPodAffinityTerm]:
+        """preferredDuringSchedulingIgnoredDuringExecution."""
+
+    def __init__(
+        self,
+        *,
+        required: _abc.Iterable[Global___PodAffinityTerm] | None = ...,
+        preferred: _abc.Iterable[Global___WeightedPodAffinityTerm] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["preferred", b"preferred", "required", b"required"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodAffinity: _TypeAlias = PodAffinity  # noqa: Y015
+
+@_typing.final
+class TopologySpreadConstraint(_message.Message):
+    """A pod topology spread constraint."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MAX_SKEW_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_KEY_FIELD_NUMBER: _builtins.int
+    WHEN_UNSATISFIABLE_FIELD_NUMBER: _builtins.int
+    LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
+    MIN_DOMAINS_FIELD_NUMBER: _builtins.int
+    NODE_AFFINITY_POLICY_FIELD_NUMBER: _builtins.int
+    NODE_TAINTS_POLICY_FIELD_NUMBER: _builtins.int
+    max_skew: _builtins.int
+    """>= 1."""
+    topology_key: _builtins.str
+    """The node label whose values are the domains; required."""
+    when_unsatisfiable: Global___WhenUnsatisfiable.ValueType
+    """Required."""
+    min_domains: _builtins.int
+    """DoNotSchedule only; 0 means 1."""
+    node_affinity_policy: Global___NodeInclusionPolicy.ValueType
+    """nodeAffinityPolicy."""
+    node_taints_policy: Global___NodeInclusionPolicy.ValueType
+    """nodeTaintsPolicy."""
+    @_builtins.property
+    def label_selector(self) -> Global___LabelSelector:
+        """Which pods count (in the pod's namespace); unset counts none."""
+
+    def __init__(
+        self,
+        *,
+        max_skew: _builtins.int = ...,
+        topology_key: _builtins.str = ...,
+        when_unsatisfiable: Global___WhenUnsatisfiable.ValueType = ...,
+        label_selector: Global___LabelSelector | None = ...,
+        min_domains: _builtins.int = ...,
+        node_affinity_policy: Global___NodeInclusionPolicy.ValueType = ...,
+        node_taints_policy: Global___NodeInclusionPolicy.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["label_selector", b"label_selector"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label_selector", b"label_selector", "max_skew", b"max_skew", "min_domains", b"min_domains", "node_affinity_policy", b"node_affinity_policy", "node_taints_policy", b"node_taints_policy", "topology_key", b"topology_key", "when_unsatisfiable", b"when_unsatisfiable"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TopologySpreadConstraint: _TypeAlias = TopologySpreadConstraint  # noqa: Y015
 
 @_typing.final
 class Gang(_message.Message):

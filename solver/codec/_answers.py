@@ -10,13 +10,17 @@ from google.protobuf.message import Message
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
-from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES, SELECTOR_OPS
+from solver.codec._constraints import (
+    inter_pod_to_proto,
+    preferred_to_proto,
+    spread_to_proto,
+    terms_to_proto,
+)
+from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
 from solver.decision import Decision, GroupOutcome, Placement, Victim
 from solver.model import (
     ClusterModel,
     JobAffinityError,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     parse_job_affinity,
 )
 
@@ -70,7 +74,6 @@ _CAUSES = {"preemption": spb.VICTIM_CAUSE_PREEMPTION, "reclaim": spb.VICTIM_CAUS
 
 
 _EFFECT_CODES = {v: k for k, v in EFFECTS.items()}
-_SELECTOR_CODES = {v: k for k, v in SELECTOR_OPS.items()}
 _POLICY_CODES = {v: k for k, v in MATCH_POLICIES.items()}
 _DISRUPTION_CODES = {v: k for k, v in DISRUPTION_MODES.items()}
 
@@ -81,23 +84,6 @@ def _set_timestamp(msg: Message, name: str, text: str | None) -> None:
             getattr(msg, name).FromJsonString(text)
         except ValueError:
             msg.ClearField(name)  # not RFC 3339: ordering falls back to ids
-
-
-def _terms_to_proto(terms: tuple[NodeSelectorTerm, ...]) -> list[pb.NodeSelectorTerm]:
-    def reqs(items: tuple[NodeSelectorRequirement, ...]) -> list[pb.NodeSelectorRequirement]:
-        return [
-            pb.NodeSelectorRequirement(
-                key=r.key, operator=_SELECTOR_CODES[r.operator], values=list(r.values)
-            )
-            for r in items
-        ]
-
-    return [
-        pb.NodeSelectorTerm(
-            match_expressions=reqs(t.match_expressions), match_fields=reqs(t.match_fields)
-        )
-        for t in terms
-    ]
 
 
 def _queue_affinity(affinity: Mapping[str, object]) -> pb.QueueAffinity:
@@ -133,7 +119,7 @@ def _job_affinity(raw: dict[str, Any] | None) -> pb.GangAffinity | None:
         ],
     )
     if affinity.node_selector is not None:
-        msg.node_selector.CopyFrom(pb.NodeSelector(terms=_terms_to_proto(affinity.node_selector)))
+        msg.node_selector.CopyFrom(pb.NodeSelector(terms=terms_to_proto(affinity.node_selector)))
     return msg
 
 
@@ -178,7 +164,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
                 else pb.PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
             ),
             node_selector=p.node_selector,
-            required_node_affinity=_terms_to_proto(p.required_affinity or ()),
+            required_node_affinity=terms_to_proto(p.required_affinity or ()),
             tolerations=[
                 pb.Toleration(
                     key=t.key,
@@ -197,7 +183,10 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             gang="" if model.gangs[p.gang].implicit else p.gang,
             terminating=p.terminating,
             scheduler_name=p.scheduler_name,
+            preferred_node_affinity=preferred_to_proto(p.preferred_node_affinity),
+            topology_spread_constraints=spread_to_proto(p.spread),
         )
+        inter_pod_to_proto(p.inter_pod, pod)
         _set_timestamp(pod, "creation_time", p.created)
         msg.pods.append(pod)
     for g in model.gangs.values():

@@ -18,23 +18,32 @@ from typing import Any, Literal
 from google.protobuf.message import Message
 
 from gangplan.v1 import cluster_pb2 as pb
+from solver.codec._constraints import (
+    EFFECTS,
+    SELECTOR_OPS,
+    inter_pod_from_proto,
+    known,
+    missing_or_unknown,
+    node_affinity_from_proto,
+    preferred_from_proto,
+    requirements_from_proto,
+    spread_from_proto,
+    tolerations_from_proto,
+)
 from solver.codec._errors import Violations
 from solver.model import (
     Dialect,
     Gang,
+    InterPodTerms,
     MatchPolicy,
     NetworkTopology,
     Node,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     Pod,
     Queue,
     Taint,
-    Toleration,
     TopologyLayer,
     parent_cycle,
 )
-from solver.model._cluster import TaintEffect
 from solver.model._workload import TERMINAL_PHASES
 from solver.snapshot import EMPTY_MAP, RunningPod
 
@@ -57,19 +66,6 @@ DEFAULT_NAMESPACE = "default"
 DEFAULT_MAX_PODS = 110  # kubelet's maxPods when a node omits allocatable `pods`
 PODS = "pods"
 
-EFFECTS: dict[pb.TaintEffect.ValueType, TaintEffect] = {
-    pb.TAINT_EFFECT_NO_SCHEDULE: "NoSchedule",
-    pb.TAINT_EFFECT_PREFER_NO_SCHEDULE: "PreferNoSchedule",
-    pb.TAINT_EFFECT_NO_EXECUTE: "NoExecute",
-}
-SELECTOR_OPS: dict[pb.SelectorOperator.ValueType, str] = {
-    pb.SELECTOR_OPERATOR_IN: "In",
-    pb.SELECTOR_OPERATOR_NOT_IN: "NotIn",
-    pb.SELECTOR_OPERATOR_EXISTS: "Exists",
-    pb.SELECTOR_OPERATOR_DOES_NOT_EXIST: "DoesNotExist",
-    pb.SELECTOR_OPERATOR_GT: "Gt",
-    pb.SELECTOR_OPERATOR_LT: "Lt",
-}
 MATCH_POLICIES: dict[pb.MatchPolicy.ValueType, MatchPolicy] = {
     pb.MATCH_POLICY_ONCE_SATISFIED: MatchPolicy.ONCE_SATISFIED,
     pb.MATCH_POLICY_WAITING_AND_RUNNING: MatchPolicy.WAITING_AND_RUNNING,
@@ -129,7 +125,7 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
         if effect is None:
             out.add(
                 f"{path}.taints[{i}].effect",
-                _missing_or_unknown(t.effect, "a taint needs an effect"),
+                missing_or_unknown(t.effect, "a taint needs an effect"),
             )
             continue
         taints.append(Taint(key=t.key, value=t.value, effect=effect))
@@ -148,71 +144,6 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
 # ----------------------------------------------------------------------------- pods
 
 
-def _requirements(
-    items: Iterable[pb.NodeSelectorRequirement], path: str, out: Violations, fields: bool
-) -> tuple[NodeSelectorRequirement, ...]:
-    result = []
-    for i, r in enumerate(items):
-        where = f"{path}[{i}]"
-        op = SELECTOR_OPS.get(r.operator)
-        if op is None:
-            out.add(f"{where}.operator", _missing_or_unknown(r.operator, "must be set"))
-            continue
-        if not r.key:
-            out.add(f"{where}.key", "must not be empty")
-        if fields and r.key != "metadata.name":
-            out.add(f"{where}.key", "only metadata.name is supported in match_fields")
-        values = tuple(r.values)
-        if op in ("Gt", "Lt"):
-            if len(values) != 1 or not values[0].lstrip("-").isdigit():
-                out.add(f"{where}.values", f"operator {op} needs exactly one integer value")
-        elif op in ("In", "NotIn") and not values:
-            out.add(f"{where}.values", f"operator {op} needs at least one value")
-        elif op in ("Exists", "DoesNotExist") and values:
-            out.add(f"{where}.values", f"operator {op} takes no values")
-        result.append(NodeSelectorRequirement(key=r.key, operator=op, values=values))
-    return tuple(result)
-
-
-def _affinity_terms(msg: pb.Pod, path: str, out: Violations) -> tuple[NodeSelectorTerm, ...]:
-    return tuple(
-        NodeSelectorTerm(
-            match_expressions=_requirements(
-                t.match_expressions,
-                f"{path}.required_node_affinity[{i}].match_expressions",
-                out,
-                fields=False,
-            ),
-            match_fields=_requirements(
-                t.match_fields, f"{path}.required_node_affinity[{i}].match_fields", out, True
-            ),
-        )
-        for i, t in enumerate(msg.required_node_affinity)
-    )
-
-
-def _tolerations(msg: pb.Pod, path: str, out: Violations) -> tuple[Toleration, ...]:
-    tolerations = []
-    for i, toleration in enumerate(msg.tolerations):
-        _known(pb.TolerationOperator, toleration.operator, f"{path}.tolerations[{i}].operator", out)
-        if toleration.effect:
-            _known(pb.TaintEffect, toleration.effect, f"{path}.tolerations[{i}].effect", out)
-        exists = toleration.operator == pb.TOLERATION_OPERATOR_EXISTS
-        if exists and toleration.value:
-            out.add(f"{path}.tolerations[{i}].value", "must be empty when the operator is EXISTS")
-        if not exists and not toleration.key:
-            out.add(f"{path}.tolerations[{i}].key", "an EQUAL toleration needs a key")
-        tolerations.append(
-            Toleration(
-                key=toleration.key,
-                operator="Exists" if exists else "Equal",
-                value=toleration.value,
-                effect=EFFECTS.get(toleration.effect, ""),
-            )
-        )
-    return tuple(tolerations)
-
-
 def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     """The domain Pod; a pod without a gang gets the implicit gang id `namespace/name`."""
     if not msg.name:
@@ -220,12 +151,15 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     ns = _namespace(msg.namespace)
     requests = _quantities(msg.requests, f"{path}.requests", out)
     requests.setdefault(PODS, 1)
-    terms = _affinity_terms(msg, path, out)
-    tolerations = _tolerations(msg, path, out)
+    terms = node_affinity_from_proto(msg, path, out)
+    preferred = preferred_from_proto(msg, path, out)
+    tolerations = tolerations_from_proto(msg, path, out)
+    inter_pod = inter_pod_from_proto(msg, ns, path, out)
+    spread = spread_from_proto(msg, path, out)
     gang = msg.gang or f"{ns}/{msg.name}"
     if msg.gang and msg.gang.count("/") != 1:
         out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
-    _known(pb.PreemptionPolicy, msg.preemption_policy, f"{path}.preemption_policy", out)
+    known(pb.PreemptionPolicy, msg.preemption_policy, f"{path}.preemption_policy", out)
     if not msg.name:
         return None
     never = msg.preemption_policy == pb.PREEMPTION_POLICY_NEVER
@@ -243,6 +177,9 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         node_selector=dict(msg.node_selector),
         required_affinity=terms or None,
         tolerations=tolerations,
+        preferred_node_affinity=preferred,
+        inter_pod=inter_pod,
+        spread=spread,
         gang=gang,
         created=_timestamp(msg, "creation_time", path, out),
         terminating=msg.terminating,
@@ -265,9 +202,9 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
     for i, other in enumerate(msg.groups):
         if other.count("/") != 1:
             out.add(f"{path}.groups[{i}]", f"must be a gang id `namespace/name`, got {other!r}")
-    _known(pb.GangMode, msg.mode, f"{path}.mode", out)
-    _known(pb.MatchPolicy, msg.match_policy, f"{path}.match_policy", out)
-    _known(pb.DisruptionMode, msg.disruption_mode, f"{path}.disruption_mode", out)
+    known(pb.GangMode, msg.mode, f"{path}.mode", out)
+    known(pb.MatchPolicy, msg.match_policy, f"{path}.match_policy", out)
+    known(pb.DisruptionMode, msg.disruption_mode, f"{path}.disruption_mode", out)
     godel = msg.HasField("affinity")  # job-level affinity is Godel's: schedule as its unit
     workload_api = bool(msg.topology_key) or msg.disruption_mode != pb.DISRUPTION_MODE_UNSPECIFIED
     if godel and workload_api:
@@ -306,7 +243,7 @@ def _gang_affinity(msg: pb.GangAffinity, path: str, out: Violations) -> dict[str
     def requirement_dicts(
         items: Iterable[pb.NodeSelectorRequirement], where: str
     ) -> list[dict[str, Any]]:
-        reqs = _requirements(items, where, out, fields=False)
+        reqs = requirements_from_proto(items, where, out, fields=False)
         return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in reqs]
 
     body: dict[str, Any] = {
@@ -369,16 +306,6 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
     )
 
 
-def _known(enum: Any, value: int, path: str, out: Violations) -> None:
-    """A proto3 enum field holds any int32 on the wire: only declared values are input."""
-    if value not in enum.DESCRIPTOR.values_by_number:
-        out.add(path, f"unknown enum value {value}")
-
-
-def _missing_or_unknown(value: int, missing: str) -> str:
-    return missing if value == 0 else f"unknown enum value {value}"
-
-
 def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> NetworkTopology:
     seen: set[str] = set()
     layers = []
@@ -412,6 +339,7 @@ class RunningPodReader:
         self._requests: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # One map per distinct content, shared by the rows (read-only downstream).
         self._maps: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+        self._terms: dict[tuple[str, bytes, bytes], InterPodTerms | None] = {}
 
     def key(self, msg: pb.Pod) -> str:
         return f"{msg.namespace or DEFAULT_NAMESPACE}/{msg.name}"
@@ -423,11 +351,17 @@ class RunningPodReader:
         if not name:
             self.out.add(f"{self.prefix}[{index}].name", "must not be empty")
         requests = self._requests_of(msg.requests, index)
-        if msg.required_node_affinity or msg.tolerations:
+        path = f"{self.prefix}[{index}]"
+        if msg.required_node_affinity or msg.tolerations or msg.preferred_node_affinity:
             # validated, not kept: the snapshot keeps what the features read of running pods
-            path = f"{self.prefix}[{index}]"
-            _affinity_terms(msg, path, self.out)
-            _tolerations(msg, path, self.out)
+            node_affinity_from_proto(msg, path, self.out)
+            preferred_from_proto(msg, path, self.out)
+            tolerations_from_proto(msg, path, self.out)
+        if msg.topology_spread_constraints:
+            spread_from_proto(msg, path, self.out)
+        terms = None
+        if msg.HasField("pod_affinity") or msg.HasField("pod_anti_affinity"):
+            terms = self._terms_of(msg, path)
         gang = msg.gang
         if gang and gang.count("/") != 1:
             self.out.add(
@@ -449,7 +383,24 @@ class RunningPodReader:
             if annotations
             else EMPTY_MAP,
             msg.terminating,
+            terms=terms,
         )
+
+    def _terms_of(self, msg: pb.Pod, path: str) -> InterPodTerms | None:
+        """A running pod's (anti-)affinity, read once per distinct content and namespace."""
+        ns = msg.namespace or DEFAULT_NAMESPACE
+        content = (
+            ns,
+            msg.pod_affinity.SerializeToString(deterministic=True),
+            msg.pod_anti_affinity.SerializeToString(deterministic=True),
+        )
+        if content in self._terms:
+            return self._terms[content]
+        before = len(self.out.items)
+        terms = inter_pod_from_proto(msg, ns, path, self.out)
+        if len(self.out.items) == before:  # an invalid one is reported at every pod
+            self._terms[content] = terms
+        return terms
 
     def _shared(self, items: list[tuple[str, str]]) -> Mapping[str, str]:
         content = tuple(items)

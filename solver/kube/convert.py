@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from solver.kube.affinity import PodAffinityReader
 from solver.kube.gangs import (
     DEFAULT_NAMESPACE,
     POD_GROUP_DIALECTS,
@@ -20,15 +21,13 @@ from solver.kube.loader import RawObject
 from solver.kube.objects import (
     Container,
     K8sClusterNetworkTopology,
+    K8sNamespace,
     K8sNode,
     K8sPod,
     K8sPodGroup,
     K8sPriorityClass,
     K8sQueue,
     KeyedQuantityError,
-)
-from solver.kube.objects import (
-    NodeSelectorTerm as K8sTerm,
 )
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
@@ -37,8 +36,6 @@ from solver.model import (
     Gang,
     NetworkTopology,
     Node,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     Pod,
     Queue,
     Taint,
@@ -82,6 +79,7 @@ class _Inputs:
     priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)
     queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
     topology: tuple[RawObject, K8sClusterNetworkTopology] | None = None
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     notes: list[str] = field(default_factory=list)
 
 
@@ -92,9 +90,14 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     links = GangLinks(inputs.pod_groups, priority_of)
     members: dict[str, list[str]] = {}
     pods: list[Pod] = []
+    namespaces: dict[str, dict[str, str]] = {
+        k8s.metadata.namespace or DEFAULT_NAMESPACE: {} for _, k8s in inputs.pods
+    }
+    namespaces.update(inputs.namespaces)
+    terms = PodAffinityReader(namespaces)
     for raw, k8s in inputs.pods:
         gang_id = links.link(raw, k8s)
-        pod = _pod(raw, k8s, gang_id, priority_of)
+        pod = _pod(raw, k8s, gang_id, priority_of, terms)
         if overrides := links.pod_overrides(gang_id):
             pod = pod.model_copy(update=overrides)
         pods.append(pod)
@@ -154,6 +157,10 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
                 f"{raw.source}: document {raw.document}: Workload {ident!r} read; the scheduler "
                 "follows its PodGroup objects, which carry copies of its templates"
             )
+        elif kind == "Namespace" and group == "":
+            parsed = _validate(K8sNamespace, raw)
+            ident = parsed.metadata.name
+            out.namespaces[ident] = dict(parsed.metadata.labels)
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             parsed = _validate(K8sPriorityClass, raw)
             ident = parsed.metadata.name
@@ -269,28 +276,13 @@ def effective_requests(k8s: K8sPod) -> dict[str, int]:
     return {r: v for r, v in sorted(total.items()) if v > 0}
 
 
-def _terms(terms: list[K8sTerm]) -> tuple[NodeSelectorTerm, ...]:
-    def reqs(items: list[Any]) -> tuple[NodeSelectorRequirement, ...]:
-        return tuple(
-            NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values))
-            for r in items
-        )
-
-    return tuple(
-        NodeSelectorTerm(
-            match_expressions=reqs(t.match_expressions), match_fields=reqs(t.match_fields)
-        )
-        for t in terms
-    )
-
-
-def _pod(raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any) -> Pod:
-    _check_affinity_values(raw, k8s)
+def _pod(
+    raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any, terms: PodAffinityReader
+) -> Pod:
     priority, class_policy = priority_of(
         raw, k8s.spec.priority, k8s.spec.priority_class_name, "spec.priorityClassName"
     )
-    affinity = k8s.spec.affinity.node_affinity if k8s.spec.affinity else None
-    required = affinity.required if affinity else None
+    required, preferred = terms.node_affinity(raw, k8s)
     return Pod(
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
         name=k8s.metadata.name,
@@ -303,11 +295,14 @@ def _pod(raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any) -> Pod:
         priority=priority,
         preemption_policy=k8s.spec.preemption_policy or class_policy or "PreemptLowerPriority",
         node_selector=dict(k8s.spec.node_selector),
-        required_affinity=_terms(required.node_selector_terms) if required else None,
+        required_affinity=required,
         tolerations=tuple(
             Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
             for t in k8s.spec.tolerations
         ),
+        preferred_node_affinity=preferred,
+        inter_pod=terms.inter_pod(raw, k8s),
+        spread=terms.spread(raw, k8s),
         gang=gang_id,
         created=k8s.metadata.creation_timestamp,
         terminating=k8s.metadata.deletion_timestamp is not None,
@@ -319,35 +314,6 @@ def _pod(raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any) -> Pod:
         ),
         scheduler_name=k8s.spec.scheduler_name,
     )
-
-
-def _check_affinity_values(raw: RawObject, k8s: K8sPod) -> None:
-    """Gt/Lt need one integer value; In/NotIn need values; Exists/DoesNotExist need none."""
-    affinity = k8s.spec.affinity.node_affinity if k8s.spec.affinity else None
-    if not affinity or not affinity.required:
-        return
-    base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    for ti, term in enumerate(affinity.required.node_selector_terms):
-        for kind, items in (
-            ("matchExpressions", term.match_expressions),
-            ("matchFields", term.match_fields),
-        ):
-            for ri, r in enumerate(items):
-                path = f"{base}.nodeSelectorTerms[{ti}].{kind}[{ri}].values"
-                if r.operator in ("Gt", "Lt"):
-                    if len(r.values) != 1 or not r.values[0].lstrip("-").isdigit():
-                        raise raw.error(
-                            f"operator {r.operator} needs exactly one integer value", path
-                        )
-                elif r.operator in ("In", "NotIn") and not r.values:
-                    raise raw.error(f"operator {r.operator} needs at least one value", path)
-                elif r.operator in ("Exists", "DoesNotExist") and r.values:
-                    raise raw.error(f"operator {r.operator} takes no values", path)
-                if kind == "matchFields" and r.key != "metadata.name":
-                    raise raw.error(
-                        "only metadata.name is supported in matchFields",
-                        path.removesuffix(".values") + ".key",
-                    )
 
 
 # ----------------------------------------------------------------------------- queues, topology

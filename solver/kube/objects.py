@@ -17,6 +17,7 @@ from solver.quantity import QuantityError, to_int
 __all__ = [
     "Container",
     "K8sClusterNetworkTopology",
+    "K8sNamespace",
     "K8sNode",
     "K8sPod",
     "K8sPodGroup",
@@ -196,14 +197,94 @@ class NodeSelector(_K8s):
     node_selector_terms: list[NodeSelectorTerm] = Field(alias="nodeSelectorTerms")
 
 
+StrList = Annotated[list[str], BeforeValidator(_none_to_empty_list)]
+
+
+class PreferredSchedulingTerm(_K8s):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
 class NodeAffinity(_K8s):
     required: NodeSelector | None = Field(
         default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    preferred: Annotated[list[PreferredSchedulingTerm], BeforeValidator(_none_to_empty_list)] = (
+        Field(default_factory=list, alias="preferredDuringSchedulingIgnoredDuringExecution")
+    )
+
+
+class LabelSelectorRequirement(_K8s):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: StrList = Field(default_factory=list)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _stringify(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [v if isinstance(v, str) else _yaml_scalar(v) for v in value]
+        return value
+
+
+class LabelSelector(_K8s):
+    match_labels: StrMap = Field(default_factory=dict, alias="matchLabels")
+    match_expressions: Annotated[
+        list[LabelSelectorRequirement], BeforeValidator(_none_to_empty_list)
+    ] = Field(default_factory=list, alias="matchExpressions")
+
+    @field_validator("match_labels", mode="before")
+    @classmethod
+    def _stringify(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {str(k): v if isinstance(v, str) else _yaml_scalar(v) for k, v in value.items()}
+        return value
+
+
+class PodAffinityTerm(_K8s):
+    label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
+    namespaces: StrList = Field(default_factory=list)
+    namespace_selector: LabelSelector | None = Field(default=None, alias="namespaceSelector")
+    topology_key: str = Field(min_length=1, alias="topologyKey")
+    match_label_keys: StrList = Field(default_factory=list, alias="matchLabelKeys")
+    mismatch_label_keys: StrList = Field(default_factory=list, alias="mismatchLabelKeys")
+
+
+class WeightedPodAffinityTerm(_K8s):
+    weight: int = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm = Field(alias="podAffinityTerm")
+
+
+class PodAffinity(_K8s):
+    required: Annotated[list[PodAffinityTerm], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list, alias="requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    preferred: Annotated[list[WeightedPodAffinityTerm], BeforeValidator(_none_to_empty_list)] = (
+        Field(default_factory=list, alias="preferredDuringSchedulingIgnoredDuringExecution")
     )
 
 
 class Affinity(_K8s):
     node_affinity: NodeAffinity | None = Field(default=None, alias="nodeAffinity")
+    pod_affinity: PodAffinity | None = Field(default=None, alias="podAffinity")
+    pod_anti_affinity: PodAffinity | None = Field(default=None, alias="podAntiAffinity")
+
+
+class TopologySpreadConstraint(_K8s):
+    max_skew: int = Field(ge=1, alias="maxSkew")
+    topology_key: str = Field(min_length=1, alias="topologyKey")
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field(
+        alias="whenUnsatisfiable"
+    )
+    label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
+    min_domains: int | None = Field(default=None, ge=1, alias="minDomains")
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = Field(
+        default=None, alias="nodeAffinityPolicy"
+    )
+    node_taints_policy: Literal["Honor", "Ignore"] | None = Field(
+        default=None, alias="nodeTaintsPolicy"
+    )
+    match_label_keys: StrList = Field(default_factory=list, alias="matchLabelKeys")
 
 
 class PodSchedulingGroup(_K8s):
@@ -229,6 +310,9 @@ class PodSpec(_K8s):
         default_factory=list
     )
     scheduling_group: PodSchedulingGroup | None = Field(default=None, alias="schedulingGroup")
+    topology_spread_constraints: Annotated[
+        list[TopologySpreadConstraint], BeforeValidator(_none_to_empty_list)
+    ] = Field(default_factory=list, alias="topologySpreadConstraints")
 
     @field_validator("node_selector", mode="before")
     @classmethod
@@ -251,6 +335,10 @@ class PodStatus(_K8s):
     conditions: Annotated[list[PodCondition], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list
     )
+
+
+class K8sNamespace(_K8s):
+    metadata: Metadata
 
 
 class K8sPod(_K8s):

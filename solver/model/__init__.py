@@ -19,6 +19,15 @@ from solver.model._cards import (
     parse_quota,
 )
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from solver.model._interpod import (
+    InterPodTerms,
+    LabelRequirement,
+    LabelSelector,
+    PodAffinityTerm,
+    PreferredSchedulingTerm,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+)
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._snapshot import ClusterModel
 from solver.model._topology import (
@@ -67,20 +76,27 @@ __all__ = [
     "GatherRule",
     "GatherSpec",
     "GatherSpecError",
+    "InterPodTerms",
     "JobAffinity",
     "JobAffinityError",
+    "LabelRequirement",
+    "LabelSelector",
     "MatchPolicy",
     "NetworkTopology",
     "Node",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Pod",
+    "PodAffinityTerm",
     "PodSelection",
+    "PreferredSchedulingTerm",
     "Queue",
     "SortRule",
     "Taint",
     "Toleration",
     "TopologyLayer",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
     "card_alternatives",
     "card_demand",
     "discover_cards",

@@ -9,6 +9,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.model._cluster import NodeSelectorTerm, Toleration
+from solver.model._interpod import (
+    InterPodTerms,
+    PreferredSchedulingTerm,
+    TopologySpreadConstraint,
+)
 
 
 class _Frozen(BaseModel):
@@ -46,6 +51,13 @@ class Pod(_Frozen):
         default=None, description="nodeAffinity required terms (ORed); None when unset"
     )
     tolerations: tuple[Toleration, ...] = ()
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    inter_pod: InterPodTerms | None = Field(
+        default=None, description="pod affinity and anti-affinity; None when unset"
+    )
+    spread: tuple[TopologySpreadConstraint, ...] = Field(
+        default=(), description="topologySpreadConstraints"
+    )
     gang: str = Field(description="id `ns/name` of the gang this pod belongs to")
     created: str | None = Field(default=None, description="metadata.creationTimestamp")
     terminating: bool = Field(default=False, description="metadata.deletionTimestamp is set")

@@ -28,6 +28,7 @@ from solver.model import (
     CARD_NAME,
     QUEUE_ANNOTATION,
     CardError,
+    InterPodTerms,
     card_alternatives,
     card_demand,
 )
@@ -59,6 +60,7 @@ class RunningPod(NamedTuple):
     annotations: Mapping[str, str] = EMPTY_MAP
     terminating: bool = False
     preempted: bool = False
+    terms: InterPodTerms | None = None  # its pod (anti-)affinity, None without any
 
 
 class _Growable:
@@ -112,6 +114,8 @@ class _Profile(NamedTuple):
     card_text: int
     card_alternatives: tuple[str, ...]  # () without a resolvable card demand
     card_count: int
+    namespace: int
+    terms: int
     facts: tuple[int, ...]
 
 
@@ -124,6 +128,8 @@ _SCALARS = (
     "queue",
     "card_text",
     "card_count",
+    "namespace",
+    "terms",
 )
 """The `_Profile` fields written as they are to the column of the same name."""
 
@@ -150,12 +156,17 @@ class Buffers:
         self.card_text = _Growable(np.int32, fill=NONE)  # interned `volcano.sh/card.name`
         self.card_type = _Growable(np.int32, fill=NONE)
         self.card_count = _Growable(np.int64)
+        self.namespace = _Growable(np.int32, fill=NONE)
+        self.terms = _Growable(np.int32, fill=NONE)  # index into term_sets
         self.facts = {f.name: _Growable(np.int32, fill=NONE) for f in schema.facts}
         # Interners: shared strings of every column above.
         self.gangs = Interner()
         self.queues = Interner()
         self.cards = Interner()
         self.values = Interner()  # fact values and card annotations
+        self.namespaces = Interner()
+        self.term_sets: list[InterPodTerms] = []  # distinct pod (anti-)affinity, interned
+        self._term_ids: dict[InterPodTerms, int] = {}
         self.label_sets: list[Mapping[str, str]] = []  # labels and kept annotations, interned
         self._label_ids: dict[frozenset[tuple[str, str]], int] = {}
         self.kept = schema.annotation_keys
@@ -168,6 +179,15 @@ class Buffers:
         if found is None:
             found = self._label_ids[items] = len(self.label_sets)
             self.label_sets.append(dict(labels))
+        return found
+
+    def _term_set(self, terms: InterPodTerms | None) -> int:
+        if terms is None:
+            return NONE
+        found = self._term_ids.get(terms)
+        if found is None:
+            found = self._term_ids[terms] = len(self.term_sets)
+            self.term_sets.append(terms)
         return found
 
     def _profile(self, pod: RunningPod) -> _Profile:
@@ -193,6 +213,8 @@ class Buffers:
             card_text=self.values.add("|".join(text)) if text else NONE,
             card_alternatives=alternatives,
             card_count=count,
+            namespace=self.namespaces.add(pod.key.partition("/")[0]),
+            terms=self._term_set(pod.terms),
             facts=tuple(
                 self.values.add_optional(f.extract(pod.labels, annotations))
                 for f in self.schema.facts
@@ -219,6 +241,8 @@ class Buffers:
             self.card_text,
             self.card_type,
             self.card_count,
+            self.namespace,
+            self.terms,
             *self.facts.values(),
         ]
 
@@ -254,6 +278,8 @@ class Buffers:
                 pod.gang,
                 pod.terminating,
                 pod.preempted,
+                pod.key.partition("/")[0],
+                pod.terms,
             )
             found = profiles.get(signature)
             if found is None:
@@ -318,8 +344,11 @@ class Buffers:
             self.queues.copy(),
         )
         out.cards, out.values = self.cards.copy(), self.values.copy()
+        out.namespaces = self.namespaces.copy()
         out.label_sets = list(self.label_sets)
         out._label_ids = dict(self._label_ids)
+        out.term_sets = list(self.term_sets)
+        out._term_ids = dict(self._term_ids)
         count = len(rows)
         out.keys = self.keys.take(rows)
         # Old node index -> new node index (NONE: gone), then by name for rows whose node
@@ -345,6 +374,8 @@ class Buffers:
             (out.annotations, self.annotations.data[:length][rows]),
             (out.queue, self.queue.data[:length][rows]),
             (out.card_text, self.card_text.data[:length][rows]),
+            (out.namespace, self.namespace.data[:length][rows]),
+            (out.terms, self.terms.data[:length][rows]),
             *((out.facts[name], col.data[:length][rows]) for name, col in self.facts.items()),
         ]
         out.requests.widen(self.requests.data.shape[1])

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from solver.model import InterPodTerms
 from solver.snapshot._buffers import PREEMPTED, TERMINATING, Buffers, RunningPod
 from solver.snapshot._facts import PodSchema
 from solver.snapshot._intern import NONE, Interner
@@ -202,6 +203,34 @@ class RunningPods:
     def value(self, ident: int) -> str:
         return self._buf.values.value(ident)
 
+    @property
+    def label_set(self) -> npt.NDArray[np.int32]:
+        """Label set id (`label_sets`) per row."""
+        return self._buf.labels.data[: self.length]
+
+    @property
+    def label_sets(self) -> Sequence[Mapping[str, str]]:
+        """The distinct label sets rows refer to (grows; ids never change meaning)."""
+        return self._buf.label_sets
+
+    @property
+    def namespace(self) -> npt.NDArray[np.int32]:
+        """Namespace id (`namespace_names`) per row."""
+        return self._buf.namespace.data[: self.length]
+
+    @property
+    def namespace_names(self) -> Interner:
+        return self._buf.namespaces
+
+    @property
+    def terms(self) -> npt.NDArray[np.int32]:
+        """Pod (anti-)affinity id (`term_sets`) per row, NONE for a pod without any."""
+        return self._buf.terms.data[: self.length]
+
+    @property
+    def term_sets(self) -> Sequence[InterPodTerms]:
+        return self._buf.term_sets
+
     def labels(self, row: int) -> Mapping[str, str]:
         return self._buf.label_sets[int(self._buf.labels.data[row])]
 
@@ -221,6 +250,7 @@ class RunningPods:
         }
         gang = int(buf.gang.data[row])
         flags = int(buf.flags.data[row])
+        terms = int(buf.terms.data[row])
         return RunningPod(
             key=buf.keys.key(row),
             node=self.node_name(row),
@@ -231,4 +261,5 @@ class RunningPods:
             annotations=self.annotations(row),
             terminating=bool(flags & TERMINATING),
             preempted=bool(flags & PREEMPTED),
+            terms=buf.term_sets[terms] if terms != NONE else None,
         )

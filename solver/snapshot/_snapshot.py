@@ -53,6 +53,7 @@ def running_pod(pod: Pod, gang: str | None) -> RunningPod:
         annotations=pod.annotations,
         terminating=pod.terminating,
         preempted=pod.preempted,
+        terms=pod.inter_pod,
     )
 
 

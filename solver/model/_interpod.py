@@ -1,0 +1,102 @@
+"""Pod-level placement terms kube-scheduler enforces between pods, and node preferences.
+
+Inter-pod affinity and anti-affinity (`spec.affinity.podAffinity` / `podAntiAffinity`),
+topology spread (`spec.topologySpreadConstraints`) and preferred node affinity, as data.
+Readers resolve what the API server or the scheduler resolves before the plugins run:
+`matchLabelKeys` / `mismatchLabelKeys` are merged into the label selector with the pod's
+own label values, and a term's namespaces are the explicit list, plus those a
+`namespaceSelector` picks among the namespaces the input describes (`None`: every
+namespace, the `namespaceSelector: {}` case); no list and no selector means the pod's own.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.model._cluster import NodeSelectorTerm
+
+__all__ = [
+    "InterPodTerms",
+    "LabelRequirement",
+    "LabelSelector",
+    "PodAffinityTerm",
+    "PreferredSchedulingTerm",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LabelRequirement(_Frozen):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(_Frozen):
+    """`metav1.LabelSelector`: every label and expression must hold; an empty selector
+    matches every pod (a missing one, `None` where it is optional, matches none)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value) pairs
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+class PodAffinityTerm(_Frozen):
+    """Pods matching `selector` in `namespaces` (None: all), per domain of `topology_key`."""
+
+    selector: LabelSelector | None = Field(default=None, description="None matches no pod")
+    namespaces: tuple[str, ...] | None = Field(
+        default=(), description="sorted; None for every namespace"
+    )
+    topology_key: str
+
+
+class WeightedPodAffinityTerm(_Frozen):
+    weight: int = Field(ge=1, le=100)
+    term: PodAffinityTerm
+
+
+class TopologySpreadConstraint(_Frozen):
+    max_skew: int = Field(ge=1)
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    selector: LabelSelector | None = None
+    min_domains: int = Field(default=1, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
+    node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+
+
+class PreferredSchedulingTerm(_Frozen):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class InterPodTerms(_Frozen):
+    """A pod's inter-pod affinity and anti-affinity, required and preferred.
+
+    Kept for running pods too: their required anti-affinity repels incoming pods, and
+    their affinity terms count in the incoming pods' scores (`InterPodAffinity`).
+    """
+
+    affinity: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.affinity
+            or self.anti_affinity
+            or self.preferred_affinity
+            or self.preferred_anti_affinity
+        )
