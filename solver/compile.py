@@ -48,8 +48,11 @@ def resource_axis(workload: Workload) -> tuple[str, ...]:
     return (CPU, MEMORY, PODS, *extra)
 
 
-def _type_key(pod: Pod, demand: tuple[int, ...]) -> tuple[Hashable, ...]:
-    return (pod.gang, demand, *(f.type_key(pod) for f in FEATURES if f.type_key is not None))
+def _type_keys(snapshot: Snapshot, workload: Workload) -> list[Callable[[Pod], Hashable]]:
+    """What pods of one type must agree on besides gang and demand, feature by feature."""
+    keys = [f.type_key for f in FEATURES if f.type_key is not None]
+    keys += [f.call_type_key(snapshot, workload) for f in FEATURES if f.call_type_key is not None]
+    return keys
 
 
 def compile_problem(
@@ -75,9 +78,10 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
     type_demand: list[tuple[int, ...]] = []
     type_gang: list[int] = []
     type_pods: list[list[str]] = []
+    type_keys = _type_keys(snapshot, workload)
     for pod in workload.pods:  # sorted by key, so pods of a type stay in name order
         demand = tuple(pod.requests.get(r, 0) for r in resources)
-        key = _type_key(pod, demand)
+        key = (pod.gang, demand, *(f(pod) for f in type_keys))
         if key not in types:
             types[key] = len(type_pods)
             type_demand.append(demand)

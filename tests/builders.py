@@ -104,6 +104,10 @@ class PodBuilder:
         self.body["status"] = {"phase": phase}
         return self
 
+    def terminating(self) -> PodBuilder:
+        self.body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return self
+
     def priority(self, value: int) -> PodBuilder:
         self.body["spec"]["priority"] = value
         return self
@@ -113,13 +117,58 @@ class PodBuilder:
         return self
 
     def affinity(self, *terms: list[dict[str, Any]]) -> PodBuilder:
-        self.body["spec"]["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
-                }
+        self.body["spec"].setdefault("affinity", {})["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
             }
         }
+        return self
+
+    def pod_affinity(
+        self,
+        key: str,
+        *,
+        anti: bool = False,
+        weight: int | None = None,
+        expressions: list[dict[str, Any]] | None = None,
+        **labels: str,
+    ) -> PodBuilder:
+        """A pod (anti-)affinity term selecting `labels` per domain of node label `key`;
+        `weight` makes it preferred."""
+        term: dict[str, Any] = {"labelSelector": {"matchLabels": labels}, "topologyKey": key}
+        if expressions:
+            term["labelSelector"]["matchExpressions"] = expressions
+        kind = "podAntiAffinity" if anti else "podAffinity"
+        spec = self.body["spec"].setdefault("affinity", {}).setdefault(kind, {})
+        if weight is None:
+            spec.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+        else:
+            spec.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": weight, "podAffinityTerm": term}
+            )
+        return self
+
+    def anti_affinity(self, key: str, **labels: str) -> PodBuilder:
+        return self.pod_affinity(key, anti=True, **labels)
+
+    def spread(
+        self,
+        key: str,
+        max_skew: int = 1,
+        *,
+        when: str = "DoNotSchedule",
+        min_domains: int | None = None,
+        **labels: str,
+    ) -> PodBuilder:
+        constraint: dict[str, Any] = {
+            "maxSkew": max_skew,
+            "topologyKey": key,
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": labels},
+        }
+        if min_domains is not None:
+            constraint["minDomains"] = min_domains
+        self.body["spec"].setdefault("topologySpreadConstraints", []).append(constraint)
         return self
 
     def tolerate(

@@ -23,10 +23,13 @@ quotas (`QuotaLedger`) when a QuotaBlock is present.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from solver.engines._result import EngineResult
+from solver.features.interpod import tracker_for
+from solver.features.nodegroup.greedy import group_tracker
 from solver.features.queues import QuotaBlock, QuotaLedger, fill_within_quota
 from solver.features.topology.greedy import place_unit as place_topology_unit
 from solver.problem import (
@@ -35,6 +38,8 @@ from solver.problem import (
     Ledger,
     NoLimits,
     Problem,
+    Tracker,
+    Trackers,
     UnitPlacer,
     fill,
     fit_report,
@@ -42,10 +47,14 @@ from solver.problem import (
 )
 from solver.quantity import format_quantity
 
-__all__ = ["UNIT_PLACERS", "ledger_for", "solve_greedy"]
+__all__ = ["TRACKERS", "UNIT_PLACERS", "ledger_for", "solve_greedy"]
 
 UNIT_PLACERS: tuple[UnitPlacer, ...] = (place_topology_unit,)
 """Features' unit placers, tried in order; the first that places a unit wins."""
+
+TRACKERS: tuple[Callable[[Problem], Tracker | None], ...] = (tracker_for, group_tracker)
+"""Features' trackers (rules that move as the call's own pods land: inter-pod terms,
+node-group resource limits), combined in this order."""
 
 
 def ledger_for(problem: Problem) -> Ledger:
@@ -56,7 +65,8 @@ def ledger_for(problem: Problem) -> Ledger:
 
 def solve_greedy(problem: Problem) -> EngineResult:
     started = time.perf_counter()
-    state = GreedyState.start(problem, ledger_for(problem))
+    tracker = Trackers.of(*(make(problem) for make in TRACKERS))
+    state = GreedyState.start(problem, ledger_for(problem), tracker)
     unit_gangs: dict[int, list[int]] = {}
     for g in np.flatnonzero(problem.gang_pending > 0).tolist():
         unit_gangs.setdefault(int(problem.gang_unit[g]), []).append(g)
@@ -94,14 +104,15 @@ def _fill_type(
 ) -> tuple[IntArray, int, str | None]:
     """Up to `count` pods of type t; (nodes, how many the quotas admitted, quota reason)."""
     if isinstance(state.ledger, QuotaLedger):
-        return fill_within_quota(problem, t, count, state.free, state.ledger)
-    nodes = fill(problem, t, count, state.free)
+        return fill_within_quota(problem, t, count, state.free, state.ledger, state.tracker)
+    nodes = fill(problem, t, count, state.free, tracker=state.tracker)
     return nodes, count, None
 
 
 def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[int]:
     """Try to place the unit; on success commit and return [], else roll back and return failures."""
     snapshot, saved = state.free.copy(), state.ledger.checkpoint()
+    placed_terms = state.tracker.checkpoint()
     tentative: dict[int, list[int]] = {}  # type -> node per pod, in order
     placed = dict.fromkeys(gangs, 0)
     first_failure: dict[int, str] = {}
@@ -115,7 +126,7 @@ def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[
                 if nodes.size == allowed and why:
                     first_failure[g] = why
                 else:
-                    _, counts = fit_report(problem, t, state.free)
+                    _, counts = fit_report(problem, t, state.free, state.tracker)
                     first_failure[g] = format_fit_error(problem.num_nodes, counts)
         return int(nodes.size)
 
@@ -132,6 +143,7 @@ def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[
     if failed:
         state.free[:] = snapshot
         state.ledger.restore(saved)
+        state.tracker.restore(placed_terms)
         for g in failed:
             need = int(problem.gang_need[g])
             parts = [f"gang {problem.gang_ids[g]}: {placed[g]} of {need} required pod(s) fit"]

@@ -165,6 +165,8 @@ class Feature:
     compile: Callable[[CompileContext], None]
     facts: tuple[Fact, ...] = ()
     type_key: Callable[[Pod], Hashable] | None = None  # pods of one type agree on this
+    call_type_key: Callable[[Snapshot, Workload], Callable[[Pod], Hashable]] | None = None
+    #   the same, when what pods must agree on depends on the call (labels its selectors read)
 
     def enabled(self, conf: SchedulerConf) -> bool:
         return any(conf.enabled(p) for p in self.plugins)

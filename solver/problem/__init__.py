@@ -7,7 +7,7 @@ GreedyState, Ledger        the greedy engine's working state, as features see it
 """
 
 from solver.problem._fill import fill, fit_report, format_fit_error, slots_of
-from solver.problem._greedy import GreedyState, Ledger, NoLimits, UnitPlacer
+from solver.problem._greedy import GreedyState, Ledger, NoLimits, Tracker, Trackers, UnitPlacer
 from solver.problem._objective import (
     compare_tiers,
     evaluate,
@@ -38,6 +38,8 @@ __all__ = [
     "Problem",
     "Rows",
     "TierSpec",
+    "Tracker",
+    "Trackers",
     "UnitPlacer",
     "compare_tiers",
     "evaluate",

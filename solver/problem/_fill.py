@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solver.problem._greedy import Tracker
 from solver.problem._problem import BoolArray, FloatArray, IntArray, Problem
 
 __all__ = ["fill", "fit_report", "format_fit_error", "slots_of"]
@@ -26,16 +27,24 @@ def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = 
 
 
 def fill(
-    problem: Problem, t: int, count: int, free: IntArray, nodes: IntArray | None = None
+    problem: Problem,
+    t: int,
+    count: int,
+    free: IntArray,
+    nodes: IntArray | None = None,
+    tracker: Tracker | None = None,
 ) -> IntArray:
     """Node index for up to `count` pods of type `t` (on `nodes`, default all), best score
     first (ties: lower node index), each node filled to its slots; updates `free`.
 
     Placing pods of one type one by one gives the same nodes: only the node that just
-    received a pod changes score, and binpack only raises it.
+    received a pod changes score, and binpack only raises it. Not so for a type whose pods
+    constrain each other (`tracker`): those go one at a time.
     """
     if count <= 0:
         return np.empty(0, dtype=np.int64)
+    if tracker is not None and tracker.involved(t):
+        return _fill_tracked(problem, t, count, free, nodes, tracker)
     slots = slots_of(problem, t, free, nodes)
     keep = slots > 0
     candidates = np.flatnonzero(keep) if nodes is None else nodes[keep]
@@ -53,6 +62,33 @@ def fill(
     return np.repeat(chosen, take)
 
 
+def _fill_tracked(
+    problem: Problem, t: int, count: int, free: IntArray, nodes: IntArray | None, tracker: Tracker
+) -> IntArray:
+    """`fill`, one pod at a time among the nodes the tracker allows after each placement.
+    Slots and scores move only on the node that received the pod."""
+    pool = np.arange(problem.num_nodes) if nodes is None else nodes
+    slots = slots_of(problem, t, free, pool)
+    used = np.take(problem.capacity, pool, axis=0) - np.take(free, pool, axis=0)
+    score = problem.node_scores(t, used, pool)
+    demand = problem.type_demand[t]
+    chosen: list[int] = []
+    for _ in range(count):
+        allowed = (slots > 0) & (tracker.verdict(t)[pool] == 0)
+        if not allowed.any():
+            break
+        within = np.flatnonzero(allowed)
+        best = within[np.lexsort((pool[within], -score[within]))[0]]
+        node = int(pool[best])
+        free[node] -= demand
+        tracker.place(t, node)
+        chosen.append(node)
+        slots[best] = slots_of(problem, t, free, pool[best : best + 1])[0]
+        used_row = problem.capacity[node : node + 1] - free[node : node + 1]
+        score[best] = problem.node_scores(t, used_row, pool[best : best + 1])[0]
+    return np.array(chosen, dtype=np.int64)
+
+
 def _best_first(score: FloatArray, candidates: IntArray, count: int) -> IntArray:
     """Indices of the first `count` (or more) candidates by score descending, ties by lower
     node index: each holds at least one pod, so no later one is reached. Sorting only the
@@ -65,11 +101,14 @@ def _best_first(score: FloatArray, candidates: IntArray, count: int) -> IntArray
     return np.lexsort((candidates, -score))
 
 
-def fit_report(problem: Problem, t: int, free: IntArray) -> tuple[BoolArray, dict[str, int]]:
+def fit_report(
+    problem: Problem, t: int, free: IntArray, tracker: Tracker | None = None
+) -> tuple[BoolArray, dict[str, int]]:
     """Nodes where one pod of type `t` fits now, and kube-style counted reasons for the rest.
 
     A node lacking several resources counts once under each (`Insufficient cpu`,
-    `Insufficient memory`), as kube-scheduler's FitError does.
+    `Insufficient memory`), as kube-scheduler's FitError does; a node with room that the
+    call's own pods rule out (`tracker`) counts under that rule.
     """
     demand = problem.type_demand[t]
     short = (free < demand) & (demand > 0)  # [N, R]
@@ -83,6 +122,14 @@ def fit_report(problem: Problem, t: int, free: IntArray) -> tuple[BoolArray, dic
     for r, count in enumerate(lacking.tolist()):
         if count:
             counts[f"Insufficient {problem.resources[r]}"] = count
+    if tracker is not None and tracker.involved(t):
+        verdict = tracker.verdict(t)
+        ruled_out = fits & (verdict > 0)
+        codes, code_counts = np.unique(verdict[ruled_out], return_counts=True)
+        for code, count in zip(codes.tolist(), code_counts.tolist(), strict=True):
+            text = problem.reason_texts[code]
+            counts[text] = counts.get(text, 0) + count
+        fits = fits & ~ruled_out
     return fits, counts
 
 

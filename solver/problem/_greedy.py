@@ -7,7 +7,7 @@ the node of each placed pod, and the reason of each gang left unplaced.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from solver.problem._problem import IntArray, Problem
 
-__all__ = ["GreedyState", "Ledger", "NoLimits", "UnitPlacer"]
+__all__ = ["GreedyState", "Ledger", "NoLimits", "Tracker", "Trackers", "UnitPlacer"]
 
 
 class Ledger(Protocol):
@@ -61,19 +61,85 @@ class NoLimits:
         return None
 
 
+class Tracker:
+    """Rules between the call's own pods that move as pods land (inter-pod affinity and
+    spread): which nodes one more pod of a type may use now. This base tracks nothing."""
+
+    def involved(self, t: int) -> bool:
+        """Pods of type t must be placed one at a time through this tracker."""
+        return False
+
+    def verdict(self, t: int) -> IntArray:
+        """[N] reason code (Problem.reason_texts) per node for one more pod of t, 0 = allowed."""
+        raise NotImplementedError
+
+    def place(self, t: int, node: int) -> None:
+        return None
+
+    def checkpoint(self) -> object:
+        return None
+
+    def restore(self, saved: object) -> None:
+        return None
+
+
+class Trackers(Tracker):
+    """Several trackers as one (inter-pod rules, node-group limits, ...): a node is allowed
+    when every tracker involved with the type allows it, else it has the first one's reason."""
+
+    def __init__(self, parts: Sequence[Tracker]) -> None:
+        self.parts = tuple(parts)
+
+    @classmethod
+    def of(cls, *parts: Tracker | None) -> Tracker | None:
+        """The trackers given (None: a feature without one) combined; None when none."""
+        present = [p for p in parts if p is not None]
+        if len(present) <= 1:
+            return present[0] if present else None
+        return cls(present)
+
+    def involved(self, t: int) -> bool:
+        return any(p.involved(t) for p in self.parts)
+
+    def verdict(self, t: int) -> IntArray:
+        codes: IntArray | None = None
+        for p in self.parts:
+            if p.involved(t):
+                row = p.verdict(t)
+                codes = row if codes is None else np.where(codes == 0, row, codes)
+        if codes is None:
+            raise NotImplementedError("verdict asked for a type no tracker is involved with")
+        return codes
+
+    def place(self, t: int, node: int) -> None:
+        for p in self.parts:
+            if p.involved(t):
+                p.place(t, node)
+
+    def checkpoint(self) -> object:
+        return tuple(p.checkpoint() for p in self.parts)
+
+    def restore(self, saved: object) -> None:
+        assert isinstance(saved, tuple)
+        for p, state in zip(self.parts, saved, strict=True):
+            p.restore(state)
+
+
 @dataclass
 class GreedyState:
     free: IntArray  # [N, R] room left
     ledger: Ledger
     pod_node: list[IntArray]  # per type: node of each pod (type_pods order), -1 = none
     gang_reason: dict[int, str] = field(default_factory=dict)  # why gang g is not placed
+    tracker: Tracker = field(default_factory=Tracker)
 
     @classmethod
-    def start(cls, problem: Problem, ledger: Ledger) -> GreedyState:
+    def start(cls, problem: Problem, ledger: Ledger, tracker: Tracker | None = None) -> GreedyState:
         return cls(
             free=problem.free.copy(),
             ledger=ledger,
             pod_node=[np.full(len(pods), -1, dtype=np.int64) for pods in problem.type_pods],
+            tracker=tracker or Tracker(),
         )
 
 

@@ -107,10 +107,13 @@ def node_classes(
     *,
     patterns: bool = True,
     deadline: float = math.inf,
+    per_node: np.ndarray | None = None,
 ) -> list[NodeClass]:
     """Classes over the nodes some pod type can use; `split_by` [T, N] adds a key column;
     `patterns=False` models multi-type classes with virtual nodes instead, as does a
-    class whose pattern enumeration is still running at `deadline` (perf_counter s)."""
+    class whose pattern enumeration is still running at `deadline` (perf_counter s);
+    a class with a type of `per_node` ([T] bool: types constrained node by node, such as
+    one pod per node) always has virtual nodes."""
     if problem.num_types == 0 or problem.num_nodes == 0:
         return []
     slots = _slots(problem, problem.free)  # [T, N]
@@ -137,6 +140,11 @@ def node_classes(
     for (types, room, is_empty, _), members in groups.items():
         free = np.minimum(np.maximum(problem.free[members[0]], 0), most)
         nodes = tuple(members)
+        forced = per_node is not None and bool(per_node[list(types)].any())
+        if forced:
+            virtual = min(len(members), int(counts[list(types)].sum()))
+            classes.append(NodeClass(nodes, types, free, is_empty, "virtual", virtual=virtual))
+            continue
         if len(types) == 1:
             classes.append(NodeClass(nodes, types, free, is_empty, "slots", slots=room[0]))
             continue

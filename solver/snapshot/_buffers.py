@@ -18,7 +18,7 @@ Keys live in `PodKeys` (one byte buffer and a numpy hash table), not one `str` p
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -166,6 +166,8 @@ class Buffers:
         self.values = Interner()  # fact values and card annotations
         self.namespaces = Interner()
         self.term_sets: list[InterPodTerms] = []  # distinct pod (anti-)affinity, interned
+        self.label_verdicts: dict[Hashable, npt.NDArray[np.bool_]] = {}  # per selector, by set
+        self.verdict_lock = threading.Lock()
         self._term_ids: dict[InterPodTerms, int] = {}
         self.label_sets: list[Mapping[str, str]] = []  # labels and kept annotations, interned
         self._label_ids: dict[frozenset[tuple[str, str]], int] = {}
@@ -349,6 +351,7 @@ class Buffers:
         out._label_ids = dict(self._label_ids)
         out.term_sets = list(self.term_sets)
         out._term_ids = dict(self._term_ids)
+        out.label_verdicts = dict(self.label_verdicts)  # label set ids are kept
         count = len(rows)
         out.keys = self.keys.take(rows)
         # Old node index -> new node index (NONE: gone), then by name for rows whose node

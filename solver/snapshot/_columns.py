@@ -12,7 +12,7 @@ node, and the policies' declared facts (`PodSchema`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -212,6 +212,28 @@ class RunningPods:
     def label_sets(self) -> Sequence[Mapping[str, str]]:
         """The distinct label sets rows refer to (grows; ids never change meaning)."""
         return self._buf.label_sets
+
+    def label_set_verdicts(
+        self, key: Hashable, predicate: Callable[[Mapping[str, str]], bool]
+    ) -> npt.NDArray[np.bool_]:
+        """`predicate` of every label set (by id), evaluated once per set of the lineage:
+        kept per `key` and extended as sets are added, so a selector costs each distinct
+        label set once, not once per call."""
+        buf = self._buf
+        sets = buf.label_sets
+        count = len(sets)  # the list only grows; ids below `count` are final
+        with buf.verdict_lock:
+            known = buf.label_verdicts.get(key)
+            done = 0 if known is None else len(known)
+            if done < count:
+                more = np.fromiter(
+                    (predicate(sets[i]) for i in range(done, count)), dtype=bool, count=count - done
+                )
+                known = more if known is None else np.concatenate([known, more])
+                known.flags.writeable = False
+                buf.label_verdicts[key] = known
+        assert known is not None
+        return known
 
     @property
     def namespace(self) -> npt.NDArray[np.int32]:

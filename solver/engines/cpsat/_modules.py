@@ -8,24 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import affinity, capacity, packing
 from solver.features.gang import cpsat as gang
+from solver.features.interpod import cpsat as interpod
+from solver.features.nodegroup import cpsat as nodegroup
 from solver.features.queues import cpsat as quota
 from solver.features.topology import cpsat as topology
-from solver.problem import IntArray, Problem
+from solver.problem import BoolArray, IntArray, Problem
 from solver.sat import PlacementVars, Term
 
-__all__ = ["CLASS_SPLITS", "MODULES", "POSTPROCESS", "UNSUPPORTED"]
+__all__ = ["CLASS_SPLITS", "MODULES", "PER_NODE", "POSTPROCESS", "UNSUPPORTED", "per_node_types"]
 
 Build = Callable[[Problem, cp_model.CpModel, PlacementVars], list[Term]]
 
 MODULES: tuple[Build, ...] = (
     capacity.build,
     quota.build,
+    nodegroup.build,
     gang.build,
     topology.build,
+    interpod.build,
     affinity.build,
     packing.build,
 )
@@ -34,8 +39,12 @@ MODULES: tuple[Build, ...] = (
 CLASS_SPLITS: tuple[Callable[[Problem], list[IntArray]], ...] = (
     topology.class_split,
     quota.class_split,
+    nodegroup.class_split,
 )
 """Rows node classes must not mix (a class must lie in one domain, one card type, ...)."""
+
+PER_NODE: tuple[Callable[[Problem], BoolArray | None], ...] = (interpod.virtual_types,)
+"""Pod types constrained node by node: their classes get a variable per node."""
 
 UNSUPPORTED: tuple[Callable[[Problem], str | None], ...] = (topology.unsupported,)
 """Rules a feature does not encode: the engine answers with the greedy instead."""
@@ -44,3 +53,12 @@ POSTPROCESS: tuple[Callable[[Problem, list[IntArray]], list[IntArray]], ...] = (
     topology.layout_ranks,
 )
 """Reorder an answer's pods within their nodes (e.g. ranks next to each other)."""
+
+
+def per_node_types(problem: Problem) -> BoolArray | None:
+    """[T] the union of every PER_NODE hook's types, None when none asks."""
+    rows = [row for hook in PER_NODE if (row := hook(problem)) is not None]
+    if not rows:
+        return None
+    out: BoolArray = np.logical_or.reduce(rows)
+    return out

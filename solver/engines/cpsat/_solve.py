@@ -29,7 +29,13 @@ from ortools.sat.python import cp_model
 
 from solver.engines._params import SolveParams
 from solver.engines._result import EngineResult
-from solver.engines.cpsat._modules import CLASS_SPLITS, MODULES, POSTPROCESS, UNSUPPORTED
+from solver.engines.cpsat._modules import (
+    CLASS_SPLITS,
+    MODULES,
+    POSTPROCESS,
+    UNSUPPORTED,
+    per_node_types,
+)
 from solver.engines.cpsat.explain import explain_unsatisfied
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
@@ -118,7 +124,10 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     model = cp_model.CpModel()
     split = [row for rows in (f(problem) for f in CLASS_SPLITS) for row in rows]
     classes = node_classes(
-        problem, split_by=np.vstack(split) if split else None, deadline=build_deadline
+        problem,
+        split_by=np.vstack(split) if split else None,
+        deadline=build_deadline,
+        per_node=per_node_types(problem),
     )
     if give_up():
         return _greedy_instead(greedy, engine, "cpsat_build_abandoned")

@@ -6,7 +6,8 @@ an assumption literal:
 
 * `capacity[r]` — the rows of resource r (one literal per resource, `pods` included);
 * `eligibility` — pods stay off nodes their predicates reject (selectors, taints, ...);
-* `gang[h]`     — gang h places at least its minMember share.
+* `gang[h]`     — gang h places at least its minMember share;
+* `interpod`    — the pod affinity, anti-affinity and spread rows between its pods.
 
 If CP-SAT proves it infeasible, `sufficient_assumptions_for_infeasibility()` names the
 families that together make it so, and each is put in words with its numbers
@@ -24,6 +25,9 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import capacity
+from solver.features.interpod import InterPodBlock
+from solver.features.interpod import cpsat as interpod
+from solver.features.nodegroup import NodeGroupLimitBlock
 from solver.features.topology import TopologyBlock
 from solver.problem import IntArray, Problem, Rows
 from solver.quantity import format_quantity
@@ -69,9 +73,18 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     if not types:
         return None
     sub = _subproblem(problem, types)
-    eligible = np.asarray(problem.eligible[np.array(types)])
+    idx = np.array(types)
+    eligible = np.asarray(problem.eligible[idx])
+    terms = problem.block(InterPodBlock)
+    splits = [eligible, *(np.asarray(row)[idx] for row in interpod.class_split(problem))]
+    per_node = interpod.virtual_types(problem)
     model = cp_model.CpModel()
-    classes = node_classes(sub, split_by=eligible, patterns=False)
+    classes = node_classes(
+        sub,
+        split_by=np.vstack(splits),
+        patterns=False,
+        per_node=per_node[idx] if per_node is not None else None,
+    )
     v = PlacementVars.create(sub, classes, model, tight=False)
     cap = {r: model.new_bool_var(f"capacity[{name}]") for r, name in enumerate(problem.resources)}
     elig = model.new_bool_var("eligibility")
@@ -93,14 +106,19 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
         )
         model.add(placed >= int(problem.gang_need[h])).only_enforce_if(lit)
     literals = [*cap.values(), elig, *need.values()]
+    if terms is not None and terms.unit_involved(types):
+        between = model.new_bool_var("interpod")
+        interpod.encode(terms, model, v, {t: i for i, t in enumerate(types)}, guard=between)
+        literals.append(between)
     model.add_assumptions(literals)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, seconds)
     solver.parameters.num_workers = 1
     status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        if _one_domain(problem, g):
-            return None  # the relaxation drops the one-domain rule: "fits" would be untrue
+        if _one_domain(problem, g) or _group_limited(problem, types):
+            return None  # the relaxation drops the one-domain rule or the node-group
+            #   limits: "fits" would be untrue
         return (
             f"gang {problem.gang_ids[g]} fits on the cluster on its own; "
             "the room went to other pending gang groups (higher priority or more groups placed)"
@@ -117,6 +135,12 @@ def _one_domain(problem: Problem, g: int) -> bool:
     topology = problem.block(TopologyBlock)
     u = int(problem.gang_unit[g])
     return topology is not None and (topology.is_gather(u) or topology.domain_of(u) is not None)
+
+
+def _group_limited(problem: Problem, types: list[int]) -> bool:
+    """Some of the types count against a queue's node-group resource limits."""
+    block = problem.block(NodeGroupLimitBlock)
+    return block is not None and bool((block.type_queue[types] >= 0).any())
 
 
 def _words(problem: Problem, gangs: list[int], types: list[int], core: set[str]) -> str:
@@ -160,6 +184,15 @@ def _words(problem: Problem, gangs: list[int], types: list[int], core: set[str])
         parts.append(
             f"{'; '.join(wants)} ({format_quantity(name, total)} in all), {where} "
             f"{format_quantity(name, offered)} before this cycle"
+        )
+    if "interpod" in core:
+        block = problem.block(InterPodBlock)
+        assert block is not None
+        texts = sorted({row.text for row in block.rows if set(row.owners) & set(types)})
+        parts.append(
+            "the pods' own affinity, anti-affinity and spread terms cannot all hold ("
+            + "; ".join(texts)
+            + ")"
         )
     if not parts:
         parts.append("the gang's minMember share cannot be met")

@@ -8,10 +8,12 @@ placed dimension by dimension, preferred first, each on the nodes where it uses 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from solver.features.queues.block import QuotaBlock
-from solver.problem import IntArray, Problem, fill
+from solver.problem import IntArray, Problem, Tracker, fill
 from solver.quantity import format_quantity
 
 __all__ = ["QuotaLedger", "fill_within_quota"]
@@ -73,6 +75,21 @@ class QuotaLedger:
         for t, n, dim in self._counts(pod_node):
             self.charge(t, n, dim)
 
+    def release(self, path: Sequence[str], demand: IntArray) -> None:
+        """An evicted pod's request (`demand`, on the Problem's resources) no longer counts
+        at its queue and every ancestor (`path`): Volcano's `DeallocateFunc` on `Evict`,
+        before the preemptor's pods are checked. Only where the quota dimensions are
+        resources (`capacity`); a victim's card use (`capacity-card`) is not released,
+        which can only make a plan be refused, never overshoot a quota."""
+        resources = self.problem.resources
+        dims = self.block.quota_dims
+        if not all(d in resources for d in dims):
+            return
+        use = np.array([demand[resources.index(d)] for d in dims], dtype=np.int64)
+        names = set(path)
+        rows = [q for q, name in enumerate(self.block.queue_names) if name in names]
+        self.left[rows] += np.where(self.finite[rows], use, 0)
+
     def checkpoint(self) -> object:
         return self.left.copy()
 
@@ -97,7 +114,12 @@ class QuotaLedger:
 
 
 def fill_within_quota(
-    problem: Problem, t: int, count: int, free: IntArray, ledger: QuotaLedger
+    problem: Problem,
+    t: int,
+    count: int,
+    free: IntArray,
+    ledger: QuotaLedger,
+    tracker: Tracker | None = None,
 ) -> tuple[IntArray, int, str | None]:
     """`fill` under the quotas. Returns the chosen nodes, how many the quotas admitted, and
     the quota's reason when that was fewer than `count`."""
@@ -105,7 +127,7 @@ def fill_within_quota(
     dims = block.node_dims(t)
     if not dims or block.type_node_dim is None:
         allowed, why = ledger.cap(t, count)
-        nodes = fill(problem, t, allowed, free)
+        nodes = fill(problem, t, allowed, free, tracker=tracker)
         ledger.charge(t, int(nodes.size))
         return nodes, allowed, why
     chosen: list[IntArray] = []
@@ -117,7 +139,9 @@ def fill_within_quota(
         why = why or (reason if allowed < remaining else None)
         subset = np.flatnonzero(block.type_node_dim[t] == dim)
         nodes = (
-            fill(problem, t, allowed, free, subset) if subset.size else np.empty(0, dtype=np.int64)
+            fill(problem, t, allowed, free, subset, tracker)
+            if subset.size
+            else np.empty(0, dtype=np.int64)
         )
         ledger.charge(t, int(nodes.size), dim)
         admitted += allowed

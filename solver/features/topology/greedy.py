@@ -14,7 +14,7 @@ from solver.features.topology.block import TopologyBlock
 from solver.features.topology.gather import gather_unit
 from solver.features.topology.godel import GodelPlan
 from solver.features.topology.nodegroups import godel_groups
-from solver.problem import GreedyState, Problem, fill, fit_report, format_fit_error
+from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
 
 __all__ = ["place_unit"]
 
@@ -39,7 +39,11 @@ def _place_gather(
 ) -> None:
     """Koordinator's gather: every pending pod of the group in one plan, or none."""
     outcome = gather_unit(problem, block, u, gangs, state.free)
-    message = outcome.message or state.ledger.admits(outcome.pod_node)
+    message = (
+        outcome.message
+        or state.ledger.admits(outcome.pod_node)
+        or _terms_refuse(problem, outcome.pod_node, state)
+    )
     if message:
         for g in gangs:
             state.gang_reason[g] = message
@@ -64,7 +68,9 @@ def _place_godel(
             )
         return
     best: tuple[int, str, str] = (-1, "", "")
+    base = state.tracker.checkpoint()
     for group in groups:
+        state.tracker.restore(base)
         trial = state.free.copy()
         chosen: dict[int, list[int]] = {}
         placed = dict.fromkeys(gangs, 0)
@@ -75,12 +81,12 @@ def _place_godel(
                 for circle in group.circles:
                     if remaining <= 0:
                         break
-                    nodes = fill(problem, t, remaining, trial, circle)
+                    nodes = fill(problem, t, remaining, trial, circle, state.tracker)
                     chosen.setdefault(t, []).extend(nodes.tolist())
                     remaining -= int(nodes.size)
                 placed[g] += len(chosen.get(t, []))
                 if remaining > 0 and not first_failure:
-                    _, counts = fit_report(problem, t, trial)
+                    _, counts = fit_report(problem, t, trial, state.tracker)
                     first_failure = format_fit_error(problem.num_nodes, counts)
         ok = all(
             placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
@@ -89,6 +95,7 @@ def _place_godel(
         trial_plan = {t: np.array(picked, dtype=np.int64) for t, picked in chosen.items()}
         over = state.ledger.admits(trial_plan) if ok else None
         if over:
+            state.tracker.restore(base)
             for g in gangs:
                 state.gang_reason[g] = f"gang {problem.gang_ids[g]}: {over}"
             return
@@ -104,6 +111,7 @@ def _place_godel(
         total = sum(placed.values())
         if total > best[0]:
             best = (total, group.name, first_failure)
+    state.tracker.restore(base)
     for g in gangs:
         need = max(int(problem.gang_need[g]), 1)
         state.gang_reason[g] = (
@@ -111,3 +119,25 @@ def _place_godel(
             f"({plan.source}, {len(groups)} group(s) tried; best {best[1]}: "
             f"{best[0]} fit); {best[2]}"
         ).rstrip("; ")
+
+
+def _terms_refuse(
+    problem: Problem, pod_node: dict[int, IntArray], state: GreedyState
+) -> str | None:
+    """The gather plan (made without the call's inter-pod rules) checked against them pod by
+    pod and counted in them when it holds; why not when it breaks one."""
+    tracker = state.tracker
+    if not any(tracker.involved(t) for t in pod_node):
+        return None
+    saved = tracker.checkpoint()
+    for t, nodes in pod_node.items():
+        for node in nodes[nodes >= 0].tolist():
+            code = int(tracker.verdict(t)[node]) if tracker.involved(t) else 0
+            if code:
+                tracker.restore(saved)
+                return (
+                    f"the network-topology plan puts pod type {t} on {problem.node_names[node]}, "
+                    f"where {problem.reason_texts[code]}"
+                )
+            tracker.place(t, node)
+    return None

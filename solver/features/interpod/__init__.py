@@ -1,0 +1,48 @@
+"""Inter-pod affinity, anti-affinity and topology spread (kube-scheduler's
+`InterPodAffinity` and `PodTopologySpread` filters), inside gangs and between them.
+
+    _match.py   which pods a term selects; running pods per node and domain (memoised)
+    _compile.py filters that are final at compile, term rows that move (`block.py`)
+    block.py    the Problem block: per-domain counts, owners and matchers of each row
+    greedy.py   the tracker the greedy places involved pods through, one at a time
+    cpsat.py    the rows as exact CP-SAT constraints
+
+Semantics are kube-scheduler's (pkg/scheduler/framework/plugins/interpodaffinity,
+podtopologyspread), with the call's own pods counted as they land, so "one worker per
+node" places a gang on distinct nodes or leaves it pending as a whole.
+"""
+
+from __future__ import annotations
+
+from solver.features._base import Feature
+from solver.features.interpod._compile import compile_interpod, type_key_of_call
+from solver.features.interpod.block import (
+    REASON_AFFINITY,
+    REASON_ANTI,
+    REASON_EXISTING_ANTI,
+    REASON_SPREAD,
+    REASON_SPREAD_LABEL,
+    InterPodBlock,
+    TermRow,
+)
+from solver.features.interpod.greedy import TermTracker, tracker_for
+
+__all__ = [
+    "FEATURE",
+    "REASON_AFFINITY",
+    "REASON_ANTI",
+    "REASON_EXISTING_ANTI",
+    "REASON_SPREAD",
+    "REASON_SPREAD_LABEL",
+    "InterPodBlock",
+    "TermRow",
+    "TermTracker",
+    "tracker_for",
+]
+
+FEATURE = Feature(
+    name="interpod",
+    plugins=("predicates",),
+    compile=compile_interpod,
+    call_type_key=type_key_of_call,
+)
