@@ -16,7 +16,7 @@ Rules, and the plugins that put them in force:
 | cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
 | gangs reach their minMember share, with their GangGroup | `_gangs.gangs` | `gang` |
 | a PodGroup with a hard constraint gangplan does not enforce places nothing | `_gangs.refused` | always |
-| Koordinator gather: one MustGather domain, podCountMultiple | `_topology.gather` | `network-topology` |
+| Koordinator gather: one MustGather domain (its bound members' one, if any), podCountMultiple | `_topology.gather` | `network-topology` |
 | Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
 | Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
 | not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |

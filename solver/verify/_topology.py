@@ -2,8 +2,10 @@
 
 * Koordinator gather (`network-topology`): in a GangGroup whose first gang (lowest id with a
   pending pod) carries a valid `network-topology-spec`, every newly placed pod is on a node
-  of the network tree, all of them share one domain of the deepest MustGather layer, and in
-  every domain of a layer with `podCountMultiple` m their count is a multiple of m;
+  of the network tree, all of them share one domain of the deepest MustGather layer — the
+  domain the group's bound members run in, when it has any (late or recreated members stay
+  in their gang's domain: gangplan's improvement on Koordinator, whose PR #3181 was closed)
+  — and in every domain of a layer with `podCountMultiple` m their count is a multiple of m;
 * Godel (`job-affinity`): a PodGroup's placed pods match its `nodeSelector`, and its placed
   and running pods share one value of every `required` topology key;
 * Kubernetes Workload API (always): a PodGroup's placed and running pods are on nodes that
@@ -120,8 +122,14 @@ def gather(ctx: VerifyContext) -> list[str]:
         elif known:
             layer = max(known, key=lambda m: depth[m])
             domains = sorted({paths[placed[k]][layer] for k in pods})
+            bound = _bound_domains(ctx, group, paths, layer)
             if len(domains) > 1:
                 problems.append(f"gang group {name}: MustGather {layer} spans domains {domains}")
+            elif bound and bound != domains:
+                problems.append(
+                    f"gang group {name}: pods placed in MustGather {layer} {domains[0]}, "
+                    f"away from the {layer} domain(s) of its bound members {bound}"
+                )
         multiples = {r.layer: r.pod_count_multiple for r in spec.rules if r.pod_count_multiple > 1}
         for layer, m in multiples.items():
             if layer not in depth:
@@ -133,6 +141,21 @@ def gather(ctx: VerifyContext) -> list[str]:
             if bad:
                 problems.append(f"gang group {name}: {layer} podCountMultiple {m} broken: {bad}")
     return problems
+
+
+def _bound_domains(
+    ctx: VerifyContext, group: list[str], paths: dict[str, dict[str, str]], layer: str
+) -> list[str]:
+    """The `layer` domains the group's running (bound) members are in, sorted."""
+    running = ctx.snapshot.running
+    out: set[str] = set()
+    for gid in group:
+        for row in ctx.snapshot.rows_of_gang(gid).tolist():
+            if running.node[row] < 0:
+                continue
+            path = paths.get(running.node_name(row))
+            out.add(path[layer] if path is not None else "(outside the tree)")
+    return sorted(out)
 
 
 def job_affinity(ctx: VerifyContext) -> list[str]:

@@ -224,6 +224,55 @@ def test_must_gather_spine_preemption_not_helpful() -> None:
     assert "preemption not helpful" in d.podgroups["default/job"].reason
 
 
+# Koordinator `PlanNodes` scores every dry-run node `nodeScore = -cost` and the gather solver
+# compares the domains' summed score after ExistingPodNum and the OfferSlot chain
+# (koordinator.md §4.4; upstream network_topology_solver_test.go
+# TestTopologyNodeLessFunc_ScoreFallback). The cluster is workflow_test
+# TestPodGroupManager_NetworkTopology "schedule failure, preempt success" with the two
+# victims at different priorities: after the dry run both spines offer 4 slots, so the cost
+# decides — s2 (its victim is at the lowest victim priority: rank 0) beats s1 (rank 1),
+# where the name alone picked s1.
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_dry_run_cost_breaks_ties_between_topology_candidates(engine: str) -> None:
+    low = [
+        pod("existing-pod-1", "batch").requests(cpu="16").priority(2).on("node-1").obj(),
+        pod("existing-pod-4", "batch").requests(cpu="16").priority(1).on("node-4").obj(),
+    ]
+    d = schedule(model(*tree(), *low, *spine_job()), engine=engine, preempt=True, workers=1)
+    assert victims(d) == ["existing-pod-4"]
+    assert d.tiers["preemption_cost"] == 0
+    assert {k.split("/")[1]: p.nominated for k, p in d.placements.items()} == {
+        "pod-1": "node-3", "pod-2": "node-6", "pod-3": "node-4", "pod-4": "node-5",
+    }  # fmt: skip
+
+
+# The same score orders the children inside the chosen domain (`distributeOfferSlot` sorts
+# them with topologyNodeLessFunc(lowerOfferSlot=false): slots ↓, then score ↓, then name).
+# 3 pods MustGather SpineLayer, s2 full of equal-priority pods: only s1 can hold them, and no
+# block can. b1 (victim at rank 1 on node-1) and b2 (victim at rank 0 on node-2) offer 2
+# slots each: b2 is filled first, then the cheaper node of b1 (node-8, no victim), so only
+# the rank-0 victim goes; by name alone b1 came first and both victims went.
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_dry_run_cost_orders_the_children_of_the_chosen_domain(engine: str) -> None:
+    objs = [
+        pod("v-b1", "batch").requests(cpu="16").priority(2).on("node-1").obj(),
+        pod("v-b2", "batch").requests(cpu="16").priority(1).on("node-2").obj(),
+        *[
+            pod(f"peer-{n}", "batch").requests(cpu="16").priority(1000).on(n).obj()
+            for n in ("node-3", "node-6", "node-4", "node-5")
+        ],
+    ]
+    pods = [
+        pod(f"pod-{i}").group("job").requests(cpu="16").priority(1000).obj() for i in range(1, 4)
+    ]
+    job = [podgroup("job", 3, **gather(("SpineLayer", "MustGather"))), *pods]
+    d = schedule(model(*tree(), *objs, *job), engine=engine, preempt=True, workers=1)
+    assert victims(d) == ["v-b2"]
+    assert {k.split("/")[1]: p.nominated for k, p in d.placements.items()} == {
+        "pod-1": "node-2", "pod-2": "node-7", "pod-3": "node-8",
+    }  # fmt: skip
+
+
 def test_example_runs() -> None:
     from pathlib import Path
 

@@ -3,7 +3,8 @@
 Dry run: every potential victim of lower priority is removed, and the group's required
 pods are placed per pod type on nodes by the job-aware cost (Σ over distinct victim jobs on
 the node of their priority rank) ↑, then node index — with the room of the whole node, so a
-node is filled before the next (topology gangs by the gather solver). Then, per chosen
+node is filled before the next (topology gangs by the gather solver, each node scored
+`−cost`: the cost breaks ties after existing peers and offer slots). Then, per chosen
 node, its potential victims in (priority ↓, job, name) order are reprieved while the
 planned pods still fit; the rest are victims. Reclaim evicts in its victim order until the
 job fits, or nothing.
@@ -120,8 +121,10 @@ def greedy_plan(
     nominated: dict[int, list[int]] = {}
     topology = problem.block(TopologyBlock)
     if topology is not None and topology.is_gather(u):
-        # Koordinator plans topology gangs with the gather solver on the dry-run cluster.
-        outcome = gather_unit(problem, topology, u, gangs, room)
+        # Koordinator plans topology gangs with the gather solver on the dry-run cluster,
+        # each node scored −cost (`PlanNodes`: nodeScore = −cost), so the cost breaks ties
+        # only after existing peers and the offer-slot chain (koordinator.md §4.4).
+        outcome = gather_unit(problem, topology, u, gangs, room, node_score=-node_cost)
         if outcome.message:
             return f"preemption not helpful: {outcome.message}"
         for t, nodes in outcome.pod_node.items():

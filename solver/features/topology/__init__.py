@@ -8,10 +8,20 @@ constraint (always on, like kube-scheduler's), on one tree and one "one domain" 
     block.py        the Problem block and its objective tiers
     greedy.py       Koordinator's offer-slot gather and Godel's NodeGroups, for the greedy
     cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
+    selector.py     Koordinator's single-pod scoring by network-topology-selector
 
 Compile (this module): for every unit, the gather requirements of its first gang
 (Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
-lacking its required keys are filtered with their own counted reasons.
+lacking its required keys are filtered with their own counted reasons; pods with a
+`network-topology-selector` scheduled pod by pod get Koordinator's selector score.
+
+**Late members stay in their gang's domain** (an improvement on Koordinator, whose PR #3181
+to do so was closed): when a gathered gang group with a MustGather layer already has bound
+members (a member recreated, or pods beyond the first batch, after the group was once
+satisfied), its pending pods may only use nodes of the MustGather domain those members run
+in; if they run in several domains of that layer, or outside the tree, the domain cannot be
+told and the group is not placed (as the PR rejects them). Upstream places them as a new
+job, anywhere. Both engines read it as eligibility; `verify` checks it on its own.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from solver.features.topology.koordinator import (
     peer_counts,
     unit_gather,
 )
+from solver.features.topology.selector import compile_selector_scores, selector_of
 from solver.features.topology.tree import TopologyTree, tree_of
 from solver.model import Pod
 from solver.problem import IntArray
@@ -39,6 +50,7 @@ DIALECT_GODEL = "scheduling.godel.kubewharf.io"
 REASON_OUT_OF_TREE = "node(s) are not in the network topology tree"
 REASON_NODE_SELECTOR = "node(s) didn't match PodGroup affinity nodeSelector"
 REASON_PINNED = "node(s) are outside the required topology domain of the PodGroup's running pods"
+REASON_BOUND_DOMAIN = "node(s) are outside the {layer} domain of the gang group's bound members"
 
 
 def _compile(ctx: CompileContext) -> None:
@@ -46,6 +58,7 @@ def _compile(ctx: CompileContext) -> None:
     tree: TopologyTree | None = None
     if ctx.conf.enabled("network-topology"):
         tree = _compile_gather(ctx, gather)
+        _compile_selectors(ctx, set(gather))
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
     if not gather and not godel:
@@ -86,7 +99,48 @@ def _compile_gather(ctx: CompileContext, gather: dict[int, UnitGather]) -> Topol
         for u in gather:
             for g in unit_gangs[u]:
                 ctx.restrict(ctx.types_of(g), tree.in_tree, REASON_OUT_OF_TREE)
+    for u, unit in gather.items():
+        _pin_to_bound_members(ctx, tree, unit, unit_gangs[u])
     return tree
+
+
+def _pin_to_bound_members(
+    ctx: CompileContext, tree: TopologyTree, unit: UnitGather, gangs: list[int]
+) -> None:
+    """Pending pods of a gathered group with bound members: only in those members' MustGather
+    domain, or not at all when it cannot be told (module docstring)."""
+    layer = tree.layer_index(unit.must_layer)
+    if layer < 0 or unit.blocked:
+        return
+    running = ctx.snapshot.running
+    rows = [ctx.snapshot.rows_of_gang(ctx.gangs.gang_ids[g]) for g in gangs]
+    nodes = running.node[np.concatenate(rows)] if rows else np.zeros(0, dtype=np.int64)
+    nodes = nodes[nodes >= 0]
+    if nodes.size == 0:
+        return
+    domains = np.unique(tree.node_domain[layer][nodes])
+    if domains.size == 1 and domains[0] >= 0:
+        allowed = tree.node_domain[layer] == domains[0]
+        reason = REASON_BOUND_DOMAIN.format(layer=f"MustGather {unit.must_layer}")
+        for g in gangs:
+            ctx.restrict(ctx.types_of(g), allowed, reason)
+        return
+    names = sorted(tree.domains[layer][d] if d >= 0 else "(outside the tree)" for d in domains)
+    why = (
+        f"bound members of the gang group run in {unit.must_layer} domains {names}: the "
+        "MustGather domain of its pending pods cannot be determined"
+    )
+    for g in gangs:
+        ctx.block_gang(g, why)
+
+
+def _compile_selectors(ctx: CompileContext, gathered: set[int]) -> None:
+    """Koordinator's `network-topology-selector` score for pods placed one by one."""
+    if not any(selector_of(ctx.first_pod(t)) for t in range(ctx.num_types)):
+        return
+    found = tree_of(ctx.nodes, ctx.snapshot.topology)
+    if isinstance(found, TopologyTree):
+        compile_selector_scores(ctx, found, gathered)
 
 
 def _compile_godel(
@@ -198,4 +252,5 @@ FEATURE = Feature(
     plugins=("network-topology", "job-affinity"),
     compile=_compile,
     facts=(SELECTOR_FACT,),
+    type_key=selector_of,
 )

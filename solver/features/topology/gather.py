@@ -16,12 +16,14 @@ For a gang group with a `network-topology-spec`, all pending pods of the group (
    1. existing peers (`network-topology-selector`) along the ancestor chain, more first;
    2. offer slots along the ancestor chain, fewer first (bin-pack: the candidate, then its
       parent, grand-parent, ... decide);
-   3. score, higher first (always 0 outside preemption);
+   3. score, higher first: the sum of `node_score` over the domain's nodes — in the
+      preemption dry run `−cost` of each node (`PlanNodes`: `nodeScore = −cost`), so the
+      cheaper domain wins only among domains equal on 1 and 2; 0 outside preemption;
    4. name, ascending.
 5. **Distribution** inside the winner, recursively: a domain takes `min(slots, remaining)`
-   floored to its layer's multiple; its children are filled in the order (peers ↓, slots ↓ —
-   the roomiest child first —, name ↑). Success iff the distributed total reaches the
-   desired count.
+   floored to its layer's multiple; its children are filled in the order (1. peers ↓,
+   2. slots ↓ — the roomiest child first —, 3. score ↓, 4. name ↑). Success iff the
+   distributed total reaches the desired count.
 6. Pods are laid on the ordered node list in rank order, so consecutive ranks share the
    smallest domain.
 
@@ -173,9 +175,15 @@ def _floor(values: IntArray, m: int) -> IntArray:
 
 
 def gather_unit(
-    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], free: IntArray
+    problem: Problem,
+    block: TopologyBlock,
+    u: int,
+    gangs: list[int],
+    free: IntArray,
+    node_score: IntArray | None = None,
 ) -> GatherOutcome:
-    """Koordinator's PlacePods for unit `u` (its active `gangs`) against `free` (not modified)."""
+    """Koordinator's PlacePods for unit `u` (its active `gangs`) against `free` (not modified);
+    `node_score` [N] is each node's score (the dry run's `−cost`; None: 0 everywhere)."""
     seq_t, seq_j = unit_sequence(problem, gangs)
     m = len(seq_t)
     if m == 0:
@@ -189,9 +197,12 @@ def gather_unit(
     has_peers = peers_node.size > 0
     dom_slots: list[IntArray] = [np.empty(0, dtype=np.int64)] * num_layers
     dom_peers: list[IntArray] = [np.empty(0, dtype=np.int64)] * num_layers
+    dom_score: list[IntArray] = [np.zeros(len(d), dtype=np.int64) for d in block.domains]
     dom_slots[node_layer] = _floor(slots, int(mult[node_layer]))
     if has_peers:
         dom_peers[node_layer] = peers_node
+    if node_score is not None:
+        dom_score[node_layer] = np.where(block.node_domain[node_layer] >= 0, node_score, 0)
     for layer in range(node_layer - 1, -1, -1):
         parent = block.parent[layer + 1]
         inside = parent >= 0
@@ -203,6 +214,11 @@ def gather_unit(
                 parent[inside], weights=dom_peers[layer + 1][inside], minlength=size
             )
             dom_peers[layer] = peers.astype(np.int64)
+        if node_score is not None:
+            score = np.bincount(
+                parent[inside], weights=dom_score[layer + 1][inside], minlength=size
+            )
+            dom_score[layer] = score.astype(np.int64)
 
     gather_layer = int(block.unit_gather_layer[u])
     start = max(gather_layer, 0)
@@ -216,7 +232,8 @@ def gather_unit(
         cand_layer, cands = layer, np.flatnonzero(alive)
 
     if cands.size:
-        keys: list[IntArray] = [cands]
+        # np.lexsort: the last key is the first criterion (docstring, step 4, bottom up)
+        keys: list[IntArray] = [cands, -dom_score[cand_layer][cands]]
         chain = [cands]
         for layer in range(cand_layer, 0, -1):
             chain.append(block.parent[layer][chain[-1]])
@@ -232,7 +249,9 @@ def gather_unit(
         ordered = cands[np.lexsort(keys)]
         tree = _tree(block)
         for cand in ordered.tolist():
-            nodes, takes = _distribute(block, tree, dom_slots, dom_peers, mult, cand_layer, cand, m)
+            nodes, takes = _distribute(
+                block, tree, (dom_slots, dom_peers, dom_score), mult, cand_layer, cand, m
+            )
             if int(takes.sum()) >= m:
                 per_pod = np.repeat(nodes, takes)[:m]
                 out = GatherOutcome(
@@ -270,14 +289,15 @@ def gather_unit(
 def _distribute(
     block: TopologyBlock,
     tree: _Tree,
-    dom_slots: list[IntArray],
-    dom_peers: list[IntArray],
+    metrics: tuple[list[IntArray], list[IntArray], list[IntArray]],
     mult: IntArray,
     layer: int,
     domain: int,
     want: int,
 ) -> tuple[IntArray, IntArray]:
-    """`distributeOfferSlot`: (ordered node indices, pods per node) inside one domain."""
+    """`distributeOfferSlot`: (ordered node indices, pods per node) inside one domain;
+    `metrics` = (slots, peers, score) per layer and domain."""
+    dom_slots, dom_peers, dom_score = metrics
     node_layer = block.num_layers - 1
     has_peers = dom_peers[node_layer].size > 0
     node_parts: list[IntArray] = []
@@ -298,7 +318,8 @@ def _distribute(
         if kids.size == 0 or top <= 0:
             return 0
         child_slots = dom_slots[lay + 1][kids]
-        keys = [kids, -child_slots]
+        # np.lexsort, last key first: peers ↓, slots ↓, score ↓, name ↑ (docstring, step 5)
+        keys = [kids, -dom_score[lay + 1][kids], -child_slots]
         if has_peers:
             keys.append(-dom_peers[lay + 1][kids])
         kids = kids[np.lexsort(keys)]
