@@ -21,6 +21,7 @@ Rules, and the plugins that put them in force:
 | Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
 | not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
+| queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
 
 A constraint this verifier does not know is not silently passed: the input readers refuse
@@ -36,7 +37,7 @@ from solver.decision import Decision
 from solver.errors import InternalError
 from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
-from solver.verify import _basics, _gangs, _predicates, _queues, _topology
+from solver.verify import _basics, _gangs, _nodegroup_limits, _predicates, _queues, _topology
 from solver.verify._context import VerifyContext
 
 __all__ = ["ANNOTATIONS", "check", "verify"]
@@ -57,6 +58,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _topology.workload_topology),
     (("capacity", "capacity-card"), _queues.quotas),
     (("nodegroup",), _queues.nodegroups),
+    (("nodegroup",), _nodegroup_limits.nodegroup_limits),
     (("capacity-card",), _queues.cards),
     ((), _basics.outcomes),
 )

@@ -5,7 +5,9 @@
   stays within realCapability on each dimension those pods use. realCapability is derived
   here from the specs (Volcano's hierarchical rules, or capacity-card's quotas);
   allocated is the snapshot's usage of the running pods charged to the queue and its
-  descendants; a placed card pod uses the card type the Decision names (checked below).
+  descendants, less the Decision's victims (evicted pods free their queue's quota, as
+  Volcano's DeallocateFunc does at every level); a placed card pod uses the card type the
+  Decision names (checked below).
 * `nodegroup`: every placed pod of a job in a queue is on a node its queue's node-group
   affinity allows.
 * `capacity-card`: a pod with `volcano.sh/card.name` is reported with a card type that is
@@ -222,6 +224,40 @@ def _allocated(ctx: VerifyContext, queue: str, cards: bool, unlimited: bool) -> 
     return out
 
 
+def _charged_queue(ctx: VerifyContext, row: int) -> str | None:
+    """The queue a running pod is charged to: its gang's spec.queue, else its own
+    `scheduling.volcano.sh/queue-name` annotation."""
+    running = ctx.snapshot.running
+    gang = int(running.gang[row])
+    if gang >= 0:
+        spec = ctx.snapshot.gangs.get(running.gang_name(gang))
+        if spec is not None and spec.queue:
+            return spec.queue
+    return running.annotations(row).get(QUEUE_ANNOTATION) or None
+
+
+def _evicted_use(ctx: VerifyContext, cards: bool, unlimited: bool) -> dict[str, dict[str, int]]:
+    """Per queue, what the Decision's victims charged to it held (in `_allocated`'s terms)."""
+    running = ctx.snapshot.running
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for key in sorted(ctx.evicted):
+        row = running.find(key)
+        queue = _charged_queue(ctx, row) if row >= 0 else None
+        if queue is None:
+            continue
+        requests = dict(zip(running.resources, running.requests()[row].tolist(), strict=False))
+        card = running.card_text(row) if cards and int(running.card_type[row]) >= 0 else None
+        use = {r: v for r, v in requests.items() if r != "pods" and v}
+        if cards:
+            use = {} if unlimited and card else {r: use.get(r, 0) for r in ("cpu", "memory")}
+            if card is not None:
+                name = running.card_names.value(int(running.card_type[row]))
+                use[f"card:{name}"] = int(running.card_count[row])
+        for r, v in use.items():
+            out[queue][r] += v
+    return out
+
+
 def quotas(ctx: VerifyContext) -> list[str]:
     problems: list[str] = []
     placed = [pod for pods in ctx.new_on.values() for pod in pods]
@@ -264,6 +300,7 @@ def quotas(ctx: VerifyContext) -> list[str]:
         for name in _ancestors(parents, q) or []:
             subtree[name].append(q)
     own: dict[str, dict[str, int]] = {}
+    freed = _evicted_use(ctx, cards, unlimited)
     for name, extra in sorted(added.items()):
         allocated: dict[str, int] = defaultdict(int)
         for q in subtree[name]:
@@ -271,6 +308,8 @@ def quotas(ctx: VerifyContext) -> list[str]:
                 own[q] = _allocated(ctx, q, cards, unlimited)
             for r, v in own[q].items():
                 allocated[r] += v
+            for r, v in freed.get(q, {}).items():
+                allocated[r] -= v
         for r, v in sorted(extra.items()):
             unset = real[name].get(UNSET_CARD, UNLIMITED) if r.startswith("card:") else UNLIMITED
             limit = real[name].get(r, unset)

@@ -22,6 +22,13 @@ Arguments: `strict` (default true upstream; false in gangplan's built-in default
 clusters that do not use node groups are not blocked), `enablePreferredOrder` (false).
 Jobs in no queue are not affected.
 
+Per-node-group resource limits, the queue annotation `volcano.sh/nodegroup-resource-limits`
+(`limits.py`): an invalid annotation fails every node first; after the affinity checks, a
+node whose group the queue has filled to its limit fails ("node group resource limit
+exceeded"). The limit holds for running plus newly placed pods in both engines (`greedy.py`:
+a tracker the greedy places those pods through, one at a time; `cpsat.py`: one row per
+limit and resource) and in preemption plans.
+
 The verdict is evaluated per node *group* (the label values, interned once per node
 generation), then spread to the nodes with one numpy gather: a call with 1,000 queues pays
 per distinct affinity, not per queue and node.
@@ -38,22 +45,35 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
+from solver.features.nodegroup.groups import LABEL, node_groups
+from solver.features.nodegroup.limits import (
+    ANNOTATION,
+    REASON_LIMIT_EXCEEDED,
+    REASON_LIMIT_INVALID,
+    NodeGroupLimitBlock,
+    compile_limits,
+    invalid_reason,
+    queue_limits,
+)
 from solver.model import Queue, job_queue
 from solver.problem import FloatArray, IntArray
 from solver.snapshot import NodeTable
 
 __all__ = [
+    "ANNOTATION",
     "FEATURE",
     "LABEL",
     "REASON_AFFINITY_UNSET",
     "REASON_LABEL_MISSING",
+    "REASON_LIMIT_EXCEEDED",
+    "REASON_LIMIT_INVALID",
     "REASON_NOT_SATISFIED",
     "NodeGroupAffinity",
+    "NodeGroupLimitBlock",
     "nodegroup_verdict",
     "queue_affinity",
 ]
 
-LABEL = "volcano.sh/nodegroup-name"
 REASON_LABEL_MISSING = "node group label not found"
 REASON_AFFINITY_UNSET = "node group affinity not specified"
 REASON_NOT_SATISFIED = "node does not satisfy the node group affinity"
@@ -121,20 +141,6 @@ def _flag(arguments: dict[str, Any], key: str, default: bool) -> bool:
     return value if isinstance(value, bool) else default
 
 
-def _groups(nodes: NodeTable) -> tuple[IntArray, tuple[str, ...]]:
-    """[N] node group id of every node (-1 without the label), and the group names."""
-
-    def compute() -> tuple[IntArray, tuple[str, ...]]:
-        labels = [n.labels.get(LABEL) for n in nodes.nodes]
-        names = tuple(sorted({g for g in labels if g is not None}))
-        index = {g: i for i, g in enumerate(names)}
-        row = np.array([index[g] if g is not None else -1 for g in labels], dtype=np.int64)
-        row.flags.writeable = False
-        return row, names
-
-    return nodes.memo(("nodegroup", "groups"), compute)
-
-
 def _verdict(
     aff: NodeGroupAffinity, names: tuple[str, ...], strict: bool, ordered: bool
 ) -> tuple[IntArray, FloatArray]:
@@ -179,7 +185,7 @@ def _rows(
     ordered = _flag(args, "enablePreferredOrder", False)
     hierarchy = bool(plugin.options.get("enableHierarchy", False)) if plugin else False
     aff = queue_affinity(queues, queue, hierarchy)
-    group, names = _groups(nodes)
+    group, names = node_groups(nodes)
 
     def compute() -> tuple[IntArray, FloatArray]:
         reasons, scores = _verdict(aff, names, strict, ordered)
@@ -194,19 +200,30 @@ def _compile(ctx: CompileContext) -> None:
     plan = ctx.gangs
     queues = ctx.snapshot.queues
     verdicts: dict[str, tuple[IntArray, FloatArray]] = {}  # queue -> its rows, once per call
+    gang_queue: dict[int, str] = {}
+    nothing = np.zeros(len(ctx.nodes), dtype=bool)
     for g in sorted(set(ctx.type_gang)):
         gid = plan.gang_ids[g]
         q = job_queue(ctx.workload.gangs[gid], ctx.workload.members(gid))
         if q is None:
             continue
+        gang_queue[g] = q
         if q not in verdicts:
             verdicts[q] = _rows(ctx.nodes, queues, ctx.conf, q)
         codes, scores = verdicts[q]
         types = ctx.types_of(g)
+        invalid = invalid_reason(ctx.snapshot, q)
+        if invalid is not None:  # upstream checks the annotation before anything else
+            ctx.restrict(types, nothing, invalid)
         for code in (1, 2, 3):
             allowed = ctx.memo(("nodegroup", id(codes), code), partial(np.not_equal, codes, code))
             ctx.restrict(types, allowed, REASONS[code])
         ctx.score(types, scores, "nodegroup")
+    for q in sorted(set(gang_queue.values())):
+        parsed = queue_limits(ctx.snapshot).get(q)
+        if parsed is not None and parsed.error is not None:
+            ctx.notes.append(f"queue {q}: annotation {ANNOTATION} is invalid: {parsed.error}")
+    compile_limits(ctx, gang_queue)
 
 
 FEATURE = Feature(name="nodegroup", plugins=("nodegroup",), compile=_compile)

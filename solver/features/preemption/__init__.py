@@ -17,7 +17,10 @@ For every gang group left unplaced by the placement engine, highest priority fir
    it does not help, **priority preemption**: the greedy plan, then (engines cpsat/auto,
    not for gathered groups) the CP-SAT plan when it is cheaper.
 3. **All or nothing**: if even evicting every eligible pod leaves a required pod without a
-   node, nothing is evicted and the reason says so; the plan must fit the queue quotas.
+   node, nothing is evicted and the reason says so; the plan must fit the queue quotas and
+   the queues' node-group resource limits, checked after the victims' use is released at
+   their queue and every ancestor (and from their node group's limit), as Volcano's
+   `DeallocateFunc` does on `Evict` before the preemptor is pipelined.
 
 The group's pods are then *nominated* to their nodes (not bound: the victims must terminate
 first); later groups see the victims gone and the nominated pods' room taken.
@@ -26,12 +29,14 @@ first); later groups see the victims gone and the nominated pods' room taken.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
 
 from solver.config import SchedulerConf
 from solver.decision import Preemption, Victim
+from solver.features.nodegroup.greedy import GroupLimitTracker, group_tracker
 from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
 from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
@@ -43,10 +48,10 @@ from solver.features.preemption.victims import (
     compile_preemption,
     preemption_enabled,
 )
-from solver.features.queues import QuotaBlock, QuotaLedger
+from solver.features.queues import QuotaBlock, QuotaLedger, QuotaMode, build_queue_tree
 from solver.features.topology import TopologyBlock
 from solver.problem import IntArray, Ledger, NoLimits, Problem
-from solver.snapshot import Snapshot, Workload
+from solver.snapshot import NONE, Snapshot, Workload, charged_queue
 
 __all__ = [
     "FACTS",
@@ -56,6 +61,7 @@ __all__ = [
     "compile_preemption",
     "preempt",
     "preemption_enabled",
+    "queue_paths",
     "reclaim_planner",
     "run_preemption",
 ]
@@ -73,8 +79,11 @@ def preempt(
     seed: int,
     deadline: float,
     reclaim: ReclaimPlanner | None = None,
+    queue_path: Callable[[int], Sequence[str]] | None = None,
 ) -> PreemptionResult:
-    """Plans for the unplaced gang groups (module docstring); `exact` adds CP-SAT plans."""
+    """Plans for the unplaced gang groups (module docstring); `exact` adds CP-SAT plans.
+    `queue_path(row)`: the queue a running pod is charged to and its ancestors (leaf first),
+    for releasing a victim's use."""
     started = time.perf_counter()
     result = PreemptionResult()
     free = problem.free.copy()
@@ -85,6 +94,9 @@ def preempt(
     quota_block = problem.block(QuotaBlock)
     ledger: Ledger = QuotaLedger(problem, quota_block) if quota_block is not None else NoLimits()
     ledger.charge_plan(dict(enumerate(pod_node)))
+    limits = group_tracker(problem)
+    if limits is not None:
+        limits.charge_plan(dict(enumerate(pod_node)))
     topology = problem.block(TopologyBlock)
     placed_gangs = {
         int(problem.type_gang[t]) for t, nodes in enumerate(pod_node) if (nodes >= 0).any()
@@ -141,12 +153,19 @@ def preempt(
             if better is not None:
                 plan = better
         nominated = {t: np.array(n, dtype=np.int64) for t, n in plan.nominated.items()}
-        over = ledger.admits(nominated)
+        saved = (ledger.checkpoint(), limits.checkpoint() if limits is not None else None)
+        _release(pre, plan.victims, ledger, limits, queue_path)
+        over = ledger.admits(nominated) or (
+            limits.refuses(nominated) if limits is not None else None
+        )
         if over:
+            ledger.restore(saved[0])
+            if limits is not None:
+                limits.restore(saved[1])
             for g in gangs:
                 result.reasons[g] = f"preemption: not helpful, {over}"
             continue
-        ledger.charge_plan(nominated)
+        ledger.charge_plan(nominated)  # (`refuses` has counted the plan in the limits)
         removed[plan.victims] = True
         for v in plan.victims:
             free[pre.victim_node[v]] += pre.victim_demand[v]
@@ -155,6 +174,49 @@ def preempt(
         result.plans.append(plan)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _release(
+    pre: PreemptionInput,
+    victims: Sequence[int],
+    ledger: Ledger,
+    limits: GroupLimitTracker | None,
+    queue_path: Callable[[int], Sequence[str]] | None,
+) -> None:
+    """The victims' use no longer counts: at their queue and every ancestor, and against
+    their queue's limit for their node's group."""
+    if queue_path is None:
+        return
+    for v in victims:
+        path = queue_path(int(pre.rows[v]))
+        if not path:
+            continue
+        if isinstance(ledger, QuotaLedger):
+            ledger.release(path, pre.victim_demand[v])
+        if limits is not None:
+            limits.release(path[0], int(pre.victim_node[v]), pre.victim_demand[v])
+
+
+def queue_paths(
+    snapshot: Snapshot, conf: SchedulerConf, planner: ReclaimPlanner | None
+) -> Callable[[int], Sequence[str]]:
+    """`queue_path(row)` for `preempt`: the queue a running pod is charged to (its gang's
+    spec.queue, else its own annotation) and, with the capacity plugin, its ancestors."""
+    tree = planner.tree if planner is not None else None
+    if tree is None and conf.enabled("capacity"):
+        tree = build_queue_tree(snapshot, QuotaMode(conf))
+    running = snapshot.running
+
+    def path(row: int) -> Sequence[str]:
+        q = int(charged_queue(running, np.array([row], dtype=np.int64), snapshot.gang_queue)[0])
+        if q == NONE:
+            return ()
+        name = running.queue_names.value(q)
+        if tree is None or tree.broken or name not in tree.queues:
+            return (name,)
+        return tree.path(name)
+
+    return path
 
 
 def run_preemption(
@@ -175,7 +237,7 @@ def run_preemption(
     planner = reclaim_planner(snapshot, conf)
     outcome = preempt(
         problem, pre, pod_node, exact=exact, workers=workers, seed=seed, deadline=deadline,
-        reclaim=planner,
+        reclaim=planner, queue_path=queue_paths(snapshot, conf, planner),
     )  # fmt: skip
     victims: list[Victim] = []
     nominated: dict[str, str] = {}

@@ -5,19 +5,29 @@ A pending job in leaf queue R may take room from pods of *other* queues when:
 * **R may reclaim** (`PreemptiveFn`): R is Open, `allocated + request ≤ realCapability` on
   the requested resources, and on some requested resource (not ~0 on both sides)
   `allocated + request ≤ deserved` — or, with `ancestorReclaimLevel` L > 0, the same holds
-  for an ancestor of R at depth 1..L (never root).
+  for an ancestor of R at depth 1..L above it (never root).
 * **Victim order**, one sort key:
   1. pods whose queue shares a *deeper* common ancestor with R first;
   2. then the queue with the higher share;
   3. then queue name;
-  4. in one queue: lower job priority first, then job (gang), then pod name (the reverse of
-     the allocation order; pod name is the stable tie-break).
-* **Victim eligibility** (`ReclaimableFn`), on copies of the queues' usage updated as
-  victims are chosen: the victim's request shares a resource with R's request; its queue
-  keeps its guarantee after the eviction; and its queue is an *immediate victim* (its
-  deserved covers none of the victim's resources) or is over deserved on a resource the
-  victim uses; with L > 0 every victim ancestor at depth 1..L not shared with R must be
-  an immediate victim or over deserved too. Pods labelled not preemptible never qualify.
+  4. in one queue, the reverse of the task order (`BuildVictimsPriorityQueue`): lower
+     priority first, then the higher pod index (`<job>-<task>-<index>`), then the later
+     pod key (upstream: newer creationTimestamp, then the higher UID).
+* **Victim eligibility** (`ReclaimableFn`), on copies of the queues' usage from which each
+  chosen victim's request is released at its queue and every ancestor (upstream's
+  `DeallocateFunc` on `Evict`), so later victims and the reclaimer's own quota check see
+  the room already freed:
+  - the victim's request shares a resource with R's request;
+  - its queue keeps its whole guarantee (every guaranteed resource) after the eviction;
+  - its queue is an *immediate victim* (its deserved covers none of the victim's
+    resources) — except, with L > 0, when it shares a non-root ancestor within L levels
+    with R and R's own deserved covers none of R's request (no real contention) — or it
+    is over deserved on a relevant resource (cpu/memory with deserved > 0, a scalar
+    resource its deserved names);
+  - with L > 0, every ancestor of the victim's queue at depth 1..L above it that is not
+    root and not R's ancestor at that same depth must be an immediate victim or over
+    deserved too.
+  Pods labelled not preemptible never qualify.
 
 The engine evicts in this order only until R's job fits, or nothing at all: victims are
 yielded lazily, so a reclaim that fits early never looks at the rest.
@@ -25,8 +35,10 @@ yielded lazily, so a reclaim that fits early never looks at the rest.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cmp_to_key
 
 import numpy as np
 
@@ -34,10 +46,12 @@ from solver.config import SchedulerConf
 from solver.features.preemption.victims import evictable
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
 from solver.problem import IntArray
-from solver.quantity import PODS, UNLIMITED
+from solver.quantity import CPU, MEMORY, PODS, UNLIMITED
 from solver.snapshot import NONE, Snapshot, charged_queue
 
 __all__ = ["ReclaimPlanner", "reclaim_planner"]
+
+_INDEX = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)  # what strconv.Atoi takes (int64)
 
 
 @dataclass
@@ -73,6 +87,16 @@ class ReclaimPlanner:
                     return None
         return f"queue {queue} is already at or over its deserved share on every requested resource"
 
+    def _above(self, queue: str, depth: int) -> str | None:
+        """The ancestor `depth` levels above `queue` (1 = its parent), None past root."""
+        ancestors = self.tree.queues[queue].ancestors  # root first, parent last
+        return ancestors[-depth] if 0 < depth <= len(ancestors) else None
+
+    def _shares_ancestor_within_level(self, a: str, b: str) -> bool:
+        """Some non-root queue is an ancestor of both within `level` levels above each."""
+        above_a = {self._above(a, d) for d in range(1, self.level + 1)} - {None, "root"}
+        return any(self._above(b, d) in above_a for d in range(1, self.level + 1))
+
     def order(self, reclaimer: str) -> list[int]:
         """Victim indices (other queues only) in the victim order (module docstring)."""
         rpath = self._path(reclaimer)
@@ -94,25 +118,30 @@ class ReclaimPlanner:
         others = [v for v, q in enumerate(self.queue) if q != reclaimer]
         running = self.snapshot.running
         rows = self.rows
-        gang_names = [
-            running.gang_name(g) if g != NONE else running.key(int(rows[v]))
-            for v, g in enumerate(running.gang[rows].tolist())
-        ]
-        return sorted(
-            others,
-            key=lambda v: (
-                rank[self.queue[v]],
-                int(running.priority[rows[v]]),
-                gang_names[v],
-                running.key(int(rows[v])),
-            ),
-        )
+
+        def before(a: int, b: int) -> int:
+            """-1 when victim a goes before victim b (module docstring, victim order 4)."""
+            if rank[self.queue[a]] != rank[self.queue[b]]:
+                return -1 if rank[self.queue[a]] < rank[self.queue[b]] else 1
+            pa, pb = int(running.priority[rows[a]]), int(running.priority[rows[b]])
+            if pa != pb:
+                return -1 if pa < pb else 1
+            ka, kb = running.key(int(rows[a])), running.key(int(rows[b]))
+            ia, ib = _pod_index(ka), _pod_index(kb)
+            if ia is not None and ib is not None and ia != ib:
+                return -1 if ia > ib else 1
+            return -1 if ka > kb else (1 if ka < kb else 0)
+
+        return sorted(others, key=cmp_to_key(before))
 
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
-        """The victims ReclaimableFn accepts, in order, as if each accepted one were evicted."""
+        """The victims ReclaimableFn accepts, in order, as if each accepted one were evicted
+        (its request released at its queue and every ancestor)."""
         wanted = _dims(request)
         allocated = {name: dict(q.allocated) for name, q in self.tree.queues.items()}
-        rpath = self._path(reclaimer)
+        no_contention = bool(self.level) and not _relevant(
+            wanted, self.tree.queues[reclaimer].deserved
+        )
         running = self.snapshot.running
         names = running.resources
         requests = running.requests()
@@ -128,37 +157,60 @@ class ReclaimPlanner:
             if not dims & wanted:
                 continue
             q = self.tree.queues[queue]
-            after = {r: allocated[queue].get(r, 0) - req.get(r, 0) for r in dims}
-            if any(q.guarantee.get(r, 0) > after[r] for r in dims):
-                continue
-            if not self._over_or_immediate(queue, dims, allocated):
-                continue
-            vpath = self._path(queue)
-            blocked = False
-            for d in range(1, self.level + 1):
-                if d >= len(vpath) - 1:
-                    break
-                ancestor = vpath[d]
-                if ancestor == "root" or (d < len(rpath) and rpath[d] == ancestor):
+            if any(
+                v > allocated[queue].get(r, 0) - req.get(r, 0)
+                for r, v in q.guarantee.items()
+                if r != PODS
+            ):
+                continue  # its queue would fall below its guarantee
+            if not _relevant(dims, q.deserved):  # an immediate victim
+                if no_contention and self._shares_ancestor_within_level(reclaimer, queue):
                     continue
-                if not self._over_or_immediate(ancestor, dims, allocated):
-                    blocked = True
-                    break
-            if blocked:
+            elif not _over(allocated[queue], q.deserved, dims):
                 continue
-            for name in vpath:
+            if not self._ancestors_eligible(reclaimer, queue, dims, allocated):
+                continue
+            for name in self._path(queue):
                 for r in dims:
                     allocated[name][r] = allocated[name].get(r, 0) - req.get(r, 0)
             yield i
 
-    def _over_or_immediate(
-        self, queue: str, dims: set[str], allocated: dict[str, dict[str, int]]
+    def _ancestors_eligible(
+        self, reclaimer: str, queue: str, dims: set[str], allocated: dict[str, dict[str, int]]
     ) -> bool:
-        deserved = self.tree.queues[queue].deserved
-        relevant = {r for r in dims if deserved.get(r, 0) > 0}
-        if not relevant:
-            return True  # an immediate victim: its deserved covers none of these resources
-        return any(allocated[queue].get(r, 0) > deserved[r] for r in relevant)
+        """With L > 0: each ancestor of the victim's queue 1..L levels above it, unless root
+        or the reclaimer's ancestor at the same level, is an immediate victim or over
+        deserved."""
+        for depth in range(1, self.level + 1):
+            ancestor = self._above(queue, depth)
+            if ancestor is None or ancestor == "root" or ancestor == self._above(reclaimer, depth):
+                continue
+            deserved = self.tree.queues[ancestor].deserved
+            if _relevant(dims, deserved) and not _over(allocated[ancestor], deserved, dims):
+                return False
+        return True
+
+
+def _relevant(dims: set[str], deserved: dict[str, int]) -> bool:
+    """Some resource of `dims` has a positive deserved (upstream `hasRelevantDeserved`)."""
+    return any(deserved.get(r, 0) > 0 for r in dims)
+
+
+def _over(allocated: dict[str, int], deserved: dict[str, int], dims: set[str]) -> bool:
+    """allocated > deserved on a relevant resource of `dims`: cpu/memory with a positive
+    deserved, a scalar resource deserved names (upstream `GreaterPartlyWithRelevantDimensions`)."""
+    relevant = {
+        r for r in dims if deserved.get(r, 0) > 0 or (r not in (CPU, MEMORY) and r in deserved)
+    }
+    return any(allocated.get(r, 0) > deserved[r] for r in relevant)
+
+
+def _pod_index(key: str) -> int | None:
+    """The index of a pod named `<job>-<task>-<index>` (upstream `GetPodIndexUnderTask`)."""
+    parts = key.rsplit("/", 1)[-1].split("-")
+    if len(parts) < 3 or not _INDEX.fullmatch(parts[-1]):
+        return None
+    return int(parts[-1])
 
 
 def _dims(request: dict[str, int]) -> set[str]:

@@ -17,7 +17,8 @@ Rules (reference/volcano.md §3.6), checked for every queue in the input:
 
 Deleting is checked with `delete=`: never `root` or `default`, never a queue with children.
 Warnings (the nodegroup seed's "risk"): a queue whose capability exceeds what the nodes of
-its node groups can ever offer.
+its node groups can ever offer; a `volcano.sh/nodegroup-resource-limits` annotation that
+cannot be read (Volcano's webhook admits it, and then every node fails for the queue's pods).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solver.features.nodegroup import ANNOTATION as LIMITS_ANNOTATION
 from solver.features.nodegroup import LABEL as NODEGROUP_LABEL
 from solver.features.nodegroup import queue_affinity
+from solver.features.nodegroup.limits import parse_limits
 from solver.features.queues.tree import ROOT, sum_resources
 from solver.model import Queue
 from solver.quantity import PODS, format_quantity
@@ -131,6 +134,12 @@ def validate_queues(
                 )
         if q.state not in ("Open", "Closed"):
             v.fail("status.state", f"state {q.state!r} is not Open or Closed")
+        parsed = parse_limits(q.annotations.get(LIMITS_ANNOTATION))
+        if parsed.error:
+            v.warnings.append(
+                f"annotation {LIMITS_ANNOTATION} is invalid: {parsed.error}; every node fails "
+                "for the queue's pods"
+            )
         if q.parent == name:
             v.fail("spec.parent", "a queue cannot be its own parent")
             continue
