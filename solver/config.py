@@ -8,6 +8,7 @@ tiers:
   - name: gang                        # all-or-nothing PodGroups / GangGroups
     arguments: {defaultMatchPolicy: once-satisfied}
   - name: binpack                     # Volcano binpack: binpack.weight, binpack.cpu, ...
+  - name: nodeorder                   # node scores: nodeaffinity.weight, tainttoleration.weight
   - name: network-topology            # Koordinator gather (ClusterNetworkTopology, network-topology-spec)
   - name: job-affinity                # Godel PodGroup affinity (required/preferred, nodeSelector, sortRules)
   - name: capacity                    # Volcano queues: realCapability at every level, enqueue
@@ -19,7 +20,7 @@ tiers:
 A plugin that is not listed does not act. Resource capacity is not a plugin: it always
 holds. No conf at all means `DEFAULT_PLUGINS` with their defaults and the actions
 `enqueue, allocate`: what Volcano's default scheduler conf enables, as far as gangplan
-implements it (gang, predicates, binpack; its proportion's queue capability as
+implements it (gang, predicates, nodeorder, binpack; its proportion's queue capability as
 `capacity`), plus gangplan's own `network-topology` and `job-affinity`, which act only on
 objects and annotations Volcano does not read. `nodegroup` and `capacity-card` act only
 when a conf lists them, as in Volcano (`gangplan config show` prints the default).
@@ -42,6 +43,7 @@ BUILTIN_PLUGINS = (
     "predicates",
     "gang",
     "binpack",
+    "nodeorder",
     "network-topology",
     "job-affinity",
     "capacity",
@@ -59,7 +61,7 @@ UPSTREAM_PLUGINS = frozenset(
     {
         "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
-        "cdp", "deviceshare", "network-topology-aware", "nodeorder", "resourcequota",
+        "cdp", "deviceshare", "network-topology-aware", "resourcequota",
     }
 )  # fmt: skip
 """Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""

@@ -7,6 +7,7 @@
     nodegroup/    Volcano queue <-> node-group affinity
     cards/        Volcano GPU card types and their quotas (`capacity-card`)
     binpack/      Volcano binpack scoring
+    nodeorder/    Volcano nodeorder: kube-scheduler's NodeAffinity and TaintToleration scores
     preemption/   Koordinator job-level preemption and Volcano reclaim (after placement)
 
 A feature package holds everything of its policy: the running-pod facts it keeps in the
@@ -16,12 +17,22 @@ it here, and — if it has them — its greedy step in `solver/engines/greedy.py
 CP-SAT module in `solver/engines/cpsat/_modules.py`.
 
 The order matters where a node fails several filters (the first one is its counted reason)
-and for the order scores are summed in: predicates, topology, queues, node groups, cards.
+and for the order scores are summed in: predicates, topology, queues, node groups, cards,
+nodeorder (last, so it normalises over the nodes every earlier filter leaves).
 """
 
 from __future__ import annotations
 
-from solver.features import binpack, cards, nodegroup, predicates, preemption, queues, topology
+from solver.features import (
+    binpack,
+    cards,
+    nodegroup,
+    nodeorder,
+    predicates,
+    preemption,
+    queues,
+    topology,
+)
 from solver.features._base import CompileContext, Feature, GangPlan
 from solver.snapshot import Fact
 
@@ -34,6 +45,7 @@ FEATURES: tuple[Feature, ...] = (
     nodegroup.FEATURE,
     cards.FEATURE,
     binpack.FEATURE,
+    nodeorder.FEATURE,
 )
 
 FACTS: tuple[Fact, ...] = (*(f for feature in FEATURES for f in feature.facts), *preemption.FACTS)

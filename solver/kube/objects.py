@@ -170,6 +170,12 @@ class Toleration(_K8s):
     def _empty(cls, value: object) -> object:
         return "" if value is None else value
 
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _equal(cls, value: object) -> object:
+        """An empty operator means Equal (v1 Toleration.ToleratesTaint)."""
+        return "Equal" if value is None or value == "" else value
+
 
 class NodeSelectorRequirement(_K8s):
     key: str

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from solver.model import Node, Pod
 from solver.verify._context import VerifyContext
 
 __all__ = ["label_expression_holds", "predicates"]
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def predicates(ctx: VerifyContext) -> list[str]:
@@ -41,7 +45,8 @@ def label_expression_holds(
         return labels.get(key) in values
     if op == "NotIn":
         return labels.get(key) not in values
-    if key not in labels or not labels[key].lstrip("-").isdigit():
+    # Gt / Lt: both sides base-10 integers as Go's strconv.ParseInt reads them ("+5" too)
+    if key not in labels or not _INTEGER.fullmatch(labels[key]):
         return False
     return int(labels[key]) > int(values[0]) if op == "Gt" else int(labels[key]) < int(values[0])
 

@@ -22,8 +22,14 @@ from solver.features.predicates._filters import (
     matches_requirement,
     matches_term,
     node_fit_reason,
+    parses,
     tolerates,
     untolerated_taint_reason,
+)
+from solver.features.predicates._labels import (
+    label_integer,
+    valid_field_requirement,
+    valid_label_requirement,
 )
 from solver.model import Pod
 from solver.problem import IntArray
@@ -35,11 +41,15 @@ __all__ = [
     "REASON_NOT_READY",
     "REASON_UNSCHEDULABLE",
     "eligibility_signature",
+    "label_integer",
     "matches_requirement",
     "matches_term",
     "node_fit_reason",
+    "parses",
     "tolerates",
     "untolerated_taint_reason",
+    "valid_field_requirement",
+    "valid_label_requirement",
     "verdict_row",
 ]
 

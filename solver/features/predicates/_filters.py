@@ -8,13 +8,20 @@ worded as kube-scheduler words it so counted reasons read like a FitError::
     3. TaintToleration    node(s) had untolerated taint {key: value}
     4. NodeAffinity       node(s) didn't match Pod's node affinity/selector
 
-A cordoned node still takes pods tolerating `node.kubernetes.io/unschedulable:NoSchedule`,
-and a NotReady node pods tolerating `node.kubernetes.io/not-ready:NoSchedule`, because
-that is the taint the node lifecycle controller puts on it.
+A cordoned node still takes pods tolerating `node.kubernetes.io/unschedulable:NoSchedule`
+(kube-scheduler's NodeUnschedulable), and a NotReady node pods tolerating
+`node.kubernetes.io/not-ready:NoSchedule`, because that is the taint the node lifecycle
+controller puts on it. A node affinity term the scheduler cannot parse (`_labels`) matches
+no node.
 """
 
 from __future__ import annotations
 
+from solver.features.predicates._labels import (
+    label_integer,
+    valid_field_requirement,
+    valid_label_requirement,
+)
 from solver.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
 
 __all__ = [
@@ -24,6 +31,7 @@ __all__ = [
     "matches_requirement",
     "matches_term",
     "node_fit_reason",
+    "parses",
     "tolerates",
     "untolerated_taint_reason",
 ]
@@ -72,18 +80,27 @@ def matches_requirement(req: NodeSelectorRequirement, labels: dict[str, str]) ->
         case "DoesNotExist":
             return not present
         case "Gt" | "Lt":
-            try:
-                number = int(value)
-            except ValueError:
+            number, bound = label_integer(value), label_integer(req.values[0])
+            if not present or number is None or bound is None:
                 return False
-            bound = int(req.values[0])
-            return present and (number > bound if req.operator == "Gt" else number < bound)
+            return number > bound if req.operator == "Gt" else number < bound
     return False  # pragma: no cover - the Literal type admits nothing else
 
 
+def parses(term: NodeSelectorTerm) -> bool:
+    """The scheduler can parse the term; an empty term or one that does not parse matches
+    no node (component-helpers `nodeaffinity.LazyErrorNodeSelector`)."""
+    return (
+        bool(term.match_expressions or term.match_fields)
+        and all(valid_label_requirement(r) for r in term.match_expressions)
+        and all(valid_field_requirement(r) for r in term.match_fields)
+    )
+
+
 def matches_term(term: NodeSelectorTerm, node: Node) -> bool:
-    """All expressions and fields of a term hold; an empty term matches nothing."""
-    if not term.match_expressions and not term.match_fields:
+    """All expressions and fields of a term hold; an empty or unparsable term matches
+    nothing."""
+    if not parses(term):
         return False
     fields = {"metadata.name": node.name}
     return all(matches_requirement(r, node.labels) for r in term.match_expressions) and all(

@@ -1,0 +1,1 @@
+"""Volcano `nodeorder`: kube-scheduler's NodeAffinity and TaintToleration scores."""
