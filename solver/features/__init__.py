@@ -1,6 +1,7 @@
 """One package per policy family; `FEATURES` is the order their compile steps run in.
 
     predicates/   kube-scheduler's node filters (cordon, readiness, taints, selector, affinity)
+    interpod/     kube-scheduler's pod affinity, anti-affinity and topology spread
     gang/         PodGroups and GangGroups: minMember shares, match policies (core of the Problem)
     topology/     Koordinator gather and Godel job-level affinity on one network tree
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
@@ -26,6 +27,7 @@ from __future__ import annotations
 from solver.features import (
     binpack,
     cards,
+    interpod,
     nodegroup,
     nodeorder,
     predicates,
@@ -40,6 +42,7 @@ __all__ = ["FACTS", "FEATURES", "CompileContext", "Feature", "GangPlan"]
 
 FEATURES: tuple[Feature, ...] = (
     predicates.FEATURE,
+    interpod.FEATURE,
     topology.FEATURE,
     queues.FEATURE,
     nodegroup.FEATURE,

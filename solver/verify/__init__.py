@@ -14,6 +14,7 @@ Rules, and the plugins that put them in force:
 | victims run on their node, are not protected, have lower priority (preemption) and the DisruptionTarget message | `_basics.victims` | always |
 | capacity of every node receiving pods, running pods (less victims) included | `_basics.capacity` | always |
 | cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
+| pod affinity, anti-affinity (both ways) and topology spread, the call's pods included | `_interpod` | `predicates` |
 | gangs reach their minMember share, with their GangGroup | `_gangs.gangs` | `gang` |
 | a PodGroup with a hard constraint gangplan does not enforce places nothing | `_gangs.refused` | always |
 | Koordinator gather: one MustGather domain (its bound members' one, if any), podCountMultiple | `_topology.gather` | `network-topology` |
@@ -37,7 +38,15 @@ from solver.decision import Decision
 from solver.errors import InternalError
 from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
-from solver.verify import _basics, _gangs, _nodegroup_limits, _predicates, _queues, _topology
+from solver.verify import (
+    _basics,
+    _gangs,
+    _interpod,
+    _nodegroup_limits,
+    _predicates,
+    _queues,
+    _topology,
+)
 from solver.verify._context import VerifyContext
 
 __all__ = ["ANNOTATIONS", "check", "verify"]
@@ -51,6 +60,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _basics.victims),
     ((), _basics.capacity),
     (("predicates",), _predicates.predicates),
+    (("predicates",), _interpod.interpod),
     (("gang",), _gangs.gangs),
     ((), _gangs.refused),
     (("network-topology",), _topology.gather),

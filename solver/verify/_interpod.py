@@ -71,6 +71,9 @@ class _World:
         self.live = live
         self._counts: dict[object, np.ndarray] = {}
         self._totals: dict[tuple[int, str], dict[str, int]] = {}
+        self._spreads: dict[str, dict[str, int]] = {}
+        self._by_domain: dict[object, dict[str, set[str]]] = {}
+        self._owners: dict[PodAffinityTerm, dict[str, set[str]]] = {}
         # running pods with anti-affinity: per term set, the label values of their nodes
         rows = np.flatnonzero(live & (running.terms != NONE))
         self.anti_hosts: dict[int, set[str]] = {}
@@ -129,35 +132,55 @@ class _World:
 
     # ------------------------------------------------------------------ anti-affinity
 
+    def _placed_in(
+        self, term: PodAffinityTerm, placed: list[tuple[Pod, str]]
+    ) -> dict[str, set[str]]:
+        """Placed pods `term` selects, by the value of its key on their node."""
+        cache_key = ("selected", term)
+        if cache_key not in self._by_domain:
+            out: dict[str, set[str]] = {}
+            for other, where in placed:
+                value = self.labels(where).get(term.topology_key)
+                if value is not None and _in_term(term, other):
+                    out.setdefault(value, set()).add(other.key)
+            self._by_domain[cache_key] = out
+        return self._by_domain[cache_key]
+
+    def _owners_in(
+        self, placed: list[tuple[Pod, str]]
+    ) -> dict[PodAffinityTerm, dict[str, set[str]]]:
+        """Placed pods per required anti-affinity term they carry, by domain value."""
+        if not self._owners:
+            for other, where in placed:
+                for term in other.inter_pod.anti_affinity if other.inter_pod else ():
+                    value = self.labels(where).get(term.topology_key)
+                    if value is not None:
+                        self._owners.setdefault(term, {}).setdefault(value, set()).add(other.key)
+        return self._owners
+
     def anti(self, pod: Pod, node: str, placed: list[tuple[Pod, str]]) -> list[str]:
         out = []
         terms = pod.inter_pod.anti_affinity if pod.inter_pod else ()
         for term in terms:
-            if term.topology_key not in self.labels(node):
+            value = self.labels(node).get(term.topology_key)
+            if value is None:
                 continue
             near = self._domain_count(
                 self.running_on(term.selector, term.namespaces, False), term.topology_key, node
             )
-            near += sum(
-                1
-                for other, where in placed
-                if other.key != pod.key
-                and _in_term(term, other)
-                and self._same(term.topology_key, node, self.labels(where))
-            )
+            near += len(self._placed_in(term, placed).get(value, set()) - {pod.key})
             if near:
                 out.append(
                     f"{pod.key} on {node}: {near} pod(s) its anti-affinity term selects run in "
                     f"its {term.topology_key} domain"
                 )
-        for other, where in placed:
-            for term in other.inter_pod.anti_affinity if other.inter_pod else ():
-                if (
-                    other.key != pod.key
-                    and _in_term(term, pod)
-                    and self._same(term.topology_key, where, self.labels(node))
-                ):
-                    out.append(f"{pod.key} on {node}: {other.key}'s anti-affinity term selects it")
+        for term, by_value in self._owners_in(placed).items():
+            value = self.labels(node).get(term.topology_key)
+            if value is None or not _in_term(term, pod):
+                continue
+            owners = by_value.get(value, set()) - {pod.key}
+            if owners:
+                out.append(f"{pod.key} on {node}: {min(owners)}'s anti-affinity term selects it")
         labels = self.labels(node)
         for ident, hosts in self.anti_hosts.items():
             for term in self.running.term_sets[ident].anti_affinity:
@@ -176,31 +199,12 @@ class _World:
         hard = [c for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"]
         if not hard:
             return []
-        keys = {c.topology_key for c in hard}
+        keys = frozenset(c.topology_key for c in hard)
         if not keys <= set(self.labels(node)):
             return [f"{pod.key} on {node}: node lacks a topology spread key of {sorted(keys)}"]
         out = []
         for c in hard:
-            counted = [
-                n for n in self.nodes.nodes if keys <= set(n.labels) and _included(pod, c, n)
-            ]
-            per_node = self.running_on(c.selector, (pod.namespace,), True)
-            index = self.nodes.index
-            counts: dict[str, int] = {}
-            for n in counted:
-                value = n.labels[c.topology_key]
-                counts[value] = counts.get(value, 0) + int(per_node[index[n.name]])
-            counted_names = {n.name for n in counted}
-            for other, where in placed:
-                if (
-                    where in counted_names
-                    and other.namespace == pod.namespace
-                    and c.selector is not None
-                    and not c.selector.empty
-                    and _selects(c.selector, other.labels)
-                ):
-                    value = self.labels(where)[c.topology_key]
-                    counts[value] = counts.get(value, 0) + 1
+            counts = self._spread_counts(pod, c, keys, placed)
             low = 0 if len(counts) < c.min_domains else min(counts.values(), default=0)
             mine = counts.get(self.labels(node)[c.topology_key], 0)
             if mine - low > c.max_skew:
@@ -209,6 +213,48 @@ class _World:
                     f"domain, {low} in the emptiest: skew above maxSkew {c.max_skew}"
                 )
         return out
+
+    def _spread_counts(
+        self,
+        pod: Pod,
+        c: TopologySpreadConstraint,
+        keys: frozenset[str],
+        placed: list[tuple[Pod, str]],
+    ) -> dict[str, int]:
+        """Matching pods per counted domain of `c` for pods like `pod` (same namespace,
+        keys and inclusion inputs), running and placed; computed once per such pod kind."""
+        ident = (
+            c,
+            pod.namespace,
+            keys,
+            pod.node_selector.items(),
+            pod.required_affinity,
+            pod.tolerations,
+        )
+        cache_key = repr(ident)
+        found = self._spreads.get(cache_key)
+        if found is not None:
+            return found
+        counted = [n for n in self.nodes.nodes if keys <= set(n.labels) and _included(pod, c, n)]
+        per_node = self.running_on(c.selector, (pod.namespace,), True)
+        index = self.nodes.index
+        counts: dict[str, int] = {}
+        for n in counted:
+            value = n.labels[c.topology_key]
+            counts[value] = counts.get(value, 0) + int(per_node[index[n.name]])
+        counted_names = {n.name for n in counted}
+        for other, where in placed:
+            if (
+                where in counted_names
+                and other.namespace == pod.namespace
+                and c.selector is not None
+                and not c.selector.empty
+                and _selects(c.selector, other.labels)
+            ):
+                value = self.labels(where)[c.topology_key]
+                counts[value] = counts.get(value, 0) + 1
+        self._spreads[cache_key] = counts
+        return counts
 
     # ------------------------------------------------------------------ affinity
 

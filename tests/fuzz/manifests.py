@@ -99,9 +99,20 @@ def base_manifests() -> list[dict[str, Any]]:
         .requests(cpu=1, gpu=1)
         .priority(10)
         .tolerate("k", operator="Exists")
+        .label("app", "g")
+        .anti_affinity("rack", app="g")
+        .pod_affinity("rack", weight=10, app="g")
+        .spread("rack", 1, app="g")
         .obj()
         for i in range(2)
     ]
+    for p in pods:  # the reader's other doors for pod terms
+        term = p["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ][0]
+        term["namespaceSelector"] = {"matchLabels": {"team": "a"}}
+        term["matchLabelKeys"] = ["app"]
+        p["spec"]["topologySpreadConstraints"][0]["minDomains"] = 1
     priority = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -195,6 +206,11 @@ def base_manifests() -> list[dict[str, Any]]:
         *workloads,
         was_group,
         was_pod,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "default", "labels": {"team": "a"}},
+        },
     ]
 
 

@@ -25,6 +25,21 @@ Path = tuple[Any, ...]
 FUZZ_SNAPSHOT = "fuzz"  # stored with `base_cluster()` before every example
 
 
+def _term(key: str) -> pb.PodAffinityTerm:
+    return pb.PodAffinityTerm(
+        label_selector=pb.LabelSelector(
+            match_labels={"app": "g"},
+            match_expressions=[
+                pb.LabelSelectorRequirement(
+                    key="tier", operator=pb.LABEL_SELECTOR_OPERATOR_NOT_IN, values=["x"]
+                )
+            ],
+        ),
+        namespaces=["default"],
+        topology_key=key,
+    )
+
+
 def base_cluster() -> pb.Cluster:
     return pb.Cluster(
         nodes=[
@@ -35,7 +50,16 @@ def base_cluster() -> pb.Cluster:
             )
             for i in range(2)
         ],
-        pods=[pb.Pod(namespace="default", name="run", node_name="n0", requests={"cpu": 1000})],
+        pods=[
+            pb.Pod(
+                namespace="default",
+                name="run",
+                node_name="n0",
+                requests={"cpu": 1000},
+                labels={"app": "g"},
+                pod_anti_affinity=pb.PodAffinity(required=[_term("rack")]),
+            )
+        ],
         queues=[pb.Queue(name="q", capability={"cpu": 16000})],
         topology=pb.NetworkTopology(
             layers=[
@@ -50,7 +74,38 @@ def base_job() -> pb.Job:
     return pb.Job(
         gangs=[pb.Gang(namespace="default", name="g", min_member=2, queue="q")],
         pods=[
-            pb.Pod(namespace="default", name=f"p{i}", gang="default/g", requests={GPU: 1})
+            pb.Pod(
+                namespace="default",
+                name=f"p{i}",
+                gang="default/g",
+                requests={GPU: 1},
+                labels={"app": "g"},
+                pod_affinity=pb.PodAffinity(
+                    preferred=[pb.WeightedPodAffinityTerm(weight=10, term=_term("rack"))]
+                ),
+                pod_anti_affinity=pb.PodAffinity(required=[_term("kubernetes.io/hostname")]),
+                topology_spread_constraints=[
+                    pb.TopologySpreadConstraint(
+                        max_skew=1,
+                        topology_key="rack",
+                        when_unsatisfiable=pb.WHEN_UNSATISFIABLE_DO_NOT_SCHEDULE,
+                        label_selector=pb.LabelSelector(match_labels={"app": "g"}),
+                        min_domains=1,
+                    )
+                ],
+                preferred_node_affinity=[
+                    pb.PreferredSchedulingTerm(
+                        weight=5,
+                        preference=pb.NodeSelectorTerm(
+                            match_expressions=[
+                                pb.NodeSelectorRequirement(
+                                    key="rack", operator=pb.SELECTOR_OPERATOR_IN, values=["r0"]
+                                )
+                            ]
+                        ),
+                    )
+                ],
+            )
             for i in range(2)
         ],
     )

@@ -36,6 +36,7 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.decision import Preemption, Victim
+from solver.features.interpod import InterPodBlock
 from solver.features.nodegroup.greedy import GroupLimitTracker, group_tracker
 from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
@@ -121,6 +122,16 @@ def preempt(
                 result.reasons[g] = (
                     "preemption: not supported for Godel job-level affinity or a PodGroup "
                     "topology constraint"
+                )
+            continue
+        terms = problem.block(InterPodBlock)
+        if terms is not None and terms.unit_involved(
+            [t for g in gangs for t in problem.gang_types(g)]
+        ):
+            for g in gangs:
+                result.reasons[g] = (
+                    "preemption: not planned for pods with pod affinity, anti-affinity or "
+                    "topology spread terms among the call's pods"
                 )
             continue
         priority = int(problem.unit_priority[u])

@@ -169,7 +169,7 @@ def test_mixed_shapes_with_anti_affinity_and_spread(engine: str) -> None:
         m.group("mix").spread("zone", 1, app="mix").anti_affinity(HOST, role="ps").obj()
         for m in members
     ]
-    d, cluster = run([*zones(), podgroup("mix", 9), *pods], engine)
+    d, _ = run([*zones(), podgroup("mix", 9), *pods], engine)
     assert d.podgroups["default/mix"].placed
     ps_nodes = [d.placements[f"default/ps-{i}"].node for i in range(3)]
     assert len(set(ps_nodes)) == 3
