@@ -44,16 +44,22 @@ from solver.features.interpod.block import (
     at_nodes,
 )
 from solver.features.predicates import matches_term, tolerates
-from solver.model import LabelSelector, Pod, PodAffinityTerm, TopologySpreadConstraint
+from solver.model import (
+    InterPodTerms,
+    LabelSelector,
+    Pod,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+)
 from solver.problem import BoolArray, IntArray
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["compile_interpod", "label_keys_read", "type_key_of_call"]
+__all__ = ["compile_interpod", "included_nodes", "label_keys_read", "type_key_of_call"]
 
 
 def label_keys_read(snapshot: Snapshot, workload: Workload) -> tuple[str, ...]:
     """Every label key a selector of the call reads: pending pods' terms and spread
-    constraints, running pods' anti-affinity."""
+    constraints, running pods' terms (their anti-affinity filters, all of them score)."""
     keys: set[str] = set()
 
     def add(selector: LabelSelector | None) -> None:
@@ -61,15 +67,19 @@ def label_keys_read(snapshot: Snapshot, workload: Workload) -> tuple[str, ...]:
             keys.update(k for k, _ in selector.match_labels)
             keys.update(r.key for r in selector.match_expressions)
 
+    def add_all(terms: InterPodTerms) -> None:
+        for term in (*terms.affinity, *terms.anti_affinity):
+            add(term.selector)
+        for weighted in (*terms.preferred_affinity, *terms.preferred_anti_affinity):
+            add(weighted.term.selector)
+
     for pod in workload.pods:
         if pod.inter_pod is not None:
-            for term in (*pod.inter_pod.affinity, *pod.inter_pod.anti_affinity):
-                add(term.selector)
+            add_all(pod.inter_pod)
         for c in pod.spread:
             add(c.selector)
     for terms in snapshot.running.term_sets:
-        for term in terms.anti_affinity:
-            add(term.selector)
+        add_all(terms)
     return tuple(sorted(keys))
 
 
@@ -275,7 +285,7 @@ def _spread(
         all_keys &= domains_of(ctx.nodes, c.topology_key).of_node >= 0
     ctx.restrict([t], all_keys, REASON_SPREAD_LABEL)
     for c in hard:
-        counted = all_keys & _included(ctx, pod, c)
+        counted = all_keys & included_nodes(ctx, pod, c)
         counted.flags.writeable = False
         dom = domains_of(ctx.nodes, c.topology_key)
         per_node = running_counts(ctx.snapshot, ((c.selector, (pod.namespace,)),), spread=True)
@@ -296,7 +306,7 @@ def _spread(
         )
 
 
-def _included(ctx: CompileContext, pod: Pod, c: TopologySpreadConstraint) -> BoolArray:
+def included_nodes(ctx: CompileContext, pod: Pod, c: TopologySpreadConstraint) -> BoolArray:
     """Nodes counted under the constraint's inclusion policies (NodeInclusionPolicy)."""
     nodes = ctx.nodes.nodes
     ok = np.ones(len(nodes), dtype=bool)

@@ -6,6 +6,9 @@ kube-scheduler does (`scores`) and multiplied by the plugin's `nodeorder` weight
 
     nodeorder.nodeaffinity     nodeaffinity.weight    (2) × NodeAffinity score
     nodeorder.tainttoleration  tainttoleration.weight (3) × TaintToleration score
+    nodeorder.podaffinity      podaffinity.weight     (2) × InterPodAffinity score
+    nodeorder.podtopologyspread podtopologyspread.weight (2) × PodTopologySpread score
+                               (both against the running pods: `interpod/scores.py`)
 
 The rows join the other plugins' node scores (node groups, card order, ...) in the
 `affinity` tier of both engines, as Volcano sums every plugin's node score.
@@ -33,12 +36,13 @@ per distinct (raw row, filter set) per call, never a loop over pods.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from functools import partial
 
 import numpy as np
 
 from solver.features._base import CompileContext, Feature, combine_filters
+from solver.features.interpod.scores import inter_pod_affinity_scores, spread_scores
 from solver.features.nodeorder.scores import (
     MAX_NODE_SCORE,
     default_normalize_score,
@@ -73,6 +77,9 @@ __all__ = [
 PLUGIN = "nodeorder"
 NODE_AFFINITY = "nodeorder.nodeaffinity"
 TAINT_TOLERATION = "nodeorder.tainttoleration"
+POD_AFFINITY = "nodeorder.podaffinity"
+POD_TOPOLOGY_SPREAD = "nodeorder.podtopologyspread"
+ScoreFn = Callable[[CompileContext, Pod, BoolArray], IntArray | None]
 
 
 def scoring_signature(pod: Pod) -> Hashable:
@@ -109,6 +116,13 @@ def _taint_row(ctx: CompileContext, pod: Pod, usable: BoolArray, weight: int) ->
     return relative_row(taint_toleration_scores(ctx.nodes, pod, usable), weight, usable)
 
 
+def _scored_row(
+    ctx: CompileContext, pod: Pod, usable: BoolArray, weight: int, score: ScoreFn
+) -> FloatArray | None:
+    normalized = score(ctx, pod, usable)
+    return None if normalized is None else relative_row(normalized, weight, usable)
+
+
 def _compile(ctx: CompileContext) -> None:
     weights, notes = nodeorder_weights(ctx.conf.arguments(PLUGIN))
     ctx.notes.extend(notes)
@@ -121,6 +135,23 @@ def _compile(ctx: CompileContext) -> None:
             key = (NODE_AFFINITY, id(raw), id(usable))
             row = ctx.memo(key, partial(_affinity_row, ctx, pod, usable, weights.node_affinity))
             rows.setdefault(id(row), (NODE_AFFINITY, row, []))[2].append(t)
+        for plugin, weight, score in (
+            (POD_AFFINITY, weights.pod_affinity, inter_pod_affinity_scores),
+            (POD_TOPOLOGY_SPREAD, weights.pod_topology_spread, spread_scores),
+        ):
+            if not weight:
+                continue
+            pod_key = (
+                plugin,
+                id(usable),
+                pod.namespace,
+                pod.inter_pod,
+                pod.spread,
+                tuple(sorted(pod.labels.items())),
+            )
+            found = ctx.memo(pod_key, partial(_scored_row, ctx, pod, usable, weight, score))
+            if found is not None:
+                rows.setdefault(id(found), (plugin, found, []))[2].append(t)
         if weights.taint_toleration:
             raw = intolerable_taint_counts(ctx.nodes, pod)
             if not raw[usable].any():

@@ -2,8 +2,8 @@
 
     nodeaffinity.weight       2   NodeAffinity (preferred node affinity)       implemented
     tainttoleration.weight    3   TaintToleration (PreferNoSchedule taints)    implemented
-    podaffinity.weight        2   InterPodAffinity                             read, not scored here
-    podtopologyspread.weight  2   PodTopologySpread                            read, not scored here
+    podaffinity.weight        2   InterPodAffinity                             scored (interpod/scores.py)
+    podtopologyspread.weight  2   PodTopologySpread                            scored (interpod/scores.py)
     leastrequested.weight     1   NodeResourcesFit LeastAllocated (cpu, memory) not implemented
     mostrequested.weight      0   NodeResourcesFit MostAllocated               not implemented
     balancedresource.weight   1   NodeResourcesBalancedAllocation              not implemented
