@@ -68,7 +68,9 @@ def nodes() -> list[Node]:
     ]
 
 
-def running(count: int, names: list[str]) -> list[RunningPod]:
+def running(count: int, names: list[str], unique: bool = False) -> list[RunningPod]:
+    """`unique`: every pod also carries its own `pod-name` label (as StatefulSet pods do),
+    so the snapshot holds one label set per pod."""
     guard = InterPodTerms(
         anti_affinity=(
             PodAffinityTerm(
@@ -86,7 +88,11 @@ def running(count: int, names: list[str]) -> list[RunningPod]:
             key=f"default/r-{i}",
             node=names[i % len(names)],
             requests=requests,
-            labels=trainer if i % 70 == 0 else labels[i % 50],
+            labels={**(trainer if i % 70 == 0 else labels[i % 50]), "pod-name": f"r-{i}"}
+            if unique
+            else trainer
+            if i % 70 == 0
+            else labels[i % 50],
             terms=guard if i % 100 == 0 else None,
         )
         for i in range(count)
@@ -164,12 +170,14 @@ def main() -> None:
     parser.add_argument("--running", type=int, nargs="+", default=[0, 20_000, 100_000])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--engines", nargs="+", default=["greedy", "cpsat"])
+    parser.add_argument("--unique-labels", action="store_true", help="one label set per pod")
+    parser.add_argument("--out", default=str(HERE / "results.json"))
     args = parser.parse_args()
     base = nodes()
     names = [n.name for n in base]
     rows = []
     for count in args.running:
-        snapshot = Snapshot.build(base, running(count, names))
+        snapshot = Snapshot.build(base, running(count, names, args.unique_labels))
         for kind in ("anti", "spread"):
             for engine in args.engines:
                 result = measure(snapshot, kind, engine, args.reps)
@@ -188,7 +196,7 @@ def main() -> None:
         "machine": f"{platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}",
         "rows": rows,
     }
-    (HERE / "results.json").write_text(json.dumps(out, indent=2) + "\n")
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,17 @@ def missing_or_unknown(value: int, missing: str) -> str:
 # ----------------------------------------------------------------------------- node affinity
 
 
+def _check_values(op: str, values: tuple[str, ...], path: str, out: Violations) -> None:
+    """Gt/Lt need one integer value; In/NotIn need values; Exists/DoesNotExist need none."""
+    if op in ("Gt", "Lt"):
+        if len(values) != 1 or not values[0].lstrip("-").isdigit():
+            out.add(path, f"operator {op} needs exactly one integer value")
+    elif op in ("In", "NotIn") and not values:
+        out.add(path, f"operator {op} needs at least one value")
+    elif op in ("Exists", "DoesNotExist") and values:
+        out.add(path, f"operator {op} takes no values")
+
+
 def requirements_from_proto(
     items: Iterable[pb.NodeSelectorRequirement], path: str, out: Violations, fields: bool
 ) -> tuple[NodeSelectorRequirement, ...]:
@@ -106,13 +117,7 @@ def requirements_from_proto(
         if fields and r.key != "metadata.name":
             out.add(f"{where}.key", "only metadata.name is supported in match_fields")
         values = tuple(r.values)
-        if op in ("Gt", "Lt"):
-            if len(values) != 1 or not values[0].lstrip("-").isdigit():
-                out.add(f"{where}.values", f"operator {op} needs exactly one integer value")
-        elif op in ("In", "NotIn") and not values:
-            out.add(f"{where}.values", f"operator {op} needs at least one value")
-        elif op in ("Exists", "DoesNotExist") and values:
-            out.add(f"{where}.values", f"operator {op} takes no values")
+        _check_values(op, values, f"{where}.values", out)
         result.append(NodeSelectorRequirement(key=r.key, operator=op, values=values))
     return tuple(result)
 
@@ -184,10 +189,7 @@ def _selector(msg: pb.LabelSelector, path: str, out: Violations) -> LabelSelecto
             continue
         if not r.key:
             out.add(f"{where}.key", "must not be empty")
-        if op in ("In", "NotIn") and not r.values:
-            out.add(f"{where}.values", f"operator {op} needs at least one value")
-        elif op in ("Exists", "DoesNotExist") and r.values:
-            out.add(f"{where}.values", f"operator {op} takes no values")
+        _check_values(op, tuple(r.values), f"{where}.values", out)
         reqs.append(LabelRequirement(key=r.key, operator=op, values=tuple(r.values)))
     return LabelSelector(
         match_labels=tuple(sorted(msg.match_labels.items())), match_expressions=tuple(reqs)

@@ -183,7 +183,7 @@ class PodAffinityReader:
         assert chosen is not None
         if chosen.empty:
             return None  # every namespace
-        picked = {ns for ns, labels in self.namespace_labels.items() if _selects(chosen, labels)}
+        picked = {ns for ns, labels in self.namespace_labels.items() if chosen.matches(labels)}
         return tuple(sorted(picked | set(term.namespaces)))
 
     def spread(self, raw: RawObject, k8s: K8sPod) -> tuple[TopologySpreadConstraint, ...]:
@@ -236,30 +236,8 @@ def _selector(raw: RawObject, k8s: K8sSelector | None, path: str) -> LabelSelect
         return None
     reqs = []
     for i, r in enumerate(k8s.match_expressions):
-        where = f"{path}.matchExpressions[{i}].values"
-        if r.operator in ("In", "NotIn") and not r.values:
-            raise raw.error(f"operator {r.operator} needs at least one value", where)
-        if r.operator in ("Exists", "DoesNotExist") and r.values:
-            raise raw.error(f"operator {r.operator} takes no values", where)
+        _check_values(raw, r.operator, r.values, f"{path}.matchExpressions[{i}].values")
         reqs.append(LabelRequirement(key=r.key, operator=r.operator, values=tuple(r.values)))
     return LabelSelector(
         match_labels=tuple(sorted(k8s.match_labels.items())), match_expressions=tuple(reqs)
     )
-
-
-def _selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """A namespace selector against a namespace's labels (pods are matched in the features)."""
-    if any(labels.get(k) != v for k, v in selector.match_labels):
-        return False
-    for r in selector.match_expressions:
-        present = r.key in labels
-        value = labels.get(r.key)
-        ok = {
-            "In": present and value in r.values,
-            "NotIn": not present or value not in r.values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }[r.operator]
-        if not ok:
-            return False
-    return True

@@ -58,15 +58,40 @@ Count32 = Annotated[int, Field(ge=0, le=2**31 - 1, strict=True)]  # minMember an
 """`{resource: quantity}` parsed into integer units (milli-CPU, bytes, counts)."""
 
 
-def _none_to_empty_dict(value: object) -> object:
-    return {} if value is None else value
-
-
 def _none_to_empty_list(value: object) -> object:
     return [] if value is None else value
 
 
-StrMap = Annotated[dict[str, str], BeforeValidator(_none_to_empty_dict)]
+def _yaml_scalar(value: object) -> str:
+    if isinstance(value, (list, dict)):
+        # e.g. `gang.scheduling.koordinator.sh/groups: ["a", "b"]` written as a YAML list.
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _string_map(value: object) -> object:
+    # YAML turns `gpu: 8` or `enabled: true` into numbers and booleans; the API has strings.
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return {str(k): v if isinstance(v, str) else _yaml_scalar(v) for k, v in value.items()}
+    return value
+
+
+def _string_list(value: object) -> object:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [v if isinstance(v, str) else _yaml_scalar(v) for v in value]
+    return value
+
+
+StrMap = Annotated[dict[str, str], BeforeValidator(_string_map)]
+"""A `map[string]string` (labels, annotations, selectors): YAML scalars read as strings."""
+StrList = Annotated[list[str], BeforeValidator(_string_list)]
+"""A `[]string` (values, namespaces, keys): YAML scalars read as strings."""
 
 
 class _K8s(BaseModel):
@@ -81,28 +106,11 @@ class Metadata(_K8s):
     creation_timestamp: str | None = Field(default=None, alias="creationTimestamp")
     deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
 
-    @field_validator("labels", "annotations", mode="before")
-    @classmethod
-    def _stringify(cls, value: object) -> object:
-        # YAML turns `gpu: 8` or `enabled: true` into numbers and booleans; the API has strings.
-        if isinstance(value, dict):
-            return {str(k): v if isinstance(v, str) else _yaml_scalar(v) for k, v in value.items()}
-        return value
-
     @field_validator("creation_timestamp", "deletion_timestamp", mode="before")
     @classmethod
     def _timestamp(cls, value: object) -> object:
         # PyYAML parses unquoted RFC 3339 timestamps into datetime objects.
         return value.isoformat() if hasattr(value, "isoformat") else value
-
-
-def _yaml_scalar(value: object) -> str:
-    if isinstance(value, (list, dict)):
-        # e.g. `gang.scheduling.koordinator.sh/groups: ["a", "b"]` written as a YAML list.
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 # ----------------------------------------------------------------------------- Node
@@ -180,14 +188,7 @@ class Toleration(_K8s):
 class NodeSelectorRequirement(_K8s):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
-    values: Annotated[list[str], BeforeValidator(_none_to_empty_list)] = Field(default_factory=list)
-
-    @field_validator("values", mode="before")
-    @classmethod
-    def _stringify(cls, value: object) -> object:
-        if isinstance(value, list):
-            return [v if isinstance(v, str) else _yaml_scalar(v) for v in value]
-        return value
+    values: StrList = Field(default_factory=list)
 
 
 class NodeSelectorTerm(_K8s):
@@ -201,9 +202,6 @@ class NodeSelectorTerm(_K8s):
 
 class NodeSelector(_K8s):
     node_selector_terms: list[NodeSelectorTerm] = Field(alias="nodeSelectorTerms")
-
-
-StrList = Annotated[list[str], BeforeValidator(_none_to_empty_list)]
 
 
 class PreferredSchedulingTerm(_K8s):
@@ -225,26 +223,12 @@ class LabelSelectorRequirement(_K8s):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: StrList = Field(default_factory=list)
 
-    @field_validator("values", mode="before")
-    @classmethod
-    def _stringify(cls, value: object) -> object:
-        if isinstance(value, list):
-            return [v if isinstance(v, str) else _yaml_scalar(v) for v in value]
-        return value
-
 
 class LabelSelector(_K8s):
     match_labels: StrMap = Field(default_factory=dict, alias="matchLabels")
     match_expressions: Annotated[
         list[LabelSelectorRequirement], BeforeValidator(_none_to_empty_list)
     ] = Field(default_factory=list, alias="matchExpressions")
-
-    @field_validator("match_labels", mode="before")
-    @classmethod
-    def _stringify(cls, value: object) -> object:
-        if isinstance(value, dict):
-            return {str(k): v if isinstance(v, str) else _yaml_scalar(v) for k, v in value.items()}
-        return value
 
 
 class PodAffinityTerm(_K8s):
@@ -319,13 +303,6 @@ class PodSpec(_K8s):
     topology_spread_constraints: Annotated[
         list[TopologySpreadConstraint], BeforeValidator(_none_to_empty_list)
     ] = Field(default_factory=list, alias="topologySpreadConstraints")
-
-    @field_validator("node_selector", mode="before")
-    @classmethod
-    def _stringify(cls, value: object) -> object:
-        if isinstance(value, dict):
-            return {str(k): v if isinstance(v, str) else _yaml_scalar(v) for k, v in value.items()}
-        return value
 
 
 class PodCondition(_K8s):

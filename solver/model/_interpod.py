@@ -11,6 +11,7 @@ namespace, the `namespaceSelector: {}` case); no list and no selector means the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,6 +49,25 @@ class LabelSelector(_Frozen):
     @property
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """`metav1.LabelSelectorAsSelector(s).Matches(labels)`."""
+        if any(labels.get(k) != v for k, v in self.match_labels):
+            return False
+        for r in self.match_expressions:
+            present = r.key in labels
+            match r.operator:
+                case "In":
+                    ok = present and labels[r.key] in r.values
+                case "NotIn":
+                    ok = not present or labels[r.key] not in r.values
+                case "Exists":
+                    ok = present
+                case "DoesNotExist":
+                    ok = not present
+            if not ok:
+                return False
+        return True
 
 
 class PodAffinityTerm(_Frozen):

@@ -223,16 +223,15 @@ class RunningPods:
         sets = buf.label_sets
         count = len(sets)  # the list only grows; ids below `count` are final
         with buf.verdict_lock:
-            known = buf.label_verdicts.get(key)
-            done = 0 if known is None else len(known)
+            known = buf.label_verdicts.get(key, np.zeros(0, dtype=bool))
+            done = len(known)
             if done < count:
                 more = np.fromiter(
                     (predicate(sets[i]) for i in range(done, count)), dtype=bool, count=count - done
                 )
-                known = more if known is None else np.concatenate([known, more])
+                known = np.concatenate([known, more])
                 known.flags.writeable = False
                 buf.label_verdicts[key] = known
-        assert known is not None
         return known
 
     @property

@@ -17,6 +17,7 @@ and the other pods placed with it, as kube-scheduler would see them once all are
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -100,8 +101,7 @@ class _World:
         running = self.running
         if selector is None or running.length == 0 or (spread and selector.empty):
             return np.zeros(len(self.nodes), dtype=np.int64)
-        sets = running.label_sets
-        verdict = np.array([_selects(selector, s) for s in sets], dtype=bool)
+        verdict = self._verdicts(selector)
         label_set = running.label_set
         ok = self.live & (label_set >= 0)
         ok &= verdict[np.maximum(label_set, 0)] if verdict.size else False
@@ -111,6 +111,11 @@ class _World:
         if spread:
             ok &= (running.flags & TERMINATING) == 0
         return np.bincount(running.node[ok], minlength=len(self.nodes))
+
+    def _verdicts(self, selector: LabelSelector | None) -> np.ndarray:
+        """This module's `_selects` per label set of the snapshot, evaluated once per set
+        (the snapshot keeps the verdicts; the predicate is this verifier's own)."""
+        return self.running.label_set_verdicts(("verify", selector), partial(_selects, selector))
 
     def _same(self, key: str, a: str, b_labels: Mapping[str, str]) -> bool:
         value = self.labels(a).get(key)
@@ -330,7 +335,7 @@ class _World:
         label_set = running.label_set
         ok = self.live & (label_set >= 0)
         for term in terms:
-            verdict = np.array([_selects(term.selector, s) for s in running.label_sets], dtype=bool)
+            verdict = self._verdicts(term.selector)
             ok &= verdict[np.maximum(label_set, 0)] if verdict.size else False
             if term.namespaces is not None:
                 ids = [running.namespace_names.get(ns) for ns in term.namespaces]

@@ -32,25 +32,8 @@ __all__ = [
 
 
 def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """`metav1.LabelSelectorAsSelector(s).Matches(labels)`; a missing selector matches none."""
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in selector.match_labels):
-        return False
-    for r in selector.match_expressions:
-        present = r.key in labels
-        match r.operator:
-            case "In":
-                ok = present and labels[r.key] in r.values
-            case "NotIn":
-                ok = not present or labels[r.key] not in r.values
-            case "Exists":
-                ok = present
-            case "DoesNotExist":
-                ok = not present
-        if not ok:
-            return False
-    return True
+    """A missing selector matches no pod."""
+    return selector is not None and selector.matches(labels)
 
 
 def term_matches(term: PodAffinityTerm, pod: Pod) -> bool:

@@ -70,11 +70,6 @@ class TermRow:
     def __post_init__(self) -> None:
         freeze_arrays(self)
 
-    @property
-    def owners_match(self) -> bool:
-        """Every owner is one of the matchers (a self-selecting term)."""
-        return set(self.owners) <= set(self.matchers)
-
 
 @dataclass(frozen=True)
 class InterPodBlock(Block):

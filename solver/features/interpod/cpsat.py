@@ -135,20 +135,18 @@ def encode(
         matchers = [local[t] for t in row.matchers if t in local]
         domains = _Domains(block, row, v, local)
         if row.kind == "anti":
-            _anti(model, row, domains, owners, matchers, local, lits)
+            _anti(model, domains, owners, matchers, lits)
         elif row.kind == "affinity":
-            _affinity(model, block, i, row, domains, owners, matchers, lits)
+            _affinity(model, row, domains, owners, matchers, lits)
         else:
-            _spread(model, block, i, row, domains, owners, matchers, lits)
+            _spread(model, block, i, domains, owners, matchers, lits)
 
 
 def _anti(
     model: cp_model.CpModel,
-    row: TermRow,
     domains: _Domains,
     owners: list[int],
     matchers: list[int],
-    local: dict[int, int],
     lits: list[cp_model.IntVar],
 ) -> None:
     selected = [t for t in owners if t in matchers]
@@ -169,8 +167,6 @@ def _anti(
 
 def _affinity(
     model: cp_model.CpModel,
-    block: InterPodBlock,
-    i: int,
     row: TermRow,
     domains: _Domains,
     owners: list[int],
@@ -198,12 +194,12 @@ def _spread(
     model: cp_model.CpModel,
     block: InterPodBlock,
     i: int,
-    row: TermRow,
     domains: _Domains,
     owners: list[int],
     matchers: list[int],
     lits: list[cp_model.IntVar],
 ) -> None:
+    row = block.rows[i]
     counted = block.spread_counted_domains(i)
     counts = [(_sum(by_type, matchers) + e, by_type) for e, by_type in domains.parts]
     low: cp_model.IntVar | int = 0
