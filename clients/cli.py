@@ -27,6 +27,7 @@ Notes (skipped kinds, ignored plugins) go to standard error.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -58,6 +59,8 @@ from solver.engines import ENGINES
 from solver.errors import InputError
 from solver.features.topology.tree import build_tree, render_tree, topology_view
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
+from solver.schedule import snapshot_of
+from solver.snapshot import Workload
 
 __all__ = ["app", "main"]
 
@@ -186,21 +189,28 @@ def schedule_cmd(
     try:
         conf = load_conf(config)
         selection = _selection(scheduler_names, namespaces, all_namespaces)
-        model = selection.apply(load_manifests(*files))
+        cluster = load_manifests(*files)
         if server is not None:
             decision = _schedule_remote(
-                server, model, config, engine, time_limit, workers, seed, preempt
+                server, cluster, selection, config, engine, time_limit, workers, seed, preempt
             )
         else:
+            # The pods left out stay in the snapshot: nominated ones hold their room.
+            snapshot = snapshot_of(cluster)
+            everything = Workload.everything(snapshot)
+            left = selection.note(p for p in everything.pods if not selection.takes(p))
             decision = schedule(
-                model,
+                snapshot,
                 conf,
+                workload=everything.only(selection.takes),
                 engine=engine,
                 time_limit=time_limit,
                 workers=workers,
                 seed=seed,
                 preempt=preempt,
             )
+            if left is not None:
+                decision = replace(decision, notes=(*decision.notes, left))
     except GangplanError as err:
         fail(err)
         return
@@ -236,6 +246,7 @@ def explain_cmd(
 def _schedule_remote(
     server: str,
     model: ClusterModel,
+    selection: PodSelection,
     config: str | None,
     engine: str,
     time_limit: float,
@@ -254,6 +265,7 @@ def _schedule_remote(
             workers=workers,
             seed=seed,
             preempt=preempt,
+            selection=selection,
         )
     except ClientError as err:
         where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)

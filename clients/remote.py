@@ -12,7 +12,7 @@ from pathlib import Path
 from clients.client import Client
 from solver.codec import cluster_to_proto, decision_from_proto
 from solver.decision import Decision
-from solver.model import ClusterModel
+from solver.model import ClusterModel, PodSelection
 
 __all__ = ["schedule_remote"]
 
@@ -27,12 +27,15 @@ def schedule_remote(
     workers: int,
     seed: int,
     preempt: bool = False,
+    selection: PodSelection | None = None,
 ) -> Decision:
     """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
 
     The conf file (already checked locally) is sent as text. `GANGPLAN_TOKEN` gives a bearer
     token and `GANGPLAN_CA_CERT` a CA file for TLS; the deadline is `time_limit` plus one
     second for the round trip. `preempt` asks the Preempt RPC, which also proposes victims.
+    `selection` travels as the request's scheduler names and namespaces: the server places
+    only those pods, and the others (nominated ones holding their room) stay in the cluster.
     """
     conf_text = Path(conf_path).read_text(encoding="utf-8") if conf_path else ""
     ca = os.environ.get("GANGPLAN_CA_CERT") or None
@@ -44,6 +47,8 @@ def schedule_remote(
             scheduler_conf=conf_text,
             workers=workers,
             seed=seed,
+            scheduler_names=sorted(selection.scheduler_names or ()) if selection else (),
+            namespaces=sorted(selection.namespaces or ()) if selection else (),
             timeout=time_limit + 1.0,
         )
     return decision_from_proto(response.decision)

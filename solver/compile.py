@@ -55,6 +55,21 @@ def _type_keys(snapshot: Snapshot, workload: Workload) -> list[Callable[[Pod], H
     return keys
 
 
+def _nominated_room(snapshot: Snapshot, workload: Workload, resources: tuple[str, ...]) -> IntArray:
+    """Room held for pods nominated elsewhere in the cluster (not placed by this call).
+
+    Their priority must be >= the placed pod's (kube-scheduler's `addGENominatedPods`);
+    one free column serves every pod of the call, so the call's lowest priority decides:
+    a call mixing priorities gives its higher pods less room than kube-scheduler would,
+    never more (verify checks the exact rule node by node).
+    """
+    if not workload.pods:
+        return np.zeros((len(snapshot.nodes), len(resources)), dtype=np.int64)
+    own = {p.key for p in workload.pods}
+    lowest = min(p.priority for p in workload.pods)
+    return snapshot.nominated_room(resources, lowest, own.__contains__)
+
+
 def compile_problem(
     question: ClusterModel | Snapshot, conf: SchedulerConf, workload: Workload | None = None
 ) -> Problem:
@@ -70,7 +85,7 @@ def compile_problem(
 def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> Compiled:
     resources = resource_axis(workload)
     capacity = snapshot.nodes.capacity(resources)
-    free = capacity - snapshot.used(resources)
+    free = capacity - snapshot.used(resources) - _nominated_room(snapshot, workload, resources)
     plan = plan_gangs(snapshot, workload, conf)
     g_index = {gid: g for g, gid in enumerate(plan.gang_ids)}
 

@@ -104,6 +104,11 @@ class PodBuilder:
         self.body["status"] = {"phase": phase}
         return self
 
+    def nominated(self, node: str) -> PodBuilder:
+        """Pending, with `status.nominatedNodeName` (left there by a preemption)."""
+        self.body["status"] = {"phase": "Pending", "nominatedNodeName": node}
+        return self
+
     def terminating(self) -> PodBuilder:
         self.body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         return self

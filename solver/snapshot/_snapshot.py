@@ -158,6 +158,31 @@ class Snapshot:
                 out[:, j] = self.usage.used[:, i]
         return out
 
+    def nominated_room(
+        self, axis: tuple[str, ...], priority: int, skip: Callable[[str], bool]
+    ) -> IntArray:
+        """[N, len(axis)] requests of the pending pods nominated to a node
+        (`status.nominatedNodeName`) with priority >= `priority`, less those `skip` names.
+
+        kube-scheduler runs a pod's filters with such pods added to their nominated node
+        (`addGENominatedPods`), so the room a preemption freed stays theirs until they
+        bind. The nominated pods are grouped once per generation; a call sums its own.
+        """
+
+        def compute() -> tuple[tuple[int, Pod], ...]:
+            index = self.nodes.index
+            return tuple(
+                (index[p.nominated_node], p)
+                for p in self.pending.values()
+                if p.nominated_node is not None and p.nominated_node in index
+            )
+
+        out = np.zeros((len(self.nodes), len(axis)), dtype=np.int64)
+        for n, pod in self.memo(("snapshot", "nominated"), compute):
+            if pod.priority >= priority and not skip(pod.key):
+                out[n] += [pod.requests.get(r, 0) for r in axis]
+        return out
+
     def gang_running(self, gang_id: str) -> int:
         """Running pods of a named gang (0 for a gang of one: its pod is pending)."""
         g = self.running.gang_id(gang_id)

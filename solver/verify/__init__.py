@@ -12,7 +12,7 @@ Rules, and the plugins that put them in force:
 | --- | --- | --- |
 | placements name pending pods and existing nodes; PodGroup outcomes agree | `_context`, `_basics.outcomes` | always |
 | victims run on their node, are not protected, have lower priority (preemption) and the DisruptionTarget message | `_basics.victims` | always |
-| capacity of every node receiving pods, running pods (less victims) included | `_basics.capacity` | always |
+| capacity of every node receiving pods, running pods (less victims) and room held for nominated pods included | `_basics.capacity` | always |
 | cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
 | pod affinity, anti-affinity (both ways) and topology spread, the call's pods included | `_interpod` | `predicates` |
 | gangs reach their minMember share, with their GangGroup | `_gangs.gangs` | `gang` |

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from solver.model import Pod
 from solver.verify._context import VerifyContext
 
 __all__ = ["capacity", "outcomes", "victims"]
@@ -61,8 +62,9 @@ def victims(ctx: VerifyContext) -> list[str]:
 
 
 def capacity(ctx: VerifyContext) -> list[str]:
-    """On every node receiving pods: running pods (less the evicted) + new pods fit
-    `allocatable` in every resource a new pod requests (the pod count included)."""
+    """On every node receiving pods: running pods (less the evicted) + new pods + the room
+    held for pods nominated there (priority >= the lowest new pod's) fit `allocatable` in
+    every resource a new pod requests (the pod count included)."""
     snapshot = ctx.snapshot
     running = snapshot.running
     names = running.resources
@@ -73,11 +75,14 @@ def capacity(ctx: VerifyContext) -> list[str]:
         row = running.find(key)
         if row >= 0:
             evicted_on[running.node_name(row)].append(row)
+    nominated = _nominated_elsewhere(ctx)
     problems = []
     for node_name, pods in ctx.new_on.items():
         node = ctx.node(node_name)
         n = snapshot.nodes.index[node_name]
         checked = sorted({r for pod in pods for r in pod.requests})
+        lowest = min(pod.priority for pod in pods)
+        held = [p for p in nominated.get(node_name, ()) if p.priority >= lowest]
         for r in checked:
             i = column.get(r)
             total = int(snapshot.usage.used[n, i]) if i is not None and i < width else 0
@@ -85,8 +90,21 @@ def capacity(ctx: VerifyContext) -> list[str]:
                 rows = np.array(evicted_on[node_name], dtype=np.int64)
                 total -= int(running.requests()[rows, i].sum())
             total += sum(pod.requests.get(r, 0) for pod in pods)
+            total += sum(pod.requests.get(r, 0) for pod in held)
             if total > node.allocatable.get(r, 0):
                 problems.append(
                     f"{node_name}: {r} requested {total} > allocatable {node.allocatable.get(r, 0)}"
+                    + (f" (room held for {len(held)} nominated pod(s) included)" if held else "")
                 )
     return problems
+
+
+def _nominated_elsewhere(ctx: VerifyContext) -> dict[str, list[Pod]]:
+    """Pending pods this Decision does not place, by the node they are nominated to: each
+    holds its room against pods of lower or equal priority (kube-scheduler's
+    `RunFilterPluginsWithNominatedPods`)."""
+    out: dict[str, list[Pod]] = defaultdict(list)
+    for pod in ctx.snapshot.pending.values():
+        if pod.nominated_node and pod.key not in ctx.pods:
+            out[pod.nominated_node].append(pod)
+    return out
