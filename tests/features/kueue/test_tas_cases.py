@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from solver.decision import Decision
+from tests.builders import model, pod, podgroup
 from tests.features.kueue.helpers import (
     BINARY,
     BLOCK,
@@ -31,7 +32,9 @@ from tests.features.kueue.helpers import (
     UNCONSTRAINED,
     assigned,
     cluster,
+    nodes_of,
     run,
+    topology,
 )
 
 
@@ -230,3 +233,24 @@ def test_find_topology_assignments(name: str) -> None:
     if case.request.get(SLICE_LEVEL) == HOST:  # whole slices per host, checked here too
         size = int(case.request[SLICE_SIZE])
         assert all(c % size == 0 for c in assigned(cpsat).values()), assigned(cpsat)
+
+
+def test_two_podsets_with_overlapping_domain() -> None:
+    """TestFindTopologyAssignments "find topology assignment for two podsets with overlapping
+    domain": blocks b1, b2, b3 of 2 cpu; two pod sets of one workload, 3 pods each, preferred
+    block. The second is placed against the room the first leaves (Kueue's assumed usage)."""
+    nodes = nodes_of(["b1:2", "b2:2", "b3:2"], (BLOCK,))
+    pods = [
+        pod(f"{name}-{i}")
+        .label("scheduling.x-k8s.io/pod-group", "job")
+        .label("kueue.x-k8s.io/podset", name)
+        .annotate(PREFERRED, BLOCK)
+        .obj()
+        for name in ("podset1", "podset2")
+        for i in range(3)
+    ]
+    question = model(*nodes, *topology((BLOCK,)), podgroup("job", 6), *pods)
+    greedy = run(question, "greedy")
+    got = {a.pod_set: {"/".join(v): c for v, c in a.domains} for a in greedy.topology_assignments}
+    assert got == {"podset1": {"b1": 2, "b2": 1}, "podset2": {"b2": 1, "b3": 2}}
+    _tiers_not_worse(run(question, "cpsat"), greedy)
