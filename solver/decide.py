@@ -7,6 +7,8 @@ import numpy as np
 from solver.decision import Decision, GroupOutcome, Placement, Preemption
 from solver.engines import EngineResult
 from solver.features.cards import card_of
+from solver.features.topology import TopologyBlock
+from solver.features.topology.kueue_place import assignments
 from solver.problem import Problem, evaluate, tier_specs
 from solver.snapshot import Snapshot, Workload
 
@@ -99,4 +101,7 @@ def decide(
         stats=dict(result.stats),
         victims=preemption.victims if preemption is not None else (),
         minimized=minimized,
+        topology_assignments=tuple(assignments(problem, block.unit_kueue, result.pod_node))
+        if (block := problem.block(TopologyBlock)) is not None
+        else (),
     )

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Decision", "GroupOutcome", "Placement", "Preemption", "Victim"]
+__all__ = [
+    "Decision",
+    "GroupOutcome",
+    "KueueTopologyAssignment",
+    "Placement",
+    "Preemption",
+    "Victim",
+]
 
 INT64_MAX = 2**63 - 1
 
@@ -28,6 +35,25 @@ class GroupOutcome:
     enqueued: bool
     placed: bool
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class KueueTopologyAssignment:
+    """Kueue's `TopologyAssignment` of one placed pod set: its levels (hostname alone when
+    the lowest level is hostname) and the pods per domain, sorted by level values."""
+
+    podgroup: str
+    pod_set: str
+    levels: tuple[str, ...]
+    domains: tuple[tuple[tuple[str, ...], int], ...]  # (values per level, count)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "podgroup": self.podgroup,
+            "podSet": self.pod_set,
+            "levels": list(self.levels),
+            "domains": [{"values": list(v), "count": c} for v, c in self.domains],
+        }
 
 
 @dataclass(frozen=True)
@@ -53,6 +79,7 @@ class Decision:
     notes: tuple[str, ...] = field(default=())
     stats: dict[str, float | int] = field(default_factory=dict)
     minimized: tuple[str, ...] = ()  # the fewer-is-better tiers (the others: higher is better)
+    topology_assignments: tuple[KueueTopologyAssignment, ...] = ()  # Kueue TAS pod sets
 
     @property
     def gap(self) -> float | None:
@@ -96,7 +123,11 @@ class Decision:
             "stats": {k: round(v, 6) if isinstance(v, float) else v for k, v in self.stats.items()},
             "notes": list(self.notes),
             "patches": self.patches(),
-        }
+        } | (
+            {"topologyAssignments": [a.to_dict() for a in self.topology_assignments]}
+            if self.topology_assignments
+            else {}
+        )
 
     def patches(self) -> list[dict[str, Any]]:
         """The Kubernetes status patches a front end applies: nominated members and victims."""

@@ -1485,24 +1485,118 @@ class TopologyLayer(_message.Message):
 Global___TopologyLayer: _TypeAlias = TopologyLayer  # noqa: Y015
 
 @_typing.final
+class KueueTopology(_message.Message):
+    """A Kueue `Topology` (kueue.x-k8s.io): the node labels of its levels."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    LEVELS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """metadata.name; unique."""
+    @_builtins.property
+    def levels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """spec.levels[].nodeLabel, coarsest first; 1..16, unique, `kubernetes.io/hostname`
+        only last.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        levels: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["levels", b"levels", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueTopology: _TypeAlias = KueueTopology  # noqa: Y015
+
+@_typing.final
+class KueueResourceFlavor(_message.Message):
+    """A Kueue TAS `ResourceFlavor`: the node pool of a Topology."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class NodeLabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_NAME_FIELD_NUMBER: _builtins.int
+    NODE_LABELS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """metadata.name; unique."""
+    topology_name: _builtins.str
+    """spec.topologyName: a KueueTopology of the request."""
+    @_builtins.property
+    def node_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """spec.nodeLabels: the pool's nodes carry all of them; at least one."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        topology_name: _builtins.str = ...,
+        node_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "node_labels", b"node_labels", "topology_name", b"topology_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueResourceFlavor: _TypeAlias = KueueResourceFlavor  # noqa: Y015
+
+@_typing.final
 class NetworkTopology(_message.Message):
-    """The network topology (ClusterNetworkTopology `default`)."""
+    """The network topology (ClusterNetworkTopology `default`), and Kueue's Topology objects."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     LAYERS_FIELD_NUMBER: _builtins.int
+    KUEUE_TOPOLOGIES_FIELD_NUMBER: _builtins.int
+    KUEUE_FLAVORS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def layers(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologyLayer]:
         """Layers as declared."""
+
+    @_builtins.property
+    def kueue_topologies(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueTopology]:
+        """Kueue Topology objects (pods ask for them by the kueue.x-k8s.io/podset-* annotations)."""
+
+    @_builtins.property
+    def kueue_flavors(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueResourceFlavor]:
+        """Kueue TAS ResourceFlavors."""
 
     def __init__(
         self,
         *,
         layers: _abc.Iterable[Global___TopologyLayer] | None = ...,
+        kueue_topologies: _abc.Iterable[Global___KueueTopology] | None = ...,
+        kueue_flavors: _abc.Iterable[Global___KueueResourceFlavor] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["layers", b"layers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kueue_flavors", b"kueue_flavors", "kueue_topologies", b"kueue_topologies", "layers", b"layers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -559,6 +559,72 @@ class ObjectiveTier(_message.Message):
 Global___ObjectiveTier: _TypeAlias = ObjectiveTier  # noqa: Y015
 
 @_typing.final
+class KueueTopologyDomain(_message.Message):
+    """Pods of a Kueue pod set in one topology domain."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUES_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    """Pods placed in it."""
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The domain's values, one per level of the assignment."""
+
+    def __init__(
+        self,
+        *,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueTopologyDomain: _TypeAlias = KueueTopologyDomain  # noqa: Y015
+
+@_typing.final
+class KueueTopologyAssignment(_message.Message):
+    """Kueue's TopologyAssignment of one placed pod set."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PODGROUP_FIELD_NUMBER: _builtins.int
+    POD_SET_FIELD_NUMBER: _builtins.int
+    LEVELS_FIELD_NUMBER: _builtins.int
+    DOMAINS_FIELD_NUMBER: _builtins.int
+    podgroup: _builtins.str
+    """The gang (`namespace/name`)."""
+    pod_set: _builtins.str
+    """The pod set (its kueue.x-k8s.io/podset label; `main` without)."""
+    @_builtins.property
+    def levels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The levels: `kubernetes.io/hostname` alone when it is the lowest, else every level."""
+
+    @_builtins.property
+    def domains(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueTopologyDomain]:
+        """Domains in level-value order."""
+
+    def __init__(
+        self,
+        *,
+        podgroup: _builtins.str = ...,
+        pod_set: _builtins.str = ...,
+        levels: _abc.Iterable[_builtins.str] | None = ...,
+        domains: _abc.Iterable[Global___KueueTopologyDomain] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["domains", b"domains", "levels", b"levels", "pod_set", b"pod_set", "podgroup", b"podgroup"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueTopologyAssignment: _TypeAlias = KueueTopologyAssignment  # noqa: Y015
+
+@_typing.final
 class Decision(_message.Message):
     """The answer: the same content as `gangplan schedule -o json`."""
 
@@ -617,6 +683,7 @@ class Decision(_message.Message):
     GAP_FIELD_NUMBER: _builtins.int
     STATS_FIELD_NUMBER: _builtins.int
     OBJECTIVE_TIERS_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_ASSIGNMENTS_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """The engine that produced the answer."""
     status: _builtins.str
@@ -660,6 +727,10 @@ class Decision(_message.Message):
     def objective_tiers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectiveTier]:
         """The objective's tiers in order, highest first, with their sense."""
 
+    @_builtins.property
+    def topology_assignments(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueTopologyAssignment]:
+        """Kueue TAS pod sets placed: their TopologyAssignment."""
+
     def __init__(
         self,
         *,
@@ -676,10 +747,11 @@ class Decision(_message.Message):
         gap: _builtins.float | None = ...,
         stats: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         objective_tiers: _abc.Iterable[Global___ObjectiveTier] | None = ...,
+        topology_assignments: _abc.Iterable[Global___KueueTopologyAssignment] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "gap", b"gap", "objective", b"objective"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015

@@ -16,6 +16,7 @@ from solver.codec._constraints import (
     spread_to_proto,
     terms_to_proto,
 )
+from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
 from solver.decision import Decision, GroupOutcome, Placement, Victim
 from solver.model import (
@@ -56,6 +57,7 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
             spb.ObjectiveTier(name=name, value=value, maximize=name not in decision.minimized)
             for name, value in decision.tiers.items()
         ],
+        topology_assignments=assignments_to_proto(decision.topology_assignments),
         solve_seconds=decision.seconds,
         notes=list(decision.notes),
         stats={k: float(v) for k, v in decision.stats.items()},
@@ -245,6 +247,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
                 ]
             )
         )
+        kueue_to_proto(model.topology, msg.topology)
     return msg
 
 
@@ -270,6 +273,7 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
         objective=msg.objective if msg.HasField("objective") else 0,
         tiers={t.name: t.value for t in msg.objective_tiers} or dict(msg.tiers),
         minimized=tuple(t.name for t in msg.objective_tiers if not t.maximize),
+        topology_assignments=assignments_from_proto(list(msg.topology_assignments)),
         seconds=msg.solve_seconds,
         victims=tuple(
             Victim(

@@ -31,6 +31,7 @@ from solver.codec._constraints import (
     tolerations_from_proto,
 )
 from solver.codec._errors import Violations
+from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
 from solver.model import (
     Dialect,
     Gang,
@@ -160,6 +161,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     if msg.gang and msg.gang.count("/") != 1:
         out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
     known(pb.PreemptionPolicy, msg.preemption_policy, f"{path}.preemption_policy", out)
+    check_kueue_annotations(msg, path, out)
     if not msg.name:
         return None
     never = msg.preemption_policy == pb.PREEMPTION_POLICY_NEVER
@@ -326,7 +328,7 @@ def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> 
             f"{path}.layers[{cycle}].parent",
             f"layer {layers[cycle].name!r} is its own ancestor",
         )
-    return NetworkTopology(layers=tuple(layers))
+    return NetworkTopology(layers=tuple(layers), **kueue_from_proto(msg, path, out))
 
 
 class RunningPodReader:

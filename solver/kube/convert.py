@@ -17,6 +17,13 @@ from solver.kube.gangs import (
     GangLinks,
     api_group,
 )
+from solver.kube.kueue import (
+    KUEUE_GROUP,
+    K8sKueueFlavor,
+    K8sKueueTopology,
+    check_kueue_pod,
+    kueue_topologies,
+)
 from solver.kube.loader import RawObject
 from solver.kube.objects import (
     Container,
@@ -79,6 +86,7 @@ class _Inputs:
     priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)
     queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
     topology: tuple[RawObject, K8sClusterNetworkTopology] | None = None
+    kueue: list[tuple[RawObject, K8sKueueTopology | K8sKueueFlavor]] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     notes: list[str] = field(default_factory=list)
 
@@ -116,6 +124,8 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         name, (raw, _) = sorted(inputs.queues.items())[cycle]
         raise raw.error(f"queue {name!r} is its own ancestor", field="spec.parent")
     topology = _topology(*inputs.topology) if inputs.topology else None
+    if inputs.kueue:
+        topology = kueue_topologies(inputs.kueue, topology)
     return ClusterModel(
         nodes=tuple(sorted(nodes, key=lambda n: n.name)),
         pods=tuple(sorted(pods, key=lambda p: p.key)),
@@ -140,6 +150,7 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             ident = parsed.metadata.name
         elif kind == "Pod" and group == "":
             parsed = _validate(K8sPod, raw)
+            check_kueue_pod(raw, parsed.metadata.annotations)
             out.pods.append((raw, parsed))
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
         elif kind == "PodGroup" and group in POD_GROUP_DIALECTS:
@@ -179,6 +190,14 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
                 )
                 continue
             out.topology = (raw, parsed)
+        elif kind in ("Topology", "ResourceFlavor") and group == KUEUE_GROUP:
+            kueue_object = (
+                _validate(K8sKueueTopology, raw)
+                if kind == "Topology"
+                else _validate(K8sKueueFlavor, raw)
+            )
+            ident = kueue_object.metadata.name
+            out.kueue.append((raw, kueue_object))
         else:
             out.notes.append(
                 f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "

@@ -28,6 +28,15 @@ from solver.model._interpod import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from solver.model._kueue import (
+    HOSTNAME,
+    KUEUE_ANNOTATIONS,
+    KueueFlavor,
+    KueueRequest,
+    KueueRequestError,
+    KueueTopology,
+    parse_kueue_request,
+)
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._snapshot import ClusterModel
 from solver.model._topology import (
@@ -63,6 +72,8 @@ __all__ = [
     "CARD_REQUEST",
     "CLUSTER_LAYER",
     "DEFAULT_SCHEDULER_NAMES",
+    "HOSTNAME",
+    "KUEUE_ANNOTATIONS",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
@@ -79,6 +90,10 @@ __all__ = [
     "InterPodTerms",
     "JobAffinity",
     "JobAffinityError",
+    "KueueFlavor",
+    "KueueRequest",
+    "KueueRequestError",
+    "KueueTopology",
     "LabelRequirement",
     "LabelSelector",
     "MatchPolicy",
@@ -105,5 +120,6 @@ __all__ = [
     "parent_cycle",
     "parse_gather_spec",
     "parse_job_affinity",
+    "parse_kueue_request",
     "parse_quota",
 ]

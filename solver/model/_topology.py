@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
+from solver.model._kueue import KueueFlavor, KueueTopology
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 NODE_LAYER = "NodeTopologyLayer"
@@ -68,6 +69,8 @@ class NetworkTopology(_Frozen):
 
     name: str = "default"
     layers: tuple[TopologyLayer, ...] = ()
+    kueue_topologies: tuple[KueueTopology, ...] = ()  # Kueue `Topology` objects, by name
+    kueue_flavors: tuple[KueueFlavor, ...] = ()  # Kueue TAS `ResourceFlavor`s, by name
 
 
 def parent_cycle(parents: Sequence[tuple[str, str | None]]) -> int | None:

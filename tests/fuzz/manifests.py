@@ -89,7 +89,8 @@ def base_manifests() -> list[dict[str, Any]]:
     INVALID_MANIFEST_VALUES: 0-1 nodes, 2 PodGroup, 3-4 pods, 5 queue, 6 PriorityClass,
     7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet,
     12 a JobSet with Workload API gangs, 13 a LeaderWorkerSet (workloads expanded into
-    pods), 14 a Workload API PodGroup with 15 its pod."""
+    pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 a Kueue Topology
+    and TAS ResourceFlavor, 19 a Kueue Workload asking for them."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(queue="q", priorityClassName="high")
@@ -211,6 +212,45 @@ def base_manifests() -> list[dict[str, Any]]:
             "kind": "Namespace",
             "metadata": {"name": "default", "labels": {"team": "a"}},
         },
+        *_kueue(),
+    ]
+
+
+def _kueue() -> list[dict[str, Any]]:
+    """A Kueue Topology over the racks, its TAS flavor and a Workload of 2 pods in one rack."""
+    group = "kueue.x-k8s.io/v1beta2"
+    return [
+        {
+            "apiVersion": group,
+            "kind": "Topology",
+            "metadata": {"name": "tas"},
+            "spec": {"levels": [{"nodeLabel": "rack"}]},
+        },
+        {
+            "apiVersion": group,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "f"},
+            "spec": {"nodeLabels": {"rack": "r0"}, "topologyName": "tas"},
+        },
+        {
+            "apiVersion": group,
+            "kind": "Workload",
+            "metadata": {"name": "kw"},
+            "spec": {
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 2,
+                        "topologyRequest": {
+                            "required": "rack",
+                            "podSetSliceRequiredTopology": "rack",
+                            "podSetSliceSize": 2,
+                        },
+                        "template": _volcano_template(),
+                    }
+                ]
+            },
+        },
     ]
 
 
@@ -300,6 +340,11 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((10, "spec", "runPolicy", "schedulingPolicy", "minAvailable"), "all"),
     ((11, "spec", "ordinals", "start"), 2**40),
     ((11, "spec", "template"), "pod"),
+    ((17, "spec", "levels", 0, "nodeLabel"), ""),
+    ((18, "spec", "topologyName"), "missing"),
+    ((19, "spec", "podSets", 0, "topologyRequest", "podSetSliceSize"), 0),
+    ((19, "spec", "podSets", 0, "topologyRequest", "required"), "no label!"),
+    ((3, "metadata", "annotations"), {"kueue.x-k8s.io/podset-slice-size": "2"}),
 ]
 
 

@@ -22,6 +22,7 @@ from tests.fuzz.manifests import GPU, NAME
 
 Path = tuple[Any, ...]
 
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 FUZZ_SNAPSHOT = "fuzz"  # stored with `base_cluster()` before every example
 
 
@@ -65,7 +66,11 @@ def base_cluster() -> pb.Cluster:
             layers=[
                 pb.TopologyLayer(name="RackLayer", label_keys=["rack"]),
                 pb.TopologyLayer(name="NodeTopologyLayer", parent="RackLayer"),
-            ]
+            ],
+            kueue_topologies=[pb.KueueTopology(name="tas", levels=["rack"])],
+            kueue_flavors=[
+                pb.KueueResourceFlavor(name="f", topology_name="tas", node_labels={"rack": "r1"})
+            ],
         ),
     )
 
@@ -80,6 +85,7 @@ def base_job() -> pb.Job:
                 gang="default/g",
                 requests={GPU: 1},
                 labels={"app": "g"},
+                annotations={KUEUE_PREFERRED: "rack"},
                 pod_affinity=pb.PodAffinity(
                     preferred=[pb.WeightedPodAffinityTerm(weight=10, term=_term("rack"))]
                 ),
@@ -177,6 +183,9 @@ CLUSTER_STRS: list[Path] = [
     ("queues", 0, "parent"),
     ("topology", "layers", 1, "parent"),
     ("topology", "layers", 0, "label_keys", 0),
+    ("topology", "kueue_topologies", 0, "levels", 0),
+    ("topology", "kueue_flavors", 0, "topology_name"),
+    ("topology", "kueue_flavors", 0, "node_labels", "rack"),
 ]
 JOB_INTS: list[Path] = [
     ("gangs", 0, "min_member"),
@@ -199,6 +208,8 @@ JOB_STRS: list[Path] = [
     ("pods", 0, "namespace"),
     ("pods", 0, "node_selector", "rack"),
     ("pods", 1, "labels", "app"),
+    ("pods", 0, "annotations", KUEUE_PREFERRED),
+    ("pods", 1, "annotations", "kueue.x-k8s.io/podset-slice-size"),
 ]
 OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
 OPTION_STRS: list[Path] = [

@@ -1,6 +1,7 @@
 """Network topology: Koordinator's gather (`network-topology` plugin), Godel's job-level
-affinity (`job-affinity` plugin) and the Kubernetes Workload API's PodGroup topology
-constraint (always on, like kube-scheduler's), on one tree and one "one domain" rule.
+affinity (`job-affinity` plugin), the Kubernetes Workload API's PodGroup topology
+constraint and Kueue TAS (both always on: kube-scheduler's own, Kueue's admission), on one
+tree and one "one domain" rule.
 
     tree.py         Koordinator's ClusterNetworkTopology tree, memoised per node generation
     koordinator.py  the gather spec of a gang group, pod order, existing peers
@@ -9,6 +10,8 @@ constraint (always on, like kube-scheduler's), on one tree and one "one domain" 
     greedy.py       Koordinator's offer-slot gather and Godel's NodeGroups, for the greedy
     cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
     selector.py     Koordinator's single-pod scoring by network-topology-selector
+    kueue.py        Kueue TAS pod sets, flavors and their trees (kueue_tas.py: Kueue's
+                    findTopologyAssignment; kueue_place.py: both engines and the output)
 
 Compile (this module): for every unit, the gather requirements of its first gang
 (Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
@@ -39,6 +42,7 @@ from solver.features.topology.koordinator import (
     peer_counts,
     unit_gather,
 )
+from solver.features.topology.kueue import KueuePodSet, compile_kueue, pod_set_key
 from solver.features.topology.selector import compile_selector_scores, selector_of
 from solver.features.topology.tree import TopologyTree, tree_of
 from solver.model import Pod
@@ -61,9 +65,10 @@ def _compile(ctx: CompileContext) -> None:
         _compile_selectors(ctx, set(gather))
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
-    if not gather and not godel:
+    kueue = compile_kueue(ctx)  # Kueue TAS: always, like the Workload API's topology
+    if not gather and not godel and not kueue:
         return
-    ctx.add_block(_block(ctx, tree, gather, godel))
+    ctx.add_block(_block(ctx, tree, gather, godel, kueue))
 
 
 def _pending_of(ctx: CompileContext, gids: list[str]) -> dict[str, list[Pod]]:
@@ -194,6 +199,7 @@ def _block(
     tree: TopologyTree | None,
     gather: dict[int, UnitGather],
     godel: dict[int, GodelPlan],
+    kueue: dict[int, tuple[KueuePodSet, ...]],
 ) -> TopologyBlock:
     num_units = len(ctx.gangs.unit_ids)
     layers = tree.layers if tree is not None and gather else ()
@@ -242,6 +248,7 @@ def _block(
         unit_domain=tuple(domain),
         unit_domain_names=tuple(domain_names),
         unit_godel=tuple(godel.get(u) for u in range(num_units)),
+        unit_kueue=tuple(kueue.get(u) for u in range(num_units)) if kueue else (),
         godel_allocatable=np.asarray(alloc, dtype=np.int64),
         godel_requested=np.asarray(requested, dtype=np.int64),
     )
@@ -252,5 +259,5 @@ FEATURE = Feature(
     plugins=("network-topology", "job-affinity"),
     compile=_compile,
     facts=(SELECTOR_FACT,),
-    type_key=selector_of,
+    type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),
 )

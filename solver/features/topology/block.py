@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.features.topology.godel import GodelPlan
+from solver.features.topology.kueue import KueuePodSet
+from solver.features.topology.kueue_place import kueue_tier_specs, kueue_tier_values
 from solver.problem import Block, BoolArray, IntArray, Problem, TierSpec
 
 __all__ = ["TopologyBlock", "domain_slots", "slack_units", "topology_units"]
@@ -61,6 +63,9 @@ class TopologyBlock(Block):
     godel_requested: IntArray = field(default_factory=lambda: _empty(0, 3))  # [N, 3] the
     #   same, requested by running pods (Available = allocatable - requested, per domain)
 
+    # Per unit: its Kueue TAS pod sets (`kueue.py`), None when Kueue does not govern it.
+    unit_kueue: tuple[tuple[KueuePodSet, ...] | None, ...] = ()  # [U]
+
     @property
     def num_layers(self) -> int:
         return len(self.layers)
@@ -71,12 +76,23 @@ class TopologyBlock(Block):
     def godel(self, u: int) -> GodelPlan | None:
         return self.unit_godel[u] if self.unit_godel else None
 
+    def kueue(self, u: int) -> tuple[KueuePodSet, ...] | None:
+        return self.unit_kueue[u] if self.unit_kueue else None
+
     def domain_of(self, u: int) -> IntArray | None:
         return self.unit_domain[u] if self.unit_domain else None
 
     # ------------------------------------------------------------------ objective
 
     def tiers(self, problem: Problem) -> list[TierSpec]:
+        return self._gather_tiers(problem) + kueue_tier_specs(self.unit_kueue)
+
+    def evaluate(self, problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
+        return self._gather_values(problem, pod_node) | kueue_tier_values(
+            problem, self.unit_kueue, pod_node
+        )
+
+    def _gather_tiers(self, problem: Problem) -> list[TierSpec]:
         units = topology_units(self)
         if not units:
             return []
@@ -94,7 +110,7 @@ class TopologyBlock(Block):
             specs.append(TierSpec("gather_slack", 0, upper, maximize=False))
         return specs
 
-    def evaluate(self, problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
+    def _gather_values(self, problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
         units = set(topology_units(self))
         if not units:
             return {}

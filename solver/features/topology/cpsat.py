@@ -25,6 +25,7 @@ from solver.features.topology.block import (
     slack_units,
     topology_units,
 )
+from solver.features.topology.kueue_place import build_kueue, class_rows
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
 
@@ -50,6 +51,7 @@ def class_split(problem: Problem) -> list[IntArray]:
     if len(block.layers) > 2:
         rows.extend(block.node_domain[1:-1])
     rows.extend(d for d in block.unit_domain if d is not None)
+    rows.extend(class_rows(block.unit_kueue))
     return rows
 
 
@@ -98,7 +100,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             if pending and problem.gang_blocked[g] is None:
                 model.add(v.gang_total(g) == pending * on)
 
-    terms: list[Term] = []
+    terms: list[Term] = build_kueue(problem, block.unit_kueue, model, v)
     layers = len(block.layers)
     used_by_layer: dict[int, list[cp_model.LinearExprT]] = {}
     for u in sorted(

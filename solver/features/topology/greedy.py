@@ -13,6 +13,7 @@ import numpy as np
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.gather import gather_unit
 from solver.features.topology.godel import GodelPlan
+from solver.features.topology.kueue_place import place_kueue
 from solver.features.topology.nodegroups import godel_groups
 from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
 
@@ -26,6 +27,10 @@ def place_unit(problem: Problem, u: int, gangs: list[int], state: GreedyState) -
         return False
     if block.is_gather(u):
         _place_gather(problem, block, u, gangs, state)
+        return True
+    kueue = block.kueue(u)
+    if kueue:
+        place_kueue(problem, kueue, gangs, state)
         return True
     godel = block.godel(u)
     if godel is not None and (godel.required is not None or godel.preferred):

@@ -18,6 +18,7 @@ from solver.kube.workloads._apps import expand_deployment, expand_stateful_set
 from solver.kube.workloads._batch import expand_batch_job
 from solver.kube.workloads._jobset import expand_jobset
 from solver.kube.workloads._kubeflow import KUBEFLOW_KINDS, expand_kubeflow_job
+from solver.kube.workloads._kueue import expand_kueue_workload
 from solver.kube.workloads._lws import expand_leader_worker_set
 from solver.kube.workloads._template import Expansion
 from solver.kube.workloads._volcano import expand_volcano_job
@@ -32,6 +33,7 @@ EXPANDERS: dict[tuple[str, str], Expander] = {
     ("apps", "Deployment"): expand_deployment,
     ("jobset.x-k8s.io", "JobSet"): expand_jobset,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): expand_leader_worker_set,
+    ("kueue.x-k8s.io", "Workload"): expand_kueue_workload,
     **{("kubeflow.org", kind): expand_kubeflow_job for kind in KUBEFLOW_KINDS},
 }
 

@@ -1,0 +1,237 @@
+"""Kueue Topology Aware Scheduling as a topology dialect (`reference/godel_kueue.md` §2): a
+reader (`solver.kube.kueue`, the pod annotations in `solver.model`) plus Kueue's ordering
+rule (`kueue_tas.py`), on the one topology block and both engines.
+
+A **pod set** is the pending pods of one gang that share the `kueue.x-k8s.io/podset` label
+(a Kueue Workload's pod set; absent: one pod set per gang), their topology request and
+their request per pod. Its **flavor** is the first TAS ResourceFlavor (by name) whose
+Topology has the requested levels and whose `nodeLabels` agree with the pods'
+`nodeSelector` (Kueue tries a ClusterQueue's flavors in its order; gangplan reads no
+ClusterQueue). Its pods may only use the flavor's **pool**: nodes matching `nodeLabels`,
+Ready, schedulable and carrying every level label (`tas_flavor.go`); elsewhere they are
+ineligible with their own reason. A pod set is placed whole or not at all (Kueue admits a
+workload whole).
+
+The tree of a flavor's pool is a snapshot fact: memoised per node generation, Topology
+and flavor, with domains numbered in level-value order (Kueue's tie-break).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.features._base import CompileContext
+from solver.features.topology.kueue_tas import KueueTree, TasRequest
+from solver.model import (
+    HOSTNAME,
+    KueueFlavor,
+    KueueRequest,
+    KueueTopology,
+    NetworkTopology,
+    Pod,
+    parse_kueue_request,
+)
+from solver.problem import BoolArray, IntArray
+from solver.snapshot import NodeTable
+
+__all__ = ["PODSET_LABEL", "KueuePodSet", "compile_kueue", "kueue_tree", "pod_set_key"]
+
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+REASON_POOL = "node(s) are outside the Kueue TAS flavor {flavor}'s node pool"
+
+
+@dataclass(frozen=True, eq=False)
+class KueuePodSet:
+    """One pod set's topology request, resolved against its flavor's tree."""
+
+    gang: int
+    name: str  # the pod set's name (its `kueue.x-k8s.io/podset` label; "main" without)
+    types: tuple[int, ...]  # pod types of the set (one request per pod)
+    flavor: str
+    tree: KueueTree
+    request: TasRequest
+    mode: str  # required | preferred | unconstrained (what the user asked for)
+
+    @property
+    def hostname_leaves(self) -> bool:
+        return self.tree.levels[-1] == HOSTNAME
+
+
+def pod_set_key(pod: Pod) -> tuple[str, ...]:
+    """What pods of one type must agree on for Kueue: the pod set and its request."""
+    keys = sorted(k for k in pod.annotations if k.startswith("kueue.x-k8s.io/podset-"))
+    if not keys:
+        return ()
+    return (pod.labels.get(PODSET_LABEL, ""), *(f"{k}={pod.annotations[k]}" for k in keys))
+
+
+def _build_tree(nodes: NodeTable, topology: KueueTopology, flavor: KueueFlavor) -> KueueTree:
+    levels = topology.levels
+    paths: list[tuple[str, ...] | None] = []
+    for node in nodes.nodes:
+        ok = (
+            node.ready
+            and not node.unschedulable
+            and all(node.labels.get(k) == v for k, v in flavor.node_labels.items())
+            and all(level in node.labels for level in levels)
+        )
+        paths.append(tuple(node.labels[level] for level in levels) if ok else None)
+    per_level = [sorted({p[: lv + 1] for p in paths if p is not None}) for lv in range(len(levels))]
+    index = [{path: i for i, path in enumerate(names)} for names in per_level]
+    parent = [np.full(len(per_level[0]), -1, dtype=np.int64)]
+    for lv in range(1, len(levels)):
+        parent.append(np.array([index[lv - 1][p[:-1]] for p in per_level[lv]], dtype=np.int64))
+    leaf = np.array([index[-1][p] if p is not None else -1 for p in paths], dtype=np.int64)
+    for row in (*parent, leaf):
+        row.flags.writeable = False
+    return KueueTree(
+        name=topology.name,
+        levels=levels,
+        paths=tuple(tuple(names) for names in per_level),
+        parent=tuple(parent),
+        node_leaf=leaf,
+    )
+
+
+def kueue_tree(nodes: NodeTable, topology: KueueTopology, flavor: KueueFlavor) -> KueueTree:
+    """The tree of a flavor's pool (memoised per node generation)."""
+    key = (
+        "kueue",
+        "tree",
+        topology.name,
+        topology.levels,
+        flavor.name,
+        tuple(sorted(flavor.node_labels.items())),
+    )
+    return nodes.memo(key, lambda: _build_tree(nodes, topology, flavor))
+
+
+def _flavor_for(
+    cluster: NetworkTopology, request: KueueRequest, pod: Pod
+) -> tuple[KueueFlavor, KueueTopology] | str:
+    topologies = {t.name: t for t in cluster.kueue_topologies}
+    wanted = [lv for lv in (request.level, request.slice_level) if lv is not None]
+    for flavor in cluster.kueue_flavors:
+        topology = topologies.get(flavor.topology)
+        if topology is None or any(lv not in topology.levels for lv in wanted):
+            continue
+        if any(pod.node_selector.get(k, v) != v for k, v in flavor.node_labels.items()):
+            continue
+        return flavor, topology
+    if not cluster.kueue_flavors:
+        return "no Kueue TAS ResourceFlavor (spec.topologyName) in the input"
+    return (
+        f"no Kueue TAS ResourceFlavor has a Topology with level(s) {', '.join(wanted)} "
+        "and node labels agreeing with the pods' nodeSelector"
+    )
+
+
+def _resolve(request: KueueRequest, tree: KueueTree, count: int) -> TasRequest | str:
+    levels = tree.levels
+    if request.slice_only:
+        level = 0  # slice-only: the highest level, unconstrained
+    elif request.level is None:
+        level = tree.lowest  # unconstrained: the lowest level
+    else:
+        level = levels.index(request.level)
+    slice_level = levels.index(request.slice_level) if request.slice_level else tree.lowest
+    if level > slice_level:
+        return (
+            f"podset slice topology {request.slice_level} is above the podset topology "
+            f"{request.level}"
+        )
+    if request.slice_size > count:
+        return f"slice size {request.slice_size} is larger than the pod set's {count} pod(s)"
+    if count % request.slice_size:
+        return (
+            f"the pod set's {count} pod(s) are not a multiple of its slice size "
+            f"{request.slice_size}"
+        )
+    return TasRequest(
+        count=count,
+        level=level,
+        slice_level=slice_level,
+        slice_size=request.slice_size,
+        required=request.mode == "required",
+        unconstrained=request.mode == "unconstrained",
+    )
+
+
+def _pod_sets_of_gang(ctx: CompileContext, g: int) -> dict[tuple[str, ...], list[int]]:
+    """Types of gang g grouped by pod set, request and per-pod request."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    for t in ctx.types_of(g):
+        key = pod_set_key(ctx.first_pod(t))
+        if key:
+            out.setdefault((*key, ctx.type_demand[t].tobytes().hex()), []).append(t)
+    return out
+
+
+def compile_kueue(ctx: CompileContext) -> dict[int, tuple[KueuePodSet, ...]]:
+    """The Kueue pod sets of every unit; restricts their pods to their flavor's pool and
+    blocks gangs whose request cannot be served (with Kueue's reason)."""
+    cluster = ctx.snapshot.topology or NetworkTopology()
+    out: dict[int, list[KueuePodSet]] = {}
+    plan = ctx.gangs
+    for g, gid in enumerate(plan.gang_ids):
+        for key, types in _pod_sets_of_gang(ctx, g).items():
+            pod = ctx.first_pod(types[0])
+            request = parse_kueue_request(pod.annotations)  # checked by the readers
+            if request is None:
+                continue
+            if request.group is not None:
+                ctx.block_gang(
+                    g,
+                    f"gang {gid}: Kueue pod-set groups (podset-group-name, leader/worker) "
+                    "are not modelled by gangplan yet",
+                )
+                continue
+            found = _flavor_for(cluster, request, pod)
+            if isinstance(found, str):
+                ctx.block_gang(g, f"gang {gid}: {found}")
+                continue
+            flavor, topology = found
+            tree = kueue_tree(ctx.nodes, topology, flavor)
+            count = sum(len(ctx.type_pods[t]) for t in types)
+            resolved = _resolve(request, tree, count)
+            if isinstance(resolved, str):
+                ctx.block_gang(g, f"gang {gid}: {resolved}")
+                continue
+            pool: BoolArray = tree.node_leaf >= 0
+            ctx.restrict(types, pool, REASON_POOL.format(flavor=flavor.name))
+            out.setdefault(int(plan.unit[g]), []).append(
+                KueuePodSet(
+                    gang=g,
+                    name=key[0] or "main",
+                    types=tuple(types),
+                    flavor=flavor.name,
+                    tree=tree,
+                    request=resolved,
+                    mode=request.mode,
+                )
+            )
+    return {u: tuple(sets) for u, sets in out.items()}
+
+
+def leaf_pods(
+    pod_set: KueuePodSet, free: IntArray, demand: IntArray, eligible: BoolArray
+) -> IntArray:
+    """[D_lowest] pods of the set each leaf holds with `free` room: per node with hostname
+    leaves (the pod's filters counted); else the leaf's nodes summed, then divided, as
+    Kueue aggregates a rack (selectors not evaluated)."""
+    tree = pod_set.tree
+    positive = demand > 0
+    leaves = len(tree.paths[-1])
+    in_pool = tree.node_leaf >= 0
+    if pod_set.hostname_leaves:
+        room = np.maximum(free[:, positive], 0) // demand[positive]
+        slots = np.where(eligible & in_pool, room.min(axis=1), 0)
+        return np.bincount(
+            tree.node_leaf[in_pool], weights=slots[in_pool], minlength=leaves
+        ).astype(np.int64)
+    total = np.zeros((leaves, int(positive.sum())), dtype=np.int64)
+    np.add.at(total, tree.node_leaf[in_pool], np.maximum(free[in_pool][:, positive], 0))
+    per_leaf: IntArray = (total // demand[positive]).min(axis=1).astype(np.int64)
+    return per_leaf

@@ -1,0 +1,108 @@
+"""Kueue `Workload` (`kueue.x-k8s.io`) -> its pods: `spec.podSets[]` (`name`, `count`,
+`template`, `topologyRequest`) expanded to the pending pods of one gang needing all of them
+(Kueue admits a workload whole). Each pod set's `topologyRequest` is written as the
+pod-template annotations Kueue's job integrations write (`jobframework/tas.go` reads them
+back), so one parser (`parse_kueue_request`) checks both; each pod carries Kueue's
+`kueue.x-k8s.io/podset` label naming its pod set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver.kube.loader import RawObject
+from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
+from solver.model import KUEUE_ANNOTATIONS, KueueRequestError, parse_kueue_request
+
+__all__ = ["PODSET_LABEL", "expand_kueue_workload"]
+
+GANG_LABEL = "scheduling.x-k8s.io/pod-group"  # coscheduling: the expanded pods' one gang
+WORKLOAD_LABEL = "kueue.x-k8s.io/workload-name"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+
+
+def _request_annotations(f: Fields, request: Any, path: str) -> dict[str, str]:
+    """`topologyRequest` as the pod-template annotations that ask for the same."""
+    if request is None:
+        return {}
+    request = f.dict(request, path)
+    a = KUEUE_ANNOTATIONS
+    out: dict[str, str] = {}
+    for name, key in (
+        ("required", a.REQUIRED),
+        ("preferred", a.PREFERRED),
+        ("podSetSliceRequiredTopology", a.SLICE_REQUIRED),
+        ("podSetGroupName", a.GROUP_NAME),
+    ):
+        if (value := f.text(request.get(name), f"{path}.{name}")) or request.get(name) == "":
+            out[key] = value
+    unconstrained = request.get("unconstrained")
+    if unconstrained is not None:
+        if not isinstance(unconstrained, bool):
+            raise f.raw.error("must be a boolean", field=f"{path}.unconstrained")
+        out[a.UNCONSTRAINED] = "true" if unconstrained else "false"
+    size = request.get("podSetSliceSize")
+    if size is not None:
+        out[a.SLICE_SIZE] = str(f.count(size, f"{path}.podSetSliceSize", 1))
+    try:
+        parse_kueue_request(out)
+    except KueueRequestError as err:
+        field = {v: k for k, v in _FIELD_OF_ANNOTATION.items()}.get(
+            err.field.removeprefix("metadata.annotations[").removesuffix("]"), ""
+        )
+        raise f.raw.error(err.message, field=f"{path}.{field}".rstrip(".")) from None
+    return out
+
+
+_FIELD_OF_ANNOTATION = {
+    "required": KUEUE_ANNOTATIONS.REQUIRED,
+    "preferred": KUEUE_ANNOTATIONS.PREFERRED,
+    "unconstrained": KUEUE_ANNOTATIONS.UNCONSTRAINED,
+    "podSetSliceRequiredTopology": KUEUE_ANNOTATIONS.SLICE_REQUIRED,
+    "podSetSliceSize": KUEUE_ANNOTATIONS.SLICE_SIZE,
+    "podSetGroupName": KUEUE_ANNOTATIONS.GROUP_NAME,
+}
+
+
+def expand_kueue_workload(raw: RawObject) -> Expansion:
+    """A Kueue `Workload`: one gang of every pod of its pod sets (all required)."""
+    f = Fields(raw)
+    out = Expansion(owns=lambda pod: meta_value(pod, "labels", WORKLOAD_LABEL) == f.name)
+    total = 0
+    pods: list[dict[str, Any]] = []
+    for i, ps in enumerate(f.dicts(f.spec.get("podSets"), "spec.podSets")):
+        path = f"spec.podSets[{i}]"
+        name = f.text(ps.get("name"), f"{path}.name", "main")
+        count = f.count(ps.get("count"), f"{path}.count", 1)
+        annotations = _request_annotations(f, ps.get("topologyRequest"), f"{path}.topologyRequest")
+        size = int(annotations.get(KUEUE_ANNOTATIONS.SLICE_SIZE, "1"))
+        if size > count and count:
+            raise f.raw.error(
+                f"slice size {size} is larger than the pod set count {count}",
+                field=f"{path}.topologyRequest.podSetSliceSize",
+            )
+        for j in range(count):
+            pods.append(
+                pod_from_template(
+                    f,
+                    ps.get("template"),
+                    f"{path}.template",
+                    f"{f.name}-{name}-{j}",
+                    labels={GANG_LABEL: f.name, WORKLOAD_LABEL: f.name, PODSET_LABEL: name},
+                    annotations=annotations,
+                )
+            )
+        total += count
+    if not pods:
+        raise raw.error("a Workload needs at least one pod", field="spec.podSets")
+    out.objects.append(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": f.name, "namespace": f.namespace},
+            "spec": {"minMember": total},
+        }
+    )
+    out.objects.extend(pods)
+    out.notes += f.unread({"podSets", "queueName", "priority", "priorityClassName", "active"})
+    return out

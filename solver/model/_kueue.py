@@ -1,0 +1,162 @@
+"""Kueue Topology Aware Scheduling vocabulary (`reference/godel_kueue.md` §2).
+
+* `KueueTopology`: a `Topology` (`kueue.x-k8s.io`), its node-label levels coarsest first
+  (the last one may be `kubernetes.io/hostname`).
+* `KueueFlavor`: a `ResourceFlavor` with `spec.topologyName` (a TAS flavor); its
+  `nodeLabels` select the node pool, its `tolerations` are added to the pods'.
+* `KueueRequest`: a PodSet's topology request, read from the pod-template annotations by
+  `parse_kueue_request` with the webhook's rules (`jobframework/tas_validation.go`); a
+  `Workload`'s `spec.podSets[].topologyRequest` is written as the same annotations by
+  the reader, so one parser checks both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from solver.model._cluster import Taint, Toleration
+
+__all__ = [
+    "HOSTNAME",
+    "KUEUE_ANNOTATIONS",
+    "KueueFlavor",
+    "KueueRequest",
+    "KueueRequestError",
+    "KueueTopology",
+    "parse_kueue_request",
+]
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+class KUEUE_ANNOTATIONS:
+    """Pod-template annotations of a PodSet's topology request."""
+
+    REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+    PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+    UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+    SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+    SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+    GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+    ALL = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KueueTopology(_Frozen):
+    name: str
+    levels: tuple[str, ...]  # node labels, coarsest first
+
+
+class KueueFlavor(_Frozen):
+    name: str
+    topology: str  # spec.topologyName
+    node_labels: dict[str, str] = {}
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+Mode = Literal["required", "preferred", "unconstrained"]
+
+
+class KueueRequest(_Frozen):
+    """A PodSet's `PodSetTopologyRequest`. `level` None: the implied/slice-only defaults
+    (the snapshot's lowest level for unconstrained, its highest for slice-only)."""
+
+    mode: Mode
+    level: str | None = None
+    slice_level: str | None = None
+    slice_size: int = 1
+    group: str | None = None
+
+    @property
+    def slice_only(self) -> bool:
+        return self.level is None and self.slice_level is not None
+
+
+class KueueRequestError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# k8s.io/apimachinery IsQualifiedName: optional DNS-1123 subdomain prefix + 63-char name.
+_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _label_name(value: str) -> bool:
+    prefix, _, name = value.rpartition("/")
+    if "/" in prefix or (prefix and (len(prefix) > 253 or not _PREFIX.match(prefix))):
+        return False
+    return 0 < len(name) <= 63 and bool(_NAME.match(name))
+
+
+def parse_kueue_request(annotations: Mapping[str, str]) -> KueueRequest | None:
+    """The PodSet topology request of a pod template's annotations; None when it has none.
+
+    Raises KueueRequestError naming the annotation, with the webhook's rule."""
+    a = KUEUE_ANNOTATIONS
+    field = "metadata.annotations[{}]".format
+    required, preferred = annotations.get(a.REQUIRED), annotations.get(a.PREFERRED)
+    unconstrained_text = annotations.get(a.UNCONSTRAINED)
+    slice_level, size_text = annotations.get(a.SLICE_REQUIRED), annotations.get(a.SLICE_SIZE)
+    group = annotations.get(a.GROUP_NAME)
+    set_modes = [k for k, v in ((a.REQUIRED, required), (a.PREFERRED, preferred)) if v is not None]
+    if unconstrained_text is not None:
+        set_modes.append(a.UNCONSTRAINED)
+    if len(set_modes) > 1:
+        raise KueueRequestError(
+            field(set_modes[1]), f"must not be set together with {set_modes[0]}"
+        )
+    for key, value in (
+        (a.REQUIRED, required),
+        (a.PREFERRED, preferred),
+        (a.SLICE_REQUIRED, slice_level),
+    ):
+        if value is not None and not _label_name(value):
+            raise KueueRequestError(field(key), f"{value!r} is not a valid label name")
+    unconstrained = False
+    if unconstrained_text is not None:
+        if unconstrained_text.lower() not in ("true", "false", "1", "0", "t", "f"):
+            raise KueueRequestError(
+                field(a.UNCONSTRAINED), f"{unconstrained_text!r} must be a boolean"
+            )
+        unconstrained = unconstrained_text.lower() in ("true", "1", "t")
+    if (slice_level is None) != (size_text is None):
+        missing, present = (
+            (a.SLICE_SIZE, a.SLICE_REQUIRED)
+            if size_text is None
+            else (
+                a.SLICE_REQUIRED,
+                a.SLICE_SIZE,
+            )
+        )
+        raise KueueRequestError(field(missing), f"must be set when {present} is set")
+    size = 1
+    if size_text is not None:
+        if not size_text.isdigit() or int(size_text) < 1:
+            raise KueueRequestError(field(a.SLICE_SIZE), f"{size_text!r} must be an integer >= 1")
+        size = int(size_text)
+    if required is not None:
+        mode: Mode = "required"
+    elif preferred is not None:
+        mode = "preferred"
+    elif unconstrained or slice_level is not None:
+        mode = "unconstrained"  # slice-only requests run unconstrained at the top level
+    else:
+        return None if group is None else KueueRequest(mode="unconstrained", group=group)
+    return KueueRequest(
+        mode=mode,
+        level=required or preferred,
+        slice_level=slice_level,
+        slice_size=size,
+        group=group,
+    )

@@ -1,0 +1,64 @@
+"""Random Kueue TAS clusters: both engines' answers pass verify (the oracle, inside
+`schedule`), CP-SAT is never worse than the greedy under the objective tiers, and a pod set
+is placed whole or not at all."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.features.kueue.helpers import (
+    BLOCK,
+    HOST,
+    PREFERRED,
+    RACK,
+    REQUIRED,
+    SLICE_LEVEL,
+    SLICE_SIZE,
+    THREE,
+    UNCONSTRAINED,
+    cluster,
+    run,
+)
+
+REQUESTS = st.sampled_from(
+    [
+        {REQUIRED: BLOCK},
+        {REQUIRED: RACK},
+        {PREFERRED: RACK},
+        {PREFERRED: HOST},
+        {UNCONSTRAINED: "true"},
+        {REQUIRED: BLOCK, SLICE_LEVEL: HOST, SLICE_SIZE: "2"},
+        {PREFERRED: BLOCK, SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
+        {SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
+    ]
+)
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[list[str], int, dict[str, str]]:
+    nodes = []
+    for b in range(draw(st.integers(1, 2))):
+        for r in range(draw(st.integers(1, 2))):
+            for x in range(draw(st.integers(1, 3))):
+                nodes.append(f"b{b}/r{r}/x{b}{r}{x}:{draw(st.integers(0, 4))}")
+    request = draw(REQUESTS)
+    count = draw(st.integers(1, 8))
+    if SLICE_SIZE in request:
+        count = 2 * max(1, count // 2)
+    return nodes, count, request
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_cpsat_is_never_worse_and_sets_stay_whole(
+    case: tuple[list[str], int, dict[str, str]],
+) -> None:
+    nodes, count, request = case
+    question = cluster(nodes, THREE, count, request)
+    greedy = run(question, "greedy")
+    cpsat = run(question, "cpsat")
+    assert cpsat.objective >= greedy.objective, (greedy.tiers, cpsat.tiers)
+    for decision in (greedy, cpsat):
+        placed = sum(1 for p in decision.placements.values() if p.node)
+        assert placed in (0, count)
