@@ -17,6 +17,7 @@ from solver.kube.gangs import (
     GangLinks,
     api_group,
 )
+from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
 from solver.kube.loader import RawObject
 from solver.kube.objects import (
     Container,
@@ -34,6 +35,7 @@ from solver.model import (
     QUEUE_ANNOTATION,
     ClusterModel,
     Gang,
+    HyperNode,
     NetworkTopology,
     Node,
     Pod,
@@ -79,6 +81,7 @@ class _Inputs:
     priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)
     queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
     topology: tuple[RawObject, K8sClusterNetworkTopology] | None = None
+    hypernodes: list[HyperNode] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     notes: list[str] = field(default_factory=list)
 
@@ -116,6 +119,11 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         name, (raw, _) = sorted(inputs.queues.items())[cycle]
         raise raw.error(f"queue {name!r} is its own ancestor", field="spec.parent")
     topology = _topology(*inputs.topology) if inputs.topology else None
+    if inputs.hypernodes:  # Volcano's HyperNodes ride on the topology (name "": no CNT)
+        hypernodes = tuple(sorted(inputs.hypernodes, key=lambda h: h.name))
+        topology = (topology or NetworkTopology(name="")).model_copy(
+            update={"hypernodes": hypernodes}
+        )
     return ClusterModel(
         nodes=tuple(sorted(nodes, key=lambda n: n.name)),
         pods=tuple(sorted(pods, key=lambda p: p.key)),
@@ -179,6 +187,10 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
                 )
                 continue
             out.topology = (raw, parsed)
+        elif kind == "HyperNode" and group == HYPERNODE_GROUP:
+            hypernode = read_hypernode(raw, out.notes)
+            out.hypernodes.append(hypernode)
+            ident = hypernode.name
         else:
             out.notes.append(
                 f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
+from solver.model._hypernode import HyperNode
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 NODE_LAYER = "NodeTopologyLayer"
@@ -66,8 +67,9 @@ class TopologyLayer(_Frozen):
 class NetworkTopology(_Frozen):
     """`ClusterNetworkTopology/default`: layers as declared (the tree is built by the topology policy)."""
 
-    name: str = "default"
+    name: str = "default"  # "": no ClusterNetworkTopology, only Volcano HyperNodes
     layers: tuple[TopologyLayer, ...] = ()
+    hypernodes: tuple[HyperNode, ...] = ()  # Volcano HyperNode objects, sorted by name
 
 
 def parent_cycle(parents: Sequence[tuple[str, str | None]]) -> int | None:

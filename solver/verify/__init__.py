@@ -20,6 +20,7 @@ Rules, and the plugins that put them in force:
 | Koordinator gather: one MustGather domain (its bound members' one, if any), podCountMultiple | `_topology.gather` | `network-topology` |
 | Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
 | Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
+| Volcano networkTopology hard: placed and running pods inside one HyperNode of tier <= limit | `_hypernode` | always |
 | not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
@@ -41,6 +42,7 @@ from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import (
     _basics,
     _gangs,
+    _hypernode,
     _interpod,
     _nodegroup_limits,
     _predicates,
@@ -66,6 +68,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     (("network-topology",), _topology.gather),
     (("job-affinity",), _topology.job_affinity),
     ((), _topology.workload_topology),
+    ((), _hypernode.hypernode),
     (("capacity", "capacity-card"), _queues.quotas),
     (("nodegroup",), _queues.nodegroups),
     (("nodegroup",), _nodegroup_limits.nodegroup_limits),

@@ -1,6 +1,7 @@
 """Network topology: Koordinator's gather (`network-topology` plugin), Godel's job-level
-affinity (`job-affinity` plugin) and the Kubernetes Workload API's PodGroup topology
-constraint (always on, like kube-scheduler's), on one tree and one "one domain" rule.
+affinity (`job-affinity` plugin), the Kubernetes Workload API's PodGroup topology
+constraint (always on, like kube-scheduler's) and Volcano's HyperNode `networkTopology`
+(always on; scored by `network-topology-aware`), on one "one domain" rule.
 
     tree.py         Koordinator's ClusterNetworkTopology tree, memoised per node generation
     koordinator.py  the gather spec of a gang group, pod order, existing peers
@@ -9,6 +10,7 @@ constraint (always on, like kube-scheduler's), on one tree and one "one domain" 
     greedy.py       Koordinator's offer-slot gather and Godel's NodeGroups, for the greedy
     cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
     selector.py     Koordinator's single-pod scoring by network-topology-selector
+    hypernode*.py   Volcano HyperNode trees: tree, compile, block, greedy search, CP-SAT tiers
 
 Compile (this module): for every unit, the gather requirements of its first gang
 (Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
@@ -31,6 +33,7 @@ import numpy as np
 from solver.features._base import CompileContext, Feature
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
+from solver.features.topology.hypernode import HyperNodeUnits, compile_hypernode
 from solver.features.topology.koordinator import (
     ANNOTATION_SPEC,
     SELECTOR_FACT,
@@ -61,9 +64,10 @@ def _compile(ctx: CompileContext) -> None:
         _compile_selectors(ctx, set(gather))
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
-    if not gather and not godel:
+    hypernode = compile_hypernode(ctx)
+    if not gather and not godel and not hypernode:
         return
-    ctx.add_block(_block(ctx, tree, gather, godel))
+    ctx.add_block(_block(ctx, tree, gather, godel, hypernode))
 
 
 def _pending_of(ctx: CompileContext, gids: list[str]) -> dict[str, list[Pod]]:
@@ -194,6 +198,7 @@ def _block(
     tree: TopologyTree | None,
     gather: dict[int, UnitGather],
     godel: dict[int, GodelPlan],
+    hypernode: HyperNodeUnits,
 ) -> TopologyBlock:
     num_units = len(ctx.gangs.unit_ids)
     layers = tree.layers if tree is not None and gather else ()
@@ -222,6 +227,8 @@ def _block(
     for u, unit_plan in godel.items():
         domain[u] = unit_plan.required
         domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
+    for u, (hypernode_domain, hypernode_names) in hypernode.items():
+        domain[u], domain_names[u] = hypernode_domain, hypernode_names
     unit_gather_flags = np.zeros(num_units, dtype=bool)
     unit_gather_flags[list(gather)] = True
     alloc, requested = (
@@ -249,7 +256,7 @@ def _block(
 
 FEATURE = Feature(
     name="topology",
-    plugins=("network-topology", "job-affinity"),
+    plugins=("network-topology", "job-affinity", "network-topology-aware"),
     compile=_compile,
     facts=(SELECTOR_FACT,),
     type_key=selector_of,

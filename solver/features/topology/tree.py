@@ -84,7 +84,7 @@ def _layer_chain(topology: NetworkTopology) -> list[int]:
 
 def build_tree(topology: NetworkTopology | None, nodes: Sequence[Node]) -> TopologyTree:
     """The network tree over `nodes` (in name order); InputError when the CR is unusable."""
-    if topology is None:
+    if topology is None or not topology.name:  # no name: only Volcano HyperNodes
         raise InputError("no ClusterNetworkTopology named default in the input")
     chain = _layer_chain(topology)
     specs = [topology.layers[i] for i in chain]
