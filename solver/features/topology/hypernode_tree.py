@@ -31,7 +31,14 @@ from solver.model import HyperNode, Node
 from solver.problem import BoolArray, IntArray
 from solver.snapshot import NodeTable
 
-__all__ = ["CLUSTER_TOP", "HyperNodeTree", "build_hypernode_tree", "hypernode_tree_of"]
+__all__ = [
+    "CLUSTER_TOP",
+    "HyperNodeTree",
+    "build_hypernode_tree",
+    "hypernode_tree_of",
+    "hypernode_view",
+    "render_hypernode_tree",
+]
 
 CLUSTER_TOP = "<cluster-top-hypernode>"
 
@@ -224,3 +231,53 @@ def hypernode_tree_of(nodes: NodeTable, hypernodes: tuple[HyperNode, ...]) -> Hy
         ("topology", "hypernodes", hypernodes),
         lambda: build_hypernode_tree(hypernodes, nodes.nodes),
     )
+
+
+def render_hypernode_tree(
+    tree: HyperNodeTree, node_names: Sequence[str], *, show_nodes: bool = False
+) -> str:
+    """The HyperNode tree as text: each HyperNode with its tier(/tierName) and node count."""
+    counts = tree.covers.sum(axis=1)
+    lines = [f"{CLUSTER_TOP}  (tier {tree.max_tier}, {len(node_names)} nodes)"]
+
+    def label(h: int) -> str:
+        named = f"/{tree.tier_name[h]}" if tree.tier_name[h] else ""
+        return f"{tree.names[h]}  (tier {int(tree.tier[h])}{named}, {int(counts[h])} nodes)"
+
+    def visit(h: int, prefix: str) -> None:
+        kids: list[tuple[str, int]] = [(tree.names[c], c) for c in tree.children(h)]
+        if show_nodes:
+            inside = tree.covers[h].copy()
+            for c in tree.children(h):
+                inside &= ~tree.covers[c]
+            if h == tree.root:
+                inside = tree.lowest == tree.root
+            kids += [(node_names[n], -1 - n) for n in np.flatnonzero(inside).tolist()]
+        for i, (name, k) in enumerate(kids):
+            last = i == len(kids) - 1
+            branch = "└── " if last else "├── "
+            lines.append(f"{prefix}{branch}{label(k) if k >= 0 else 'node: ' + name}")
+            if k >= 0:
+                visit(k, prefix + ("    " if last else "│   "))
+
+    visit(tree.root, "")
+    return "\n".join(lines)
+
+
+def hypernode_view(tree: HyperNodeTree, node_names: Sequence[str]) -> dict[str, object]:
+    """`gangplan topology -o json` for HyperNodes: each one's tier, parent, children, nodes."""
+    out = []
+    for h, name in enumerate(tree.names):
+        parent = int(tree.parent[h])
+        out.append(
+            {
+                "name": name,
+                "tier": int(tree.tier[h]),
+                "tierName": tree.tier_name[h],
+                "parent": tree.names[parent] if parent >= 0 else None,
+                "children": sorted(tree.names[c] for c in tree.children(h)),
+                "nodeCount": int(tree.covers[h].sum()),
+            }
+        )
+    alone = [node_names[n] for n in np.flatnonzero(tree.lowest == tree.root).tolist()]
+    return {"hyperNodes": out, "nodesInNoHyperNode": alone, "notes": list(tree.notes)}
