@@ -89,10 +89,14 @@ def base_manifests() -> list[dict[str, Any]]:
     INVALID_MANIFEST_VALUES: 0-1 nodes, 2 PodGroup, 3-4 pods, 5 queue, 6 PriorityClass,
     7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet,
     12 a JobSet with Workload API gangs, 13 a LeaderWorkerSet (workloads expanded into
-    pods), 14 a Workload API PodGroup with 15 its pod."""
+    pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 HyperNodes."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
-    group["spec"].update(queue="q", priorityClassName="high")
+    group["spec"].update(
+        queue="q",
+        priorityClassName="high",
+        networkTopology={"mode": "hard", "highestTierName": "rack"},
+    )
     pods = [
         pod(f"p{i}")
         .annotate("scheduling.k8s.io/group-name", "g")
@@ -211,7 +215,35 @@ def base_manifests() -> list[dict[str, Any]]:
             "kind": "Namespace",
             "metadata": {"name": "default", "labels": {"team": "a"}},
         },
+        *_hypernodes(),
     ]
+
+
+def _hypernodes() -> list[dict[str, Any]]:
+    """17, 18: Volcano HyperNodes (a regex leaf under a tier-2 parent)."""
+    leaf = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "leaf"},
+        "spec": {
+            "tier": 1,
+            "tierName": "rack",
+            "members": [
+                {"type": "Node", "selector": {"regexMatch": {"pattern": "^n[01]$"}}},
+                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "r0"}}}},
+            ],
+        },
+    }
+    spine = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "spine"},
+        "spec": {
+            "tier": 2,
+            "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "leaf"}}}],
+        },
+    }
+    return [leaf, spine]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -300,6 +332,11 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((10, "spec", "runPolicy", "schedulingPolicy", "minAvailable"), "all"),
     ((11, "spec", "ordinals", "start"), 2**40),
     ((11, "spec", "template"), "pod"),
+    ((2, "spec", "networkTopology", "mode"), "strict"),
+    ((2, "spec", "networkTopology", "highestTierAllowed"), -1),
+    ((17, "spec", "tier"), "one"),
+    ((17, "spec", "members", 0, "type"), "Rack"),
+    ((18, "spec", "members", 0, "selector"), {"regexMatch": {"pattern": "x"}}),
 ]
 
 

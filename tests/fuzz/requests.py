@@ -65,14 +65,39 @@ def base_cluster() -> pb.Cluster:
             layers=[
                 pb.TopologyLayer(name="RackLayer", label_keys=["rack"]),
                 pb.TopologyLayer(name="NodeTopologyLayer", parent="RackLayer"),
-            ]
+            ],
+            hypernodes=[
+                pb.HyperNode(
+                    name="leaf",
+                    tier=1,
+                    tier_name="rack",
+                    members=[pb.HyperNodeMember(type=pb.HYPER_NODE_MEMBER_TYPE_NODE, regex="^n")],
+                ),
+                pb.HyperNode(
+                    name="spine",
+                    tier=2,
+                    members=[
+                        pb.HyperNodeMember(
+                            type=pb.HYPER_NODE_MEMBER_TYPE_HYPER_NODE, exact_name="leaf"
+                        )
+                    ],
+                ),
+            ],
         ),
     )
 
 
 def base_job() -> pb.Job:
     return pb.Job(
-        gangs=[pb.Gang(namespace="default", name="g", min_member=2, queue="q")],
+        gangs=[
+            pb.Gang(
+                namespace="default",
+                name="g",
+                min_member=2,
+                queue="q",
+                network_topology=pb.VolcanoNetworkTopology(mode="hard", highest_tier_allowed=2),
+            )
+        ],
         pods=[
             pb.Pod(
                 namespace="default",
@@ -166,6 +191,8 @@ CLUSTER_INTS: list[Path] = [
     ("pods", 0, "priority"),
     ("queues", 0, "capability", "cpu"),
     ("queues", 0, "weight"),
+    ("topology", "hypernodes", 0, "tier"),
+    ("topology", "hypernodes", 1, "members", 0, "type"),
 ]
 CLUSTER_STRS: list[Path] = [
     ("nodes", 0, "name"),
@@ -177,6 +204,9 @@ CLUSTER_STRS: list[Path] = [
     ("queues", 0, "parent"),
     ("topology", "layers", 1, "parent"),
     ("topology", "layers", 0, "label_keys", 0),
+    ("topology", "hypernodes", 0, "name"),
+    ("topology", "hypernodes", 0, "members", 0, "regex"),
+    ("topology", "hypernodes", 1, "members", 0, "exact_name"),
 ]
 JOB_INTS: list[Path] = [
     ("gangs", 0, "min_member"),
@@ -189,6 +219,7 @@ JOB_INTS: list[Path] = [
     ("pods", 0, "requests", GPU),
     ("pods", 0, "creation_time", "seconds"),
     ("pods", 0, "creation_time", "nanos"),
+    ("gangs", 0, "network_topology", "highest_tier_allowed"),
 ]
 JOB_STRS: list[Path] = [
     ("gangs", 0, "name"),
@@ -199,6 +230,8 @@ JOB_STRS: list[Path] = [
     ("pods", 0, "namespace"),
     ("pods", 0, "node_selector", "rack"),
     ("pods", 1, "labels", "app"),
+    ("gangs", 0, "network_topology", "mode"),
+    ("gangs", 0, "network_topology", "highest_tier_name"),
 ]
 OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
 OPTION_STRS: list[Path] = [
@@ -392,6 +425,18 @@ INVALID_REQUESTS: list[tuple[str, Path, Any, str]] = [
         "cluster.topology",
     ),
     ("PlaceJob", ("options", "seed"), -1, "options.seed"),
+    (
+        "PlaceJob",
+        ("job", "gangs", 0, "network_topology", "mode"),
+        "strict",
+        "job.gangs[0].network_topology.mode",
+    ),
+    (
+        "PlaceJob",
+        ("cluster", "topology", "hypernodes", 0, "tier"),
+        -1,
+        "cluster.topology.hypernodes[0].tier",
+    ),
     ("PlaceJob", ("options", "workers"), 10_000, "options.workers"),
     ("PlaceJob", ("options", "engine"), "quantum", "options.engine"),
     ("Preempt", ("job", "pods", 0, "gang"), "no-slash", "job.pods[0].gang"),
