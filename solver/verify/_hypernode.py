@@ -81,7 +81,9 @@ def hypernode(ctx: VerifyContext) -> list[str]:
     topology = ctx.snapshot.topology
     hypernodes = topology.hypernodes if topology is not None else ()
     nodes = ctx.snapshot.nodes.nodes
-    sets = _node_sets(hypernodes, nodes)
+    sets = ctx.snapshot.memo(  # once per snapshot generation, not per call
+        ("verify", "hypernode node sets", hypernodes), lambda: _node_sets(hypernodes, nodes)
+    )
     tiers = {h.name: h.tier for h in hypernodes}
     root_tier = max(tiers.values(), default=0) + 1
     running = ctx.snapshot.running

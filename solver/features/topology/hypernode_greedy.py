@@ -138,41 +138,55 @@ def _dry_run(
         if int(slots_of(problem, t, state.free, pool).sum()) < int((seq_t[:count] == t).sum()):
             return None
     free = state.free[pool].copy()
-    tasks_here = search.node_tasks[pool].copy()
     leaf = tree.leaf[pool]
+    leaf_tasks = np.bincount(
+        leaf[leaf >= 0], weights=search.node_tasks[pool][leaf >= 0], minlength=len(tree.names)
+    )
     scored = search.block.args.enabled
     scale = 100.0 * search.block.args.weight
     saved = state.tracker.checkpoint()
     chosen: list[tuple[int, int]] = []
     lca_row = _lca_scores(search, allocated) if scored else None
+    # per type, over the pool: fits now, and the engine's node score (moves only where a
+    # pod lands, as in `fill`)
+    used = problem.capacity[pool] - free
+    base = {t: problem.node_scores(t, used, pool) for t in types.tolist()}
+    fits = {
+        t: problem.eligible[t, pool] & (free >= problem.type_demand[t]).all(axis=1)
+        for t in types.tolist()
+    }
     for i in range(count):
         t = int(seq_t[i])
-        demand = problem.type_demand[t]
-        fits = problem.eligible[t, pool] & (free >= demand).all(axis=1)
+        allowed = fits[t]
         if state.tracker.involved(t):
-            fits &= state.tracker.verdict(t)[pool] == 0
-        within = np.flatnonzero(fits)
+            allowed = allowed & (state.tracker.verdict(t)[pool] == 0)
+        within = np.flatnonzero(allowed)
         if within.size == 0:
             state.tracker.restore(saved)
             return None
-        used = problem.capacity[pool[within]] - free[within]
-        score = problem.node_scores(t, used, pool[within])
+        score = base[t][within]
         if scored and lca_row is not None and allocated >= 0:
-            extra = np.where(leaf[within] >= 0, lca_row[np.maximum(leaf[within], 0)], 0.0)
+            hn = leaf[within]
+            extra = np.where(hn >= 0, lca_row[np.maximum(hn, 0)], 0.0)
             top = extra >= extra.max()
             if top.sum() > 1 and search.plan.task_count:
-                hn_count = np.bincount(
-                    leaf[leaf >= 0], weights=tasks_here[leaf >= 0], minlength=len(tree.names)
-                )
-                inside = np.where(leaf[within] >= 0, hn_count[np.maximum(leaf[within], 0)], 0)
+                inside = np.where(hn >= 0, leaf_tasks[np.maximum(hn, 0)], 0.0)
                 extra = extra + np.where(top, inside / search.plan.task_count, 0.0)
             score = score + extra * scale
-        best = int(within[np.lexsort((pool[within], -score))[0]])
-        free[best] -= demand
-        tasks_here[best] += 1
+        best = int(within[int(np.argmax(score))])  # the first best: lowest node index
+        node = int(pool[best])
+        free[best] -= problem.type_demand[t]
+        if leaf[best] >= 0:
+            leaf_tasks[leaf[best]] += 1
         if state.tracker.involved(t):
-            state.tracker.place(t, int(pool[best]))
-        chosen.append((i, int(pool[best])))
+            state.tracker.place(t, node)
+        chosen.append((i, node))
+        row = problem.capacity[node : node + 1] - free[best : best + 1]
+        for u in base:
+            fits[u][best] = bool(
+                problem.eligible[u, node] and (free[best] >= problem.type_demand[u]).all()
+            )
+            base[u][best] = problem.node_scores(u, row, pool[best : best + 1])[0]
         if leaf[best] >= 0:
             moved = tree.lca(allocated, int(leaf[best]))
             if moved != allocated:
