@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solver.features.topology.block import placed_by_unit
 from solver.features.topology.hypernode_tree import HyperNodeTree
 from solver.problem import Block, IntArray, Problem, TierSpec
 
@@ -89,11 +90,7 @@ class HyperNodeBlock(Block):
         units = set(self.units())
         if not units or not self.tiers_listed:
             return {}
-        per_unit: dict[int, list[int]] = {u: [] for u in units}
-        for t, nodes in enumerate(pod_node):
-            u = problem.type_unit(t)
-            if u in units:
-                per_unit[u].extend(nodes[nodes >= 0].tolist())
+        per_unit = placed_by_unit(problem, pod_node, units)
         out: dict[str, int] = {}
         for k, tier in enumerate(self.tiers_listed):
             used = 0
