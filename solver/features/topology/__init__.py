@@ -64,7 +64,7 @@ def _compile(ctx: CompileContext) -> None:
         _compile_selectors(ctx, set(gather))
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
-    hypernode = compile_hypernode(ctx)
+    hypernode = compile_hypernode(ctx, taken=set(gather) | set(godel))
     if not gather and not godel and not hypernode:
         return
     ctx.add_block(_block(ctx, tree, gather, godel, hypernode))

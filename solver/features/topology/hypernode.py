@@ -42,6 +42,10 @@ __all__ = ["PLUGIN", "HyperNodeUnits", "compile_hypernode", "hypernode_args"]
 
 PLUGIN = "network-topology-aware"
 REASON_TIER = "node(s) are in no HyperNode of tier <= {limit}"
+REASON_CONFLICT = (
+    "PodGroup {gang} has a Volcano networkTopology and another topology dialect (a Koordinator "
+    "network-topology-spec or Godel job affinity): the two rules conflict; keep one"
+)
 REASON_ALLOCATED = "node(s) are outside HyperNode {name}, which holds the job's running pods"
 
 HyperNodeUnits = dict[int, tuple[IntArray, tuple[str, ...]]]
@@ -208,8 +212,10 @@ def _normal_pod_row(
     return out
 
 
-def compile_hypernode(ctx: CompileContext) -> HyperNodeUnits:
-    """Plans for the jobs with a network topology; the one-domain rules for the core."""
+def compile_hypernode(ctx: CompileContext, taken: set[int] | None = None) -> HyperNodeUnits:
+    """Plans for the jobs with a network topology; the one-domain rules for the core.
+    A unit another dialect already governs (`taken`: a Koordinator gather, a Godel plan)
+    and that also has a networkTopology is not placed: the two rules conflict."""
     topology = ctx.snapshot.topology
     hypernodes = topology.hypernodes if topology is not None else ()
     gangs = ctx.workload.gangs
@@ -228,6 +234,10 @@ def compile_hypernode(ctx: CompileContext) -> HyperNodeUnits:
         if not own:
             continue
         gang = gangs[plan.gang_ids[own[0]]]
+        if taken and u in taken:
+            for g in members:
+                ctx.block_gang(g, REASON_CONFLICT.format(gang=gang.id))
+            continue
         limit = _limit(gang, tree, ctx.notes)
         if limit is None:
             continue
