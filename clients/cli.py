@@ -57,6 +57,11 @@ from solver import (
 )
 from solver.engines import ENGINES
 from solver.errors import InputError
+from solver.features.topology.hypernode_tree import (
+    build_hypernode_tree,
+    hypernode_view,
+    render_hypernode_tree,
+)
 from solver.features.topology.tree import build_tree, render_tree, topology_view
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.schedule import snapshot_of
@@ -331,9 +336,13 @@ def topology_cmd(
     output: OutputFormat = Output.table,
     show_nodes: Annotated[bool, typer.Option("--nodes", help="List every node (table).")] = False,
 ) -> None:
-    """The ClusterNetworkTopology tree with node counts (Koordinator's status.detailStatus)."""
+    """The ClusterNetworkTopology tree with node counts (Koordinator's status.detailStatus),
+    or the Volcano HyperNode tree when the input has HyperNodes."""
     try:
         model = load_manifests(*files)
+        if model.topology is not None and model.topology.hypernodes:
+            _hypernode_tree(model, output, show_nodes)
+            return
         tree = build_tree(model.topology, model.nodes)
     except GangplanError as err:
         fail(err)
@@ -349,6 +358,25 @@ def topology_cmd(
     if view["nodesOutOfTree"]:
         left = view["nodesOutOfTree"]
         sys.stdout.write(f"not in the tree (a topology label is missing): {', '.join(left)}\n")
+
+
+def _hypernode_tree(model: ClusterModel, output: OutputFormat, show_nodes: bool) -> None:
+    """`gangplan topology` over Volcano HyperNodes (and the Koordinator tree too, if any)."""
+    assert model.topology is not None
+    names = [n.name for n in model.nodes]
+    tree = build_hypernode_tree(model.topology.hypernodes, model.nodes)
+    view: dict[str, object] = {"hyperNodeTree": hypernode_view(tree, names)}
+    koordinator = build_tree(model.topology, model.nodes) if model.topology.name else None
+    if koordinator is not None:
+        view["clusterNetworkTopology"] = topology_view(koordinator, model.topology)
+    if output is not Output.table:
+        write_data(view, output)
+        return
+    if koordinator is not None:
+        sys.stdout.write(render_tree(koordinator, show_nodes=show_nodes) + "\n\n")
+    sys.stdout.write(render_hypernode_tree(tree, names, show_nodes=show_nodes) + "\n")
+    for note in tree.notes:
+        sys.stdout.write(f"note: {note}\n")
 
 
 app.add_typer(queues_app, name="queues")

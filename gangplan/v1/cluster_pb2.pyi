@@ -278,6 +278,28 @@ GANG_MODE_NON_STRICT: GangMode.ValueType  # 2
 """NonStrict: partial reservations wait; never reported as placements in one cycle."""
 Global___GangMode: _TypeAlias = GangMode  # noqa: Y015
 
+class _HyperNodeMemberType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _HyperNodeMemberTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_HyperNodeMemberType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    HYPER_NODE_MEMBER_TYPE_UNSPECIFIED: _HyperNodeMemberType.ValueType  # 0
+    HYPER_NODE_MEMBER_TYPE_NODE: _HyperNodeMemberType.ValueType  # 1
+    """A node, chosen by exact name, regex and/or labels."""
+    HYPER_NODE_MEMBER_TYPE_HYPER_NODE: _HyperNodeMemberType.ValueType  # 2
+    """A child HyperNode, chosen by exact name."""
+
+class HyperNodeMemberType(_HyperNodeMemberType, metaclass=_HyperNodeMemberTypeEnumTypeWrapper):
+    """What a HyperNode member is."""
+
+HYPER_NODE_MEMBER_TYPE_UNSPECIFIED: HyperNodeMemberType.ValueType  # 0
+HYPER_NODE_MEMBER_TYPE_NODE: HyperNodeMemberType.ValueType  # 1
+"""A node, chosen by exact name, regex and/or labels."""
+HYPER_NODE_MEMBER_TYPE_HYPER_NODE: HyperNodeMemberType.ValueType  # 2
+"""A child HyperNode, chosen by exact name."""
+Global___HyperNodeMemberType: _TypeAlias = HyperNodeMemberType  # noqa: Y015
+
 class _DisruptionMode:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -1043,6 +1065,7 @@ class Gang(_message.Message):
     AFFINITY_FIELD_NUMBER: _builtins.int
     TOPOLOGY_KEY_FIELD_NUMBER: _builtins.int
     DISRUPTION_MODE_FIELD_NUMBER: _builtins.int
+    NETWORK_TOPOLOGY_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -1093,6 +1116,10 @@ class Gang(_message.Message):
         A gang with it is scheduled as a Godel unit.
         """
 
+    @_builtins.property
+    def network_topology(self) -> Global___VolcanoNetworkTopology:
+        """Volcano PodGroup spec.networkTopology (HyperNode tiers); unset for none."""
+
     def __init__(
         self,
         *,
@@ -1111,16 +1138,132 @@ class Gang(_message.Message):
         affinity: Global___GangAffinity | None = ...,
         topology_key: _builtins.str = ...,
         disruption_mode: Global___DisruptionMode.ValueType = ...,
+        network_topology: Global___VolcanoNetworkTopology | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "priority", b"priority"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "network_topology", b"network_topology", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "priority", b"priority", "queue", b"queue", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "priority", b"priority", "queue", b"queue", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__priority) -> _WhichOneofReturnType__priority | None: ...
 
 Global___Gang: _TypeAlias = Gang  # noqa: Y015
+
+@_typing.final
+class VolcanoNetworkTopology(_message.Message):
+    """Volcano PodGroup / Job `spec.networkTopology`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODE_FIELD_NUMBER: _builtins.int
+    HIGHEST_TIER_ALLOWED_FIELD_NUMBER: _builtins.int
+    HIGHEST_TIER_NAME_FIELD_NUMBER: _builtins.int
+    mode: _builtins.str
+    """"hard" (also when empty): every pod inside one HyperNode of tier <= the limit;
+    "soft": best effort (never blocks).
+    """
+    highest_tier_allowed: _builtins.int
+    """highestTierAllowed; unset for none (then highest_tier_name, if any)."""
+    highest_tier_name: _builtins.str
+    """highestTierName: the tier of the HyperNodes with this tier_name; empty for none."""
+    def __init__(
+        self,
+        *,
+        mode: _builtins.str = ...,
+        highest_tier_allowed: _builtins.int | None = ...,
+        highest_tier_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_highest_tier_allowed", b"_highest_tier_allowed", "highest_tier_allowed", b"highest_tier_allowed"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_highest_tier_allowed", b"_highest_tier_allowed", "highest_tier_allowed", b"highest_tier_allowed", "highest_tier_name", b"highest_tier_name", "mode", b"mode"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__highest_tier_allowed: _TypeAlias = _typing.Literal["highest_tier_allowed"]  # noqa: Y015
+    _WhichOneofArgType__highest_tier_allowed: _TypeAlias = _typing.Literal["_highest_tier_allowed", b"_highest_tier_allowed"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__highest_tier_allowed) -> _WhichOneofReturnType__highest_tier_allowed | None: ...
+
+Global___VolcanoNetworkTopology: _TypeAlias = VolcanoNetworkTopology  # noqa: Y015
+
+@_typing.final
+class HyperNodeMember(_message.Message):
+    """One `spec.members[]` entry of a HyperNode; its selectors are a union."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    EXACT_NAME_FIELD_NUMBER: _builtins.int
+    REGEX_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    type: Global___HyperNodeMemberType.ValueType
+    """Node or HyperNode."""
+    exact_name: _builtins.str
+    """exactMatch.name; unset for none."""
+    regex: _builtins.str
+    """regexMatch.pattern (searched in node names); unset for none."""
+    @_builtins.property
+    def labels(self) -> Global___LabelSelector:
+        """labelMatch (Node members only); unset for none. An empty selector selects nothing."""
+
+    def __init__(
+        self,
+        *,
+        type: Global___HyperNodeMemberType.ValueType = ...,
+        exact_name: _builtins.str | None = ...,
+        regex: _builtins.str | None = ...,
+        labels: Global___LabelSelector | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_exact_name", b"_exact_name", "_regex", b"_regex", "exact_name", b"exact_name", "labels", b"labels", "regex", b"regex"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exact_name", b"_exact_name", "_regex", b"_regex", "exact_name", b"exact_name", "labels", b"labels", "regex", b"regex", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__exact_name: _TypeAlias = _typing.Literal["exact_name"]  # noqa: Y015
+    _WhichOneofArgType__exact_name: _TypeAlias = _typing.Literal["_exact_name", b"_exact_name"]  # noqa: Y015
+    _WhichOneofReturnType__regex: _TypeAlias = _typing.Literal["regex"]  # noqa: Y015
+    _WhichOneofArgType__regex: _TypeAlias = _typing.Literal["_regex", b"_regex"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__exact_name) -> _WhichOneofReturnType__exact_name | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__regex) -> _WhichOneofReturnType__regex | None: ...
+
+Global___HyperNodeMember: _TypeAlias = HyperNodeMember  # noqa: Y015
+
+@_typing.final
+class HyperNode(_message.Message):
+    """A Volcano HyperNode (`topology.volcano.sh/v1alpha1`): a network switch over nodes or
+    other HyperNodes.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TIER_FIELD_NUMBER: _builtins.int
+    TIER_NAME_FIELD_NUMBER: _builtins.int
+    MEMBERS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """metadata.name; unique."""
+    tier: _builtins.int
+    """spec.tier (>= 0; lower is closer)."""
+    tier_name: _builtins.str
+    """spec.tierName; empty for none."""
+    @_builtins.property
+    def members(self) -> _containers.RepeatedCompositeFieldContainer[Global___HyperNodeMember]:
+        """spec.members."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        tier: _builtins.int = ...,
+        tier_name: _builtins.str = ...,
+        members: _abc.Iterable[Global___HyperNodeMember] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["members", b"members", "name", b"name", "tier", b"tier", "tier_name", b"tier_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HyperNode: _TypeAlias = HyperNode  # noqa: Y015
 
 @_typing.final
 class GangAffinity(_message.Message):
@@ -1575,9 +1718,10 @@ class NetworkTopology(_message.Message):
     LAYERS_FIELD_NUMBER: _builtins.int
     KUEUE_TOPOLOGIES_FIELD_NUMBER: _builtins.int
     KUEUE_FLAVORS_FIELD_NUMBER: _builtins.int
+    HYPERNODES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def layers(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologyLayer]:
-        """Layers as declared."""
+        """Layers as declared (Koordinator); none when only HyperNodes are given."""
 
     @_builtins.property
     def kueue_topologies(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueTopology]:
@@ -1587,16 +1731,21 @@ class NetworkTopology(_message.Message):
     def kueue_flavors(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueResourceFlavor]:
         """Kueue TAS ResourceFlavors."""
 
+    @_builtins.property
+    def hypernodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___HyperNode]:
+        """Volcano HyperNodes; names unique."""
+
     def __init__(
         self,
         *,
         layers: _abc.Iterable[Global___TopologyLayer] | None = ...,
         kueue_topologies: _abc.Iterable[Global___KueueTopology] | None = ...,
         kueue_flavors: _abc.Iterable[Global___KueueResourceFlavor] | None = ...,
+        hypernodes: _abc.Iterable[Global___HyperNode] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kueue_flavors", b"kueue_flavors", "kueue_topologies", b"kueue_topologies", "layers", b"layers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hypernodes", b"hypernodes", "kueue_flavors", b"kueue_flavors", "kueue_topologies", b"kueue_topologies", "layers", b"layers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

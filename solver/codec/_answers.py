@@ -16,6 +16,7 @@ from solver.codec._constraints import (
     spread_to_proto,
     terms_to_proto,
 )
+from solver.codec._hypernode import hypernodes_to_proto, network_topology_to_proto
 from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
 from solver.decision import Decision, GroupOutcome, Placement, Victim
@@ -216,6 +217,8 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         if affinity is not None:
             gang.affinity.CopyFrom(affinity)
         gang.topology_key = g.topology_key or ""
+        if g.network_topology is not None:
+            gang.network_topology.CopyFrom(network_topology_to_proto(g.network_topology))
         if g.disruption_mode is not None:
             gang.disruption_mode = _DISRUPTION_CODES[g.disruption_mode]
         _set_timestamp(gang, "creation_time", g.created)
@@ -244,7 +247,8 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
                         name=layer.name, parent=layer.parent or "", label_keys=layer.label_keys
                     )
                     for layer in model.topology.layers
-                ]
+                ],
+                hypernodes=hypernodes_to_proto(model.topology.hypernodes),
             )
         )
         kueue_to_proto(model.topology, msg.topology)

@@ -32,6 +32,8 @@ __all__ = [
     "inter_pod_from_proto",
     "inter_pod_to_proto",
     "known",
+    "label_selector_from_proto",
+    "label_selector_to_proto",
     "missing_or_unknown",
     "node_affinity_from_proto",
     "preferred_from_proto",
@@ -376,3 +378,8 @@ def spread_to_proto(
             msg.label_selector.CopyFrom(_selector_to_proto(c.selector))
         out.append(msg)
     return out
+
+
+label_selector_from_proto = _selector
+"""A LabelSelector message as the model's (violations under `path`), for other readers."""
+label_selector_to_proto = _selector_to_proto

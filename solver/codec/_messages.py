@@ -31,6 +31,7 @@ from solver.codec._constraints import (
     tolerations_from_proto,
 )
 from solver.codec._errors import Violations
+from solver.codec._hypernode import hypernodes_from_proto, network_topology_from_proto
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
 from solver.model import (
     Dialect,
@@ -221,6 +222,11 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
     return Gang(
         affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
         topology_key=msg.topology_key or None,
+        network_topology=network_topology_from_proto(
+            msg.network_topology, f"{path}.network_topology", out
+        )
+        if msg.HasField("network_topology")
+        else None,
         disruption_mode=DISRUPTION_MODES.get(msg.disruption_mode),
         id=gang_id,
         namespace=ns,
@@ -328,7 +334,15 @@ def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> 
             f"{path}.layers[{cycle}].parent",
             f"layer {layers[cycle].name!r} is its own ancestor",
         )
-    return NetworkTopology(layers=tuple(layers), **kueue_from_proto(msg, path, out))
+    hypernodes = hypernodes_from_proto(list(msg.hypernodes), f"{path}.hypernodes", out)
+    # no layers, only HyperNodes: no ClusterNetworkTopology (the model's name "")
+    name = "" if hypernodes and not layers else "default"
+    return NetworkTopology(
+        name=name,
+        layers=tuple(layers),
+        hypernodes=hypernodes,
+        **kueue_from_proto(msg, path, out),
+    )
 
 
 class RunningPodReader:

@@ -17,6 +17,7 @@ from solver.kube.gangs import (
     GangLinks,
     api_group,
 )
+from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
 from solver.kube.kueue import (
     KUEUE_GROUP,
     K8sKueueFlavor,
@@ -41,6 +42,7 @@ from solver.model import (
     QUEUE_ANNOTATION,
     ClusterModel,
     Gang,
+    HyperNode,
     NetworkTopology,
     Node,
     Pod,
@@ -87,6 +89,7 @@ class _Inputs:
     queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
     topology: tuple[RawObject, K8sClusterNetworkTopology] | None = None
     kueue: list[tuple[RawObject, K8sKueueTopology | K8sKueueFlavor]] = field(default_factory=list)
+    hypernodes: list[HyperNode] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     notes: list[str] = field(default_factory=list)
 
@@ -126,6 +129,11 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     topology = _topology(*inputs.topology) if inputs.topology else None
     if inputs.kueue:
         topology = kueue_topologies(inputs.kueue, topology)
+    if inputs.hypernodes:  # Volcano's HyperNodes ride on the topology (name "": no CNT)
+        hypernodes = tuple(sorted(inputs.hypernodes, key=lambda h: h.name))
+        topology = (topology or NetworkTopology(name="")).model_copy(
+            update={"hypernodes": hypernodes}
+        )
     return ClusterModel(
         nodes=tuple(sorted(nodes, key=lambda n: n.name)),
         pods=tuple(sorted(pods, key=lambda p: p.key)),
@@ -198,6 +206,10 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             )
             ident = kueue_object.metadata.name
             out.kueue.append((raw, kueue_object))
+        elif kind == "HyperNode" and group == HYPERNODE_GROUP:
+            hypernode = read_hypernode(raw, out.notes)
+            out.hypernodes.append(hypernode)
+            ident = hypernode.name
         else:
             out.notes.append(
                 f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "

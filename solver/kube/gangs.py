@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from solver.kube.hypernode import read_network_topology
 from solver.kube.loader import RawObject
 from solver.kube.objects import K8sPod, K8sPodGroup
 from solver.kube.workload_api import WORKLOAD_API, K8sWorkloadPodGroup, workload_gang_fields
@@ -206,12 +207,6 @@ class GangLinks:
         for pg_id, (raw, pg) in self.pod_groups.items():
             if pg_id not in self.gangs:
                 self.gangs[pg_id] = gang_from_pod_group(raw, pg, self.priority_of)
-            if isinstance(pg, K8sPodGroup) and pg.spec.network_topology is not None:
-                mode = pg.spec.network_topology.get("mode", "hard")
-                notes.append(
-                    f"PodGroup {pg_id!r}: Volcano networkTopology mode {mode} is not enforced "
-                    + ("yet: its pods stay pending" if mode != "soft" else "yet: placed without it")
-                )
         return notes
 
 
@@ -274,7 +269,7 @@ def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf
             raise raw.error(err.message, field=field) from None
     return gang.model_copy(
         update={
-            "refused": _unenforced_topology(pg),
+            "network_topology": read_network_topology(raw, pg.spec.network_topology),
             "queue": queue,
             "priority": priority,
             "min_resources": dict(pg.spec.min_resources),
@@ -282,15 +277,6 @@ def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf
             "affinity": pg.spec.affinity,
         }
     )
-
-
-def _unenforced_topology(pg: K8sPodGroup) -> str | None:
-    """Volcano's `spec.networkTopology` (HyperNode tiers): not enforced yet, so a hard one
-    keeps the gang pending rather than placing it where Volcano would not."""
-    topology = pg.spec.network_topology
-    if topology is None or topology.get("mode", "hard") == "soft":
-        return None
-    return "Volcano networkTopology mode hard (HyperNode tiers) is not enforced by gangplan yet"
 
 
 def _koordinator_gang(

@@ -19,6 +19,7 @@ from solver.model._cards import (
     parse_quota,
 )
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from solver.model._hypernode import HyperNode, HyperNodeMember, VolcanoNetworkTopology
 from solver.model._interpod import (
     InterPodTerms,
     LabelRequirement,
@@ -87,6 +88,8 @@ __all__ = [
     "GatherRule",
     "GatherSpec",
     "GatherSpecError",
+    "HyperNode",
+    "HyperNodeMember",
     "InterPodTerms",
     "JobAffinity",
     "JobAffinityError",
@@ -111,6 +114,7 @@ __all__ = [
     "Toleration",
     "TopologyLayer",
     "TopologySpreadConstraint",
+    "VolcanoNetworkTopology",
     "WeightedPodAffinityTerm",
     "card_alternatives",
     "card_demand",

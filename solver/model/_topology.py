@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
+from solver.model._hypernode import HyperNode
 from solver.model._kueue import KueueFlavor, KueueTopology
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
@@ -67,10 +68,11 @@ class TopologyLayer(_Frozen):
 class NetworkTopology(_Frozen):
     """`ClusterNetworkTopology/default`: layers as declared (the tree is built by the topology policy)."""
 
-    name: str = "default"
+    name: str = "default"  # "": no ClusterNetworkTopology, only Volcano HyperNodes
     layers: tuple[TopologyLayer, ...] = ()
     kueue_topologies: tuple[KueueTopology, ...] = ()  # Kueue `Topology` objects, by name
     kueue_flavors: tuple[KueueFlavor, ...] = ()  # Kueue TAS `ResourceFlavor`s, by name
+    hypernodes: tuple[HyperNode, ...] = ()  # Volcano HyperNode objects, sorted by name
 
 
 def parent_cycle(parents: Sequence[tuple[str, str | None]]) -> int | None:

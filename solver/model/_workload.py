@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.model._cluster import NodeSelectorTerm, Toleration
+from solver.model._hypernode import VolcanoNetworkTopology
 from solver.model._interpod import (
     InterPodTerms,
     PreferredSchedulingTerm,
@@ -117,6 +118,9 @@ class Gang(_Frozen):
     topology_key: str | None = Field(
         default=None,
         description="Workload API schedulingConstraints.topology[0].key: one domain of this label",
+    )
+    network_topology: VolcanoNetworkTopology | None = Field(
+        default=None, description="Volcano spec.networkTopology (HyperNode tiers)"
     )
     disruption_mode: Literal["Single", "All"] | None = Field(
         default=None, description="Workload API disruptionMode: pods evicted one by one or all"

@@ -21,6 +21,7 @@ Rules, and the plugins that put them in force:
 | Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
 | Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
 | Kueue TAS pod sets: whole, in a flavor's pool, one required domain, whole slices | `_kueue.kueue_tas` | always |
+| Volcano networkTopology hard: placed and running pods inside one HyperNode of tier <= limit | `_hypernode` | always |
 | not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
@@ -42,6 +43,7 @@ from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import (
     _basics,
     _gangs,
+    _hypernode,
     _interpod,
     _kueue,
     _nodegroup_limits,
@@ -69,6 +71,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     (("job-affinity",), _topology.job_affinity),
     ((), _topology.workload_topology),
     ((), _kueue.kueue_tas),
+    ((), _hypernode.hypernode),
     (("capacity", "capacity-card"), _queues.quotas),
     (("nodegroup",), _queues.nodegroups),
     (("nodegroup",), _nodegroup_limits.nodegroup_limits),

@@ -90,10 +90,14 @@ def base_manifests() -> list[dict[str, Any]]:
     7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet,
     12 a JobSet with Workload API gangs, 13 a LeaderWorkerSet (workloads expanded into
     pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 a Kueue Topology
-    and TAS ResourceFlavor, 19 a Kueue Workload asking for them."""
+    and TAS ResourceFlavor, 19 a Kueue Workload asking for them, 20-21 HyperNodes."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
-    group["spec"].update(queue="q", priorityClassName="high")
+    group["spec"].update(
+        queue="q",
+        priorityClassName="high",
+        networkTopology={"mode": "hard", "highestTierName": "rack"},
+    )
     pods = [
         pod(f"p{i}")
         .annotate("scheduling.k8s.io/group-name", "g")
@@ -213,6 +217,7 @@ def base_manifests() -> list[dict[str, Any]]:
             "metadata": {"name": "default", "labels": {"team": "a"}},
         },
         *_kueue(),
+        *_hypernodes(),
     ]
 
 
@@ -252,6 +257,33 @@ def _kueue() -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+def _hypernodes() -> list[dict[str, Any]]:
+    """20, 21: Volcano HyperNodes (a regex leaf under a tier-2 parent)."""
+    leaf = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "leaf"},
+        "spec": {
+            "tier": 1,
+            "tierName": "rack",
+            "members": [
+                {"type": "Node", "selector": {"regexMatch": {"pattern": "^n[01]$"}}},
+                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "r0"}}}},
+            ],
+        },
+    }
+    spine = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "spine"},
+        "spec": {
+            "tier": 2,
+            "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "leaf"}}}],
+        },
+    }
+    return [leaf, spine]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -345,6 +377,11 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((19, "spec", "podSets", 0, "topologyRequest", "podSetSliceSize"), 0),
     ((19, "spec", "podSets", 0, "topologyRequest", "required"), "no label!"),
     ((3, "metadata", "annotations"), {"kueue.x-k8s.io/podset-slice-size": "2"}),
+    ((2, "spec", "networkTopology", "mode"), "strict"),
+    ((2, "spec", "networkTopology", "highestTierAllowed"), -1),
+    ((20, "spec", "tier"), "one"),
+    ((20, "spec", "members", 0, "type"), "Rack"),
+    ((21, "spec", "members", 0, "selector"), {"regexMatch": {"pattern": "x"}}),
 ]
 
 

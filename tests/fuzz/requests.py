@@ -71,13 +71,38 @@ def base_cluster() -> pb.Cluster:
             kueue_flavors=[
                 pb.KueueResourceFlavor(name="f", topology_name="tas", node_labels={"rack": "r1"})
             ],
+            hypernodes=[
+                pb.HyperNode(
+                    name="leaf",
+                    tier=1,
+                    tier_name="rack",
+                    members=[pb.HyperNodeMember(type=pb.HYPER_NODE_MEMBER_TYPE_NODE, regex="^n")],
+                ),
+                pb.HyperNode(
+                    name="spine",
+                    tier=2,
+                    members=[
+                        pb.HyperNodeMember(
+                            type=pb.HYPER_NODE_MEMBER_TYPE_HYPER_NODE, exact_name="leaf"
+                        )
+                    ],
+                ),
+            ],
         ),
     )
 
 
 def base_job() -> pb.Job:
     return pb.Job(
-        gangs=[pb.Gang(namespace="default", name="g", min_member=2, queue="q")],
+        gangs=[
+            pb.Gang(
+                namespace="default",
+                name="g",
+                min_member=2,
+                queue="q",
+                network_topology=pb.VolcanoNetworkTopology(mode="hard", highest_tier_allowed=2),
+            )
+        ],
         pods=[
             pb.Pod(
                 namespace="default",
@@ -172,6 +197,8 @@ CLUSTER_INTS: list[Path] = [
     ("pods", 0, "priority"),
     ("queues", 0, "capability", "cpu"),
     ("queues", 0, "weight"),
+    ("topology", "hypernodes", 0, "tier"),
+    ("topology", "hypernodes", 1, "members", 0, "type"),
 ]
 CLUSTER_STRS: list[Path] = [
     ("nodes", 0, "name"),
@@ -186,6 +213,9 @@ CLUSTER_STRS: list[Path] = [
     ("topology", "kueue_topologies", 0, "levels", 0),
     ("topology", "kueue_flavors", 0, "topology_name"),
     ("topology", "kueue_flavors", 0, "node_labels", "rack"),
+    ("topology", "hypernodes", 0, "name"),
+    ("topology", "hypernodes", 0, "members", 0, "regex"),
+    ("topology", "hypernodes", 1, "members", 0, "exact_name"),
 ]
 JOB_INTS: list[Path] = [
     ("gangs", 0, "min_member"),
@@ -198,6 +228,7 @@ JOB_INTS: list[Path] = [
     ("pods", 0, "requests", GPU),
     ("pods", 0, "creation_time", "seconds"),
     ("pods", 0, "creation_time", "nanos"),
+    ("gangs", 0, "network_topology", "highest_tier_allowed"),
 ]
 JOB_STRS: list[Path] = [
     ("gangs", 0, "name"),
@@ -210,6 +241,8 @@ JOB_STRS: list[Path] = [
     ("pods", 1, "labels", "app"),
     ("pods", 0, "annotations", KUEUE_PREFERRED),
     ("pods", 1, "annotations", "kueue.x-k8s.io/podset-slice-size"),
+    ("gangs", 0, "network_topology", "mode"),
+    ("gangs", 0, "network_topology", "highest_tier_name"),
 ]
 OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
 OPTION_STRS: list[Path] = [
@@ -403,6 +436,18 @@ INVALID_REQUESTS: list[tuple[str, Path, Any, str]] = [
         "cluster.topology",
     ),
     ("PlaceJob", ("options", "seed"), -1, "options.seed"),
+    (
+        "PlaceJob",
+        ("job", "gangs", 0, "network_topology", "mode"),
+        "strict",
+        "job.gangs[0].network_topology.mode",
+    ),
+    (
+        "PlaceJob",
+        ("cluster", "topology", "hypernodes", 0, "tier"),
+        -1,
+        "cluster.topology.hypernodes[0].tier",
+    ),
     ("PlaceJob", ("options", "workers"), 10_000, "options.workers"),
     ("PlaceJob", ("options", "engine"), "quantum", "options.engine"),
     ("Preempt", ("job", "pods", 0, "gang"), "no-slash", "job.pods[0].gang"),

@@ -17,6 +17,7 @@ from solver.features.interpod import cpsat as interpod
 from solver.features.nodegroup import cpsat as nodegroup
 from solver.features.queues import cpsat as quota
 from solver.features.topology import cpsat as topology
+from solver.features.topology import hypernode_cpsat as hypernode
 from solver.problem import BoolArray, IntArray, Problem
 from solver.sat import PlacementVars, Term
 
@@ -30,6 +31,7 @@ MODULES: tuple[Build, ...] = (
     nodegroup.build,
     gang.build,
     topology.build,
+    hypernode.build,
     interpod.build,
     affinity.build,
     packing.build,
@@ -38,6 +40,7 @@ MODULES: tuple[Build, ...] = (
 
 CLASS_SPLITS: tuple[Callable[[Problem], list[IntArray]], ...] = (
     topology.class_split,
+    hypernode.class_split,
     quota.class_split,
     nodegroup.class_split,
 )

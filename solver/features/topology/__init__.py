@@ -1,7 +1,8 @@
 """Network topology: Koordinator's gather (`network-topology` plugin), Godel's job-level
 affinity (`job-affinity` plugin), the Kubernetes Workload API's PodGroup topology
-constraint and Kueue TAS (both always on: kube-scheduler's own, Kueue's admission), on one
-tree and one "one domain" rule.
+constraint and Kueue TAS (both always on: kube-scheduler's own, Kueue's admission) and
+Volcano's HyperNode `networkTopology` (always on; scored by `network-topology-aware`), on
+one "one domain" rule.
 
     tree.py         Koordinator's ClusterNetworkTopology tree, memoised per node generation
     koordinator.py  the gather spec of a gang group, pod order, existing peers
@@ -12,6 +13,7 @@ tree and one "one domain" rule.
     selector.py     Koordinator's single-pod scoring by network-topology-selector
     kueue.py        Kueue TAS pod sets, flavors and their trees (kueue_tas.py: Kueue's
                     findTopologyAssignment; kueue_place.py: both engines and the output)
+    hypernode*.py   Volcano HyperNode trees: tree, compile, block, greedy search, CP-SAT tiers
 
 Compile (this module): for every unit, the gather requirements of its first gang
 (Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
@@ -34,6 +36,7 @@ import numpy as np
 from solver.features._base import CompileContext, Feature
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
+from solver.features.topology.hypernode import HyperNodeUnits, compile_hypernode
 from solver.features.topology.koordinator import (
     ANNOTATION_SPEC,
     SELECTOR_FACT,
@@ -66,9 +69,10 @@ def _compile(ctx: CompileContext) -> None:
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
     kueue = compile_kueue(ctx)  # Kueue TAS: always, like the Workload API's topology
-    if not gather and not godel and not kueue:
+    hypernode = compile_hypernode(ctx, taken=set(gather) | set(godel) | set(kueue))
+    if not gather and not godel and not kueue and not hypernode:
         return
-    ctx.add_block(_block(ctx, tree, gather, godel, kueue))
+    ctx.add_block(_block(ctx, tree, gather, godel, kueue, hypernode))
 
 
 def _pending_of(ctx: CompileContext, gids: list[str]) -> dict[str, list[Pod]]:
@@ -200,6 +204,7 @@ def _block(
     gather: dict[int, UnitGather],
     godel: dict[int, GodelPlan],
     kueue: dict[int, tuple[KueuePodSet, ...]],
+    hypernode: HyperNodeUnits,
 ) -> TopologyBlock:
     num_units = len(ctx.gangs.unit_ids)
     layers = tree.layers if tree is not None and gather else ()
@@ -228,6 +233,8 @@ def _block(
     for u, unit_plan in godel.items():
         domain[u] = unit_plan.required
         domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
+    for u, (hypernode_domain, hypernode_names) in hypernode.items():
+        domain[u], domain_names[u] = hypernode_domain, hypernode_names
     unit_gather_flags = np.zeros(num_units, dtype=bool)
     unit_gather_flags[list(gather)] = True
     alloc, requested = (
@@ -256,7 +263,7 @@ def _block(
 
 FEATURE = Feature(
     name="topology",
-    plugins=("network-topology", "job-affinity"),
+    plugins=("network-topology", "job-affinity", "network-topology-aware"),
     compile=_compile,
     facts=(SELECTOR_FACT,),
     type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),

@@ -20,7 +20,7 @@ from solver.features.topology.kueue import KueuePodSet
 from solver.features.topology.kueue_place import kueue_tier_specs, kueue_tier_values
 from solver.problem import Block, BoolArray, IntArray, Problem, TierSpec
 
-__all__ = ["TopologyBlock", "domain_slots", "slack_units", "topology_units"]
+__all__ = ["TopologyBlock", "domain_slots", "placed_by_unit", "slack_units", "topology_units"]
 
 
 def _empty(*shape: int) -> IntArray:
@@ -114,11 +114,7 @@ class TopologyBlock(Block):
         units = set(topology_units(self))
         if not units:
             return {}
-        per_unit: dict[int, list[int]] = {u: [] for u in units}
-        for t, nodes in enumerate(pod_node):
-            u = problem.type_unit(t)
-            if u in units:
-                per_unit[u].extend(nodes[nodes >= 0].tolist())
+        per_unit = placed_by_unit(problem, pod_node, units)
         values: dict[str, int] = {}
         for layer in range(1, self.num_layers):
             used = 0
@@ -134,6 +130,18 @@ class TopologyBlock(Block):
                 slack += domain_slots(problem, self, u).get(int(domain[placed[0]]), 0)
         values["gather_slack"] = slack
         return values
+
+
+def placed_by_unit(
+    problem: Problem, pod_node: list[IntArray], units: set[int]
+) -> dict[int, list[int]]:
+    """The nodes of every placed pod of each unit in `units` (one entry per pod)."""
+    per_unit: dict[int, list[int]] = {u: [] for u in units}
+    for t, nodes in enumerate(pod_node):
+        u = problem.type_unit(t)
+        if u in units:
+            per_unit[u].extend(nodes[nodes >= 0].tolist())
+    return per_unit
 
 
 def topology_units(block: TopologyBlock) -> list[int]:

@@ -84,7 +84,8 @@ def _layer_chain(topology: NetworkTopology) -> list[int]:
 
 def build_tree(topology: NetworkTopology | None, nodes: Sequence[Node]) -> TopologyTree:
     """The network tree over `nodes` (in name order); InputError when the CR is unusable."""
-    if topology is None or not topology.layers:  # none, or only Kueue Topology objects
+    # No layers: only Kueue Topology objects; no name: only Volcano HyperNodes.
+    if topology is None or not topology.layers or not topology.name:
         raise InputError("no ClusterNetworkTopology named default in the input")
     chain = _layer_chain(topology)
     specs = [topology.layers[i] for i in chain]

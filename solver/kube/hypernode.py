@@ -1,0 +1,164 @@
+"""Volcano's network topology objects, read as the API server admits them.
+
+* `HyperNode` (`topology.volcano.sh/v1alpha1`): `spec.tier` (an integer >= 0, required),
+  `spec.tierName`, `spec.members[]` with `type` Node|HyperNode and a `selector` holding
+  `exactMatch.name`, `regexMatch.pattern` and/or `labelMatch` (matchLabels,
+  matchExpressions). As the CRD's validation says: a selector needs one of them, a
+  `HyperNode` member only `exactMatch`; a regex that does not compile is admitted (the
+  scheduler then finds no members) but noted.
+* a PodGroup's `spec.networkTopology`: `mode` hard (default) | soft, `highestTierAllowed`
+  (an integer >= 0) or `highestTierName`, not both.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from solver.kube.loader import RawObject
+from solver.model import (
+    HyperNode,
+    HyperNodeMember,
+    LabelRequirement,
+    LabelSelector,
+    VolcanoNetworkTopology,
+)
+
+__all__ = ["HYPERNODE_GROUP", "read_hypernode", "read_network_topology"]
+
+HYPERNODE_GROUP = "topology.volcano.sh"
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _mapping(raw: RawObject, value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise raw.error("must be a mapping", field=field)
+    return value
+
+
+def _text(raw: RawObject, value: Any, field: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise raw.error("must be a string", field=field)
+    return value
+
+
+def _whole(raw: RawObject, value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= 2**31:
+        raise raw.error("must be an integer >= 0", field=field)
+    return value
+
+
+def _label_selector(raw: RawObject, value: Any, field: str) -> LabelSelector:
+    body = _mapping(raw, value, field)
+    labels = _mapping(raw, body.get("matchLabels"), f"{field}.matchLabels")
+    for key, v in labels.items():
+        _text(raw, v, f"{field}.matchLabels.{key}")
+    reqs = []
+    exprs = body.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        raise raw.error("must be a list", field=f"{field}.matchExpressions")
+    for i, item in enumerate(exprs):
+        where = f"{field}.matchExpressions[{i}]"
+        item = _mapping(raw, item, where)
+        key = _text(raw, item.get("key"), f"{where}.key")
+        if not key:
+            raise raw.error("missing required field", field=f"{where}.key")
+        op = _text(raw, item.get("operator"), f"{where}.operator")
+        if op not in _OPERATORS:
+            raise raw.error(f"unknown operator {op!r} (one of {', '.join(_OPERATORS)})", where)
+        values = item.get("values") or []
+        if not isinstance(values, list):
+            raise raw.error("must be a list", field=f"{where}.values")
+        texts = tuple(_text(raw, v, f"{where}.values[{j}]") for j, v in enumerate(values))
+        if op in ("In", "NotIn") and not texts:
+            raise raw.error(f"values must be non-empty for operator {op}", f"{where}.values")
+        if op in ("Exists", "DoesNotExist") and texts:
+            raise raw.error(f"values must be empty for operator {op}", f"{where}.values")
+        reqs.append(LabelRequirement(key=key, operator=op, values=texts))
+    return LabelSelector(
+        match_labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        match_expressions=tuple(reqs),
+    )
+
+
+def _member(raw: RawObject, value: Any, field: str, notes: list[str]) -> HyperNodeMember:
+    body = _mapping(raw, value, field)
+    kind = body.get("type")
+    if kind not in ("Node", "HyperNode"):
+        raise raw.error("must be Node or HyperNode", field=f"{field}.type")
+    selector = _mapping(raw, body.get("selector"), f"{field}.selector")
+    where = f"{field}.selector"
+    exact = regex = None
+    labels = None
+    if "exactMatch" in selector:
+        exact_body = _mapping(raw, selector["exactMatch"], f"{where}.exactMatch")
+        exact = _text(raw, exact_body.get("name"), f"{where}.exactMatch.name")
+    if "regexMatch" in selector:
+        regex_body = _mapping(raw, selector["regexMatch"], f"{where}.regexMatch")
+        regex = _text(raw, regex_body.get("pattern"), f"{where}.regexMatch.pattern")
+        try:
+            re.compile(regex)
+        except re.error as err:
+            notes.append(
+                f"{raw.label}: {where}.regexMatch.pattern {regex!r} does not compile "
+                f"({err}): it selects no node, as in Volcano"
+            )
+    if "labelMatch" in selector:
+        labels = _label_selector(raw, selector["labelMatch"], f"{where}.labelMatch")
+    if exact is None and regex is None and labels is None:
+        raise raw.error("needs exactMatch, regexMatch or labelMatch", field=where)
+    if kind == "HyperNode" and (regex is not None or labels is not None or not exact):
+        raise raw.error("a HyperNode member is selected by exactMatch only", field=where)
+    return HyperNodeMember(type=kind, exact_name=exact, regex=regex, labels=labels)
+
+
+def read_hypernode(raw: RawObject, notes: list[str]) -> HyperNode:
+    """A HyperNode document as the model; ManifestError naming the field when invalid."""
+    meta = _mapping(raw, raw.body.get("metadata"), "metadata")
+    name = _text(raw, meta.get("name"), "metadata.name")
+    if not name:
+        raise raw.error("missing required field", field="metadata.name")
+    spec = _mapping(raw, raw.body.get("spec"), "spec")
+    if "tier" not in spec:
+        raise raw.error("missing required field", field="spec.tier")
+    tier = _whole(raw, spec["tier"], "spec.tier")
+    tier_name = _text(raw, spec.get("tierName"), "spec.tierName")
+    members = spec.get("members") or []
+    if not isinstance(members, list):
+        raise raw.error("must be a list", field="spec.members")
+    return HyperNode(
+        name=name,
+        tier=tier,
+        tier_name=tier_name,
+        members=tuple(_member(raw, m, f"spec.members[{i}]", notes) for i, m in enumerate(members)),
+    )
+
+
+def read_network_topology(
+    raw: RawObject, value: Any, field: str = "spec.networkTopology"
+) -> VolcanoNetworkTopology | None:
+    """`spec.networkTopology` of a PodGroup; None when absent."""
+    if value is None:
+        return None
+    body = _mapping(raw, value, field)
+    mode = _text(raw, body.get("mode"), f"{field}.mode") or "hard"
+    if mode not in ("hard", "soft"):
+        raise raw.error("must be hard or soft", field=f"{field}.mode")
+    allowed = body.get("highestTierAllowed")
+    if allowed is not None:
+        allowed = _whole(raw, allowed, f"{field}.highestTierAllowed")
+    name = _text(raw, body.get("highestTierName"), f"{field}.highestTierName")
+    if allowed is not None and name:
+        raise raw.error(
+            "highestTierAllowed and highestTierName are mutually exclusive",
+            field=f"{field}.highestTierName",
+        )
+    return VolcanoNetworkTopology(
+        mode=mode,
+        highest_tier_allowed=allowed,
+        highest_tier_name=name or None,
+    )
