@@ -145,6 +145,8 @@ def parse_kueue_request(annotations: Mapping[str, str]) -> KueueRequest | None:
         if not size_text.isdigit() or int(size_text) < 1:
             raise KueueRequestError(field(a.SLICE_SIZE), f"{size_text!r} must be an integer >= 1")
         size = int(size_text)
+    if group is not None:
+        _check_group(group, required or preferred, slice_level, size_text)
     if required is not None:
         mode: Mode = "required"
     elif preferred is not None:
@@ -152,7 +154,7 @@ def parse_kueue_request(annotations: Mapping[str, str]) -> KueueRequest | None:
     elif unconstrained or slice_level is not None:
         mode = "unconstrained"  # slice-only requests run unconstrained at the top level
     else:
-        return None if group is None else KueueRequest(mode="unconstrained", group=group)
+        return None
     return KueueRequest(
         mode=mode,
         level=required or preferred,
@@ -160,3 +162,20 @@ def parse_kueue_request(annotations: Mapping[str, str]) -> KueueRequest | None:
         slice_size=size,
         group=group,
     )
+
+
+def _check_group(
+    group: str, level: str | None, slice_level: str | None, size_text: str | None
+) -> None:
+    """`validatePodSetGroupNameAnnotation` and its neighbours (`tas_validation.go`)."""
+    a = KUEUE_ANNOTATIONS
+    where = f"metadata.annotations[{a.GROUP_NAME}]"
+    if group.isdigit():
+        raise KueueRequestError(where, f"{group!r} must not be a number")
+    for other, value in ((a.SLICE_SIZE, size_text), (a.SLICE_REQUIRED, slice_level)):
+        if value is not None:
+            raise KueueRequestError(where, f"may not be set when {other!r} is specified")
+    if level is None:
+        raise KueueRequestError(
+            where, f"may not be set when neither {a.PREFERRED!r} nor {a.REQUIRED!r} is specified"
+        )

@@ -8,14 +8,23 @@ annotations and the Kueue Topology objects, without the feature code:
 - `podset-required-topology: L`: all its placed pods in one domain of level L (a domain is
   the nodes' values of every level from the top down to L);
 - `podset-slice-required-topology: S` + `podset-slice-size: k`: in every domain of level
-  S, a multiple of k of its pods (so the set splits into whole slices, each in one domain).
+  S, a multiple of k of its pods (so the set splits into whole slices, each in one domain);
+- `podset-group-name: G` with `podset-required-topology: L`: the pod sets of the gang
+  naming G (a leader and its workers) all placed, together in one domain of level L.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from solver.model import KueueRequest, KueueTopology, Node, Pod, parse_kueue_request
+from solver.model import (
+    KUEUE_ANNOTATIONS,
+    KueueRequest,
+    KueueTopology,
+    Node,
+    Pod,
+    parse_kueue_request,
+)
 from solver.verify._context import VerifyContext
 
 __all__ = ["kueue_tas"]
@@ -75,7 +84,36 @@ def kueue_tas(ctx: VerifyContext) -> list[str]:
                 problems.append(f"{what}: pods outside every TAS flavor's pool with its levels")
                 continue
             problems.extend(_levels(what, fitting[0], request, placed))
+        problems.extend(_groups(ctx, gang.id, topology.kueue_topologies, nodes))
     return problems
+
+
+def _groups(
+    ctx: VerifyContext, gang: str, topologies: tuple[KueueTopology, ...], nodes: dict[str, Node]
+) -> list[str]:
+    """A group's pod sets share one domain of their required level, all placed or none."""
+    members: dict[str, list[Pod]] = {}
+    for pod in ctx.members(gang):
+        group = pod.annotations.get(KUEUE_ANNOTATIONS.GROUP_NAME)
+        if group is not None:
+            members.setdefault(group, []).append(pod)
+    out: list[str] = []
+    for group, pods in sorted(members.items()):
+        placed = [nodes[ctx.target[p.key]] for p in pods if p.key in ctx.target]
+        what = f"gang {gang} Kueue pod-set group {group}"
+        if placed and len(placed) != len(pods):
+            out.append(f"{what}: {len(placed)} of {len(pods)} pods placed, not all")
+        level = pods[0].annotations.get(KUEUE_ANNOTATIONS.REQUIRED)
+        if level is None or not placed:
+            continue
+        for topology in topologies:
+            if level in topology.levels:
+                domains = {_domain(n, topology.levels, level) for n in placed}
+                if len(domains) > 1:
+                    shown = sorted("/".join(d) for d in domains if d)
+                    out.append(f"{what}: leader and workers span {level} domains {shown}")
+                break
+    return out
 
 
 def _levels(

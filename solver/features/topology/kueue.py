@@ -12,6 +12,11 @@ Ready, schedulable and carrying every level label (`tas_flavor.go`); elsewhere t
 ineligible with their own reason. A pod set is placed whole or not at all (Kueue admits a
 workload whole).
 
+A **group** (`kueue.x-k8s.io/podset-group-name`) is two pod sets of a gang, one of a single
+pod (the leader), with the same required or preferred level (`ValidatePodSetGroupingTopology`
+in `jobframework/tas_validation.go`; other groups are refused with its message): it is one
+`KueuePodSet` of the workers' request carrying its `leader`, placed by one Kueue call.
+
 The tree of a flavor's pool is a snapshot fact: memoised per node generation, Topology
 and flavor, with domains numbered in level-value order (Kueue's tie-break).
 """
@@ -23,9 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.features._base import CompileContext
-from solver.features.topology.kueue_tas import KueueTree, TasRequest
+from solver.features.topology.kueue_tas import KueueTree, LeaderLeaves, TasRequest
 from solver.model import (
     HOSTNAME,
+    KUEUE_ANNOTATIONS,
     KueueFlavor,
     KueueRequest,
     KueueTopology,
@@ -36,10 +42,27 @@ from solver.model import (
 from solver.problem import BoolArray, IntArray
 from solver.snapshot import NodeTable
 
-__all__ = ["PODSET_LABEL", "KueuePodSet", "compile_kueue", "kueue_tree", "pod_set_key"]
+__all__ = [
+    "PODSET_LABEL",
+    "KueueLeader",
+    "KueuePodSet",
+    "compile_kueue",
+    "kueue_tree",
+    "leader_leaves",
+    "leaf_pods",
+    "pod_set_key",
+]
 
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 REASON_POOL = "node(s) are outside the Kueue TAS flavor {flavor}'s node pool"
+
+
+@dataclass(frozen=True)
+class KueueLeader:
+    """The one-pod pod set of a group, placed beside the workers."""
+
+    name: str
+    types: tuple[int, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +76,16 @@ class KueuePodSet:
     tree: KueueTree
     request: TasRequest
     mode: str  # required | preferred | unconstrained (what the user asked for)
+    leader: KueueLeader | None = None  # the group's leader pod set
+
+    @property
+    def all_types(self) -> tuple[int, ...]:
+        return self.types + (self.leader.types if self.leader else ())
+
+    @property
+    def total(self) -> int:
+        """Pods of the set and its leader."""
+        return self.request.count + (1 if self.leader else 0)
 
     @property
     def hostname_leaves(self) -> bool:
@@ -169,6 +202,69 @@ def _pod_sets_of_gang(ctx: CompileContext, g: int) -> dict[tuple[str, ...], list
     return out
 
 
+@dataclass
+class _Entry:
+    name: str
+    types: list[int]
+    request: KueueRequest
+    count: int
+    leader: KueueLeader | None = None
+
+
+def _group_error(group: str, members: list[_Entry]) -> str:
+    """`ValidatePodSetGroupingTopology`'s refusal of a group, or ""."""
+    if len(members) != 2:
+        return f"can only define groups of exactly 2 pod sets, got: {len(members)} pod set(s)"
+    one, two = members
+    if one.count != 1 and two.count != 1:
+        return (
+            "can only define groups where at least one pod set has only 1 replica, got: "
+            f"{one.count} replica(s) and {two.count} replica(s) in the group"
+        )
+    if (one.request.mode, one.request.level) != (two.request.mode, two.request.level):
+        return (
+            f"pod sets {one.name} and {two.name} must specify "
+            f"'{KUEUE_ANNOTATIONS.REQUIRED}' or '{KUEUE_ANNOTATIONS.PREFERRED}' topology "
+            f"consistent with each other in group '{group}'"
+        )
+    return ""
+
+
+def _entries(ctx: CompileContext, g: int) -> list[_Entry] | str:
+    """The pod sets of gang g in order, each group folded into its workers (Kueue's
+    `findLeaderAndWorkers`: the second is the leader unless it has more pods)."""
+    entries: list[_Entry] = []
+    groups: dict[str, list[_Entry]] = {}
+    for key, types in _pod_sets_of_gang(ctx, g).items():
+        request = parse_kueue_request(ctx.first_pod(types[0]).annotations)  # readers checked
+        if request is None:
+            continue
+        count = sum(len(ctx.type_pods[t]) for t in types)
+        entry = _Entry(key[0] or "main", types, request, count)
+        if request.group is None:
+            entries.append(entry)
+            continue
+        if request.group not in groups:
+            entries.append(entry)
+        groups.setdefault(request.group, []).append(entry)
+    for group, members in groups.items():
+        why = _group_error(group, members)
+        if why:
+            return f"Kueue pod-set group {group!r}: {why}"
+        workers, leader = members
+        if leader.count > workers.count:
+            workers, leader = leader, workers
+        at = next(i for i, e in enumerate(entries) if e.request.group == group)
+        entries[at] = _Entry(
+            workers.name,
+            workers.types,
+            workers.request,
+            workers.count,
+            KueueLeader(leader.name, tuple(leader.types)),
+        )
+    return entries
+
+
 def compile_kueue(ctx: CompileContext) -> dict[int, tuple[KueuePodSet, ...]]:
     """The Kueue pod sets of every unit; restricts their pods to their flavor's pool and
     blocks gangs whose request cannot be served (with Kueue's reason)."""
@@ -176,40 +272,36 @@ def compile_kueue(ctx: CompileContext) -> dict[int, tuple[KueuePodSet, ...]]:
     out: dict[int, list[KueuePodSet]] = {}
     plan = ctx.gangs
     for g, gid in enumerate(plan.gang_ids):
-        for key, types in _pod_sets_of_gang(ctx, g).items():
-            pod = ctx.first_pod(types[0])
-            request = parse_kueue_request(pod.annotations)  # checked by the readers
-            if request is None:
-                continue
-            if request.group is not None:
-                ctx.block_gang(
-                    g,
-                    f"gang {gid}: Kueue pod-set groups (podset-group-name, leader/worker) "
-                    "are not modelled by gangplan yet",
-                )
-                continue
-            found = _flavor_for(cluster, request, pod)
+        entries = _entries(ctx, g)
+        if isinstance(entries, str):
+            ctx.block_gang(g, f"gang {gid}: {entries}")
+            continue
+        for entry in entries:
+            found = _flavor_for(cluster, entry.request, ctx.first_pod(entry.types[0]))
             if isinstance(found, str):
                 ctx.block_gang(g, f"gang {gid}: {found}")
                 continue
             flavor, topology = found
             tree = kueue_tree(ctx.nodes, topology, flavor)
-            count = sum(len(ctx.type_pods[t]) for t in types)
-            resolved = _resolve(request, tree, count)
+            resolved = _resolve(entry.request, tree, entry.count)
             if isinstance(resolved, str):
                 ctx.block_gang(g, f"gang {gid}: {resolved}")
                 continue
             pool: BoolArray = tree.node_leaf >= 0
-            ctx.restrict(types, pool, REASON_POOL.format(flavor=flavor.name))
+            leader_types = entry.leader.types if entry.leader else ()
+            ctx.restrict(
+                [*entry.types, *leader_types], pool, REASON_POOL.format(flavor=flavor.name)
+            )
             out.setdefault(int(plan.unit[g]), []).append(
                 KueuePodSet(
                     gang=g,
-                    name=key[0] or "main",
-                    types=tuple(types),
+                    name=entry.name,
+                    types=tuple(entry.types),
                     flavor=flavor.name,
                     tree=tree,
                     request=resolved,
-                    mode=request.mode,
+                    mode=entry.request.mode,
+                    leader=entry.leader,
                 )
             )
     return {u: tuple(sets) for u, sets in out.items()}
@@ -235,3 +327,46 @@ def leaf_pods(
     np.add.at(total, tree.node_leaf[in_pool], np.maximum(free[in_pool][:, positive], 0))
     per_leaf: IntArray = (total // demand[positive]).min(axis=1).astype(np.int64)
     return per_leaf
+
+
+def _room(free: IntArray, demand: IntArray) -> IntArray:
+    """Pods of `demand` that `free` rows hold (resources the pod does not request skipped)."""
+    positive = demand > 0
+    if not positive.any():
+        return np.full(free.shape[0], np.iinfo(np.int32).max, dtype=np.int64)
+    room: IntArray = (np.maximum(free[:, positive], 0) // demand[positive]).min(axis=1)
+    return room.astype(np.int64)
+
+
+def leader_leaves(
+    pod_set: KueuePodSet,
+    free: IntArray,
+    demand: IntArray,
+    leader_demand: IntArray,
+    eligible: BoolArray,
+) -> LeaderLeaves:
+    """Where the group's leader fits and the workers beside it, per leaf (`fillLeafCounts`:
+    with hostname leaves per node, where the workers' and the leader's filters pass; else on
+    the leaf's summed room)."""
+    tree = pod_set.tree
+    in_pool = tree.node_leaf >= 0
+    leaves = len(tree.paths[-1])
+    if pod_set.hostname_leaves:
+        rows, where = free, eligible & in_pool
+    else:
+        rows = np.zeros((leaves, free.shape[1]), dtype=np.int64)
+        np.add.at(rows, tree.node_leaf[in_pool], np.maximum(free[in_pool], 0))
+        where = np.ones(leaves, dtype=bool)
+    fits = where & (_room(rows, leader_demand) > 0)
+    beside = np.where(fits, _room(rows - np.where(fits[:, None], leader_demand, 0), demand), 0)
+    plain = np.where(where, _room(rows, demand), 0)
+    with_leader = np.where(fits, beside, plain)
+    if not pod_set.hostname_leaves:
+        return LeaderLeaves(fits.astype(np.int64), with_leader.astype(np.int64))
+    node_leaf = tree.node_leaf[in_pool]
+    # a leaf is one node (hostname leaves)
+    out_fits = np.zeros(leaves, dtype=np.int64)
+    out_fits[node_leaf] = fits[in_pool]
+    out_with = np.zeros(leaves, dtype=np.int64)
+    out_with[node_leaf] = with_leader[in_pool]
+    return LeaderLeaves(out_fits, out_with)

@@ -2,10 +2,10 @@
 
 Greedy: each pod set of a unit, in order, gets Kueue's assignment (`kueue_tas.py`) against
 the room left by the pod sets before it (Kueue's assumed usage); its pods then go to the
-nodes of each assigned leaf (one node per leaf with hostname leaves). The unit is placed
-whole or not at all.
+nodes of each assigned leaf (one node per leaf with hostname leaves); a group's leader goes
+first, to its leaf. The unit is placed whole or not at all.
 
-CP-SAT, for a pod set p with types T_p on node classes c (each class inside one domain of
+CP-SAT, for a pod set p (a group: its workers and leader as one p) with types T_p on node classes c (each class inside one domain of
 every Kueue level, `class_rows`):
 
     # whole:     Σ_{t ∈ T_p} x[t, c, k] = |p| · on[u]
@@ -27,8 +27,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.decision import KueueTopologyAssignment
-from solver.features.topology.kueue import KueuePodSet, leaf_pods
-from solver.features.topology.kueue_tas import find_topology_assignment
+from solver.features.topology.kueue import KueuePodSet, leader_leaves, leaf_pods
+from solver.features.topology.kueue_tas import LeaderLeaves, find_topology_assignment
 from solver.problem import GreedyState, IntArray, Problem, TierSpec, fill
 from solver.sat import PlacementVars, Term
 
@@ -54,12 +54,16 @@ def place_kueue(
         t0 = ps.types[0]
         demand = problem.type_demand[t0]
         leaves = leaf_pods(ps, trial, demand, problem.eligible[t0])
-        found = find_topology_assignment(ps.tree, leaves, ps.request)
-        why = (
-            found
-            if isinstance(found, str)
-            else _fill_leaves(problem, ps, found, trial, chosen, state)
-        )
+        leader: LeaderLeaves | None = None
+        if ps.leader is not None:
+            lt = ps.leader.types[0]
+            both = problem.eligible[t0] & problem.eligible[lt]
+            leader = leader_leaves(ps, trial, demand, problem.type_demand[lt], both)
+        found = find_topology_assignment(ps.tree, leaves, ps.request, leader)
+        why = found
+        if not isinstance(found, str):
+            why = _fill_leader(problem, ps, found.leader, trial, chosen, state)
+            why = why or _fill_leaves(problem, ps, found.workers, trial, chosen, state)
         if why:
             state.tracker.restore(base)
             for g in gangs:
@@ -76,6 +80,27 @@ def place_kueue(
     state.ledger.charge_plan(plan)
     for t, nodes in chosen.items():
         state.pod_node[t][: len(nodes)] = nodes
+
+
+def _fill_leader(
+    problem: Problem,
+    ps: KueuePodSet,
+    leaf: int,
+    trial: IntArray,
+    chosen: dict[int, list[int]],
+    state: GreedyState,
+) -> str:
+    """The group's leader on a node of its leaf, before the workers (Kueue counts the
+    workers beside it)."""
+    if ps.leader is None:
+        return ""
+    nodes = np.flatnonzero(ps.tree.node_leaf == leaf) if leaf >= 0 else np.zeros(0, np.int64)
+    for t in ps.leader.types:
+        got = fill(problem, t, len(problem.type_pods[t]), trial, nodes, state.tracker)
+        chosen.setdefault(t, []).extend(got.tolist())
+        if got.size < len(problem.type_pods[t]):
+            return f"leader pod set {ps.leader.name}: no node of its assigned domain takes it"
+    return ""
 
 
 def _fill_leaves(
@@ -136,7 +161,7 @@ def kueue_tier_specs(plans: Plans) -> list[TierSpec]:
     specs = []
     for label in _scored_levels(plans):
         upper = sum(
-            min(ps.request.count, len(ps.tree.paths[ps.tree.levels.index(label)]))
+            min(ps.total, len(ps.tree.paths[ps.tree.levels.index(label)]))
             for sets in plans
             for ps in sets or ()
             if label in ps.tree.levels
@@ -149,7 +174,7 @@ def kueue_tier_values(problem: Problem, plans: Plans, pod_node: list[IntArray]) 
     values = dict.fromkeys((f"kueue_domains:{x}" for x in _scored_levels(plans)), 0)
     for sets in plans:
         for ps in sets or ():
-            placed = np.concatenate([pod_node[t][pod_node[t] >= 0] for t in ps.types])
+            placed = np.concatenate([pod_node[t][pod_node[t] >= 0] for t in ps.all_types])
             for label in _scored_levels([(ps,)]):
                 row = ps.tree.node_domain(ps.tree.levels.index(label))[placed]
                 values[f"kueue_domains:{label}"] += len(set(row[row >= 0].tolist()))
@@ -165,12 +190,12 @@ def build_kueue(
     used_by_label: dict[str, list[cp_model.IntVar]] = {}
     for u, sets in enumerate(plans):
         for p, ps in enumerate(sets or ()):
-            keys = [key for t in ps.types for key in keys_of.get(t, [])]
+            keys = [key for t in ps.all_types for key in keys_of.get(t, [])]
             if not keys:
                 continue
             xs = [v.x[key] for key in keys]
-            # whole: Σ x = |p| · on[u]
-            model.add(cp_model.LinearExpr.sum(xs) == ps.request.count * v.unit_on[u])
+            # whole: Σ x = |p| · on[u]   (a group: its leader and workers together)
+            model.add(cp_model.LinearExpr.sum(xs) == ps.total * v.unit_on[u])
             req = ps.request
             node_of = [v.classes[key[1]].nodes[0] for key in keys]
             if req.required:
@@ -207,7 +232,7 @@ def build_kueue(
                     continue
                 for d, group in sorted(by_level.get(lv, {}).items()):
                     used = model.new_bool_var(f"kueue_used[{u},{p},{lv},{d}]")
-                    model.add(cp_model.LinearExpr.sum(group) <= req.count * used)
+                    model.add(cp_model.LinearExpr.sum(group) <= ps.total * used)
                     used_by_label.setdefault(ps.tree.levels[lv], []).append(used)
     return [
         Term(f"kueue_domains:{label}", cp_model.LinearExpr.sum(used_by_label.get(label, [])))
@@ -226,20 +251,27 @@ def assignments(
     out: list[KueueTopologyAssignment] = []
     for sets in plans:
         for ps in sets or ():
-            placed = np.concatenate([pod_node[t][pod_node[t] >= 0] for t in ps.types])
-            if placed.size == 0:
-                continue
-            leaves = np.bincount(ps.tree.node_leaf[placed], minlength=len(ps.tree.paths[-1]))
-            first = ps.tree.lowest if ps.hostname_leaves else 0
-            domains = tuple(
-                (ps.tree.paths[-1][d][first:], int(c)) for d, c in enumerate(leaves.tolist()) if c
-            )
-            out.append(
-                KueueTopologyAssignment(
-                    podgroup=problem.gang_ids[ps.gang],
-                    pod_set=ps.name,
-                    levels=ps.tree.levels[first:],
-                    domains=domains,  # leaf ids are in level-value order
-                )
-            )
+            members = [(ps.name, ps.types)]
+            if ps.leader is not None:  # Kueue's order: the leader's assignment, then workers'
+                members.insert(0, (ps.leader.name, ps.leader.types))
+            for name, types in members:
+                placed = np.concatenate([pod_node[t][pod_node[t] >= 0] for t in types])
+                if placed.size:
+                    out.append(_assignment(problem, ps, name, placed))
     return out
+
+
+def _assignment(
+    problem: Problem, ps: KueuePodSet, name: str, placed: IntArray
+) -> KueueTopologyAssignment:
+    leaves = np.bincount(ps.tree.node_leaf[placed], minlength=len(ps.tree.paths[-1]))
+    first = ps.tree.lowest if ps.hostname_leaves else 0
+    domains = tuple(
+        (ps.tree.paths[-1][d][first:], int(c)) for d, c in enumerate(leaves.tolist()) if c
+    )
+    return KueueTopologyAssignment(
+        podgroup=problem.gang_ids[ps.gang],
+        pod_set=name,
+        levels=ps.tree.levels[first:],
+        domains=domains,  # leaf ids are in level-value order
+    )
