@@ -37,6 +37,7 @@ from solver.model._kueue import (
     KueueRequestError,
     KueueTopology,
     parse_kueue_request,
+    pod_set_group_error,
 )
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._snapshot import ClusterModel
@@ -126,4 +127,5 @@ __all__ = [
     "parse_job_affinity",
     "parse_kueue_request",
     "parse_quota",
+    "pod_set_group_error",
 ]

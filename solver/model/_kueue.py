@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -28,6 +28,7 @@ __all__ = [
     "KueueRequestError",
     "KueueTopology",
     "parse_kueue_request",
+    "pod_set_group_error",
 ]
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -179,3 +180,23 @@ def _check_group(
         raise KueueRequestError(
             where, f"may not be set when neither {a.PREFERRED!r} nor {a.REQUIRED!r} is specified"
         )
+
+
+def pod_set_group_error(group: str, members: Sequence[tuple[str, int, KueueRequest]]) -> str:
+    """`ValidatePodSetGroupingTopology` (`tas_validation.go`): why the pod sets (name,
+    count, request) naming `group` are not a valid group, or ""."""
+    if len(members) != 2:
+        return f"can only define groups of exactly 2 pod sets, got: {len(members)} pod set(s)"
+    (one, one_count, one_req), (two, two_count, two_req) = members
+    if one_count != 1 and two_count != 1:
+        return (
+            "can only define groups where at least one pod set has only 1 replica, got: "
+            f"{one_count} replica(s) and {two_count} replica(s) in the group"
+        )
+    if (one_req.mode, one_req.level) != (two_req.mode, two_req.level):
+        return (
+            f"pod sets {one} and {two} must specify '{KUEUE_ANNOTATIONS.REQUIRED}' or "
+            f"'{KUEUE_ANNOTATIONS.PREFERRED}' topology consistent with each other in group "
+            f"'{group}'"
+        )
+    return ""

@@ -31,13 +31,13 @@ from solver.features._base import CompileContext
 from solver.features.topology.kueue_tas import KueueTree, LeaderLeaves, TasRequest
 from solver.model import (
     HOSTNAME,
-    KUEUE_ANNOTATIONS,
     KueueFlavor,
     KueueRequest,
     KueueTopology,
     NetworkTopology,
     Pod,
     parse_kueue_request,
+    pod_set_group_error,
 )
 from solver.problem import BoolArray, IntArray
 from solver.snapshot import NodeTable
@@ -211,25 +211,6 @@ class _Entry:
     leader: KueueLeader | None = None
 
 
-def _group_error(group: str, members: list[_Entry]) -> str:
-    """`ValidatePodSetGroupingTopology`'s refusal of a group, or ""."""
-    if len(members) != 2:
-        return f"can only define groups of exactly 2 pod sets, got: {len(members)} pod set(s)"
-    one, two = members
-    if one.count != 1 and two.count != 1:
-        return (
-            "can only define groups where at least one pod set has only 1 replica, got: "
-            f"{one.count} replica(s) and {two.count} replica(s) in the group"
-        )
-    if (one.request.mode, one.request.level) != (two.request.mode, two.request.level):
-        return (
-            f"pod sets {one.name} and {two.name} must specify "
-            f"'{KUEUE_ANNOTATIONS.REQUIRED}' or '{KUEUE_ANNOTATIONS.PREFERRED}' topology "
-            f"consistent with each other in group '{group}'"
-        )
-    return ""
-
-
 def _entries(ctx: CompileContext, g: int) -> list[_Entry] | str:
     """The pod sets of gang g in order, each group folded into its workers (Kueue's
     `findLeaderAndWorkers`: the second is the leader unless it has more pods)."""
@@ -248,7 +229,7 @@ def _entries(ctx: CompileContext, g: int) -> list[_Entry] | str:
             entries.append(entry)
         groups.setdefault(request.group, []).append(entry)
     for group, members in groups.items():
-        why = _group_error(group, members)
+        why = pod_set_group_error(group, [(e.name, e.count, e.request) for e in members])
         if why:
             return f"Kueue pod-set group {group!r}: {why}"
         workers, leader = members

@@ -12,7 +12,13 @@ from typing import Any
 
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
-from solver.model import KUEUE_ANNOTATIONS, KueueRequestError, parse_kueue_request
+from solver.model import (
+    KUEUE_ANNOTATIONS,
+    KueueRequest,
+    KueueRequestError,
+    parse_kueue_request,
+    pod_set_group_error,
+)
 
 __all__ = ["PODSET_LABEL", "expand_kueue_workload"]
 
@@ -70,11 +76,15 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
     out = Expansion(owns=lambda pod: meta_value(pod, "labels", WORKLOAD_LABEL) == f.name)
     total = 0
     pods: list[dict[str, Any]] = []
+    groups: dict[str, list[tuple[int, str, int, KueueRequest]]] = {}
     for i, ps in enumerate(f.dicts(f.spec.get("podSets"), "spec.podSets")):
         path = f"spec.podSets[{i}]"
         name = f.text(ps.get("name"), f"{path}.name", "main")
         count = f.count(ps.get("count"), f"{path}.count", 1)
         annotations = _request_annotations(f, ps.get("topologyRequest"), f"{path}.topologyRequest")
+        request = parse_kueue_request(annotations)
+        if request is not None and request.group is not None:
+            groups.setdefault(request.group, []).append((i, name, count, request))
         size = int(annotations.get(KUEUE_ANNOTATIONS.SLICE_SIZE, "1"))
         if size > count and count:
             raise f.raw.error(
@@ -95,6 +105,11 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
         total += count
     if not pods:
         raise raw.error("a Workload needs at least one pod", field="spec.podSets")
+    for group, members in groups.items():
+        why = pod_set_group_error(group, [m[1:] for m in members])
+        if why:
+            field = f"spec.podSets[{members[0][0]}].topologyRequest.podSetGroupName"
+            raise raw.error(why, field=field)
     out.objects.append(
         {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
