@@ -377,6 +377,8 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((19, "spec", "podSets", 0, "topologyRequest", "podSetSliceSize"), 0),
     ((19, "spec", "podSets", 0, "topologyRequest", "required"), "no label!"),
     ((3, "metadata", "annotations"), {"kueue.x-k8s.io/podset-slice-size": "2"}),
+    ((3, "metadata", "annotations"), {"kueue.x-k8s.io/podset-group-name": "g"}),
+    ((19, "spec", "podSets", 0, "topologyRequest", "podSetGroupName"), "12"),
     ((2, "spec", "networkTopology", "mode"), "strict"),
     ((2, "spec", "networkTopology", "highestTierAllowed"), -1),
     ((20, "spec", "tier"), "one"),

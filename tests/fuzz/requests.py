@@ -23,6 +23,7 @@ from tests.fuzz.manifests import GPU, NAME
 Path = tuple[Any, ...]
 
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_GROUP = "kueue.x-k8s.io/podset-group-name"
 FUZZ_SNAPSHOT = "fuzz"  # stored with `base_cluster()` before every example
 
 
@@ -241,6 +242,8 @@ JOB_STRS: list[Path] = [
     ("pods", 1, "labels", "app"),
     ("pods", 0, "annotations", KUEUE_PREFERRED),
     ("pods", 1, "annotations", "kueue.x-k8s.io/podset-slice-size"),
+    ("pods", 0, "annotations", KUEUE_GROUP),
+    ("pods", 1, "annotations", KUEUE_GROUP),
     ("gangs", 0, "network_topology", "mode"),
     ("gangs", 0, "network_topology", "highest_tier_name"),
 ]
@@ -449,6 +452,7 @@ INVALID_REQUESTS: list[tuple[str, Path, Any, str]] = [
         "cluster.topology.hypernodes[0].tier",
     ),
     ("PlaceJob", ("options", "workers"), 10_000, "options.workers"),
+    ("PlaceJob", ("job", "pods", 0, "annotations", KUEUE_GROUP), "7", "job.pods[0].annotations"),
     ("PlaceJob", ("options", "engine"), "quantum", "options.engine"),
     ("Preempt", ("job", "pods", 0, "gang"), "no-slash", "job.pods[0].gang"),
     ("Preempt", ("job", "pods", 0, "creation_time", "seconds"), 2**62, "job.pods[0].creation_time"),

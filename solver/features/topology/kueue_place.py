@@ -137,11 +137,15 @@ def _fill_leaves(
 
 def class_rows(plans: Plans) -> list[IntArray]:
     """Rows node classes must not mix: every Kueue level above hostname, per tree; hostname
-    too (one class per node) when a pod set cuts slices per node."""
+    too (one class per node) when a pod set cuts slices per node or requires one node."""
     rows: dict[int, IntArray] = {}
     for sets in plans:
         for ps in sets or ():
-            per_node = ps.request.slice_size > 1 and ps.request.slice_level == ps.tree.lowest
+            req, lowest = ps.request, ps.tree.lowest
+            # a class must sit on one host when slices or a required domain are hosts
+            per_node = (req.slice_size > 1 and req.slice_level == lowest) or (
+                req.required and req.level == lowest
+            )
             for lv in range(ps.tree.lowest + (0 if ps.hostname_leaves and not per_node else 1)):
                 rows.setdefault(id(ps.tree) * 32 + lv, ps.tree.node_domain(lv))
     return list(rows.values())

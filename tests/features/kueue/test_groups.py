@@ -11,10 +11,12 @@ a group with slice annotations).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from solver.decision import Decision
 from solver.model import ClusterModel
@@ -184,3 +186,51 @@ def test_find_topology_assignments_groups(name: str) -> None:
     cpsat = run(q, "cpsat")  # verify (group in one required domain) runs inside schedule
     assert cpsat.podgroups["default/job"].placed
     assert cpsat.objective >= greedy.objective, (cpsat.tiers, greedy.tiers)
+
+
+@st.composite
+def random_groups(draw: st.DrawFn) -> GroupCase:
+    hosts = []
+    for b in range(draw(st.integers(1, 2))):
+        for r in range(draw(st.integers(1, 2))):
+            for x in range(draw(st.integers(1, 3))):
+                cpu = str(draw(st.integers(0, 5)))
+                hosts.append(Host(f"x{b}{r}{x}", (f"b{b}", f"r{r}"), cpu))
+    mode = draw(st.sampled_from([REQUIRED, PREFERRED]))
+    return GroupCase(
+        tuple(hosts),
+        THREE,
+        mode,
+        draw(st.sampled_from([BLOCK, RACK, HOST])),
+        {"cpu": str(draw(st.integers(1, 3)))},
+        {"cpu": str(draw(st.integers(1, 2)))},
+        draw(st.integers(1, 7)),
+        {},
+        {},
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_groups())
+def test_cpsat_is_never_worse_and_groups_stay_whole(case: GroupCase) -> None:
+    q = question(case)
+    greedy, cpsat = run(q, "greedy"), run(q, "cpsat")  # verify (the oracle) runs inside
+    assert cpsat.objective >= greedy.objective, (greedy.tiers, cpsat.tiers)
+    for decision in (greedy, cpsat):
+        placed = sum(1 for p in decision.placements.values() if p.node)
+        assert placed in (0, case.count + 1)
+        if placed:
+            assert set(by_pod_set(decision)) == {"leader", "workers"}
+
+
+def test_a_group_requiring_one_host_stays_on_one_host_on_cpsat() -> None:
+    """Found by the property above: CP-SAT's node classes mixed two equal hosts, so a
+    required hostname domain held the leader on one and the worker on the other."""
+    hosts = (Host("x000", ("b0", "r0"), "1"), Host("x001", ("b0", "r0"), "1"))
+    case = GroupCase(hosts, THREE, REQUIRED, HOST, {"cpu": "1"}, {"cpu": "1"}, 1, {}, {})
+    for engine in ("greedy", "cpsat"):
+        assert not run(question(case), engine).podgroups["default/job"].placed
+    roomy = replace(case, hosts=(Host("x000", ("b0", "r0"), "2"), hosts[1]))
+    for engine in ("greedy", "cpsat"):
+        got = by_pod_set(run(question(roomy), engine))
+        assert got == {"leader": {"x000": 1}, "workers": {"x000": 1}}, (engine, got)

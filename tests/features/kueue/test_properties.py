@@ -25,6 +25,7 @@ REQUESTS = st.sampled_from(
     [
         {REQUIRED: BLOCK},
         {REQUIRED: RACK},
+        {REQUIRED: HOST},
         {PREFERRED: RACK},
         {PREFERRED: HOST},
         {UNCONSTRAINED: "true"},
