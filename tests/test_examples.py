@@ -42,6 +42,14 @@ def test_topology_examples_place_as_the_references_describe() -> None:
     assert counts == {"worker": 5, "worker3": 6, "worker4": 4}
 
 
+def test_kueue_group_example_places_leader_and_workers_as_kueue() -> None:
+    d = schedule(
+        load_manifests(str(ROOT / "topology" / "kueue-podset-group.yaml")), engine="greedy"
+    )
+    got = {a.pod_set: {"/".join(v): c for v, c in a.domains} for a in d.topology_assignments}
+    assert got == {"leader": {"h3": 1}, "workers": {"h1": 1, "h2": 2, "h3": 1}}
+
+
 def test_volcano_example_counts_the_running_member() -> None:
     d = schedule(load_manifests(str(ROOT / "dialects" / "volcano.yaml")))
     assert d.podgroups["research/resnet"].placed
