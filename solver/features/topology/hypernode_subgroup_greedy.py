@@ -14,7 +14,9 @@ As `allocate.go` `allocateForJob` / `allocateForSubJob` run it (HEAD `ed72c7c8`)
    sub-groups per policy; upstream then places the other sub-groups in later rounds, inside
    the job's HyperNode: gangplan places them in the same pass;
 3. the first gradient where some h makes the job ready wins, among them the highest sum of
-   the sub-groups' HyperNode scores (`selectBestHyperNodeForJob`; first by name on ties).
+   the sub-groups' HyperNode scores (`selectBestHyperNodeForJob`; first by name on ties);
+4. sub-groups left out of it follow, each by its own search inside the ancestor
+   of the job's HyperNode at the job's highest allowed tier (upstream's later rounds).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from solver.features.topology.gather import unit_sequence
 from solver.features.topology.hypernode_block import HyperNodeBlock
 from solver.features.topology.hypernode_greedy import (
     HyperNodeSearch,
+    allowed_root,
     commit_placements,
     dry_run,
     gradients,
@@ -111,6 +114,22 @@ def _try_job_in(
     return _Trial(placed, score) if job_ready() else None
 
 
+def _later_subgroups(
+    search: HyperNodeSearch, root: int, seq_t: IntArray, seq_j: IntArray, members: list[IntArray]
+) -> None:
+    """Sub-groups left out of the job's HyperNode: as upstream's later rounds, each by its own
+    search inside the allocated HyperNode's ancestor at the job's highest allowed tier."""
+    placed = search.state.pod_node
+    for sub, idx in zip(search.plan.subgroups, members, strict=True):
+        if idx.size == 0 or sub.size > idx.size or root < 0:
+            continue
+        if any(placed[int(seq_t[k])][int(seq_j[k])] >= 0 for k in idx.tolist()):
+            continue  # placed already (its own HyperNode holds it)
+        outcome = _place_subgroup(search, root, sub, seq_t, idx)
+        if outcome is not None:
+            commit_placements(search, seq_t, seq_j, outcome[0])
+
+
 def place_subgroup_unit(problem: Problem, u: int, gangs: list[int], state: GreedyState) -> bool:
     """Place unit u by the sub-group search if its job has a subGroupPolicy (True), else False."""
     block = problem.block(HyperNodeBlock)
@@ -138,6 +157,9 @@ def place_subgroup_unit(problem: Problem, u: int, gangs: list[int], state: Greed
             best = max(sorted(trials, key=lambda h: tree.names[h]), key=lambda h: trials[h].score)
             refused = commit_placements(search, seq_t, seq_j, trials[best].placed)
             if refused is None:
+                _later_subgroups(
+                    search, allowed_root(tree, best, plan.limit), seq_t, seq_j, members
+                )
                 return True
             why = refused
             break

@@ -8,11 +8,15 @@ fewer pods.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from clients.cli import app
 from solver.verify import verify
 from tests.builders import pod
 from tests.features.topology.hypernode.fixtures import (
@@ -209,3 +213,51 @@ def test_verify_catches_a_split_sub_group() -> None:
     assert problems({"c1/a0": "s0-n1", "c1/a1": "s0-n2"}) == []
     assert any("no single HyperNode" in p for p in problems({"c1/a0": "s0-n1", "c1/a1": "s1-n3"}))
     assert any("fewer than its subGroupSize" in p for p in problems({"c1/a0": "s0-n1"}))
+
+
+EXAMPLE = str(
+    Path(__file__).resolve().parents[4] / "examples" / "topology" / "volcano-subgroup.yaml"
+)
+CONF = str(Path(__file__).resolve().parents[4] / "examples" / "topology" / "volcano-hypernode.conf")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_example_keeps_every_pipeline_inside_one_leaf(engine: str) -> None:
+    """The README's sub-group example: three pipelines of two pods, each inside one tier-1
+    HyperNode; s0 (node-1 only: node-0 is busy) takes one, s1 two."""
+    result = CliRunner().invoke(
+        app, ["schedule", "-f", EXAMPLE, "--config", CONF, "--engine", engine, "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    placed = {k: v["node"] for k, v in json.loads(result.output)["placements"].items()}
+    assert len(placed) == 6 and all(placed.values())
+    leaf = {"node-0": "s0", "node-1": "s0", "node-2": "s1", "node-3": "s1"}
+    for pipeline in "abc":
+        pods = [n for k, n in placed.items() if k.startswith(f"default/train-{pipeline}")]
+        assert len({leaf[n] for n in pods}) == 1
+
+
+@pytest.mark.parametrize(
+    ("policy_yaml", "field"),
+    [
+        ("[{subGroupSize: 2}]", "spec.subGroupPolicy[0].name"),
+        ("[{name: p, subGroupSize: -1}]", "spec.subGroupPolicy[0].subGroupSize"),
+        ("[{name: p, matchLabelKeys: x}]", "spec.subGroupPolicy[0].matchLabelKeys"),
+        ("[{name: p}, {name: p}]", "spec.subGroupPolicy[1].name"),
+        ("[{name: p, networkTopology: {mode: x}}]", "spec.subGroupPolicy[0].networkTopology.mode"),
+        ("{name: p}", "spec.subGroupPolicy"),
+    ],
+)
+def test_bad_sub_group_policy_names_file_document_and_field(
+    tmp_path: Path, policy_yaml: str, field: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: pg, namespace: default}\n"
+        f"spec: {{minMember: 1, subGroupPolicy: {policy_yaml}}}\n"
+    )
+    result = CliRunner().invoke(app, ["schedule", "-f", str(bad)])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert str(bad) in result.output and field in result.output, result.output
