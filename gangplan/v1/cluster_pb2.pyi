@@ -1066,6 +1066,7 @@ class Gang(_message.Message):
     TOPOLOGY_KEY_FIELD_NUMBER: _builtins.int
     DISRUPTION_MODE_FIELD_NUMBER: _builtins.int
     NETWORK_TOPOLOGY_FIELD_NUMBER: _builtins.int
+    SUB_GROUP_POLICY_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -1120,6 +1121,12 @@ class Gang(_message.Message):
     def network_topology(self) -> Global___VolcanoNetworkTopology:
         """Volcano PodGroup spec.networkTopology (HyperNode tiers); unset for none."""
 
+    @_builtins.property
+    def sub_group_policy(self) -> _containers.RepeatedCompositeFieldContainer[Global___VolcanoSubGroupPolicy]:
+        """Volcano PodGroup spec.subGroupPolicy: sub-groups of its pods, each with its own gang
+        size and HyperNode tier (in order: a pod joins the first policy that takes it).
+        """
+
     def __init__(
         self,
         *,
@@ -1139,16 +1146,69 @@ class Gang(_message.Message):
         topology_key: _builtins.str = ...,
         disruption_mode: Global___DisruptionMode.ValueType = ...,
         network_topology: Global___VolcanoNetworkTopology | None = ...,
+        sub_group_policy: _abc.Iterable[Global___VolcanoSubGroupPolicy] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "network_topology", b"network_topology", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "priority", b"priority", "queue", b"queue", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "priority", b"priority", "queue", b"queue", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__priority) -> _WhichOneofReturnType__priority | None: ...
 
 Global___Gang: _TypeAlias = Gang  # noqa: Y015
+
+@_typing.final
+class VolcanoSubGroupPolicy(_message.Message):
+    """One Volcano PodGroup `spec.subGroupPolicy[]` entry (`SubGroupPolicySpec`)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SUB_GROUP_SIZE_FIELD_NUMBER: _builtins.int
+    MIN_SUB_GROUPS_FIELD_NUMBER: _builtins.int
+    LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
+    MATCH_LABEL_KEYS_FIELD_NUMBER: _builtins.int
+    NETWORK_TOPOLOGY_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Unique within the gang, non-empty."""
+    sub_group_size: _builtins.int
+    """subGroupSize: pods of a sub-group placed together, or none; unset means 1."""
+    min_sub_groups: _builtins.int
+    """minSubGroups: placed sub-groups of this policy the job needs (0: none)."""
+    @_builtins.property
+    def label_selector(self) -> Global___LabelSelector:
+        """labelSelector over the pods' labels; unset selects every pod of the gang."""
+
+    @_builtins.property
+    def match_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """matchLabelKeys: one sub-group per distinct tuple of these labels' values; a pod
+        lacking one (or with an empty value) is not taken by this policy.
+        """
+
+    @_builtins.property
+    def network_topology(self) -> Global___VolcanoNetworkTopology:
+        """The sub-group's own networkTopology; unset for none (only the gang's)."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        sub_group_size: _builtins.int | None = ...,
+        min_sub_groups: _builtins.int = ...,
+        label_selector: Global___LabelSelector | None = ...,
+        match_label_keys: _abc.Iterable[_builtins.str] | None = ...,
+        network_topology: Global___VolcanoNetworkTopology | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_sub_group_size", b"_sub_group_size", "label_selector", b"label_selector", "network_topology", b"network_topology", "sub_group_size", b"sub_group_size"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_sub_group_size", b"_sub_group_size", "label_selector", b"label_selector", "match_label_keys", b"match_label_keys", "min_sub_groups", b"min_sub_groups", "name", b"name", "network_topology", b"network_topology", "sub_group_size", b"sub_group_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__sub_group_size: _TypeAlias = _typing.Literal["sub_group_size"]  # noqa: Y015
+    _WhichOneofArgType__sub_group_size: _TypeAlias = _typing.Literal["_sub_group_size", b"_sub_group_size"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__sub_group_size) -> _WhichOneofReturnType__sub_group_size | None: ...
+
+Global___VolcanoSubGroupPolicy: _TypeAlias = VolcanoSubGroupPolicy  # noqa: Y015
 
 @_typing.final
 class VolcanoNetworkTopology(_message.Message):

@@ -16,7 +16,11 @@ from solver.codec._constraints import (
     spread_to_proto,
     terms_to_proto,
 )
-from solver.codec._hypernode import hypernodes_to_proto, network_topology_to_proto
+from solver.codec._hypernode import (
+    hypernodes_to_proto,
+    network_topology_to_proto,
+    sub_group_policy_to_proto,
+)
 from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
 from solver.decision import Decision, GroupOutcome, Placement, Victim
@@ -219,6 +223,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         gang.topology_key = g.topology_key or ""
         if g.network_topology is not None:
             gang.network_topology.CopyFrom(network_topology_to_proto(g.network_topology))
+        gang.sub_group_policy.extend(sub_group_policy_to_proto(g.sub_group_policy))
         if g.disruption_mode is not None:
             gang.disruption_mode = _DISRUPTION_CODES[g.disruption_mode]
         _set_timestamp(gang, "creation_time", g.created)

@@ -4,7 +4,8 @@ Checked as the YAML reader checks them (`solver.kube.hypernode`), violations nam
 field path: a HyperNode needs a unique non-empty name and a tier >= 0; a member needs a
 type and at least one selector, a HyperNode member an exact name only; a networkTopology
 mode is empty, "hard" or "soft", and gives highest_tier_allowed or highest_tier_name, not
-both.
+both; a sub_group_policy entry needs a unique non-empty name, sizes >= 0 and non-empty
+match_label_keys entries.
 """
 
 from __future__ import annotations
@@ -12,13 +13,20 @@ from __future__ import annotations
 from gangplan.v1 import cluster_pb2 as pb
 from solver.codec._constraints import label_selector_from_proto, label_selector_to_proto
 from solver.codec._errors import Violations
-from solver.model import HyperNode, HyperNodeMember, VolcanoNetworkTopology
+from solver.model import (
+    HyperNode,
+    HyperNodeMember,
+    VolcanoNetworkTopology,
+    VolcanoSubGroupPolicy,
+)
 
 __all__ = [
     "hypernodes_from_proto",
     "hypernodes_to_proto",
     "network_topology_from_proto",
     "network_topology_to_proto",
+    "sub_group_policy_from_proto",
+    "sub_group_policy_to_proto",
 ]
 
 _TYPES = {pb.HYPER_NODE_MEMBER_TYPE_NODE: "Node", pb.HYPER_NODE_MEMBER_TYPE_HYPER_NODE: "HyperNode"}
@@ -116,3 +124,68 @@ def network_topology_to_proto(spec: VolcanoNetworkTopology) -> pb.VolcanoNetwork
     if spec.highest_tier_allowed is not None:
         msg.highest_tier_allowed = spec.highest_tier_allowed
     return msg
+
+
+def sub_group_policy_from_proto(
+    msgs: list[pb.VolcanoSubGroupPolicy], path: str, out: Violations
+) -> tuple[VolcanoSubGroupPolicy, ...]:
+    result: list[VolcanoSubGroupPolicy] = []
+    names: set[str] = set()
+    for i, msg in enumerate(msgs):
+        where = f"{path}[{i}]"
+        ok = True
+        if not msg.name or msg.name in names:
+            out.add(f"{where}.name", "must be non-empty and unique")
+            ok = False
+        names.add(msg.name)
+        size = msg.sub_group_size if msg.HasField("sub_group_size") else None
+        if size is not None and size < 0:
+            out.add(f"{where}.sub_group_size", "must be >= 0")
+            ok = False
+        if msg.min_sub_groups < 0:
+            out.add(f"{where}.min_sub_groups", "must be >= 0")
+            ok = False
+        for j, key in enumerate(msg.match_label_keys):
+            if not key:
+                out.add(f"{where}.match_label_keys[{j}]", "must be non-empty")
+                ok = False
+        selector = (
+            label_selector_from_proto(msg.label_selector, f"{where}.label_selector", out)
+            if msg.HasField("label_selector")
+            else None
+        )
+        topology = (
+            network_topology_from_proto(msg.network_topology, f"{where}.network_topology", out)
+            if msg.HasField("network_topology")
+            else None
+        )
+        if ok:
+            result.append(
+                VolcanoSubGroupPolicy(
+                    name=msg.name,
+                    sub_group_size=size,
+                    min_sub_groups=msg.min_sub_groups,
+                    label_selector=selector,
+                    match_label_keys=tuple(msg.match_label_keys),
+                    network_topology=topology,
+                )
+            )
+    return tuple(result)
+
+
+def sub_group_policy_to_proto(
+    policies: tuple[VolcanoSubGroupPolicy, ...],
+) -> list[pb.VolcanoSubGroupPolicy]:
+    out = []
+    for p in policies:
+        msg = pb.VolcanoSubGroupPolicy(
+            name=p.name, min_sub_groups=p.min_sub_groups, match_label_keys=p.match_label_keys
+        )
+        if p.sub_group_size is not None:
+            msg.sub_group_size = p.sub_group_size
+        if p.label_selector is not None:
+            msg.label_selector.CopyFrom(label_selector_to_proto(p.label_selector))
+        if p.network_topology is not None:
+            msg.network_topology.CopyFrom(network_topology_to_proto(p.network_topology))
+        out.append(msg)
+    return out

@@ -31,7 +31,11 @@ from solver.codec._constraints import (
     tolerations_from_proto,
 )
 from solver.codec._errors import Violations
-from solver.codec._hypernode import hypernodes_from_proto, network_topology_from_proto
+from solver.codec._hypernode import (
+    hypernodes_from_proto,
+    network_topology_from_proto,
+    sub_group_policy_from_proto,
+)
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
 from solver.model import (
     Dialect,
@@ -227,6 +231,9 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         )
         if msg.HasField("network_topology")
         else None,
+        sub_group_policy=sub_group_policy_from_proto(
+            list(msg.sub_group_policy), f"{path}.sub_group_policy", out
+        ),
         disruption_mode=DISRUPTION_MODES.get(msg.disruption_mode),
         id=gang_id,
         namespace=ns,

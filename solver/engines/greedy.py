@@ -33,6 +33,7 @@ from solver.features.nodegroup.greedy import group_tracker
 from solver.features.queues import QuotaBlock, QuotaLedger, fill_within_quota
 from solver.features.topology.greedy import place_unit as place_topology_unit
 from solver.features.topology.hypernode_greedy import place_hypernode_unit
+from solver.features.topology.hypernode_subgroup_greedy import place_subgroup_unit
 from solver.problem import (
     GreedyState,
     IntArray,
@@ -50,7 +51,11 @@ from solver.quantity import format_quantity
 
 __all__ = ["TRACKERS", "UNIT_PLACERS", "ledger_for", "solve_greedy"]
 
-UNIT_PLACERS: tuple[UnitPlacer, ...] = (place_hypernode_unit, place_topology_unit)
+UNIT_PLACERS: tuple[UnitPlacer, ...] = (
+    place_subgroup_unit,
+    place_hypernode_unit,
+    place_topology_unit,
+)
 """Features' unit placers, tried in order; the first that places a unit wins."""
 
 TRACKERS: tuple[Callable[[Problem], Tracker | None], ...] = (tracker_for, group_tracker)

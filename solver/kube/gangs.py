@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.kube.hypernode import read_network_topology
+from solver.kube.hypernode import read_network_topology, read_sub_group_policy
 from solver.kube.loader import RawObject
 from solver.kube.objects import K8sPod, K8sPodGroup
 from solver.kube.workload_api import WORKLOAD_API, K8sWorkloadPodGroup, workload_gang_fields
@@ -270,6 +270,7 @@ def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf
     return gang.model_copy(
         update={
             "network_topology": read_network_topology(raw, pg.spec.network_topology),
+            "sub_group_policy": read_sub_group_policy(raw, pg.spec.sub_group_policy),
             "queue": queue,
             "priority": priority,
             "min_resources": dict(pg.spec.min_resources),

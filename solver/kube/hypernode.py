@@ -6,6 +6,9 @@
   matchExpressions). As the CRD's validation says: a selector needs one of them, a
   `HyperNode` member only `exactMatch`; a regex that does not compile is admitted (the
   scheduler then finds no members) but noted.
+* a PodGroup's `spec.subGroupPolicy[]`: `name` (required, unique), `subGroupSize` and
+  `minSubGroups` (integers >= 0), `labelSelector`, `matchLabelKeys` (strings) and a
+  `networkTopology` read as the job's.
 * a PodGroup's `spec.networkTopology`: `mode` hard (default) | soft, `highestTierAllowed`
   (an integer >= 0) or `highestTierName`, not both.
 """
@@ -22,9 +25,15 @@ from solver.model import (
     LabelRequirement,
     LabelSelector,
     VolcanoNetworkTopology,
+    VolcanoSubGroupPolicy,
 )
 
-__all__ = ["HYPERNODE_GROUP", "read_hypernode", "read_network_topology"]
+__all__ = [
+    "HYPERNODE_GROUP",
+    "read_hypernode",
+    "read_network_topology",
+    "read_sub_group_policy",
+]
 
 HYPERNODE_GROUP = "topology.volcano.sh"
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -162,3 +171,47 @@ def read_network_topology(
         highest_tier_allowed=allowed,
         highest_tier_name=name or None,
     )
+
+
+def read_sub_group_policy(
+    raw: RawObject, value: Any, field: str = "spec.subGroupPolicy"
+) -> tuple[VolcanoSubGroupPolicy, ...]:
+    """`spec.subGroupPolicy[]` of a PodGroup; () when absent."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise raw.error("must be a list", field=field)
+    out: list[VolcanoSubGroupPolicy] = []
+    for i, item in enumerate(value):
+        where = f"{field}[{i}]"
+        body = _mapping(raw, item, where)
+        name = _text(raw, body.get("name"), f"{where}.name")
+        if not name:
+            raise raw.error("missing required field", field=f"{where}.name")
+        if any(p.name == name for p in out):
+            raise raw.error(f"duplicate subGroupPolicy name {name!r}", field=f"{where}.name")
+        size = body.get("subGroupSize")
+        if size is not None:
+            size = _whole(raw, size, f"{where}.subGroupSize")
+        minimum = body.get("minSubGroups")
+        minimum = 0 if minimum is None else _whole(raw, minimum, f"{where}.minSubGroups")
+        keys = body.get("matchLabelKeys") or []
+        if not isinstance(keys, list):
+            raise raw.error("must be a list", field=f"{where}.matchLabelKeys")
+        texts = tuple(_text(raw, k, f"{where}.matchLabelKeys[{j}]") for j, k in enumerate(keys))
+        selector = body.get("labelSelector")
+        out.append(
+            VolcanoSubGroupPolicy(
+                name=name,
+                sub_group_size=size,
+                min_sub_groups=minimum,
+                label_selector=None
+                if selector is None
+                else _label_selector(raw, selector, f"{where}.labelSelector"),
+                match_label_keys=texts,
+                network_topology=read_network_topology(
+                    raw, body.get("networkTopology"), f"{where}.networkTopology"
+                ),
+            )
+        )
+    return tuple(out)

@@ -356,6 +356,7 @@ class PodGroupSpec(_K8s):
     min_task_member: dict[str, Count32] | None = Field(default=None, alias="minTaskMember")
     affinity: dict[str, Any] | None = None
     network_topology: dict[str, Any] | None = Field(default=None, alias="networkTopology")
+    sub_group_policy: Any = Field(default=None, alias="subGroupPolicy")  # read_sub_group_policy
 
 
 class PodGroupStatus(_K8s):

@@ -19,7 +19,12 @@ from solver.model._cards import (
     parse_quota,
 )
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
-from solver.model._hypernode import HyperNode, HyperNodeMember, VolcanoNetworkTopology
+from solver.model._hypernode import (
+    HyperNode,
+    HyperNodeMember,
+    VolcanoNetworkTopology,
+    VolcanoSubGroupPolicy,
+)
 from solver.model._interpod import (
     InterPodTerms,
     LabelRequirement,
@@ -116,6 +121,7 @@ __all__ = [
     "TopologyLayer",
     "TopologySpreadConstraint",
     "VolcanoNetworkTopology",
+    "VolcanoSubGroupPolicy",
     "WeightedPodAffinityTerm",
     "card_alternatives",
     "card_demand",

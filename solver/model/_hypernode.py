@@ -5,6 +5,10 @@
   `exactMatch.name`, `regexMatch.pattern` (a Go regexp searched, unanchored, in node names)
   and/or `labelMatch` (a label selector over node labels; an empty one selects nothing);
   a member's selectors are a union, as `member_selector.go` `GetMembers` builds it.
+* `subGroupPolicy[]` of a Volcano PodGroup: sub-groups of its pods (one per distinct
+  tuple of `matchLabelKeys` values, among the pods its `labelSelector` selects), each
+  placing `subGroupSize` pods inside one HyperNode allowed by its own `networkTopology`;
+  the job needs `minSubGroups` such sub-groups per policy.
 * `networkTopology` of a Volcano PodGroup or Job: `mode` hard|soft and either
   `highestTierAllowed` or `highestTierName` (the tier of the HyperNodes whose `tierName`
   it is).
@@ -20,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.model._interpod import LabelSelector
 
-__all__ = ["HyperNode", "HyperNodeMember", "VolcanoNetworkTopology"]
+__all__ = ["HyperNode", "HyperNodeMember", "VolcanoNetworkTopology", "VolcanoSubGroupPolicy"]
 
 
 class _Frozen(BaseModel):
@@ -57,3 +61,14 @@ class VolcanoNetworkTopology(_Frozen):
         if self.highest_tier_allowed is not None and self.highest_tier_name:
             raise ValueError("highestTierAllowed and highestTierName are mutually exclusive")
         return self
+
+
+class VolcanoSubGroupPolicy(_Frozen):
+    """One `spec.subGroupPolicy[]` entry of a PodGroup (`SubGroupPolicySpec`)."""
+
+    name: str = Field(min_length=1)
+    sub_group_size: int | None = Field(default=None, ge=0)  # None: 1 (NewSubJobInfo)
+    min_sub_groups: int = Field(default=0, ge=0)
+    label_selector: LabelSelector | None = None  # None: every pod of the job
+    match_label_keys: tuple[str, ...] = ()
+    network_topology: VolcanoNetworkTopology | None = None

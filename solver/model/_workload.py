@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.model._cluster import NodeSelectorTerm, Toleration
-from solver.model._hypernode import VolcanoNetworkTopology
+from solver.model._hypernode import VolcanoNetworkTopology, VolcanoSubGroupPolicy
 from solver.model._interpod import (
     InterPodTerms,
     PreferredSchedulingTerm,
@@ -121,6 +121,9 @@ class Gang(_Frozen):
     )
     network_topology: VolcanoNetworkTopology | None = Field(
         default=None, description="Volcano spec.networkTopology (HyperNode tiers)"
+    )
+    sub_group_policy: tuple[VolcanoSubGroupPolicy, ...] = Field(
+        default=(), description="Volcano spec.subGroupPolicy: sub-groups with their own topology"
     )
     disruption_mode: Literal["Single", "All"] | None = Field(
         default=None, description="Workload API disruptionMode: pods evicted one by one or all"

@@ -97,6 +97,16 @@ def base_manifests() -> list[dict[str, Any]]:
         queue="q",
         priorityClassName="high",
         networkTopology={"mode": "hard", "highestTierName": "rack"},
+        subGroupPolicy=[
+            {
+                "name": "part",
+                "subGroupSize": 1,
+                "minSubGroups": 1,
+                "matchLabelKeys": ["part"],
+                "labelSelector": {"matchLabels": {"app": "x"}},
+                "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+            }
+        ],
     )
     pods = [
         pod(f"p{i}")
@@ -381,6 +391,12 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((19, "spec", "podSets", 0, "topologyRequest", "podSetGroupName"), "12"),
     ((2, "spec", "networkTopology", "mode"), "strict"),
     ((2, "spec", "networkTopology", "highestTierAllowed"), -1),
+    ((2, "spec", "subGroupPolicy", 0, "name"), ""),
+    ((2, "spec", "subGroupPolicy", 0, "subGroupSize"), -2),
+    ((2, "spec", "subGroupPolicy", 0, "minSubGroups"), "two"),
+    ((2, "spec", "subGroupPolicy", 0, "matchLabelKeys"), "part"),
+    ((2, "spec", "subGroupPolicy", 0, "labelSelector", "matchLabels"), ["app"]),
+    ((2, "spec", "subGroupPolicy", 0, "networkTopology", "mode"), "strict"),
     ((20, "spec", "tier"), "one"),
     ((20, "spec", "members", 0, "type"), "Rack"),
     ((21, "spec", "members", 0, "selector"), {"regexMatch": {"pattern": "x"}}),

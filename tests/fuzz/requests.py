@@ -102,6 +102,17 @@ def base_job() -> pb.Job:
                 min_member=2,
                 queue="q",
                 network_topology=pb.VolcanoNetworkTopology(mode="hard", highest_tier_allowed=2),
+                sub_group_policy=[
+                    pb.VolcanoSubGroupPolicy(
+                        name="part",
+                        sub_group_size=1,
+                        min_sub_groups=1,
+                        match_label_keys=["app"],
+                        network_topology=pb.VolcanoNetworkTopology(
+                            mode="hard", highest_tier_allowed=1
+                        ),
+                    )
+                ],
             )
         ],
         pods=[
@@ -230,6 +241,9 @@ JOB_INTS: list[Path] = [
     ("pods", 0, "creation_time", "seconds"),
     ("pods", 0, "creation_time", "nanos"),
     ("gangs", 0, "network_topology", "highest_tier_allowed"),
+    ("gangs", 0, "sub_group_policy", 0, "sub_group_size"),
+    ("gangs", 0, "sub_group_policy", 0, "min_sub_groups"),
+    ("gangs", 0, "sub_group_policy", 0, "network_topology", "highest_tier_allowed"),
 ]
 JOB_STRS: list[Path] = [
     ("gangs", 0, "name"),
@@ -246,6 +260,9 @@ JOB_STRS: list[Path] = [
     ("pods", 1, "annotations", KUEUE_GROUP),
     ("gangs", 0, "network_topology", "mode"),
     ("gangs", 0, "network_topology", "highest_tier_name"),
+    ("gangs", 0, "sub_group_policy", 0, "name"),
+    ("gangs", 0, "sub_group_policy", 0, "match_label_keys", 0),
+    ("gangs", 0, "sub_group_policy", 0, "network_topology", "mode"),
 ]
 OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
 OPTION_STRS: list[Path] = [

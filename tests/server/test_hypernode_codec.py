@@ -19,6 +19,7 @@ from solver.codec import ConvertError, cluster_to_proto, snapshot_from_proto
 from tests.server.conftest import small_cluster
 
 EXAMPLE = "examples/topology/volcano-hypernode.yaml"
+SUBGROUP_EXAMPLE = "examples/topology/volcano-subgroup.yaml"
 
 
 def test_hypernodes_and_network_topology_round_trip() -> None:
@@ -32,6 +33,19 @@ def test_hypernodes_and_network_topology_round_trip() -> None:
     train = rebuilt.gangs["default/train"].network_topology
     assert train == model.gangs["default/train"].network_topology
     assert train is not None and train.highest_tier_name == "leaf"
+
+
+def test_sub_group_policy_round_trip() -> None:
+    model = load_manifests(SUBGROUP_EXAMPLE)
+    message = pb.Cluster.FromString(cluster_to_proto(model).SerializeToString())
+    rebuilt = snapshot_from_proto(message, "cluster", SCHEMA)
+    policy = rebuilt.gangs["default/train"].sub_group_policy
+    assert policy == model.gangs["default/train"].sub_group_policy
+    assert [(p.name, p.sub_group_size, p.min_sub_groups, p.match_label_keys) for p in policy] == [
+        ("pipeline", 2, 2, ("pipeline",))
+    ]
+    assert policy[0].network_topology is not None
+    assert policy[0].network_topology.highest_tier_name == "leaf"
 
 
 def _bad_cluster() -> pb.Cluster:
@@ -59,6 +73,18 @@ def _bad_cluster() -> pb.Cluster:
                     highest_tier_allowed=1, highest_tier_name="rack"
                 ),
             ),
+            pb.Gang(
+                name="c",
+                min_member=1,
+                sub_group_policy=[
+                    pb.VolcanoSubGroupPolicy(name="p", sub_group_size=-1, min_sub_groups=-2),
+                    pb.VolcanoSubGroupPolicy(
+                        name="p",
+                        match_label_keys=[""],
+                        network_topology=pb.VolcanoNetworkTopology(mode="x"),
+                    ),
+                ],
+            ),
         ],
     )
 
@@ -71,6 +97,11 @@ BAD_FIELDS = {
     "cluster.topology.hypernodes[1].members[2]",
     "cluster.gangs[0].network_topology.mode",
     "cluster.gangs[1].network_topology.highest_tier_name",
+    "cluster.gangs[2].sub_group_policy[0].sub_group_size",
+    "cluster.gangs[2].sub_group_policy[0].min_sub_groups",
+    "cluster.gangs[2].sub_group_policy[1].name",
+    "cluster.gangs[2].sub_group_policy[1].match_label_keys[0]",
+    "cluster.gangs[2].sub_group_policy[1].network_topology.mode",
 }
 
 

@@ -37,6 +37,7 @@ from solver.features._base import CompileContext, Feature
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
 from solver.features.topology.hypernode import HyperNodeUnits, compile_hypernode
+from solver.features.topology.hypernode_subgroup import subgroup_type_key
 from solver.features.topology.koordinator import (
     ANNOTATION_SPEC,
     SELECTOR_FACT,
@@ -267,4 +268,5 @@ FEATURE = Feature(
     compile=_compile,
     facts=(SELECTOR_FACT,),
     type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),
+    call_type_key=subgroup_type_key,
 )

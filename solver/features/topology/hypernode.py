@@ -34,6 +34,7 @@ import numpy as np
 
 from solver.features._base import CompileContext
 from solver.features.topology.hypernode_block import HyperNodeBlock, HyperNodePlan, NodeScoreArgs
+from solver.features.topology.hypernode_subgroup import compile_subgroups
 from solver.features.topology.hypernode_tree import HyperNodeTree, hypernode_tree_of
 from solver.model import Gang
 from solver.problem import FloatArray, IntArray
@@ -91,8 +92,7 @@ def hypernode_args(
 
 def _limit(gang: Gang, tree: HyperNodeTree, notes: list[str]) -> int | None:
     spec = gang.network_topology
-    assert spec is not None
-    if spec.mode == "soft":
+    if spec is None or spec.mode == "soft":  # (None: a subGroupPolicy job, searched as soft)
         return tree.max_tier
     if spec.highest_tier_allowed is not None:
         return spec.highest_tier_allowed
@@ -103,7 +103,9 @@ def _limit(gang: Gang, tree: HyperNodeTree, notes: list[str]) -> int | None:
                 f"PodGroup {gang.id}: networkTopology highestTierName {spec.highest_tier_name!r} "
                 "is the tierName of no HyperNode; the job is unconstrained, as in Volcano"
             )
-        return tier
+        return tier if tier is not None or not gang.sub_group_policy else tree.max_tier
+    if gang.sub_group_policy:
+        return tree.max_tier
     notes.append(
         f"PodGroup {gang.id}: networkTopology mode hard without highestTierAllowed or "
         "highestTierName; the job is unconstrained, as in Volcano"
@@ -152,13 +154,15 @@ def _plan(
     plan = HyperNodePlan(
         gang=gang.id,
         limit=limit,
-        soft=gang.network_topology is not None and gang.network_topology.mode == "soft",
+        soft=gang.network_topology is None or gang.network_topology.mode == "soft",
         allocated=allocated,
         search_root=root,
         min_resources=minimum,
         min_unknown=unknown,
         task_count=pending + int(nodes.size),
         running_nodes=nodes.astype(np.int64),
+        subgroups=compile_subgroups(ctx, tree, gang, types, limit),
+        min_sub_groups=tuple(p.min_sub_groups for p in gang.sub_group_policy),
     )
     return plan, domain
 
@@ -220,7 +224,11 @@ def compile_hypernode(ctx: CompileContext, taken: set[int] | None = None) -> Hyp
     hypernodes = topology.hypernodes if topology is not None else ()
     gangs = ctx.workload.gangs
     plan = ctx.gangs
-    with_topology = [g for g, gid in enumerate(plan.gang_ids) if gangs[gid].network_topology]
+    with_topology = [
+        g
+        for g, gid in enumerate(plan.gang_ids)
+        if gangs[gid].network_topology or gangs[gid].sub_group_policy
+    ]
     scored = ctx.conf.enabled(PLUGIN)
     if not with_topology and not (scored and hypernodes):
         return {}
@@ -248,7 +256,11 @@ def compile_hypernode(ctx: CompileContext, taken: set[int] | None = None) -> Hyp
         planned = {g for u in out for g in plan.unit_gangs()[u]}
         for t in range(ctx.num_types):
             gid = plan.gang_ids[ctx.type_gang[t]]
-            if ctx.type_gang[t] in planned or gangs[gid].network_topology is not None:
+            if (
+                ctx.type_gang[t] in planned
+                or gangs[gid].network_topology
+                or gangs[gid].sub_group_policy
+            ):
                 continue
             row = _normal_pod_row(tree, args, ctx, t)
             ctx.score([t], row, PLUGIN)

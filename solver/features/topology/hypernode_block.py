@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.features.topology.block import placed_by_unit
+from solver.features.topology.hypernode_subgroup import SubGroupPlan
 from solver.features.topology.hypernode_tree import HyperNodeTree
 from solver.problem import Block, IntArray, Problem, TierSpec
 
@@ -38,6 +39,8 @@ class HyperNodePlan:
     min_unknown: bool  # minResources names a resource no node offers: no HyperNode passes
     task_count: int  # the job's tasks (running + pending): scoreWithTaskNum's denominator
     running_nodes: IntArray  # nodes of its running pods (one entry per pod)
+    subgroups: tuple[SubGroupPlan, ...] = ()  # subGroupPolicy's sub-groups (+ the default)
+    min_sub_groups: tuple[int, ...] = ()  # [policy] minSubGroups
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solver.features.topology.hypernode_block import HyperNodeBlock
+from solver.features.topology.hypernode_subgroup import subgroup_constraints
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
 
@@ -30,7 +31,14 @@ def class_split(problem: Problem) -> list[IntArray]:
 
 def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[Term]:
     block = problem.block(HyperNodeBlock)
-    if block is None or not block.units() or not block.tiers_listed:
+    if block is None or not block.units():
+        return []
+    for u in block.units():  # subGroupPolicy: each sub-group's gang and own HyperNode
+        plan = block.plan(u)
+        if plan is not None and plan.subgroups:
+            g = problem.gang_ids.index(plan.gang)
+            subgroup_constraints(problem, model, v, u, g, plan.subgroups, plan.min_sub_groups)
+    if not block.tiers_listed:
         return []
     units = set(block.units())
     counts = [len(p) for p in problem.type_pods]

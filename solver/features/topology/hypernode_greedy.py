@@ -35,11 +35,21 @@ from solver.features.topology.hypernode_block import HyperNodeBlock, HyperNodePl
 from solver.features.topology.hypernode_tree import HyperNodeTree
 from solver.problem import BoolArray, FloatArray, GreedyState, IntArray, Problem, slots_of
 
-__all__ = ["gradients", "hypernode_scores", "place_hypernode_unit"]
+__all__ = [
+    "HyperNodeSearch",
+    "allowed_root",
+    "commit_placements",
+    "dry_run",
+    "gradients",
+    "hypernode_scores",
+    "place_hypernode_unit",
+    "search_of",
+    "search_start",
+]
 
 
 @dataclass
-class _Search:
+class HyperNodeSearch:
     """One job's search state across rounds."""
 
     problem: Problem
@@ -69,7 +79,7 @@ def gradients(
     return [by_tier[t] for t in sorted(by_tier)]
 
 
-def _allowed_root(tree: HyperNodeTree, allocated: int, limit: int) -> int:
+def allowed_root(tree: HyperNodeTree, allocated: int, limit: int) -> int:
     """`getHighestAllowedHyperNode`: the highest ancestor (or itself) of tier <= limit."""
     best = -1
     for a in tree.ancestors(allocated):
@@ -79,7 +89,32 @@ def _allowed_root(tree: HyperNodeTree, allocated: int, limit: int) -> int:
     return best
 
 
-def hypernode_scores(search: _Search, candidates: list[int]) -> FloatArray:
+def search_start(search: HyperNodeSearch, allocated: int) -> tuple[int, BoolArray | None]:
+    """Where a round's search starts, and the minResources pre-filter before allocation."""
+    plan, tree = search.plan, search.tree
+    if allocated >= 0:
+        return allowed_root(tree, allocated, plan.limit), None
+    idle = tree.covers.astype(np.int64) @ np.maximum(search.problem.free, 0)
+    keep = np.asarray((idle >= plan.min_resources).all(axis=1) & (not plan.min_unknown))
+    return plan.search_root, keep
+
+
+def search_of(
+    problem: Problem,
+    block: HyperNodeBlock,
+    plan: HyperNodePlan,
+    state: GreedyState,
+    seq_t: IntArray,
+) -> HyperNodeSearch:
+    """A job's search over its pending pods `seq_t` (rank order)."""
+    assert block.tree is not None
+    node_tasks = np.zeros(problem.num_nodes, dtype=np.int64)
+    np.add.at(node_tasks, plan.running_nodes, 1)
+    request = problem.type_demand[seq_t].sum(axis=0)
+    return HyperNodeSearch(problem, block, block.tree, plan, state, request, node_tasks)
+
+
+def hypernode_scores(search: HyperNodeSearch, candidates: list[int]) -> FloatArray:
     """`HyperNodeOrderFn` over `candidates` (unscaled: × 100 × weight keeps the order)."""
     block, tree, problem = search.block, search.tree, search.problem
     if not block.args.enabled:
@@ -101,13 +136,13 @@ def hypernode_scores(search: _Search, candidates: list[int]) -> FloatArray:
     return out
 
 
-def _tasks_in(search: _Search, h: int) -> int:
+def _tasks_in(search: HyperNodeSearch, h: int) -> int:
     """`FindJobTaskNumOfHyperNode`: the job's pods on nodes of HyperNode h."""
     nodes = search.tree.covers[h]
     return int(search.node_tasks[nodes].sum())
 
 
-def _lca_scores(search: _Search, allocated: int) -> FloatArray:
+def _lca_scores(search: HyperNodeSearch, allocated: int) -> FloatArray:
     """[H+1] `networkTopologyAwareScore` of a node whose lowest-tier HyperNode is h."""
     tree = search.tree
     out = np.zeros(len(tree.names))
@@ -126,8 +161,8 @@ def _lca_scores(search: _Search, allocated: int) -> FloatArray:
     return out
 
 
-def _dry_run(
-    search: _Search, h: int, seq_t: IntArray, count: int, allocated: int
+def dry_run(
+    search: HyperNodeSearch, h: int, seq_t: IntArray, count: int, allocated: int
 ) -> tuple[list[tuple[int, int]], int] | None:
     """`allocateResourcesForTasks` in HyperNode h: (pod index, node) for the first `count`
     pods, and the dry run's allocated HyperNode; None when a pod finds no node."""
@@ -197,18 +232,11 @@ def _dry_run(
 
 
 def _round(
-    search: _Search, seq_t: IntArray, count: int, allocated: int
+    search: HyperNodeSearch, seq_t: IntArray, count: int, allocated: int
 ) -> tuple[list[tuple[int, int]], int, int] | str:
     """One `allocateForJob`: (placements, best HyperNode, new allocated) or why none."""
-    tree, plan, problem = search.tree, search.plan, search.problem
-    keep: BoolArray | None
-    if allocated >= 0:
-        root = _allowed_root(tree, allocated, plan.limit)
-        keep = None
-    else:
-        root = plan.search_root
-        idle = tree.covers.astype(np.int64) @ np.maximum(problem.free, 0)
-        keep = np.asarray((idle >= plan.min_resources).all(axis=1) & (not plan.min_unknown))
+    tree, plan = search.tree, search.plan
+    root, keep = search_start(search, allocated)
     if root < 0:
         return f"no HyperNode of tier <= {plan.limit} holds the job's running pods"
     tried = 0
@@ -216,7 +244,7 @@ def _round(
         found: dict[int, tuple[list[tuple[int, int]], int]] = {}
         for h in group:
             tried += 1
-            run = _dry_run(search, h, seq_t, count, allocated)
+            run = dry_run(search, h, seq_t, count, allocated)
             if run is not None:
                 found[h] = run
         if not found:
@@ -240,14 +268,10 @@ def place_hypernode_unit(problem: Problem, u: int, gangs: list[int], state: Gree
     plan = block.plan(u) if block is not None else None
     if block is None or plan is None or block.tree is None or not gangs:
         return False
-    tree = block.tree
     seq_t, seq_j = unit_sequence(problem, gangs)
     if seq_t.size == 0:
         return True
-    node_tasks = np.zeros(problem.num_nodes, dtype=np.int64)
-    np.add.at(node_tasks, plan.running_nodes, 1)
-    request = problem.type_demand[seq_t].sum(axis=0)
-    search = _Search(problem, block, tree, plan, state, request, node_tasks)
+    search = search_of(problem, block, plan, state, seq_t)
     need = max(int(sum(int(problem.gang_need[g]) for g in gangs)), 1)
     allocated = plan.allocated
     start = 0
@@ -263,13 +287,7 @@ def place_hypernode_unit(problem: Problem, u: int, gangs: list[int], state: Gree
                     state.gang_reason.setdefault(g, f"later member(s): {outcome}")
             return True
         placed, _, allocated = outcome
-        pod_node = {int(t): np.full(0, -1, dtype=np.int64) for t in np.unique(seq_t)}
-        batch: dict[int, list[tuple[int, int]]] = {}
-        for i, node in placed:
-            k = start + i
-            batch.setdefault(int(seq_t[k]), []).append((int(seq_j[k]), node))
-        plan_nodes = {t: np.array([n for _, n in items]) for t, items in batch.items()}
-        refused = state.ledger.admits(plan_nodes)
+        refused = commit_placements(search, seq_t, seq_j, [(start + i, n) for i, n in placed])
         if refused:
             for g in gangs:
                 if start == 0:
@@ -277,14 +295,29 @@ def place_hypernode_unit(problem: Problem, u: int, gangs: list[int], state: Gree
                 else:
                     state.gang_reason.setdefault(g, refused)
             return True
-        state.ledger.charge_plan(plan_nodes)
-        for t, items in batch.items():
-            for j, node in items:
-                state.pod_node[t][j] = node
-                state.free[node] -= problem.type_demand[t]
-                node_tasks[node] += 1
-                if state.tracker.involved(t):
-                    state.tracker.place(t, node)
-        del pod_node
         start += count
     return True
+
+
+def commit_placements(
+    search: HyperNodeSearch, seq_t: IntArray, seq_j: IntArray, placed: list[tuple[int, int]]
+) -> str | None:
+    """Charge (sequence index, node) placements to the state; why not when the ledger
+    (quotas) refuses them."""
+    state, problem = search.state, search.problem
+    batch: dict[int, list[tuple[int, int]]] = {}
+    for k, node in placed:
+        batch.setdefault(int(seq_t[k]), []).append((int(seq_j[k]), node))
+    plan_nodes = {t: np.array([n for _, n in items]) for t, items in batch.items()}
+    refused = state.ledger.admits(plan_nodes)
+    if refused:
+        return refused
+    state.ledger.charge_plan(plan_nodes)
+    for t, items in batch.items():
+        for j, node in items:
+            state.pod_node[t][j] = node
+            state.free[node] -= problem.type_demand[t]
+            search.node_tasks[node] += 1
+            if state.tracker.involved(t):
+                state.tracker.place(t, node)
+    return None
