@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.features._base import CompileContext
+from solver.features.predicates import tolerates
 from solver.features.topology.kueue_tas import KueueTree, LeaderLeaves, TasRequest
 from solver.model import (
     HOSTNAME,
@@ -152,12 +153,26 @@ def _flavor_for(
             continue
         if any(pod.node_selector.get(k, v) != v for k, v in flavor.node_labels.items()):
             continue
+        if _untolerated_flavor_taint(flavor, pod):
+            continue
         return flavor, topology
     if not cluster.kueue_flavors:
         return "no Kueue TAS ResourceFlavor (spec.topologyName) in the input"
     return (
-        f"no Kueue TAS ResourceFlavor has a Topology with level(s) {', '.join(wanted)} "
-        "and node labels agreeing with the pods' nodeSelector"
+        f"no Kueue TAS ResourceFlavor has a Topology with level(s) {', '.join(wanted)}, "
+        "node labels agreeing with the pods' nodeSelector and nodeTaints the pods tolerate"
+    )
+
+
+def _untolerated_flavor_taint(flavor: KueueFlavor, pod: Pod) -> bool:
+    """A NoSchedule/NoExecute `nodeTaints` entry neither the pod's nor the flavor's own
+    tolerations tolerate: Kueue's flavor assigner skips the flavor
+    (`FindMatchingUntoleratedTaint` in flavorassigner.go)."""
+    tolerations = (*pod.tolerations, *flavor.tolerations)
+    return any(
+        taint.effect in ("NoSchedule", "NoExecute")
+        and not any(tolerates(t, taint) for t in tolerations)
+        for taint in flavor.node_taints
     )
 
 
