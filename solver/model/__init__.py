@@ -21,7 +21,9 @@ from solver.model._cards import (
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 from solver.model._devices import (
     DEVICE_ANNOTATIONS,
+    GPU_MILLI,
     GPU_RESOURCE,
+    SHARE_RESOURCES,
     WHOLE,
     DeviceDemand,
     DeviceError,
@@ -29,6 +31,8 @@ from solver.model._devices import (
     allocated_devices,
     assignment_annotations,
     device_demand,
+    gpu_milli,
+    in_gpu_milli,
     node_devices,
 )
 from solver.model._interpod import (
@@ -76,11 +80,13 @@ __all__ = [
     "CLUSTER_LAYER",
     "DEFAULT_SCHEDULER_NAMES",
     "DEVICE_ANNOTATIONS",
+    "GPU_MILLI",
     "GPU_RESOURCE",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
     "QUEUE_ANNOTATION",
+    "SHARE_RESOURCES",
     "WHOLE",
     "CardDemand",
     "CardError",
@@ -121,6 +127,8 @@ __all__ = [
     "card_demand",
     "device_demand",
     "discover_cards",
+    "gpu_milli",
+    "in_gpu_milli",
     "job_queue",
     "node_cards",
     "node_devices",

@@ -315,3 +315,37 @@ def assignment_annotations(
     if demand.dialect == "openb":
         return {OPENB_INDEX: "-".join(str(i) for i in indices)}
     return {}
+
+
+# ---------------------------------------------------------------------------- quota shares
+
+GPU_MILLI = "nvidia.com/gpu-milli"
+"""The quota dimension `nvidia.com/gpu` becomes while GPU shares are in play: milli-GPUs."""
+SHARE_RESOURCES = (GPU_RESOURCE, KOORD_CORE, KOORD_RATIO, KOORD_MEMORY, KOORD_SHARED, HAMI_NUMBER)
+REFERENCE_MEMORY_MIB = 81920
+"""A share asked in MiB only counts as that part of an 80 GiB GPU in quotas (a quota does
+not know which node, hence which device size, the pod lands on)."""
+
+
+def gpu_milli(requests: Mapping[str, int], annotations: Mapping[str, str]) -> tuple[int, bool]:
+    """(milli-GPUs the pod holds, whether that is a fraction of a GPU): its compute share,
+    else its memory share — never 0 for a GPU pod, never a whole device for a share."""
+    try:
+        demand = device_demand(requests, annotations)
+    except DeviceError:
+        demand = None
+    if demand is None:
+        return requests.get(GPU_RESOURCE, 0) * WHOLE, False
+    per = demand.core or demand.memory_ratio
+    if not per:
+        per = min(WHOLE, max(1, demand.memory_mib * WHOLE // REFERENCE_MEMORY_MIB))
+    return demand.devices * per, demand.fractional
+
+
+def in_gpu_milli(resources: Mapping[str, int], unlimited: int) -> dict[str, int]:
+    """A quota map with `nvidia.com/gpu` counted in milli-GPUs under `GPU_MILLI`."""
+    out = {r: v for r, v in resources.items() if r != GPU_RESOURCE}
+    if GPU_RESOURCE in resources:
+        value = resources[GPU_RESOURCE]
+        out[GPU_MILLI] = value if value >= unlimited else min(value * WHOLE, unlimited)
+    return out

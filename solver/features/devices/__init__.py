@@ -26,6 +26,7 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
+from solver.features.devices.quota import SHARE_FACT
 from solver.features.devices.table import ALLOCATED_FACT, DeviceTable, device_table
 from solver.model import (
     DEVICE_ANNOTATIONS,
@@ -142,6 +143,6 @@ FEATURE = _AlwaysOn(
     name="devices",
     plugins=(),
     compile=_compile,
-    facts=(ALLOCATED_FACT,),
+    facts=(ALLOCATED_FACT, SHARE_FACT),
     type_key=_type_key,
 )
