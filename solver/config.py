@@ -53,15 +53,16 @@ BUILTIN_PLUGINS = (
 DEFAULT_PLUGINS = tuple(p for p in BUILTIN_PLUGINS if p != "nodegroup")
 """The plugins of the default conf: Volcano's default conf does not enable nodegroup, and
 with it every labelled node would refuse queues without node-group affinity."""
-OPTIONAL_PLUGINS = ("capacity-card",)
+OPTIONAL_PLUGINS = ("capacity-card", "deviceshare")
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
-never to enable both), so it acts only when a conf lists it."""
+never to enable both), so it acts only when a conf lists it; deviceshare's arguments choose
+how GPU shares pick devices (the device model itself is always on)."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
         "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
-        "cdp", "deviceshare", "network-topology-aware", "resourcequota",
+        "cdp", "network-topology-aware", "resourcequota",
     }
 )  # fmt: skip
 """Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""

@@ -4,6 +4,9 @@ gpu-fraction, Alibaba/openb gpu-milli) — placed and checked device by device.
     table.py    the snapshot's devices and what running pods hold (memoised per generation)
     greedy.py   a tracker: which nodes still have a device for one more pod, best-fit devices
     cpsat.py    device patterns per (node, free-capacity bucket)
+    quota.py    GPU shares in queue quotas (milli-GPUs)
+    fgd.py      FGD's fragmentation measure (also the openb benchmark's)
+    policy.py   deviceshare.SchedulePolicy: best fit or FGD, and FGD's target workload
 
 A node's aggregate room hides fragmentation: three pods of 0.6 GPU fit 2 GPUs by the sum
 (1.8 ≤ 2) but no device holds the third. The model is on (`DeviceBlock`) when some pending
@@ -26,6 +29,8 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
+from solver.features.devices.fgd import TargetWorkload
+from solver.features.devices.policy import scoring
 from solver.features.devices.quota import SHARE_FACT
 from solver.features.devices.table import ALLOCATED_FACT, DeviceTable, device_table
 from solver.model import (
@@ -54,6 +59,9 @@ class DeviceBlock(Block):
     table: DeviceTable
     demand: tuple[DeviceDemand | None, ...]  # per type
     reason_code: int
+    policy: str = "binpack"  # deviceshare.SchedulePolicy: binpack (best fit) or fgd
+    weight: float = 1.0  # deviceshare.ScheduleWeight
+    target: TargetWorkload | None = None  # FGD's target workload
     _need: dict[int, IntArray] = field(default_factory=dict)
 
     def involved(self, t: int) -> bool:
@@ -107,7 +115,8 @@ def _compile(ctx: CompileContext) -> None:
             f"{table.unplaced} running GPU pod device(s) not recorded in a device annotation "
             "and not located on a device"
         )
-    block = DeviceBlock(table, tuple(demands), ctx.code(REASON_NO_DEVICE))
+    policy, weight, target = scoring(ctx.snapshot, ctx.workload, ctx.conf)
+    block = DeviceBlock(table, tuple(demands), ctx.code(REASON_NO_DEVICE), policy, weight, target)
     for t, demand in enumerate(demands):
         if demand is None:
             continue
