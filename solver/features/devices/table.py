@@ -28,7 +28,7 @@ from solver.model import (
     node_devices,
 )
 from solver.problem import IntArray
-from solver.snapshot import NONE, Fact, Snapshot
+from solver.snapshot import NONE, Fact, NodeTable, Snapshot
 
 __all__ = ["ALLOCATED_FACT", "DeviceTable", "device_table", "encode_uses"]
 
@@ -72,10 +72,10 @@ class DeviceTable:
         return row - int(self.start[self.node[row]])
 
 
-def _build(snapshot: Snapshot) -> DeviceTable:
-    nodes = snapshot.nodes
+def _capacity(nodes: NodeTable) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """(start, node, memory capacity, memory known) of the nodes' devices: once per node list."""
     counts, sizes = [], []
-    for node in nodes.by_name.values():
+    for node in nodes.nodes:
         count, size = node_devices(node)
         counts.append(count)
         sizes.append(size)
@@ -84,6 +84,15 @@ def _build(snapshot: Snapshot) -> DeviceTable:
     dev_node = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     known = np.repeat(np.array([m > 0 for m in sizes], dtype=np.int64), counts)
     cap = np.repeat(np.array([m if m > 0 else WHOLE for m in sizes], dtype=np.int64), counts)
+    for array in (start, dev_node, cap, known):
+        array.flags.writeable = False
+    return start, dev_node, cap, known
+
+
+def _build(snapshot: Snapshot) -> DeviceTable:
+    nodes = snapshot.nodes
+    start, dev_node, cap, known = nodes.memo(("devices", "capacity"), lambda: _capacity(nodes))
+    counts = np.diff(start).tolist()
     core = np.full(dev_node.size, WHOLE, dtype=np.int64)
     memory = cap.copy()
     running = snapshot.running
@@ -117,8 +126,7 @@ def _build(snapshot: Snapshot) -> DeviceTable:
                 core[d], memory[d] = 0, 0
                 left -= 1
         unplaced += left
-    for array in (start, dev_node, core, memory, cap, known):
-        array.flags.writeable = False
+    core.flags.writeable = memory.flags.writeable = False
     return DeviceTable(start, dev_node, core, memory, cap, known, shared, unplaced)
 
 
