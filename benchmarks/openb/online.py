@@ -15,7 +15,9 @@ the simulator. GPU models: node label `alibabacloud.com/gpu-card-model`, a pod's
 Policies: `binpack` (gangplan's default: Volcano binpack and nodeorder choose the node, best
 fit the device) and `fgd` (`deviceshare.SchedulePolicy: fgd`, target workload = the
 simulator's typical shapes of the pod list; GPU-model access of a shape is not modelled).
-Reported: the GPU allocation ratio at 130% arrived (the published metric), pods placed and
+`--weight`: deviceshare.ScheduleWeight of the FGD score (1 and 1000: FGD's score is a
+sigmoid close to 50 whose spread is small beside binpack's 0-100, and the simulator runs it
+alone). Reported: the GPU allocation ratio at 130% arrived (the published metric), pods placed and
 the time per call. Results: online.json beside this file (git SHA, machine).
 """
 
@@ -101,7 +103,7 @@ def pod(p: Pods, i: int, t: int) -> Pod:
     )
 
 
-def conf(policy: str, p: Pods) -> SchedulerConf | None:
+def conf(policy: str, p: Pods, weight: float) -> SchedulerConf | None:
     if policy == "binpack":
         return None
     shapes, counts = typical_shapes(p)
@@ -110,7 +112,11 @@ def conf(policy: str, p: Pods) -> SchedulerConf | None:
         for (cpu, milli, k, _), n in zip(shapes, counts.tolist(), strict=True)
     ]
     base = SchedulerConf.default()
-    args = {"deviceshare.SchedulePolicy": "fgd", "deviceshare.fgd.targetWorkload": target}
+    args = {
+        "deviceshare.SchedulePolicy": "fgd",
+        "deviceshare.ScheduleWeight": weight,
+        "deviceshare.fgd.targetWorkload": target,
+    }
     plugins = [
         *base.tiers[0].plugins,
         PluginConf.model_validate({"name": "deviceshare", "arguments": args}),
@@ -118,12 +124,12 @@ def conf(policy: str, p: Pods) -> SchedulerConf | None:
     return base.model_copy(update={"tiers": (TierConf(plugins=plugins), *base.tiers[1:])})
 
 
-def run(policy: str, limit: int | None, seed: int) -> dict[str, Any]:
+def run(policy: str, limit: int | None, seed: int, weight: float) -> dict[str, Any]:
     cluster = load_cluster()
     pods = load_pods(DATA / "openb_pod_list_default.csv", cluster.models)
     capacity = int(cluster.gpus.sum()) * MILLI
     order = arrivals(pods, capacity, seed)[:limit]
-    c = conf(policy, pods)
+    c = conf(policy, pods, weight)
     snapshot = Snapshot.build(nodes(cluster), schema=SCHEMA)
     allocated, total, placed = 0, 0, 0
     arrived = np.zeros(len(order), dtype=np.int64)
@@ -150,6 +156,7 @@ def run(policy: str, limit: int | None, seed: int) -> dict[str, Any]:
         arrived[t], used[t] = total, allocated
     return {
         "policy": policy,
+        "weight": weight if policy == "fgd" else None,
         "seed": seed,
         "arrived": len(order),
         "placed": placed,
@@ -166,13 +173,15 @@ def main() -> None:
     parser.add_argument("--policies", nargs="+", default=["binpack", "fgd"])
     parser.add_argument("--limit", type=int, default=None, help="first N arrivals only")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weight", type=float, nargs="+", default=[1.0, 1000.0])
     parser.add_argument("--out", default=str(HERE / "online.json"))
     args = parser.parse_args()
     rows = []
     for policy in args.policies:
-        row = run(policy, args.limit, args.seed)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        for weight in args.weight if policy == "fgd" else [1.0]:
+            row = run(policy, args.limit, args.seed, weight)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     sha = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
     ).stdout.strip()

@@ -119,6 +119,12 @@ class DeviceDemand:
     def fractional(self) -> bool:
         return self.core < WHOLE or self.memory_ratio < WHOLE
 
+    @property
+    def sharing(self) -> bool:
+        """Asked the device-sharing way (any dialect but plain `nvidia.com/gpu`): its GPU use
+        is not a plain `nvidia.com/gpu` request, so only the device model sees it."""
+        return self.dialect != "whole"
+
     def memory_on(self, total_mib: int) -> int:
         """Memory taken on a device of `total_mib` MiB; on a device of unknown memory
         (`total_mib` 0) the ratio in milli of a capacity of 1000 (MiB asks go unchecked)."""
@@ -328,8 +334,8 @@ not know which node, hence which device size, the pod lands on)."""
 
 
 def gpu_milli(requests: Mapping[str, int], annotations: Mapping[str, str]) -> tuple[int, bool]:
-    """(milli-GPUs the pod holds, whether that is a fraction of a GPU): its compute share,
-    else its memory share — never 0 for a GPU pod, never a whole device for a share."""
+    """(milli-GPUs the pod holds, whether it asks the device-sharing way): its compute
+    share, else its memory share — never 0 for a GPU pod, never a whole device for a share."""
     try:
         demand = device_demand(requests, annotations)
     except DeviceError:
@@ -339,7 +345,7 @@ def gpu_milli(requests: Mapping[str, int], annotations: Mapping[str, str]) -> tu
     per = demand.core or demand.memory_ratio
     if not per:
         per = min(WHOLE, max(1, demand.memory_mib * WHOLE // REFERENCE_MEMORY_MIB))
-    return demand.devices * per, demand.fractional
+    return demand.devices * per, demand.sharing
 
 
 def in_gpu_milli(resources: Mapping[str, int], unlimited: int) -> dict[str, int]:

@@ -4,7 +4,7 @@ Re-derived from the inputs: a node's devices (`node_devices`), what running pods
 their dialect recorded it (`allocated_devices`; running whole-GPU pods that record nothing
 take fully free devices, highest index first; evicted victims hold nothing), and the
 devices each placed pod is given in the Decision (`Placement.devices`). Every placed pod
-asking for a GPU share must name `k` distinct devices of its node; a whole-GPU pod that
+asking the device-sharing way (any dialect but plain `nvidia.com/gpu`) must name `k` distinct devices of its node; a whole-GPU pod that
 names none takes fully free devices. The dialect annotation the Decision writes must name
 the same devices. Only devices a placed pod is given are judged (a running state already
 over a device is not the Decision's doing). Nominated pods wait for their victims and are
@@ -110,8 +110,8 @@ def devices(ctx: VerifyContext) -> list[str]:
         for key, demand in pods:
             chosen = ctx.decision.placements[key].devices
             if not chosen:
-                if demand.fractional:
-                    problems.append(f"{key}: asks for a GPU share but names no device on {name}")
+                if demand.sharing:
+                    problems.append(f"{key}: asks for GPU devices but names none on {name}")
                 else:
                     whole_unnamed += demand.devices
                 continue

@@ -52,6 +52,6 @@ def shares(
             demand = device_demand(pod.requests, pod.annotations)
         except ValueError:
             continue
-        if demand is not None and demand.fractional:
+        if demand is not None and demand.sharing:
             return True, extra
     return None

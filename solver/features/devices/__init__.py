@@ -10,8 +10,9 @@ gpu-fraction, Alibaba/openb gpu-milli) — placed and checked device by device.
 
 A node's aggregate room hides fragmentation: three pods of 0.6 GPU fit 2 GPUs by the sum
 (1.8 ≤ 2) but no device holds the third. The model is on (`DeviceBlock`) when some pending
-pod of the call asks for a fraction of a GPU or some running pod holds one; then every GPU
-pod of the call (whole GPUs too) is placed on devices. A pod fits a node only where `k`
+pod of the call asks the device-sharing way (any dialect but a plain `nvidia.com/gpu`
+request — a KAI or openb pod requests no resource at all) or some running pod's devices are
+recorded; then every GPU pod of the call (whole GPUs too) is placed on devices. A pod fits a node only where `k`
 distinct devices each have its compute share and memory left; else the node's reason is
 "node(s) had no GPU device with enough free share". A request its dialect rejects (e.g.
 `koordinator.sh/gpu-core: 150`) fits no node ("invalid GPU share request: ...").
@@ -107,7 +108,7 @@ def _compile(ctx: CompileContext) -> None:
     for t, why in errors.items():
         ctx.restrict([t], nothing, f"invalid GPU share request: {why}")
     table = device_table(ctx.snapshot)
-    shared = table.shared_use or any(d is not None and d.fractional for d in demands)
+    shared = table.shared_use or any(d is not None and d.sharing for d in demands)
     if not shared or table.size == 0:
         return
     if table.unplaced:

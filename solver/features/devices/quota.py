@@ -1,7 +1,7 @@
 """GPU shares in queue quotas: a fractional GPU counts as its share, all the way up.
 
-While a share is in play (a pending pod of the call or a running pod holds a fraction of a
-GPU), the `capacity` plugin's quotas count `nvidia.com/gpu` in milli-GPUs under the
+While a share is in play (a pending pod of the call or a running pod asks the
+device-sharing way — a fraction, or a KAI/openb/Koordinator/HAMi request of whole GPUs), the `capacity` plugin's quotas count `nvidia.com/gpu` in milli-GPUs under the
 dimension `nvidia.com/gpu-milli` (`solver.model.gpu_milli`): capabilities, deserved and
 guarantee × 1000, whole-GPU pods × 1000, a share its compute share (else its memory share)
 — never 0, never a whole device. Otherwise nothing changes.
@@ -36,7 +36,7 @@ SHARE_FACT = Fact("devices.share", _has_share, DEVICE_ANNOTATIONS)
 
 @dataclass(frozen=True, eq=False)
 class RunningShares:
-    fractional: bool  # some running pod holds a fraction of a GPU
+    fractional: bool  # some running pod asks the device-sharing way
     queue_extra: IntArray  # [Q] milli-GPUs beyond 1000 × nvidia.com/gpu requests
     gang_extra: IntArray  # [G] the same per named gang
 
@@ -73,7 +73,7 @@ def running_shares(snapshot: Snapshot) -> RunningShares:
 
 
 def shares_in_play(snapshot: Snapshot, workload: Workload) -> bool:
-    """Some pending pod of the call or some running pod holds a fraction of a GPU."""
+    """Some pending pod of the call or some running pod asks the device-sharing way."""
     if running_shares(snapshot).fractional:
         return True
     for pod in workload.pods:
@@ -81,6 +81,6 @@ def shares_in_play(snapshot: Snapshot, workload: Workload) -> bool:
             demand = device_demand(pod.requests, pod.annotations)
         except ValueError:
             continue
-        if demand is not None and demand.fractional:
+        if demand is not None and demand.sharing:
             return True
     return False

@@ -61,7 +61,7 @@ class DeviceTable:
     memory_free: IntArray  # [D] MiB (or milli when memory_known is False)
     memory_cap: IntArray  # [D] MiB per device, or 1000
     memory_known: IntArray  # [D] 1 when the node states its GPU memory
-    shared_use: bool  # some running pod holds a fractional share
+    shared_use: bool  # some running pod's devices are recorded
     unplaced: int  # running pods that hold devices gangplan cannot locate
 
     @property
@@ -114,7 +114,7 @@ def _build(snapshot: Snapshot) -> DeviceTable:
                 d = int(start[n]) + index
                 core[d] -= used_core
                 memory[d] -= (mib + ratio * int(cap[d]) // WHOLE) if known[d] else ratio
-                shared = shared or used_core < WHOLE or ratio < WHOLE
+                shared = True
                 recorded_whole[n] += int(used_core >= WHOLE)
     gpus = snapshot.used((GPU_RESOURCE,))[:, 0]
     for n in np.flatnonzero(gpus > recorded_whole).tolist():
