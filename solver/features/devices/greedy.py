@@ -10,7 +10,8 @@ kept per (type, node); `assignment` hands them to the pods of the final answer.
 With `deviceshare.SchedulePolicy: fgd` the tracker also scores nodes (`score`): FGD's
 score of the best device of each node for one more pod (`fgd.py`), × ScheduleWeight, kept
 per type and moved only on the node that receives a pod; a share then takes the device
-that grows the node's fragmentation least (lowest index on ties). The cpu FGD checks is the
+that grows the node's fragmentation least (lowest index on ties). Pods without GPUs are
+scored too (their cpu can strand a node's GPUs), so with FGD every pod goes through here. The cpu FGD checks is the
 node's free cpu as the device pods themselves use it.
 """
 
@@ -50,17 +51,21 @@ class DeviceTracker(Tracker):
             self._scores: dict[int, FloatArray] = {}
 
     def involved(self, t: int) -> bool:
-        return self.block.involved(t)
+        # with FGD every pod moves fragmentation (a CPU-only pod strands GPUs): all scored
+        return self.block.involved(t) or self.target is not None
 
     def verdict(self, t: int) -> IntArray:
         demand = self.block.demand[t]
-        assert demand is not None
+        if demand is None:
+            return np.zeros(self.problem.num_nodes, dtype=np.int64)
         count = fitting_nodes(self.block, t, self.core, self.memory, self.problem.num_nodes)
         return np.where(count >= demand.devices, 0, self.block.reason_code).astype(np.int64)
 
     def place(self, t: int, node: int) -> None:
         demand = self.block.demand[t]
-        assert demand is not None
+        if demand is None:  # a pod without GPUs, scored by FGD: only its cpu moves
+            self._moved(t, node)
+            return
         first, last = int(self.block.table.start[node]), int(self.block.table.start[node + 1])
         need = self.block.memory_need(t)[first:last]
         core, memory = self.core[first:last], self.memory[first:last]
@@ -105,8 +110,11 @@ class DeviceTracker(Tracker):
     def _node_scores(self, t: int, nodes: IntArray) -> FloatArray:
         """FGD score of the best device placement of one more pod of t on each of `nodes`."""
         demand = self.block.demand[t]
-        assert demand is not None and self.target is not None
+        assert self.target is not None
         dev = self._dev(nodes)
+        if demand is None:  # no GPUs: only the cpu it takes moves F
+            after = self._frag(nodes, dev, self._cpu_use(t))
+            return fgd_score(self.target, self.frag[nodes], after)
         slot = self.slot[nodes]
         need = self.block.memory_need(t)[np.maximum(slot, 0)]
         fits = (slot >= 0) & (dev >= demand.core) & (self.memory[np.maximum(slot, 0)] >= need)

@@ -18,6 +18,7 @@ from solver.config import PluginConf, SchedulerConf, TierConf
 from solver.features.devices.fgd import popular_shapes, target_workload
 from solver.model import ClusterModel
 from tests.builders import model, pod
+from tests.builders import node as node_builder
 from tests.features.devices.test_sharing import gpu_node
 
 TARGET = [{"cpu": 1000, "gpuMilli": 500, "gpus": 1, "count": 10}]
@@ -74,3 +75,22 @@ def test_fragmentation_measure_by_hand() -> None:
     )
     assert frag.tolist() == [3 * 300 + 900]
     assert target.norm == 4
+
+
+@pytest.mark.parametrize(("policy", "node"), [("binpack", "a"), ("fgd", "b")])
+def test_fgd_keeps_cpu_beside_free_gpus(policy: str, node: str) -> None:
+    """A CPU-only pod of 1.5 cpu on 2-cpu nodes: on a it would leave 0.5 cpu beside a free
+    GPU no 1-cpu target pod can use (1000 milli of fragment); b's GPU is taken anyway.
+    binpack prefers a (a running CPU pod makes it fuller); FGD prefers b."""
+    a = node_obj("a")
+    b = node_obj("b")
+    cpu_pod = pod("c-run").requests(cpu="100m").on("a").obj()
+    gpu_pod = openb("g-run", 1000, on="b")
+    gpu_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
+    pending = pod("p").requests(cpu="1500m").obj()
+    decision = _run(model(a, b, cpu_pod, gpu_pod, pending), policy)
+    assert decision.placements["default/p"].node == node
+
+
+def node_obj(name: str) -> dict[str, Any]:
+    return node_builder(name).cpu("2").memory("16Gi").gpu(1).obj()
