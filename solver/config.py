@@ -53,16 +53,18 @@ BUILTIN_PLUGINS = (
 DEFAULT_PLUGINS = tuple(p for p in BUILTIN_PLUGINS if p != "nodegroup")
 """The plugins of the default conf: Volcano's default conf does not enable nodegroup, and
 with it every labelled node would refuse queues without node-group affinity."""
-OPTIONAL_PLUGINS = ("capacity-card", "network-topology-aware")
+OPTIONAL_PLUGINS = ("capacity-card", "network-topology-aware", "deviceshare")
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
-HyperNode scores) acts only when listed, as in Volcano's default conf, which lacks it."""
+HyperNode scores) acts only when listed, as in Volcano's default conf, which lacks it;
+deviceshare's arguments choose how GPU shares pick devices (the device model itself is
+always on)."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
         "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
-        "cdp", "deviceshare", "resourcequota",
+        "cdp", "resourcequota",
     }
 )  # fmt: skip
 """Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""

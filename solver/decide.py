@@ -7,6 +7,7 @@ import numpy as np
 from solver.decision import Decision, GroupOutcome, Placement, Preemption
 from solver.engines import EngineResult
 from solver.features.cards import card_of
+from solver.features.devices import device_placement
 from solver.features.topology import TopologyBlock
 from solver.features.topology.kueue_place import assignments
 from solver.problem import Problem, evaluate, tier_specs
@@ -32,9 +33,18 @@ def decide(
     placed_per_gang = np.zeros(len(problem.gang_ids), dtype=np.int64)
     for t, pods in enumerate(problem.type_pods):
         g = int(problem.type_gang[t])
-        for pod, n in zip(pods, result.pod_node[t].tolist(), strict=True):
+        on_devices = result.devices[t] if result.devices is not None else None
+        for i, (pod, n) in enumerate(zip(pods, result.pod_node[t].tolist(), strict=True)):
             if n >= 0:
-                placements[pod] = Placement(node=problem.node_names[n], card=card_of(problem, t, n))
+                devices, notes = device_placement(
+                    problem, t, n, on_devices[i] if on_devices is not None else ()
+                )
+                placements[pod] = Placement(
+                    node=problem.node_names[n],
+                    card=card_of(problem, t, n),
+                    devices=devices,
+                    annotations=notes,
+                )
                 placed_per_gang[g] += 1
     for t, pods in enumerate(problem.type_pods):
         g = int(problem.type_gang[t])

@@ -28,6 +28,9 @@ class Placement:
     card: str | None = None  # chosen GPU card type (capacity-card)
     nominated: str | None = None  # status.nominatedNodeName after preemption
     reason: str = ""  # why not, when node is None
+    devices: tuple[int, ...] = ()  # GPU device indices on the node (device sharing)
+    annotations: dict[str, str] = field(default_factory=dict, hash=False)  # device plugin
+    #   assignment annotation, in the pod's dialect
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class Decision:
         return {
             "placements": {
                 k: {"node": p.node, "card": p.card, "nominated": p.nominated, "reason": p.reason}
+                | ({"devices": list(p.devices)} if p.devices else {})
+                | ({"annotations": dict(p.annotations)} if p.annotations else {})
                 for k, p in self.placements.items()
             },
             "podgroups": {
@@ -130,8 +135,14 @@ class Decision:
         )
 
     def patches(self) -> list[dict[str, Any]]:
-        """The Kubernetes status patches a front end applies: nominated members and victims."""
+        """The Kubernetes patches a front end applies: device assignment annotations,
+        nominated members and victims."""
         out: list[dict[str, Any]] = [
+            {"pod": key, "metadata": {"annotations": dict(p.annotations)}}
+            for key, p in self.placements.items()
+            if p.annotations
+        ]
+        out += [
             {"pod": key, "status": {"nominatedNodeName": p.nominated}}
             for key, p in self.placements.items()
             if p.nominated

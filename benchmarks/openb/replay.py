@@ -62,6 +62,8 @@ from pathlib import Path
 
 import numpy as np
 
+from solver.features.devices.fgd import popular_shapes, target_workload
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "openb"
 MILLI = 1000
 GMAX = 8
@@ -158,13 +160,8 @@ def typical_shapes(
             continue
         key = (int(pods.cpu[i]), int(pods.milli[i]), k, pods.spec[i] if k else "")
         counts[key] = counts.get(key, 0) + 1
-    items = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
-    total = sum(counts.values())
-    cum, n = 0, 0
-    while cum < threshold * total / 100.0 and n < len(items):
-        cum += items[n][1]
-        n += 1
-    return [k for k, _ in items[:n]], np.array([c for _, c in items[:n]], dtype=np.int64)
+    shapes, kept = popular_shapes(counts, threshold)
+    return shapes, np.array(kept, dtype=np.int64)
 
 
 class Replay:
@@ -183,39 +180,19 @@ class Replay:
         self.capacity = int(cluster.gpus.sum()) * MILLI
         self.allocated = 0
         self.where: list[list[int]] = [[] for _ in range(N)]  # pods placed per node
-        # FGD: the workload's typical pod shapes and their counts (popularity = count / sum)
+        # FGD: the workload's typical pod shapes and their counts (the measure: solver's)
         shapes, counts = typical_shapes(pods)
-        gpu = np.array([k > 0 for _, _, k, _ in shapes], dtype=bool)
-        self.m_count_cpu = float(counts[~gpu].sum())  # CPU-only shapes: all free GPU is frag
-        self.m_count = counts[gpu].astype(np.float64)
-        self.m_cpu = np.array([c for c, _, _, _ in shapes], dtype=np.int64)[gpu]
-        self.m_d = np.array([d for _, d, _, _ in shapes], dtype=np.int64)[gpu]
-        self.m_k = np.array([k for _, _, k, _ in shapes], dtype=np.int64)[gpu]
-        self.m_access = np.array(
-            [
-                [not spec or m in spec.split("|") for m in cluster.models]
-                for _, _, _, spec in shapes
-            ],
-            dtype=bool,
-        ).reshape(len(shapes), len(cluster.models))[gpu]
-        self.m_norm = float(counts.sum())
-        self.dvals = np.unique(self.m_d)
-        self.m_di = np.searchsorted(self.dvals, self.m_d)
+        self.target = target_workload(shapes, counts.tolist(), cluster.models)
+        self.m_norm = self.target.norm
         self.frag = self._frag(self.cpu, self.dev, cluster.model)
 
     # -- FGD's measure -------------------------------------------------------------
 
     def _frag(self, cpu: np.ndarray, dev: np.ndarray, model: np.ndarray) -> np.ndarray:
         """F(n) x m_norm for each row (node state), i.e. sum over typical shapes of count x
-        fragment milli: integer-valued, so exact in float64 whatever the summation order."""
-        free = np.where(dev > 0, dev, 0)
-        total = free.sum(axis=1).astype(np.float64)
-        ge = (dev[:, :, None] >= self.dvals[None, None, :]).sum(axis=1)  # [B, D]
-        below = (free[:, :, None] * (dev[:, :, None] < self.dvals[None, None, :])).sum(axis=1)
-        acc = np.where(model[:, None] >= 0, self.m_access.T[np.maximum(model, 0)], False)  # [B, M]
-        ok = acc & (cpu[:, None] >= self.m_cpu[None, :]) & (ge[:, self.m_di] >= self.m_k[None, :])
-        frag_m = np.where(ok, below[:, self.m_di], total[:, None]).astype(np.float64)
-        return np.asarray(frag_m @ self.m_count) + self.m_count_cpu * total
+        fragment milli: integer-valued, so exact in float64 whatever the summation order
+        (`solver.features.devices.fgd`)."""
+        return self.target.fragmentation(cpu, dev, model)
 
     # -- one pod -------------------------------------------------------------------
 

@@ -424,11 +424,33 @@ class PodPlacement(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class GpuAnnotationsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     POD_FIELD_NUMBER: _builtins.int
     NODE_FIELD_NUMBER: _builtins.int
     CARD_FIELD_NUMBER: _builtins.int
     NOMINATED_NODE_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    GPU_DEVICES_FIELD_NUMBER: _builtins.int
+    GPU_ANNOTATIONS_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     """Pod key `namespace/name`."""
     node: _builtins.str
@@ -439,6 +461,16 @@ class PodPlacement(_message.Message):
     """status.nominatedNodeName after preemption."""
     reason: _builtins.str
     """Why the pod stays pending, counted the way kube-scheduler counts it."""
+    @_builtins.property
+    def gpu_devices(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """GPU device indices on the node, when GPU sharing is in play."""
+
+    @_builtins.property
+    def gpu_annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The device assignment annotation in the pod's dialect (e.g.
+        scheduling.koordinator.sh/device-allocated, runai-gpu, alibabacloud.com/gpu-index).
+        """
+
     def __init__(
         self,
         *,
@@ -447,10 +479,12 @@ class PodPlacement(_message.Message):
         card: _builtins.str = ...,
         nominated_node: _builtins.str = ...,
         reason: _builtins.str = ...,
+        gpu_devices: _abc.Iterable[_builtins.int] | None = ...,
+        gpu_annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "node", b"node", "nominated_node", b"nominated_node", "pod", b"pod", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "gpu_annotations", b"gpu_annotations", "gpu_devices", b"gpu_devices", "node", b"node", "nominated_node", b"nominated_node", "pod", b"pod", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -42,6 +42,8 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
                 card=p.card or "",
                 nominated_node=p.nominated or "",
                 reason=p.reason,
+                gpu_devices=list(p.devices),
+                gpu_annotations=p.annotations,
             )
             for key, p in sorted(decision.placements.items())
         ],
@@ -269,6 +271,8 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
                 card=p.card or None,
                 nominated=p.nominated_node or None,
                 reason=p.reason,
+                devices=tuple(p.gpu_devices),
+                annotations=dict(p.gpu_annotations),
             )
             for p in msg.placements
         },

@@ -20,3 +20,5 @@ class EngineResult:
     gang_reason: dict[int, str] = field(default_factory=dict)  # why gang g was not placed
     bound: float | None = None
     stats: dict[str, float | int] = field(default_factory=dict)
+    devices: list[list[tuple[int, ...]]] | None = None  # per type, per pod: GPU devices
+    #   (indices within its node) of each placed device pod; None without the device model

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from solver.engines._result import EngineResult
+from solver.features.devices.greedy import device_tracker
 from solver.features.interpod import tracker_for
 from solver.features.nodegroup.greedy import group_tracker
 from solver.features.queues import QuotaBlock, QuotaLedger, fill_within_quota
@@ -60,7 +61,8 @@ UNIT_PLACERS: tuple[UnitPlacer, ...] = (
 
 TRACKERS: tuple[Callable[[Problem], Tracker | None], ...] = (tracker_for, group_tracker)
 """Features' trackers (rules that move as the call's own pods land: inter-pod terms,
-node-group resource limits), combined in this order."""
+node-group resource limits), combined in this order; GPU devices (`device_tracker`) last,
+kept apart so the answer can name each pod's devices."""
 
 
 def ledger_for(problem: Problem) -> Ledger:
@@ -71,7 +73,8 @@ def ledger_for(problem: Problem) -> Ledger:
 
 def solve_greedy(problem: Problem) -> EngineResult:
     started = time.perf_counter()
-    tracker = Trackers.of(*(make(problem) for make in TRACKERS))
+    devices = device_tracker(problem)
+    tracker = Trackers.of(*(make(problem) for make in TRACKERS), devices)
     state = GreedyState.start(problem, ledger_for(problem), tracker)
     unit_gangs: dict[int, list[int]] = {}
     for g in np.flatnonzero(problem.gang_pending > 0).tolist():
@@ -102,6 +105,7 @@ def solve_greedy(problem: Problem) -> EngineResult:
         pod_node=state.pod_node,
         gang_reason=state.gang_reason,
         stats={"seconds": time.perf_counter() - started},
+        devices=devices.assignment(state.pod_node) if devices is not None else None,
     )
 
 

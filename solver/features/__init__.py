@@ -7,6 +7,7 @@
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
     nodegroup/    Volcano queue <-> node-group affinity
     cards/        Volcano GPU card types and their quotas (`capacity-card`)
+    devices/      GPU devices shared by fractional pods (always on)
     binpack/      Volcano binpack scoring
     nodeorder/    Volcano nodeorder: kube-scheduler's NodeAffinity and TaintToleration scores
     preemption/   Koordinator job-level preemption and Volcano reclaim (after placement)
@@ -27,6 +28,7 @@ from __future__ import annotations
 from solver.features import (
     binpack,
     cards,
+    devices,
     interpod,
     nodegroup,
     nodeorder,
@@ -47,6 +49,7 @@ FEATURES: tuple[Feature, ...] = (
     queues.FEATURE,
     nodegroup.FEATURE,
     cards.FEATURE,
+    devices.FEATURE,
     binpack.FEATURE,
     nodeorder.FEATURE,
 )

@@ -78,7 +78,9 @@ def _fill_tracked(
         if not allowed.any():
             break
         within = np.flatnonzero(allowed)
-        best = within[np.lexsort((pool[within], -score[within]))[0]]
+        moving = tracker.score(t)
+        total = score if moving is None else score + moving[pool]
+        best = within[np.lexsort((pool[within], -total[within]))[0]]
         node = int(pool[best])
         free[node] -= demand
         tracker.place(t, node)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from solver.problem._problem import IntArray, Problem
+from solver.problem._problem import FloatArray, IntArray, Problem
 
 __all__ = ["GreedyState", "Ledger", "NoLimits", "Tracker", "Trackers", "UnitPlacer"]
 
@@ -76,6 +76,11 @@ class Tracker:
     def place(self, t: int, node: int) -> None:
         return None
 
+    def score(self, t: int) -> FloatArray | None:
+        """[N] a score of one more pod of t that moves as pods land (added to the node
+        scores; e.g. GPU fragmentation), None: nothing."""
+        return None
+
     def checkpoint(self) -> object:
         return None
 
@@ -115,6 +120,10 @@ class Trackers(Tracker):
         for p in self.parts:
             if p.involved(t):
                 p.place(t, node)
+
+    def score(self, t: int) -> FloatArray | None:
+        rows = [row for p in self.parts if p.involved(t) and (row := p.score(t)) is not None]
+        return np.sum(rows, axis=0) if rows else None
 
     def checkpoint(self) -> object:
         return tuple(p.checkpoint() for p in self.parts)

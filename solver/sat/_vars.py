@@ -32,6 +32,8 @@ class PlacementVars:
     opened: dict[int, cp_model.LinearExprT] = field(default_factory=dict)
     used: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     by_type: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)  # a module's own variables, for
+    #   reading its part of the answer (GPU device patterns)
 
     @classmethod
     def create(

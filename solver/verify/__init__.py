@@ -13,6 +13,7 @@ Rules, and the plugins that put them in force:
 | placements name pending pods and existing nodes; PodGroup outcomes agree | `_context`, `_basics.outcomes` | always |
 | victims run on their node, are not protected, have lower priority (preemption) and the DisruptionTarget message | `_basics.victims` | always |
 | capacity of every node receiving pods, running pods (less victims) and room held for nominated pods included | `_basics.capacity` | always |
+| no GPU device oversubscribed (compute share, memory); placed share pods name their devices | `_devices` | always |
 | cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
 | pod affinity, anti-affinity (both ways) and topology spread, the call's pods included | `_interpod` | `predicates` |
 | gangs reach their minMember share, with their GangGroup | `_gangs.gangs` | `gang` |
@@ -38,10 +39,11 @@ from collections.abc import Callable
 from solver.config import SchedulerConf
 from solver.decision import Decision
 from solver.errors import InternalError
-from solver.model import ClusterModel
+from solver.model import DEVICE_ANNOTATIONS, ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import (
     _basics,
+    _devices,
     _gangs,
     _hypernode,
     _interpod,
@@ -57,12 +59,13 @@ __all__ = ["ANNOTATIONS", "check", "verify"]
 
 Rule = Callable[[VerifyContext], list[str]]
 
-ANNOTATIONS = frozenset(key for key, _ in _basics.PROTECTING)
+ANNOTATIONS = frozenset(key for key, _ in _basics.PROTECTING) | frozenset(DEVICE_ANNOTATIONS)
 """Annotations of running pods the rules read: a snapshot must keep them (`PodSchema.keep`)."""
 
 RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _basics.victims),
     ((), _basics.capacity),
+    ((), _devices.devices),
     (("predicates",), _predicates.predicates),
     (("predicates",), _interpod.interpod),
     (("gang",), _gangs.gangs),

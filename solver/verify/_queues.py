@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import partial
 
-from solver.model import Node, Pod, Queue
+from solver.model import GPU_MILLI, Node, Pod, Queue, gpu_milli, in_gpu_milli
 from solver.verify._context import VerifyContext
+from solver.verify._shares import shares
 
 __all__ = ["cards", "nodegroups", "quotas"]
 
@@ -70,7 +72,11 @@ def _plus(a: int, b: int) -> int:
 
 
 def _real_capabilities(
-    ctx: VerifyContext, queues: Mapping[str, Queue], parents: dict[str, str | None], cards: bool
+    ctx: VerifyContext,
+    queues: Mapping[str, Queue],
+    parents: dict[str, str | None],
+    cards: bool,
+    milli: bool = False,
 ) -> dict[str, dict[str, int]]:
     """realCapability of every queue (missing resources: unlimited; capacity-card: a card
     type a queue does not list has the limit under `UNSET_CARD`)."""
@@ -123,7 +129,7 @@ def _real_capabilities(
             for r, v in node.allocatable.items():
                 if r != "pods":
                     total[r] += v
-        capability["root"] = dict(total)
+        capability["root"] = in_gpu_milli(total, UNLIMITED) if milli else dict(total)
     real["root"] = dict(capability["root"])
     todo = ["root"]
     while todo:
@@ -275,7 +281,18 @@ def quotas(ctx: VerifyContext) -> list[str]:
         parents["default"] = "root"
     if not queues and not job_queues:
         return problems
-    real = _real_capabilities(ctx, queues, parents, cards)
+    shared = None if cards else shares(ctx.snapshot, ctx.workload, partial(_charged_queue, ctx))
+    if shared is not None:  # GPU shares in play: nvidia.com/gpu counted in milli-GPUs
+        queues = {
+            name: q.model_copy(
+                update={
+                    "capability": in_gpu_milli(q.capability, UNLIMITED),
+                    "guarantee": in_gpu_milli(q.guarantee, UNLIMITED),
+                }
+            )
+            for name, q in queues.items()
+        }
+    real = _real_capabilities(ctx, queues, parents, cards, milli=shared is not None)
     has_children = {p for p in parents.values() if p is not None}
     unlimited = ctx.conf.arguments("capacity-card").get("cardUnlimitedCpuMemory") is True
     added: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -292,6 +309,9 @@ def quotas(ctx: VerifyContext) -> list[str]:
             use, _ = _card_use(ctx, pod, ctx.node(ctx.target[pod.key]), card)
         else:
             use = {r: v for r, v in pod.requests.items() if r != "pods"}
+            if shared is not None:
+                use = in_gpu_milli(use, UNLIMITED)
+                use[GPU_MILLI] = gpu_milli(pod.requests, pod.annotations)[0]
         for name in path:
             for r, v in use.items():
                 added[name][r] += v
@@ -306,6 +326,9 @@ def quotas(ctx: VerifyContext) -> list[str]:
         for q in subtree[name]:
             if q not in own:
                 own[q] = _allocated(ctx, q, cards, unlimited)
+                if shared is not None:
+                    own[q] = in_gpu_milli(own[q], UNLIMITED)
+                    own[q][GPU_MILLI] = own[q].get(GPU_MILLI, 0) + shared[1].get(q, 0)
             for r, v in own[q].items():
                 allocated[r] += v
             for r, v in freed.get(q, {}).items():

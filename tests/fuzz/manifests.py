@@ -128,6 +128,16 @@ def base_manifests() -> list[dict[str, Any]]:
         term["namespaceSelector"] = {"matchLabels": {"team": "a"}}
         term["matchLabelKeys"] = ["app"]
         p["spec"]["topologySpreadConstraints"][0]["minDomains"] = 1
+    # GPU sharing doors: a KAI fraction, an openb milli share, Koordinator percents
+    pods[0]["metadata"]["annotations"].update({"gpu-fraction": "0.5", "runai-gpu": "0"})
+    pods[1]["metadata"]["annotations"].update(
+        {"alibabacloud.com/gpu-milli": "300", "alibabacloud.com/gpu-index": "1"}
+    )
+    pods[1]["spec"]["containers"][0]["resources"]["requests"].update(
+        {"koordinator.sh/gpu-core": "30", "koordinator.sh/gpu-memory-ratio": "30"}
+    )
+    nodes[0]["status"]["allocatable"]["koordinator.sh/gpu-core"] = "400"
+    nodes[0]["metadata"]["labels"]["nvidia.com/gpu.memory"] = "24576"
     priority = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",

@@ -60,6 +60,10 @@ def base_cluster() -> pb.Cluster:
                 requests={"cpu": 1000},
                 labels={"app": "g"},
                 pod_anti_affinity=pb.PodAffinity(required=[_term("rack")]),
+                annotations={  # a running GPU share, as Koordinator records it
+                    "scheduling.koordinator.sh/device-allocated": '{"gpu":[{"minor":1,'
+                    '"resources":{"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory-ratio":"50"}}]}'
+                },
             )
         ],
         queues=[pb.Queue(name="q", capability={"cpu": 16000})],
@@ -122,7 +126,10 @@ def base_job() -> pb.Job:
                 gang="default/g",
                 requests={GPU: 1},
                 labels={"app": "g"},
-                annotations={KUEUE_PREFERRED: "rack"},
+                annotations={
+                    KUEUE_PREFERRED: "rack",
+                    **({"gpu-fraction": "0.5"} if i == 0 else {}),
+                },
                 pod_affinity=pb.PodAffinity(
                     preferred=[pb.WeightedPodAffinityTerm(weight=10, term=_term("rack"))]
                 ),

@@ -12,6 +12,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import affinity, capacity, packing
+from solver.features.devices import cpsat as devices
 from solver.features.gang import cpsat as gang
 from solver.features.interpod import cpsat as interpod
 from solver.features.nodegroup import cpsat as nodegroup
@@ -21,7 +22,15 @@ from solver.features.topology import hypernode_cpsat as hypernode
 from solver.problem import BoolArray, IntArray, Problem
 from solver.sat import PlacementVars, Term
 
-__all__ = ["CLASS_SPLITS", "MODULES", "PER_NODE", "POSTPROCESS", "UNSUPPORTED", "per_node_types"]
+__all__ = [
+    "CLASS_SPLITS",
+    "MODULES",
+    "PER_NODE",
+    "POSTPROCESS",
+    "UNSUPPORTED",
+    "device_assignment",
+    "per_node_types",
+]
 
 Build = Callable[[Problem, cp_model.CpModel, PlacementVars], list[Term]]
 
@@ -29,6 +38,7 @@ MODULES: tuple[Build, ...] = (
     capacity.build,
     quota.build,
     nodegroup.build,
+    devices.build,
     gang.build,
     topology.build,
     hypernode.build,
@@ -43,19 +53,29 @@ CLASS_SPLITS: tuple[Callable[[Problem], list[IntArray]], ...] = (
     hypernode.class_split,
     quota.class_split,
     nodegroup.class_split,
+    devices.class_split,
 )
 """Rows node classes must not mix (a class must lie in one domain, one card type, ...)."""
 
-PER_NODE: tuple[Callable[[Problem], BoolArray | None], ...] = (interpod.virtual_types,)
+PER_NODE: tuple[Callable[[Problem], BoolArray | None], ...] = (
+    interpod.virtual_types,
+    devices.per_node,
+)
 """Pod types constrained node by node: their classes get a variable per node."""
 
-UNSUPPORTED: tuple[Callable[[Problem], str | None], ...] = (topology.unsupported,)
+UNSUPPORTED: tuple[Callable[[Problem], str | None], ...] = (
+    topology.unsupported,
+    devices.unsupported,
+)
 """Rules a feature does not encode: the engine answers with the greedy instead."""
 
 POSTPROCESS: tuple[Callable[[Problem, list[IntArray]], list[IntArray]], ...] = (
     topology.layout_ranks,
 )
 """Reorder an answer's pods within their nodes (e.g. ranks next to each other)."""
+
+device_assignment = devices.assignment
+"""The GPU devices of each placed pod, read from the solution (None without devices)."""
 
 
 def per_node_types(problem: Problem) -> BoolArray | None:

@@ -34,6 +34,7 @@ from solver.engines.cpsat._modules import (
     MODULES,
     POSTPROCESS,
     UNSUPPORTED,
+    device_assignment,
     per_node_types,
 )
 from solver.engines.cpsat.explain import explain_unsatisfied
@@ -203,8 +204,11 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     bound: float | None = float(solver.best_objective_bound) if not lexicographic else None
     if lexicographic and proven_all:
         bound = float(score)  # every tier proven optimal in turn
+    devices = greedy.devices
     if greedy_score >= score:  # ties keep the greedy's (upstream-like) node choice
         pod_node, score = greedy.pod_node, greedy_score
+    else:
+        devices = device_assignment(problem, v, value_of, pod_node)
     proven = proven_all or (bound is not None and score >= bound)
     result_status = "OPTIMAL" if proven else "FEASIBLE"
     if proven and problem.num_pods > 0 and all((row < 0).all() for row in pod_node):
@@ -220,6 +224,7 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         gang_reason=reasons,
         bound=bound,
         stats=stats,
+        devices=devices,
     )
 
 

@@ -9,15 +9,16 @@ the Problem block and both engines' quota steps are shared (`tree.py`, `admissio
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from solver.config import SchedulerConf
+from solver.features.devices.quota import running_shares
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
-from solver.model import Gang, Pod
+from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli
 from solver.problem import IntArray, Rows
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED, add_limits, format_quantity, sub_limit
 from solver.snapshot import NONE, Snapshot
@@ -59,14 +60,20 @@ class QuotaMode:
 
     plugin = "capacity"
 
-    def __init__(self, conf: SchedulerConf) -> None:
+    def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         plugin = conf.plugin(self.plugin)
         self.hierarchical = bool(plugin.options.get("enableHierarchy", True)) if plugin else True
+        self.gpu_milli = gpu_milli  # GPU shares in play: nvidia.com/gpu counted in milli
+        #   (`features.devices.quota`)
 
     @property
     def key(self) -> Hashable:
         """What the memoised tree depends on besides the snapshot."""
-        return (self.plugin, self.hierarchical)
+        return (self.plugin, self.hierarchical, self.gpu_milli)
+
+    def view(self, resources: Mapping[str, int]) -> dict[str, int]:
+        """A quota map in this mode's dimensions (GPUs in milli while shares are in play)."""
+        return in_gpu_milli(resources, UNLIMITED) if self.gpu_milli else dict(resources)
 
     # ------------------------------------------------------------------ the tree
 
@@ -93,11 +100,11 @@ class QuotaMode:
     def capabilities(self, snapshot: Snapshot, tree: QueueTree) -> None:
         queues = tree.queues
         root = queues[ROOT]
-        root_spec = root.spec.capability if root.spec else {}
+        root_spec = self.view(root.spec.capability) if root.spec else {}
         if tree.hierarchical:
             root.capability = limits(root_spec, None, False)
         else:
-            root.capability = dict(
+            root.capability = self.view(
                 snapshot.nodes.memo(("queues", "cluster total"), lambda: _total(snapshot))
             )
         root.real_capability = dict(root.capability)
@@ -107,7 +114,7 @@ class QuotaMode:
             siblings_guarantee = sum_resources(queues[s].guarantee for s in parent.children)
             for child_name in parent.children:
                 child = queues[child_name]
-                spec = child.spec.capability if child.spec else {}
+                spec = self.view(child.spec.capability) if child.spec else {}
                 child.capability = limits(
                     spec, parent.capability if tree.hierarchical else None, tree.hierarchical
                 )
@@ -169,15 +176,26 @@ class QuotaMode:
 
     def queue_allocated(self, snapshot: Snapshot, q: int) -> dict[str, int]:
         """What the pods charged to queue id q use of its quota."""
-        return _row(snapshot.running.resources, snapshot.usage.queue_requests, q)
+        row = _row(snapshot.running.resources, snapshot.usage.queue_requests, q)
+        return self._with_shares(row, running_shares(snapshot).queue_extra, q)
 
     def gang_allocated(self, snapshot: Snapshot, gang_id: str) -> dict[str, int]:
         g = snapshot.running.gang_id(gang_id)
-        return _row(snapshot.running.resources, snapshot.usage.gang_requests, g)
+        row = _row(snapshot.running.resources, snapshot.usage.gang_requests, g)
+        return self._with_shares(row, running_shares(snapshot).gang_extra, g)
+
+    def _with_shares(self, row: dict[str, int], extra: IntArray, index: int) -> dict[str, int]:
+        if not self.gpu_milli:
+            return row
+        out = self.view(row)
+        more = int(extra[index]) if 0 <= index < extra.size else 0
+        if more:
+            out[GPU_MILLI] = out.get(GPU_MILLI, 0) + more
+        return out
 
     def gang_minimum(self, snapshot: Snapshot, gang: Gang) -> dict[str, int]:
         """What an admitted job holds of its queue beyond its running pods (minResources)."""
-        return {r: v for r, v in gang.min_resources.items() if r != PODS}
+        return self.view({r: v for r, v in gang.min_resources.items() if r != PODS})
 
     def request(self, gang: Gang, pending: Sequence[Pod], snapshot: Snapshot) -> dict[str, int]:
         """What a job asks for when it enters its queue (Volcano: minResources)."""
@@ -224,7 +242,19 @@ class QuotaMode:
         )
         if PODS in ctx.resources:
             demand[:, ctx.resources.index(PODS)] = 0
-        return TypeQuota(dims=ctx.resources, demand=demand)
+        if not self.gpu_milli:
+            return TypeQuota(dims=ctx.resources, demand=demand)
+        # nvidia.com/gpu (if requested) becomes the milli dimension: each type's share
+        dims = [r for r in ctx.resources if r != GPU_RESOURCE]
+        keep = [i for i, r in enumerate(ctx.resources) if r != GPU_RESOURCE]
+        milli = [
+            gpu_milli(p.requests, p.annotations)[0]
+            for p in map(ctx.first_pod, range(ctx.num_types))
+        ]
+        demand = np.column_stack([demand[:, keep], np.array(milli, dtype=np.int64)])
+        return TypeQuota(
+            dims=(*dims, GPU_MILLI), demand=demand.reshape(ctx.num_types, len(dims) + 1)
+        )
 
 
 def _row(names: Sequence[str], matrix: np.ndarray, index: int) -> dict[str, int]:
@@ -261,7 +291,7 @@ def _build(snapshot: Snapshot, mode: QuotaMode, used_default: bool) -> QueueTree
         parent = (spec.parent or ROOT) if name != ROOT else None
         queues[name] = QueueInfo(
             name=name, parent=parent if hierarchical or name == ROOT else ROOT,
-            deserved=dict(spec.deserved), guarantee=dict(spec.guarantee), state=spec.state,
+            deserved=mode.view(spec.deserved), guarantee=mode.view(spec.guarantee), state=spec.state,
             priority=spec.priority, spec=spec,
         )  # fmt: skip
     if ROOT not in queues:

@@ -1,0 +1,99 @@
+"""FGD's fragmentation measure (Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing
+Workloads with Fragmentation Gradient Descent", ATC'23; the simulator's
+`NodeGpuShareFragAmountScore`, hkust-adsl/kubernetes-scheduler-simulator `pkg/utils/frag.go`).
+
+A target workload is a set of typical pod shapes m (cpu, milli-GPU per device, devices, GPU
+models it may use) with counts c_m. For a node n:
+
+    F_n(m) = free GPU milli on devices with less than m's milli left   if m fits n
+             all free GPU milli of n                                   otherwise (or CPU-only m)
+    F(n)   = Σ_m c_m · F_n(m)                (× the total count: integer-valued, exact)
+
+FGD places a pod where F grows least (its score: sigmoid((F_before − F_after) / Σc / 1000)
+× 100). `benchmarks/openb/replay.py` (the simulator's re-implementation) uses this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.problem import BoolArray, FloatArray, IntArray
+
+__all__ = ["TargetWorkload", "fgd_score", "target_workload"]
+
+
+@dataclass(frozen=True, eq=False)
+class TargetWorkload:
+    cpu: IntArray  # [M] milli-cpu of each GPU shape
+    milli: IntArray  # [M] milli-GPU per device
+    devices: IntArray  # [M] devices per pod
+    access: BoolArray  # [M, K] GPU models (by index) each GPU shape may use
+    count: FloatArray  # [M] how many pods of each GPU shape
+    cpu_only: float  # how many CPU-only pods (all free GPU is their fragment)
+
+    @property
+    def norm(self) -> float:
+        return float(self.count.sum()) + self.cpu_only
+
+    def fragmentation(self, cpu: IntArray, dev: IntArray, model: IntArray) -> FloatArray:
+        """F(n) × norm for node states: free cpu [B], free milli per device [B, G] (−1: no
+        device), GPU model index [B] (−1: none)."""
+        levels = np.unique(self.milli)
+        level = np.searchsorted(levels, self.milli)
+        free = np.where(dev > 0, dev, 0)
+        total = free.sum(axis=1).astype(np.float64)
+        ge = (dev[:, :, None] >= levels[None, None, :]).sum(axis=1)  # [B, L]
+        below = (free[:, :, None] * (dev[:, :, None] < levels[None, None, :])).sum(axis=1)
+        usable = np.where(model[:, None] >= 0, self.access.T[np.maximum(model, 0)], False)
+        fits = (
+            usable & (cpu[:, None] >= self.cpu[None, :]) & (ge[:, level] >= self.devices[None, :])
+        )
+        frag = np.where(fits, below[:, level], total[:, None]).astype(np.float64)
+        return np.asarray(frag @ self.count + self.cpu_only * total, dtype=np.float64)
+
+
+def target_workload(
+    shapes: Sequence[tuple[int, int, int, str]], counts: Sequence[int], models: Sequence[str]
+) -> TargetWorkload:
+    """From typical shapes (cpu, milli per device, devices, GPU models `A|B` or "" for any)
+    and their counts; a shape with 0 devices is CPU-only."""
+    gpu = [i for i, (_, _, k, _) in enumerate(shapes) if k > 0]
+    access = np.array(
+        [[not shapes[i][3] or m in shapes[i][3].split("|") for m in models] for i in gpu],
+        dtype=bool,
+    ).reshape(len(gpu), len(models))
+    return TargetWorkload(
+        cpu=np.array([shapes[i][0] for i in gpu], dtype=np.int64),
+        milli=np.array([shapes[i][1] for i in gpu], dtype=np.int64),
+        devices=np.array([shapes[i][2] for i in gpu], dtype=np.int64),
+        access=access,
+        count=np.array([counts[i] for i in gpu], dtype=np.float64),
+        cpu_only=float(sum(c for i, c in enumerate(counts) if shapes[i][2] == 0)),
+    )
+
+
+def fgd_score(target: TargetWorkload, before: FloatArray, after: FloatArray) -> FloatArray:
+    """FGDScore: sigmoid((F_before − F_after) / norm / 1000) × 100 (not truncated)."""
+    x = (before - after) / max(target.norm, 1.0) / 1000.0
+    return np.asarray(100.0 / (1.0 + np.exp(-x)), dtype=np.float64)
+
+
+Shape = tuple[int, int, int, str]  # (cpu milli, milli-GPU per device, devices, GPU models)
+
+
+def popular_shapes(
+    counts: dict[Shape, int], threshold: float = 95.0
+) -> tuple[list[Shape], list[int]]:
+    """The simulator's `GetTypicalPods` cut (`podPopularityThreshold`): shapes most frequent
+    first (equal counts: larger shape first), up to the first that covers `threshold`% of
+    the pods."""
+    items = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+    total = sum(counts.values())
+    covered, n = 0, 0
+    while covered < threshold * total / 100.0 and n < len(items):
+        covered += items[n][1]
+        n += 1
+    return [k for k, _ in items[:n]], [c for _, c in items[:n]]
