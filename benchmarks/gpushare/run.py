@@ -18,11 +18,7 @@ Engines: greedy, and cpsat (1 worker, seed 0, 60 s budget). Each figure is the m
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results import provenance, write_results  # noqa: E402
 from solver import SCHEMA, SchedulerConf, Workload, schedule  # noqa: E402
 from solver.model import Gang, Node, Pod  # noqa: E402
 from solver.snapshot import RunningPod, Snapshot  # noqa: E402
@@ -136,6 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     base = nodes()
     names = [n.name for n in base]
+    source = provenance()  # before the runs: the code they measure
     rows = []
     for count in args.running:
         snapshot = Snapshot.build(base, running(count, names), schema=SCHEMA)
@@ -148,15 +146,7 @@ def main() -> None:
                 f"{result['nodes']} nodes | {result['status']} |",
                 flush=True,
             )
-    sha = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
-    out = {
-        "git": sha,
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}",
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    write_results(args.out, source, rows)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,6 +50,7 @@ from replay import (  # noqa: E402
     typical_shapes,
 )
 
+from benchmarks.results import provenance, write_results  # noqa: E402
 from solver import SCHEMA, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, SchedulerConf, TierConf  # noqa: E402
 from solver.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod  # noqa: E402
@@ -176,21 +174,14 @@ def main() -> None:
     parser.add_argument("--weight", type=float, nargs="+", default=[1.0, 1000.0])
     parser.add_argument("--out", default=str(HERE / "online.json"))
     args = parser.parse_args()
+    source = provenance()  # before the runs: the code they measure
     rows = []
     for policy in args.policies:
         for weight in args.weight if policy == "fgd" else [1.0]:
             row = run(policy, args.limit, args.seed, weight)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    sha = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
-    out = {
-        "git": sha,
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}",
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    write_results(args.out, source, rows)
 
 
 if __name__ == "__main__":

@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from solver.model._cluster import Node
+from solver.model._workload import Pod
 from solver.quantity import parse_quantity
 
 __all__ = [
@@ -346,6 +347,18 @@ def gpu_milli(requests: Mapping[str, int], annotations: Mapping[str, str]) -> tu
     if not per:
         per = min(WHOLE, max(1, demand.memory_mib * WHOLE // REFERENCE_MEMORY_MIB))
     return demand.devices * per, demand.sharing
+
+
+def any_sharing(pods: Iterable[Pod]) -> bool:
+    """Some pod asks for GPUs the device-sharing way (an invalid request does not count)."""
+    for pod in pods:
+        try:
+            demand = device_demand(pod.requests, pod.annotations)
+        except DeviceError:
+            continue
+        if demand is not None and demand.sharing:
+            return True
+    return False
 
 
 def in_gpu_milli(resources: Mapping[str, int], unlimited: int) -> dict[str, int]:

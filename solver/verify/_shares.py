@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solver.model import DEVICE_ANNOTATIONS, SHARE_RESOURCES, device_demand, gpu_milli
+from solver.model import DEVICE_ANNOTATIONS, SHARE_RESOURCES, any_sharing, gpu_milli
 from solver.snapshot import Snapshot, Workload
 
 __all__ = ["Shares", "shares"]
@@ -45,13 +45,4 @@ def shares(
     """None when no pod holds a fraction of a GPU; else the running pods' extra milli-GPUs
     per queue (`charged(row)`: the queue a running pod is charged to)."""
     fractional, extra = snapshot.memo(("verify", "gpu shares"), lambda: _running(snapshot, charged))
-    if fractional:
-        return fractional, extra
-    for pod in workload.pods:
-        try:
-            demand = device_demand(pod.requests, pod.annotations)
-        except ValueError:
-            continue
-        if demand is not None and demand.sharing:
-            return True, extra
-    return None
+    return (True, extra) if fractional or any_sharing(workload.pods) else None

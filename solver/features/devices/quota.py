@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.model import DEVICE_ANNOTATIONS, SHARE_RESOURCES, device_demand, gpu_milli
+from solver.model import DEVICE_ANNOTATIONS, SHARE_RESOURCES, any_sharing, gpu_milli
 from solver.problem import IntArray
 from solver.snapshot import NONE, Fact, Snapshot, Workload, charged_queue
 
@@ -74,13 +74,4 @@ def running_shares(snapshot: Snapshot) -> RunningShares:
 
 def shares_in_play(snapshot: Snapshot, workload: Workload) -> bool:
     """Some pending pod of the call or some running pod asks the device-sharing way."""
-    if running_shares(snapshot).fractional:
-        return True
-    for pod in workload.pods:
-        try:
-            demand = device_demand(pod.requests, pod.annotations)
-        except ValueError:
-            continue
-        if demand is not None and demand.sharing:
-            return True
-    return False
+    return running_shares(snapshot).fractional or any_sharing(workload.pods)
