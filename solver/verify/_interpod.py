@@ -74,7 +74,7 @@ class _World:
         self._totals: dict[tuple[int, str], dict[str, int]] = {}
         self._spreads: dict[str, dict[str, int]] = {}
         self._by_domain: dict[object, dict[str, set[str]]] = {}
-        self._owners: dict[PodAffinityTerm, dict[str, set[str]]] = {}
+        self._owners: dict[PodAffinityTerm, dict[str, set[str]]] | None = None
         # running pods with anti-affinity: per term set, the label values of their nodes
         rows = np.flatnonzero(live & (running.terms != NONE))
         self.anti_hosts: dict[int, set[str]] = {}
@@ -155,12 +155,14 @@ class _World:
         self, placed: list[tuple[Pod, str]]
     ) -> dict[PodAffinityTerm, dict[str, set[str]]]:
         """Placed pods per required anti-affinity term they carry, by domain value."""
-        if not self._owners:
+        if self._owners is None:  # once per verify, even when no placed pod has such terms
+            owners: dict[PodAffinityTerm, dict[str, set[str]]] = {}
             for other, where in placed:
                 for term in other.inter_pod.anti_affinity if other.inter_pod else ():
                     value = self.labels(where).get(term.topology_key)
                     if value is not None:
-                        self._owners.setdefault(term, {}).setdefault(value, set()).add(other.key)
+                        owners.setdefault(term, {}).setdefault(value, set()).add(other.key)
+            self._owners = owners
         return self._owners
 
     def anti(self, pod: Pod, node: str, placed: list[tuple[Pod, str]]) -> list[str]:
