@@ -33,7 +33,7 @@ from solver.model import (
     WeightedPodAffinityTerm,
 )
 
-__all__ = ["NAMESPACE_NAME_LABEL", "PodAffinityReader", "node_selector_terms"]
+__all__ = ["NAMESPACE_NAME_LABEL", "PodAffinityReader", "label_selector", "node_selector_terms"]
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _NODE_AFFINITY = "spec.affinity.nodeAffinity"
@@ -152,7 +152,7 @@ class PodAffinityReader:
         self, raw: RawObject, k8s: K8sPod, term: K8sPodAffinityTerm, path: str
     ) -> PodAffinityTerm:
         labels = k8s.metadata.labels
-        selector = _selector(raw, term.label_selector, f"{path}.labelSelector")
+        selector = label_selector(raw, term.label_selector, f"{path}.labelSelector")
         merged = [
             *((key, "In", f"{path}.matchLabelKeys") for key in term.match_label_keys),
             *((key, "NotIn", f"{path}.mismatchLabelKeys") for key in term.mismatch_label_keys),
@@ -179,7 +179,7 @@ class PodAffinityReader:
         own = k8s.metadata.namespace or "default"
         if term.namespace_selector is None:
             return tuple(sorted(set(term.namespaces))) if term.namespaces else (own,)
-        chosen = _selector(raw, term.namespace_selector, f"{path}.namespaceSelector")
+        chosen = label_selector(raw, term.namespace_selector, f"{path}.namespaceSelector")
         assert chosen is not None
         if chosen.empty:
             return None  # every namespace
@@ -191,7 +191,7 @@ class PodAffinityReader:
         labels = k8s.metadata.labels
         for i, c in enumerate(k8s.spec.topology_spread_constraints):
             path = f"spec.topologySpreadConstraints[{i}]"
-            selector = _selector(raw, c.label_selector, f"{path}.labelSelector")
+            selector = label_selector(raw, c.label_selector, f"{path}.labelSelector")
             if c.min_domains is not None and c.when_unsatisfiable != "DoNotSchedule":
                 raise raw.error(
                     "minDomains is only allowed with whenUnsatisfiable DoNotSchedule",
@@ -231,7 +231,8 @@ class PodAffinityReader:
         return tuple(out)
 
 
-def _selector(raw: RawObject, k8s: K8sSelector | None, path: str) -> LabelSelector | None:
+def label_selector(raw: RawObject, k8s: K8sSelector | None, path: str) -> LabelSelector | None:
+    """A validated `LabelSelector` manifest as the model's selector (None: none given)."""
     if k8s is None:
         return None
     reqs = []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from solver.kube.affinity import PodAffinityReader
 from solver.kube.gangs import (
@@ -35,8 +35,8 @@ from solver.kube.objects import (
     K8sPodGroup,
     K8sPriorityClass,
     K8sQueue,
-    KeyedQuantityError,
 )
+from solver.kube.validate import validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
     QUEUE_ANNOTATION,
@@ -57,27 +57,6 @@ from solver.quantity import PODS
 __all__ = ["build_model", "effective_requests"]
 
 DEFAULT_MAX_PODS = 110  # kubelet's default maxPods, used when a node omits allocatable.pods
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def _validate(model: type[M], raw: RawObject) -> M:
-    try:
-        return model.model_validate(raw.body)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(x) if isinstance(x, str) else f"[{x}]" for x in err["loc"]]
-        ctx_error = (err.get("ctx") or {}).get("error")
-        message = err["msg"].removeprefix("Value error, ")
-        if isinstance(ctx_error, KeyedQuantityError):
-            loc.append(ctx_error.key)
-            message = str(ctx_error)
-        if err["type"] == "missing":
-            message = "missing required field"
-        elif err["type"] in ("model_type", "dict_type"):
-            message = "must be a mapping"  # not pydantic's class name
-        path = ".".join(loc).replace(".[", "[")
-        raise raw.error(message, field=path or None) from None
 
 
 @dataclass
@@ -153,43 +132,43 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             raise raw.error("missing required field", field="apiVersion")
         parsed: BaseModel
         if kind == "Node" and group == "":
-            parsed = _validate(K8sNode, raw)
+            parsed = validate(K8sNode, raw)
             out.nodes.append((raw, parsed))
             ident = parsed.metadata.name
         elif kind == "Pod" and group == "":
-            parsed = _validate(K8sPod, raw)
+            parsed = validate(K8sPod, raw)
             check_kueue_pod(raw, parsed.metadata.annotations)
             out.pods.append((raw, parsed))
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
         elif kind == "PodGroup" and group in POD_GROUP_DIALECTS:
-            parsed = _validate(K8sPodGroup, raw)
+            parsed = validate(K8sPodGroup, raw)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
             out.pod_groups[ident] = (raw, parsed)
         elif kind == "PodGroup" and raw.api_version in WORKLOAD_API_VERSIONS:
-            parsed = _validate(K8sWorkloadPodGroup, raw)
+            parsed = validate(K8sWorkloadPodGroup, raw)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
             out.pod_groups[ident] = (raw, parsed)
         elif kind == "Workload" and raw.api_version in WORKLOAD_API_VERSIONS:
-            parsed = _validate(K8sWorkload, raw)
+            parsed = validate(K8sWorkload, raw)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
             out.notes.append(
                 f"{raw.source}: document {raw.document}: Workload {ident!r} read; the scheduler "
                 "follows its PodGroup objects, which carry copies of its templates"
             )
         elif kind == "Namespace" and group == "":
-            parsed = _validate(K8sNamespace, raw)
+            parsed = validate(K8sNamespace, raw)
             ident = parsed.metadata.name
             out.namespaces[ident] = dict(parsed.metadata.labels)
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
-            parsed = _validate(K8sPriorityClass, raw)
+            parsed = validate(K8sPriorityClass, raw)
             ident = parsed.metadata.name
             out.priority_classes[ident] = parsed
         elif kind == "Queue" and group == "scheduling.volcano.sh":
-            parsed = _validate(K8sQueue, raw)
+            parsed = validate(K8sQueue, raw)
             ident = parsed.metadata.name
             out.queues[ident] = (raw, parsed)
         elif kind == "ClusterNetworkTopology" and group == "scheduling.koordinator.sh":
-            parsed = _validate(K8sClusterNetworkTopology, raw)
+            parsed = validate(K8sClusterNetworkTopology, raw)
             ident = parsed.metadata.name
             if ident != "default":
                 out.notes.append(
@@ -200,9 +179,9 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             out.topology = (raw, parsed)
         elif kind in ("Topology", "ResourceFlavor") and group == KUEUE_GROUP:
             kueue_object = (
-                _validate(K8sKueueTopology, raw)
+                validate(K8sKueueTopology, raw)
                 if kind == "Topology"
-                else _validate(K8sKueueFlavor, raw)
+                else validate(K8sKueueFlavor, raw)
             )
             ident = kueue_object.metadata.name
             out.kueue.append((raw, kueue_object))

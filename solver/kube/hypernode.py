@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from solver.kube.affinity import label_selector
 from solver.kube.loader import RawObject
+from solver.kube.objects import LabelSelector as K8sSelector
+from solver.kube.validate import validate
 from solver.model import (
     HyperNode,
     HyperNodeMember,
-    LabelRequirement,
     LabelSelector,
     VolcanoNetworkTopology,
     VolcanoSubGroupPolicy,
@@ -36,7 +38,6 @@ __all__ = [
 ]
 
 HYPERNODE_GROUP = "topology.volcano.sh"
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def _mapping(raw: RawObject, value: Any, field: str) -> dict[str, Any]:
@@ -62,36 +63,10 @@ def _whole(raw: RawObject, value: Any, field: str) -> int:
 
 
 def _label_selector(raw: RawObject, value: Any, field: str) -> LabelSelector:
-    body = _mapping(raw, value, field)
-    labels = _mapping(raw, body.get("matchLabels"), f"{field}.matchLabels")
-    for key, v in labels.items():
-        _text(raw, v, f"{field}.matchLabels.{key}")
-    reqs = []
-    exprs = body.get("matchExpressions") or []
-    if not isinstance(exprs, list):
-        raise raw.error("must be a list", field=f"{field}.matchExpressions")
-    for i, item in enumerate(exprs):
-        where = f"{field}.matchExpressions[{i}]"
-        item = _mapping(raw, item, where)
-        key = _text(raw, item.get("key"), f"{where}.key")
-        if not key:
-            raise raw.error("missing required field", field=f"{where}.key")
-        op = _text(raw, item.get("operator"), f"{where}.operator")
-        if op not in _OPERATORS:
-            raise raw.error(f"unknown operator {op!r} (one of {', '.join(_OPERATORS)})", where)
-        values = item.get("values") or []
-        if not isinstance(values, list):
-            raise raw.error("must be a list", field=f"{where}.values")
-        texts = tuple(_text(raw, v, f"{where}.values[{j}]") for j, v in enumerate(values))
-        if op in ("In", "NotIn") and not texts:
-            raise raw.error(f"values must be non-empty for operator {op}", f"{where}.values")
-        if op in ("Exists", "DoesNotExist") and texts:
-            raise raw.error(f"values must be empty for operator {op}", f"{where}.values")
-        reqs.append(LabelRequirement(key=key, operator=op, values=texts))
-    return LabelSelector(
-        match_labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-        match_expressions=tuple(reqs),
-    )
+    """`labelMatch` / `labelSelector`: read as a pod's selectors are (absent: selects all)."""
+    selector = label_selector(raw, validate(K8sSelector, raw, value or {}, field), field)
+    assert selector is not None  # a validated selector is never None
+    return selector
 
 
 def _member(raw: RawObject, value: Any, field: str, notes: list[str]) -> HyperNodeMember:
