@@ -65,9 +65,8 @@ def _nominated_room(snapshot: Snapshot, workload: Workload, resources: tuple[str
     """
     if not workload.pods:
         return np.zeros((len(snapshot.nodes), len(resources)), dtype=np.int64)
-    own = {p.key for p in workload.pods}
     lowest = min(p.priority for p in workload.pods)
-    return snapshot.nominated_room(resources, lowest, own.__contains__)
+    return snapshot.nominated_room(resources, lowest, (p.key for p in workload.pods))
 
 
 def compile_problem(

@@ -158,29 +158,40 @@ class Snapshot:
                 out[:, j] = self.usage.used[:, i]
         return out
 
-    def nominated_room(
-        self, axis: tuple[str, ...], priority: int, skip: Callable[[str], bool]
-    ) -> IntArray:
+    def nominated_room(self, axis: tuple[str, ...], priority: int, own: Iterable[str]) -> IntArray:
         """[N, len(axis)] requests of the pending pods nominated to a node
-        (`status.nominatedNodeName`) with priority >= `priority`, less those `skip` names.
+        (`status.nominatedNodeName`) with priority >= `priority`, less the pods `own` names.
 
         kube-scheduler runs a pod's filters with such pods added to their nominated node
         (`addGENominatedPods`), so the room a preemption freed stays theirs until they
-        bind. The nominated pods are grouped once per generation; a call sums its own.
+        bind. The nominated pods' columns are built once per generation and axis; a call
+        pays O(nodes + its own pods).
         """
 
-        def compute() -> tuple[tuple[int, Pod], ...]:
+        def compute() -> tuple[IntArray, IntArray, IntArray, dict[str, int]]:
             index = self.nodes.index
-            return tuple(
-                (index[p.nominated_node], p)
+            found = [
+                p
                 for p in self.pending.values()
                 if p.nominated_node is not None and p.nominated_node in index
-            )
+            ]
+            node = np.array([index[p.nominated_node or ""] for p in found], dtype=np.int64)
+            prio = np.array([p.priority for p in found], dtype=np.int64)
+            requests = np.array(
+                [[p.requests.get(r, 0) for r in axis] for p in found], dtype=np.int64
+            ).reshape(len(found), len(axis))
+            for column in (node, prio, requests):
+                column.flags.writeable = False
+            return node, prio, requests, {p.key: i for i, p in enumerate(found)}
 
+        node, prio, requests, row_of = self.memo(("snapshot", "nominated", axis), compute)
+        held = prio >= priority
+        for key in own:
+            row = row_of.get(key)
+            if row is not None:
+                held[row] = False
         out = np.zeros((len(self.nodes), len(axis)), dtype=np.int64)
-        for n, pod in self.memo(("snapshot", "nominated"), compute):
-            if pod.priority >= priority and not skip(pod.key):
-                out[n] += [pod.requests.get(r, 0) for r in axis]
+        np.add.at(out, node[held], requests[held])
         return out
 
     def gang_running(self, gang_id: str) -> int:

@@ -100,11 +100,19 @@ def capacity(ctx: VerifyContext) -> list[str]:
 
 
 def _nominated_elsewhere(ctx: VerifyContext) -> dict[str, list[Pod]]:
-    """Pending pods this Decision does not place, by the node they are nominated to: each
+    """Pending pods this Decision does not place, by the node receiving pods they are
+    nominated to (grouped once per snapshot generation): each
     holds its room against pods of lower or equal priority (kube-scheduler's
     `RunFilterPluginsWithNominatedPods`)."""
-    out: dict[str, list[Pod]] = defaultdict(list)
-    for pod in ctx.snapshot.pending.values():
-        if pod.nominated_node and pod.key not in ctx.pods:
-            out[pod.nominated_node].append(pod)
-    return out
+
+    def by_node() -> dict[str, tuple[Pod, ...]]:
+        grouped: dict[str, list[Pod]] = defaultdict(list)
+        for pod in ctx.snapshot.pending.values():
+            if pod.nominated_node:
+                grouped[pod.nominated_node].append(pod)
+        return {node: tuple(pods) for node, pods in grouped.items()}
+
+    nominated = ctx.snapshot.memo(("verify", "nominated by node"), by_node)
+    return {
+        node: [p for p in nominated.get(node, ()) if p.key not in ctx.pods] for node in ctx.new_on
+    }
