@@ -1,24 +1,36 @@
 """Online replay of the openb arrivals through gangplan's own PlaceJob path.
 
-    .venv/bin/python benchmarks/openb/online.py               # seed 0, both policies
-    .venv/bin/python benchmarks/openb/online.py --limit 500   # a quick look
+    .venv/bin/python benchmarks/openb/online.py run --trace default --policy fgd --seed 0
+    .venv/bin/python benchmarks/openb/online.py run --policy fgd --check   # vs replay.py
+    .venv/bin/python benchmarks/openb/online.py run --policy window --window 16
+    .venv/bin/python benchmarks/openb/online.py sweep --jobs 2             # the 10-seed table
 
-The FGD study's workload (`replay.py`: the default pod list inflated to 130% of the GPU
-capacity, seed 0) arrives pod by pod, in order, with no lookahead: each arrival is one
-`schedule` call (compile, greedy, verify — what the PlaceJob RPC runs) on the current
-snapshot, and a placed pod is bound into the snapshot (`Snapshot.apply`, what UpdateSnapshot
-does) as a running pod carrying its openb annotations (`alibabacloud.com/gpu-milli`,
-`gpu-count`, and the `gpu-index` gangplan wrote). A pod that does not fit is dropped, as in
-the simulator. GPU models: node label `alibabacloud.com/gpu-card-model`, a pod's
-`gpu_spec` as required node affinity.
+The FGD study's workload (`replay.py`: a pod list inflated to 130% of the GPU capacity, the
+same arrivals per seed) arrives in order, with no lookahead. Each arrival (or each window of
+k arrivals) is one `schedule` call — compile, engine, verify: what the PlaceJob RPC runs —
+on the current snapshot; a placed pod is bound into the snapshot (`Snapshot.apply`, what
+UpdateSnapshot does) as a running pod with its openb annotations (`alibabacloud.com/
+gpu-milli`, `gpu-count`, and the `gpu-index` gangplan wrote). A pod that does not fit is
+dropped, as in the simulator. GPU models: node label `nvidia.com/gpu.product`; a pod's
+`gpu_spec` is a required node affinity on it.
 
-Policies: `binpack` (gangplan's default: Volcano binpack and nodeorder choose the node, best
-fit the device) and `fgd` (`deviceshare.SchedulePolicy: fgd`, target workload = the
-simulator's typical shapes of the pod list; GPU-model access of a shape is not modelled).
-`--weight`: deviceshare.ScheduleWeight of the FGD score (1 and 1000: FGD's score is a
-sigmoid close to 50 whose spread is small beside binpack's 0-100, and the simulator runs it
-alone). Reported: the GPU allocation ratio at 130% arrived (the published metric), pods placed and
-the time per call. Results: online.json beside this file (git SHA, machine).
+Nodes are named as the simulator names them, `%04d-<name>` with a per-seed random prefix
+(the same permutation `replay.py` draws), so "ties to the smallest node name" means the
+same node in both.
+
+Policies (all with the conf the simulator runs: predicates, gang, and one node score):
+* `bestfit`: `deviceshare.SchedulePolicy: bestfit` (the simulator's BestFitScore).
+* `fgd`: `deviceshare.SchedulePolicy: fgd`, target workload = the simulator's typical pods
+  of the pod list (with their GPU models), given in the conf.
+* `window`: k arrivals per call, FGD's conf, engine `auto` (the greedy, then CP-SAT for the
+  rest of the call's budget; the better answer wins, a tie keeps the greedy's). When the
+  greedy places the whole window nothing better exists on the objective's first tiers
+  and the call stops there; otherwise CP-SAT (`--limit-s`, `num_workers` 1, seed 0) may
+  place more of the window.
+
+`--check` replays the same arrivals with `replay.py`'s policy and counts the arrivals
+placed on a different node. Results: `online.jsonl` (one row per trace, policy, seed; git
+SHA and machine per row).
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +56,7 @@ from replay import (  # noqa: E402
     MILLI,
     Cluster,
     Pods,
+    Replay,
     arrivals,
     discrete_alloc,
     load_cluster,
@@ -50,20 +64,30 @@ from replay import (  # noqa: E402
     typical_shapes,
 )
 
-from benchmarks.results import provenance, write_results  # noqa: E402
+from benchmarks.results import provenance  # noqa: E402
 from solver import SCHEMA, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, SchedulerConf, TierConf  # noqa: E402
+from solver.decision import Decision  # noqa: E402
 from solver.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod  # noqa: E402
 from solver.snapshot import Delta, RunningPod, Snapshot  # noqa: E402
 
-MODEL = "alibabacloud.com/gpu-card-model"
+MODEL = "nvidia.com/gpu.product"
 MIB = 2**20
+RESULTS = HERE / "online.jsonl"  # one row per line, appended by each run
+POLICIES = ("bestfit", "fgd", "window")
+TRACES = ("default", "gpuspec33")
+PERCENTS = (100, 130)
 
 
-def nodes(c: Cluster) -> list[Node]:
+def node_ranks(cluster: Cluster, seed: int) -> np.ndarray:
+    """The simulator's random node-name prefixes, drawn as `replay.replay` draws them."""
+    return np.random.default_rng(seed).permutation(len(cluster.cpu))
+
+
+def nodes(c: Cluster, rank: np.ndarray) -> list[Node]:
     return [
         Node(
-            name=f"node-{i:04d}",
+            name=f"{int(rank[i]):04d}-openb-node-{i:04d}",
             labels={MODEL: c.models[int(c.model[i])]} if c.model[i] >= 0 else {},
             allocatable={
                 "cpu": int(c.cpu[i]),
@@ -78,110 +102,215 @@ def nodes(c: Cluster) -> list[Node]:
 
 def pod(p: Pods, i: int, t: int) -> Pod:
     k, milli = int(p.ngpu[i]), int(p.milli[i])
-    key = f"openb/a{t:05d}"
+    name = f"a{t:05d}"
     affinity = None
     if k and p.spec[i]:
-        term = NodeSelectorTerm(
-            match_expressions=(
-                NodeSelectorRequirement(
-                    key=MODEL, operator="In", values=tuple(p.spec[i].split("|"))
-                ),
-            )
-        )
-        affinity = (term,)
+        values = tuple(p.spec[i].split("|"))
+        requirement = NodeSelectorRequirement(key=MODEL, operator="In", values=values)
+        affinity = (NodeSelectorTerm(match_expressions=(requirement,)),)
+    annotations = (
+        {"alibabacloud.com/gpu-milli": str(milli), "alibabacloud.com/gpu-count": str(k)}
+        if k
+        else {}
+    )
     return Pod(
         namespace="openb",
-        name=key.split("/")[1],
-        annotations={"alibabacloud.com/gpu-milli": str(milli), "alibabacloud.com/gpu-count": str(k)}
-        if k
-        else {},
+        name=name,
+        annotations=annotations,
         requests={"cpu": int(p.cpu[i]), "memory": int(p.mem[i]) * MIB, "pods": 1},
         required_affinity=affinity,
-        gang=key,
+        gang=f"openb/{name}",
     )
 
 
-def conf(policy: str, p: Pods, weight: float) -> SchedulerConf | None:
-    if policy == "binpack":
-        return None
-    shapes, counts = typical_shapes(p)
-    target = [
-        {"cpu": cpu, "gpuMilli": milli, "gpus": k, "count": int(n)}
-        for (cpu, milli, k, _), n in zip(shapes, counts.tolist(), strict=True)
-    ]
-    base = SchedulerConf.default()
-    args = {
-        "deviceshare.SchedulePolicy": "fgd",
-        "deviceshare.ScheduleWeight": weight,
-        "deviceshare.fgd.targetWorkload": target,
-    }
+def conf(policy: str, p: Pods) -> SchedulerConf:
+    """The simulator's scheduler: the filters, and one node score (no binpack, nodeorder)."""
+    args: dict[str, Any] = {"deviceshare.SchedulePolicy": "bestfit"}
+    if policy != "bestfit":
+        shapes, counts = typical_shapes(p)
+        target = [
+            {"cpu": cpu, "gpuMilli": milli, "gpus": k, "count": int(n), "gpuModels": spec}
+            for (cpu, milli, k, spec), n in zip(shapes, counts.tolist(), strict=True)
+        ]
+        args = {"deviceshare.SchedulePolicy": "fgd", "deviceshare.fgd.targetWorkload": target}
     plugins = [
-        *base.tiers[0].plugins,
+        PluginConf(name="predicates"),
+        PluginConf(name="gang"),
         PluginConf.model_validate({"name": "deviceshare", "arguments": args}),
     ]
-    return base.model_copy(update={"tiers": (TierConf(plugins=plugins), *base.tiers[1:])})
+    return SchedulerConf(tiers=(TierConf(plugins=plugins),))
 
 
-def run(policy: str, limit: int | None, seed: int, weight: float) -> dict[str, Any]:
+def harness_nodes(
+    cluster: Cluster, pods: Pods, order: np.ndarray, policy: str, seed: int
+) -> list[int]:
+    """replay.py's node per arrival (−1: dropped), same arrivals and node order."""
+    r = Replay(cluster, pods, node_ranks(cluster, seed))
+    chosen: list[int] = []
+    commit = r._commit
+
+    def record(n: int, i: int, devices: list[int]) -> None:
+        chosen[-1] = n
+        commit(n, i, devices)
+
+    r._commit = record  # type: ignore[method-assign]
+    place = getattr(r, f"place_{policy}")
+    for i in order.tolist():
+        chosen.append(-1)
+        place(int(i))
+    return chosen
+
+
+def run(
+    trace: str,
+    policy: str,
+    seed: int,
+    window: int = 1,
+    limit: int | None = None,
+    limit_s: float = 2.0,
+    check: bool = False,
+) -> dict[str, Any]:
     cluster = load_cluster()
-    pods = load_pods(DATA / "openb_pod_list_default.csv", cluster.models)
+    pods = load_pods(DATA / f"openb_pod_list_{trace}.csv", cluster.models)
     capacity = int(cluster.gpus.sum()) * MILLI
     order = arrivals(pods, capacity, seed)[:limit]
-    c = conf(policy, pods, weight)
-    snapshot = Snapshot.build(nodes(cluster), schema=SCHEMA)
-    allocated, total, placed = 0, 0, 0
-    arrived = np.zeros(len(order), dtype=np.int64)
+    c = conf(policy, pods)
+    rank = node_ranks(cluster, seed)
+    snapshot = Snapshot.build(nodes(cluster, rank), schema=SCHEMA)
+    index = {n.name: i for i, n in enumerate(nodes(cluster, rank))}
+    width = window if policy == "window" else 1
+    engine = "auto" if policy == "window" else "greedy"
+    demand = pods.ngpu * pods.milli
+    arrived = np.cumsum(demand[order])
     used = np.zeros(len(order), dtype=np.int64)
-    times = []
-    for t, i in enumerate(order.tolist()):
-        arrival = pod(pods, i, t)
-        started = time.perf_counter()
-        decision = schedule(snapshot, c, workload=Workload.of(snapshot, [arrival]), engine="greedy")
-        times.append(time.perf_counter() - started)
-        where = decision.placements[arrival.key]
-        demand = int(pods.ngpu[i] * pods.milli[i])
-        total += demand
-        if where.node is not None:
-            placed += 1
-            allocated += demand
-            bound = RunningPod(
-                key=arrival.key,
-                node=where.node,
-                requests=arrival.requests,
-                annotations={**arrival.annotations, **where.annotations},
+    chosen = np.full(len(order), -1, dtype=np.int64)
+    times: list[float] = []
+    solved = 0
+    for start in range(0, len(order), width):
+        batch = [(t, int(order[t])) for t in range(start, min(start + width, len(order)))]
+        arrivals_ = [pod(pods, i, t) for t, i in batch]
+        began = time.perf_counter()
+        decision: Decision = schedule(
+            snapshot,
+            c,
+            workload=Workload.of(snapshot, arrivals_),
+            engine=engine,
+            time_limit=limit_s,
+            workers=1,
+            seed=0,
+        )
+        times.append(time.perf_counter() - began)
+        solved += decision.engine != "greedy" and decision.status != "HEURISTIC"
+        bound = []
+        for (t, _), arrival in zip(batch, arrivals_, strict=True):
+            where = decision.placements[arrival.key]
+            if where.node is None:
+                continue
+            chosen[t] = index[where.node]
+            bound.append(
+                RunningPod(
+                    key=arrival.key,
+                    node=where.node,
+                    requests=arrival.requests,
+                    annotations={**arrival.annotations, **where.annotations},
+                )
             )
-            snapshot = snapshot.apply(Delta(upsert_pods=(bound,)))
-        arrived[t], used[t] = total, allocated
-    return {
+        if bound:
+            snapshot = snapshot.apply(Delta(upsert_pods=tuple(bound)))
+    placed_gpu = np.where(chosen >= 0, demand[order], 0)
+    used = np.cumsum(placed_gpu)
+    row: dict[str, Any] = {
+        "trace": trace,
         "policy": policy,
-        "weight": weight if policy == "fgd" else None,
+        "window": width,
         "seed": seed,
         "arrived": len(order),
-        "placed": placed,
-        "gpu_alloc_ratio": allocated / capacity,
-        "gpu_alloc_ratio_at_130": discrete_alloc(arrived, used, capacity, 130),
+        "placed": int((chosen >= 0).sum()),
+        "gpu_alloc_ratio": float(used[-1]) / capacity,
+        **{f"at_{p}": discrete_alloc(arrived, used, capacity, p) for p in PERCENTS},
+        "calls": len(times),
+        "cpsat_calls": int(solved),
         "median_call_ms": 1000 * statistics.median(times),
         "p99_call_ms": 1000 * float(np.percentile(times, 99)),
         "seconds": sum(times),
     }
+    if check:
+        simulated = harness_nodes(cluster, pods, order, policy, seed)
+        theirs = np.cumsum(np.where(np.array(simulated) >= 0, demand[order], 0))
+        for p in PERCENTS:
+            row[f"harness_at_{p}"] = discrete_alloc(arrived, theirs, capacity, p)
+        same = int((np.array(simulated) == chosen).sum())
+        row["harness_same_node"] = same
+        first = np.flatnonzero(np.array(simulated) != chosen)
+        row["harness_first_difference"] = int(first[0]) if first.size else None
+        if first.size:
+            t = int(first[0])
+            row["harness_first_difference_nodes"] = [int(simulated[t]), int(chosen[t])]
+            row["harness_first_difference_pod"] = int(order[t])
+    return row
+
+
+def load() -> list[dict[str, Any]]:
+    if not RESULTS.exists():
+        return []
+    return [json.loads(line) for line in RESULTS.read_text().splitlines() if line.strip()]
+
+
+def save(row: dict[str, Any]) -> None:
+    with RESULTS.open("a") as out:  # one short append per run: parallel runs do not clash
+        out.write(json.dumps(row) + "\n")
+
+
+def sweep(traces: list[str], policies: list[str], seeds: list[int], jobs: int, window: int) -> None:
+    """Every (trace, policy, seed) not yet in online.json, `jobs` processes at a time."""
+    done = {(r["trace"], r["policy"], r["seed"]) for r in load()}
+    todo = [
+        (trace, policy, seed)
+        for trace in traces
+        for policy in policies
+        for seed in seeds
+        if (trace, policy, seed) not in done
+    ]
+    running: list[tuple[subprocess.Popen[str], tuple[str, str, int]]] = []
+    while todo or running:
+        while todo and len(running) < jobs:
+            trace, policy, seed = todo.pop(0)
+            cmd = [sys.executable, __file__, "run", "--trace", trace, "--policy", policy]
+            cmd += ["--seed", str(seed), "--window", str(window), "--save"]
+            cmd += ["--check"] if policy != "window" else []
+            running.append((subprocess.Popen(cmd, text=True), (trace, policy, seed)))
+        time.sleep(1.0)
+        running = [(p, key) for p, key in running if p.poll() is None]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--policies", nargs="+", default=["binpack", "fgd"])
-    parser.add_argument("--limit", type=int, default=None, help="first N arrivals only")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--weight", type=float, nargs="+", default=[1.0, 1000.0])
-    parser.add_argument("--out", default=str(HERE / "online.json"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("run")
+    one.add_argument("--trace", choices=TRACES, default="default")
+    one.add_argument("--policy", choices=POLICIES, default="fgd")
+    one.add_argument("--seed", type=int, default=0)
+    one.add_argument("--window", type=int, default=16)
+    one.add_argument("--limit", type=int, default=None, help="first N arrivals only")
+    one.add_argument("--limit-s", type=float, default=2.0, help="CP-SAT time per window call")
+    one.add_argument("--check", action="store_true", help="compare with replay.py per arrival")
+    one.add_argument("--save", action="store_true", help="add the row to online.json")
+    many = sub.add_parser("sweep")
+    many.add_argument("--traces", nargs="+", default=list(TRACES))
+    many.add_argument("--policies", nargs="+", default=list(POLICIES))
+    many.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    many.add_argument("--jobs", type=int, default=2)
+    many.add_argument("--window", type=int, default=16)
     args = parser.parse_args()
-    source = provenance()  # before the runs: the code they measure
-    rows = []
-    for policy in args.policies:
-        for weight in args.weight if policy == "fgd" else [1.0]:
-            row = run(policy, args.limit, args.seed, weight)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    write_results(args.out, source, rows)
+    if args.command == "sweep":
+        sweep(args.traces, args.policies, args.seeds, args.jobs, args.window)
+        return
+    source = provenance()  # before the run: the code it measures
+    row = run(args.trace, args.policy, args.seed, args.window, args.limit, args.limit_s, args.check)
+    row.update(source)
+    print(json.dumps(row), flush=True)
+    if args.save:
+        save(row)
 
 
 if __name__ == "__main__":

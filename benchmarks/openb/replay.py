@@ -62,7 +62,8 @@ from pathlib import Path
 
 import numpy as np
 
-from solver.features.devices.fgd import popular_shapes, target_workload
+from solver.features.devices.bestfit import best_fit_score
+from solver.features.devices.fgd import fgd_score, popular_shapes, target_workload
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openb"
 MILLI = 1000
@@ -239,9 +240,9 @@ class Replay:
             return False
         gfree = np.where(self.dev[nodes] > 0, self.dev[nodes], 0).sum(axis=1).astype(np.float64)
         cfree = self.cpu[nodes].astype(np.float64)
-        s = (cfree - float(self.p.cpu[i])) / MAX_SPEC_CPU * 0.5
-        s = s + (gfree - float(self.p.ngpu[i] * self.p.milli[i])) / MAX_SPEC_GPU * 0.5
-        score = ((1.0 - s) * 100.0).astype(np.int64)
+        cpu_left = cfree - float(self.p.cpu[i])
+        gpu_left = gfree - float(self.p.ngpu[i] * self.p.milli[i])
+        score = best_fit_score(cpu_left, gpu_left, MAX_SPEC_CPU, MAX_SPEC_GPU)
         n = self._tie(nodes[score == score.max()])
         self._commit(n, i, self._devices(n, i, None))
         return True
@@ -299,7 +300,7 @@ class Replay:
         # score is its best device's; selectHost: highest score, ties to the smallest node
         # name (self.rank); the device: the first (lowest index) with the node's score.
         x = (self.frag[cn] - after) / self.m_norm / 1000.0
-        score = x if exact else ((1.0 / (1.0 + np.exp(-x))) * 100.0).astype(np.int64)
+        score = x if exact else fgd_score(self.target, self.frag[cn], after)
         top = score == score.max()
         n = self._tie(cn[top])
         devices = (

@@ -13,7 +13,7 @@ from solver.snapshot._delta import KEEP, Delta, DeltaError, Keep
 from solver.snapshot._facts import Fact, PodSchema, annotation_fact
 from solver.snapshot._intern import NONE, Interner
 from solver.snapshot._nodes import NodeTable
-from solver.snapshot._snapshot import Snapshot, running_pod
+from solver.snapshot._snapshot import Lineage, Snapshot, running_pod
 from solver.snapshot._usage import Usage, charged_queue
 from solver.snapshot._workload import Workload, gang_of_one
 
@@ -28,6 +28,7 @@ __all__ = [
     "Fact",
     "Interner",
     "Keep",
+    "Lineage",
     "NodeTable",
     "PodSchema",
     "RunningPod",

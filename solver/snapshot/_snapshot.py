@@ -31,7 +31,7 @@ from solver.snapshot._intern import NONE
 from solver.snapshot._nodes import NodeTable
 from solver.snapshot._usage import Usage
 
-__all__ = ["Snapshot", "running_pod"]
+__all__ = ["Lineage", "Snapshot", "running_pod"]
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -57,6 +57,16 @@ def running_pod(pod: Pod, gang: str | None) -> RunningPod:
     )
 
 
+@dataclass(frozen=True)
+class Lineage:
+    """What one generation continues from: the previous generation's memo, and the running
+    rows the delta added and retired (indices into the new generation's `running`)."""
+
+    memo: Mapping[Hashable, object]
+    added: IntArray
+    retired: IntArray
+
+
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     nodes: NodeTable
@@ -70,6 +80,9 @@ class Snapshot:
     notes: tuple[str, ...] = ()
     _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # the previous generation's memo and the rows this one added and retired, when `running`
+    # continues its buffer (`derive` moves a memoised value by them instead of rebuilding)
+    _lineage: Lineage | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
 
@@ -143,6 +156,22 @@ class Snapshot:
         except KeyError:
             pass
         value = compute()
+        with self._lock:
+            return self._memo.setdefault(key, value)  # type: ignore[return-value]
+
+    def derive(
+        self, key: Hashable, build: Callable[[Snapshot], T], update: Callable[[T, Lineage], T]
+    ) -> T:
+        """`memo`, kept current by deltas: when the previous generation holds the value,
+        `update(value, lineage)` moves it by the running rows added and retired since (the
+        rows stay readable in `running`); else `build(self)`. O(delta), not O(cluster)."""
+        try:
+            return self._memo[key]  # type: ignore[return-value]
+        except KeyError:
+            pass
+        lineage = self._lineage
+        before = lineage.memo.get(key) if lineage is not None else None
+        value = build(self) if before is None or lineage is None else update(before, lineage)  # type: ignore[arg-type]
         with self._lock:
             return self._memo.setdefault(key, value)  # type: ignore[return-value]
 
@@ -337,6 +366,7 @@ class Snapshot:
         # gangs new in this delta have no rows retired under an older queue.
         queues_moved = not np.array_equal(gang_queue[: self.gang_queue.size], self.gang_queue)
         same_lineage = running._buf is self.running._buf
+        lineage = None
         if nodes_changed or running.retired > max(COMPACT_RETIRED, len(running)):
             running = running.fork(table)
             gang_queue = _gang_queues(running, gangs)
@@ -345,9 +375,9 @@ class Snapshot:
             usage = Usage.build(running, gang_queue)
         else:
             added = np.arange(self.running.length, running.length, dtype=np.int64)
-            usage = self.usage.apply(
-                running, added, np.array(sorted(retire), dtype=np.int64), gang_queue
-            )
+            retired = np.array(sorted(retire), dtype=np.int64)
+            usage = self.usage.apply(running, added, retired, gang_queue)
+            lineage = Lineage(self._memo, added, retired)
         return Snapshot(
             nodes=table,
             running=running,
@@ -358,6 +388,7 @@ class Snapshot:
             usage=usage,
             gang_queue=gang_queue,
             notes=self.notes,
+            _lineage=lineage,
         )
 
     def _node_of(self, key: str) -> str:

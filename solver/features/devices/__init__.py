@@ -30,8 +30,7 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
-from solver.features.devices.fgd import TargetWorkload
-from solver.features.devices.policy import scoring
+from solver.features.devices.policy import Scoring, scoring
 from solver.features.devices.quota import SHARE_FACT
 from solver.features.devices.table import ALLOCATED_FACT, DeviceTable, device_table
 from solver.model import (
@@ -60,9 +59,7 @@ class DeviceBlock(Block):
     table: DeviceTable
     demand: tuple[DeviceDemand | None, ...]  # per type
     reason_code: int
-    policy: str = "binpack"  # deviceshare.SchedulePolicy: binpack (best fit) or fgd
-    weight: float = 1.0  # deviceshare.ScheduleWeight
-    target: TargetWorkload | None = None  # FGD's target workload
+    scoring: Scoring  # deviceshare.SchedulePolicy and its weight, FGD's target workload
     _need: dict[int, IntArray] = field(default_factory=dict)
 
     def involved(self, t: int) -> bool:
@@ -116,8 +113,9 @@ def _compile(ctx: CompileContext) -> None:
             f"{table.unplaced} running GPU pod device(s) not recorded in a device annotation "
             "and not located on a device"
         )
-    policy, weight, target = scoring(ctx.snapshot, ctx.workload, ctx.conf)
-    block = DeviceBlock(table, tuple(demands), ctx.code(REASON_NO_DEVICE), policy, weight, target)
+    how = scoring(ctx.snapshot, ctx.workload, ctx.conf)
+    ctx.notes.extend(how.notes)
+    block = DeviceBlock(table, tuple(demands), ctx.code(REASON_NO_DEVICE), how)
     for t, demand in enumerate(demands):
         if demand is None:
             continue

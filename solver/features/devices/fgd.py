@@ -9,14 +9,18 @@ models it may use) with counts c_m. For a node n:
              all free GPU milli of n                                   otherwise (or CPU-only m)
     F(n)   = Σ_m c_m · F_n(m)                (× the total count: integer-valued, exact)
 
-FGD places a pod where F grows least (its score: sigmoid((F_before − F_after) / Σc / 1000)
-× 100). `benchmarks/openb/replay.py` (the simulator's re-implementation) uses this module.
+FGD places a pod where F grows least. Its score is the simulator's integer
+int64(sigmoid((F_before − F_after) / Σc / 1000) × 100): many nodes tie, and the tie order
+(kube-scheduler: the smallest node name) is part of the algorithm — the exact value gives
+~1 point less GPU allocation on openb. `benchmarks/openb/replay.py` (the simulator's
+re-implementation) uses this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,16 +42,21 @@ class TargetWorkload:
     def norm(self) -> float:
         return float(self.count.sum()) + self.cpu_only
 
+    @cached_property
+    def _levels(self) -> tuple[IntArray, IntArray, BoolArray]:
+        """(distinct milli levels, each shape's level, access by model [K, M])."""
+        levels = np.unique(self.milli)
+        return levels, np.searchsorted(levels, self.milli), np.ascontiguousarray(self.access.T)
+
     def fragmentation(self, cpu: IntArray, dev: IntArray, model: IntArray) -> FloatArray:
         """F(n) × norm for node states: free cpu [B], free milli per device [B, G] (−1: no
         device), GPU model index [B] (−1: none)."""
-        levels = np.unique(self.milli)
-        level = np.searchsorted(levels, self.milli)
+        levels, level, access = self._levels
         free = np.where(dev > 0, dev, 0)
         total = free.sum(axis=1).astype(np.float64)
         ge = (dev[:, :, None] >= levels[None, None, :]).sum(axis=1)  # [B, L]
         below = (free[:, :, None] * (dev[:, :, None] < levels[None, None, :])).sum(axis=1)
-        usable = np.where(model[:, None] >= 0, self.access.T[np.maximum(model, 0)], False)
+        usable = np.where(model[:, None] >= 0, access[np.maximum(model, 0)], False)
         fits = (
             usable & (cpu[:, None] >= self.cpu[None, :]) & (ge[:, level] >= self.devices[None, :])
         )
@@ -75,10 +84,12 @@ def target_workload(
     )
 
 
-def fgd_score(target: TargetWorkload, before: FloatArray, after: FloatArray) -> FloatArray:
-    """FGDScore: sigmoid((F_before − F_after) / norm / 1000) × 100 (not truncated)."""
+def fgd_score(target: TargetWorkload, before: FloatArray, after: FloatArray) -> IntArray:
+    """FGDScore (`plugin/fgd_score.go`): int64(sigmoid((F_before − F_after) / norm / 1000) ×
+    100), in the simulator's order of operations (a score on an integer boundary rounds as
+    it does)."""
     x = (before - after) / max(target.norm, 1.0) / 1000.0
-    return np.asarray(100.0 / (1.0 + np.exp(-x)), dtype=np.float64)
+    return ((1.0 / (1.0 + np.exp(-x))) * 100.0).astype(np.int64)
 
 
 Shape = tuple[int, int, int, str]  # (cpu milli, milli-GPU per device, devices, GPU models)
