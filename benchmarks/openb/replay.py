@@ -93,7 +93,8 @@ class Pods:
 
 
 def load_cluster(path: Path = DATA / "openb_node_list_gpu_node.csv") -> Cluster:
-    rows = list(csv.DictReader(path.open()))
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
     models = sorted({r["model"] for r in rows if r["model"]})
     return Cluster(
         cpu=np.array([int(r["cpu_milli"]) for r in rows]),
@@ -105,7 +106,8 @@ def load_cluster(path: Path = DATA / "openb_node_list_gpu_node.csv") -> Cluster:
 
 
 def load_pods(path: Path, models: list[str]) -> Pods:
-    rows = list(csv.DictReader(path.open()))
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
     access = np.ones((len(rows), len(models)), dtype=bool)
     for i, r in enumerate(rows):
         if r["gpu_spec"]:
