@@ -22,10 +22,12 @@ Policies (all with the conf the simulator runs: predicates, gang, and one node s
 * `bestfit`: `deviceshare.SchedulePolicy: bestfit` (the simulator's BestFitScore).
 * `fgd`: `deviceshare.SchedulePolicy: fgd`, target workload = the simulator's typical pods
   of the pod list (with their GPU models), given in the conf.
-* `window`: k arrivals per call with FGD's conf: the greedy first; when it leaves some of the
-  window pending, the same call again with engine `cpsat` (`--limit-s`, `num_workers` 1,
-  seed 0; hinted with the greedy's answer, which a tie keeps), which may place more of
-  the window.
+* `window`: k arrivals per window (default 16), each window a small portfolio of PlaceJob
+  calls on the same snapshot: the greedy in arrival order, the greedy largest GPU first
+  (priority = the pod's GPU milli), and, when both leave some of the window out, CP-SAT
+  (`--limit-s`, `num_workers` 1, seed 0, hinted with the greedy). The answer kept places
+  the most GPU milli, then adds the least FGD fragmentation (the simulator's F summed over
+  the nodes it touches, `Window`); still online: nothing past the window is known.
 
 `--check` replays the same arrivals with `replay.py`'s policy and counts the arrivals
 placed on a different node. Results: `online.jsonl` (one row per trace, policy, seed; git
@@ -68,12 +70,14 @@ from solver import SCHEMA, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, SchedulerConf, TierConf  # noqa: E402
 from solver.decision import Decision  # noqa: E402
 from solver.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod  # noqa: E402
+from solver.model._devices import OPENB_INDEX  # noqa: E402  (the annotation the engine writes)
 from solver.snapshot import Delta, RunningPod, Snapshot  # noqa: E402
 
 MODEL = "nvidia.com/gpu.product"
 MIB = 2**20
 RESULTS = HERE / "online.jsonl"  # one row per line, appended by each run
 POLICIES = ("bestfit", "fgd", "window")
+CANDIDATES = ("arrival order", "largest GPU first", "cpsat")
 TRACES = ("default", "gpuspec33")
 PERCENTS = (100, 130)
 
@@ -161,15 +165,66 @@ def harness_nodes(
     return chosen
 
 
+class Window:
+    """A window's candidate answers, scored as FGD scores a cluster: the GPU milli they
+    place, then the fragmentation they leave (FGD's F summed over the nodes they touch, on
+    the simulator's measure). `replay.Replay` mirrors the snapshot's free cpu and devices."""
+
+    def __init__(self, cluster: Cluster, pods: Pods, rank: np.ndarray) -> None:
+        self.mirror = Replay(cluster, pods, rank)
+        self.model = cluster.model
+
+    def _rows(self, placed: list[tuple[int, int, list[int]]]) -> tuple[np.ndarray, ...]:
+        m = self.mirror
+        rows = np.unique(np.array([n for n, _, _ in placed], dtype=np.int64))
+        at = {int(n): j for j, n in enumerate(rows.tolist())}
+        cpu, dev = m.cpu[rows].copy(), m.dev[rows].copy()
+        for n, i, devices in placed:
+            cpu[at[n]] -= m.p.cpu[i]
+            for g in devices:
+                dev[at[n], g] -= m.p.milli[i]
+        return rows, cpu, dev
+
+    def score(self, placed: list[tuple[int, int, list[int]]]) -> tuple[int, float]:
+        """(GPU milli placed, − the fragmentation added): higher is better."""
+        if not placed:
+            return 0, 0.0
+        m = self.mirror
+        gpu = sum(int(m.p.ngpu[i] * m.p.milli[i]) for _, i, _ in placed)
+        rows, cpu, dev = self._rows(placed)
+        added = float(m._frag(cpu, dev, self.model[rows]).sum() - m.frag[rows].sum())
+        return gpu, -added
+
+    def commit(self, placed: list[tuple[int, int, list[int]]]) -> None:
+        m = self.mirror
+        for n, i, devices in placed:
+            m._commit(n, i, devices)
+        if placed:
+            rows = np.unique(np.array([n for n, _, _ in placed], dtype=np.int64))
+            m.frag[rows] = m._frag(m.cpu[rows], m.dev[rows], self.model[rows])
+
+
+def _placed(
+    decision: Decision, arrivals_: list[Pod], batch: list[tuple[int, int]], index: dict[str, int]
+) -> list[tuple[int, int, list[int]]]:
+    """(node row, pod row, device indices) of each placed arrival."""
+    out = []
+    for (_, i), arrival in zip(batch, arrivals_, strict=True):
+        where = decision.placements[arrival.key]
+        if where.node is not None:
+            devices = where.annotations.get(OPENB_INDEX, "")
+            out.append((index[where.node], i, [int(g) for g in devices.split("-") if g]))
+    return out
+
+
 def run(
     trace: str,
     policy: str,
     seed: int,
     window: int = 1,
     limit: int | None = None,
-    limit_s: float = 2.0,
+    limit_s: float = 0.5,
     check: bool = False,
-    rank_by_gpu: bool = True,
 ) -> dict[str, Any]:
     cluster = load_cluster()
     pods = load_pods(DATA / f"openb_pod_list_{trace}.csv", cluster.models)
@@ -180,31 +235,46 @@ def run(
     snapshot = Snapshot.build(nodes(cluster, rank), schema=SCHEMA)
     index = {n.name: i for i, n in enumerate(nodes(cluster, rank))}
     width = window if policy == "window" else 1
-    by_gpu = policy == "window" and rank_by_gpu
+    scorer = Window(cluster, pods, rank) if width > 1 else None
     demand = pods.ngpu * pods.milli
     arrived = np.cumsum(demand[order])
-    used = np.zeros(len(order), dtype=np.int64)
     chosen = np.full(len(order), -1, dtype=np.int64)
     times: list[float] = []
     solved = 0
+    won = {name: 0 for name in CANDIDATES}
     for start in range(0, len(order), width):
         batch = [(t, int(order[t])) for t in range(start, min(start + width, len(order)))]
-        arrivals_ = [pod(pods, i, t, by_gpu) for t, i in batch]
         began = time.perf_counter()
-        workload = Workload.of(snapshot, arrivals_)
-        decision: Decision = schedule(snapshot, c, workload=workload, engine="greedy")
-        if width > 1 and any(decision.placements[a.key].node is None for a in arrivals_):
-            # the greedy left some of the window out: the solver may place more of it
-            decision = schedule(
-                snapshot,
-                c,
-                workload=workload,
-                engine="cpsat",
-                time_limit=limit_s,
-                workers=1,
-                seed=0,
-            )
-            solved += 1
+        arrivals_ = [pod(pods, i, t) for t, i in batch]
+        decision: Decision = schedule(
+            snapshot, c, workload=Workload.of(snapshot, arrivals_), engine="greedy"
+        )
+        if scorer is not None:
+            # the window's candidates: the greedy in arrival order, the greedy largest GPU
+            # first (priority = GPU milli), and CP-SAT on the latter when both leave some
+            # of the window out; the kept answer places the most GPU, then fragments least
+            candidates = [(decision, arrivals_)]
+            ranked = [pod(pods, i, t, by_gpu=True) for t, i in batch]
+            workload = Workload.of(snapshot, ranked)
+            candidates.append((schedule(snapshot, c, workload=workload, engine="greedy"), ranked))
+            left = [any(d.placements[a.key].node is None for a in pods_) for d, pods_ in candidates]
+            if all(left):
+                solved += 1
+                answer = schedule(
+                    snapshot,
+                    c,
+                    workload=workload,
+                    engine="cpsat",
+                    time_limit=limit_s,
+                    workers=1,
+                    seed=0,
+                )
+                candidates.append((answer, ranked))
+            scores = [scorer.score(_placed(d, a, batch, index)) for d, a in candidates]
+            best = max(range(len(candidates)), key=lambda j: (scores[j], -j))
+            won[CANDIDATES[best]] += 1
+            decision, arrivals_ = candidates[best]
+            scorer.commit(_placed(decision, arrivals_, batch, index))
         times.append(time.perf_counter() - began)
         bound = []
         for (t, _), arrival in zip(batch, arrivals_, strict=True):
@@ -235,6 +305,7 @@ def run(
         **{f"at_{p}": discrete_alloc(arrived, used, capacity, p) for p in PERCENTS},
         "calls": len(times),
         "cpsat_calls": int(solved),
+        **({"window_kept": won} if scorer is not None else {}),
         "median_call_ms": 1000 * statistics.median(times),
         "p99_call_ms": 1000 * float(np.percentile(times, 99)),
         "seconds": sum(times),
@@ -364,7 +435,7 @@ def main() -> None:
     one.add_argument("--seed", type=int, default=0)
     one.add_argument("--window", type=int, default=16)
     one.add_argument("--limit", type=int, default=None, help="first N arrivals only")
-    one.add_argument("--limit-s", type=float, default=2.0, help="CP-SAT time per window call")
+    one.add_argument("--limit-s", type=float, default=0.5, help="CP-SAT time per window call")
     one.add_argument("--check", action="store_true", help="compare with replay.py per arrival")
     one.add_argument("--save", action="store_true", help="add the row to online.json")
     many = sub.add_parser("sweep")
