@@ -43,25 +43,46 @@ class TargetWorkload:
         return float(self.count.sum()) + self.cpu_only
 
     @cached_property
-    def _levels(self) -> tuple[IntArray, IntArray, BoolArray]:
-        """(distinct milli levels, each shape's level, access by model [K, M])."""
-        levels = np.unique(self.milli)
-        return levels, np.searchsorted(levels, self.milli), np.ascontiguousarray(self.access.T)
+    def _levels(self) -> IntArray:
+        """The distinct milli levels of the shapes."""
+        return np.unique(self.milli)
+
+    @cached_property
+    def _per_model(self) -> list[tuple[IntArray, IntArray, IntArray, FloatArray]]:
+        """Per GPU model k, the shapes that may use it with equal (cpu, level, devices)
+        merged, counts summed: (cpu, level index, devices, count)."""
+        level = np.searchsorted(self._levels, self.milli)
+        out = []
+        for k in range(self.access.shape[1]):
+            on = np.flatnonzero(self.access[:, k])
+            keys = np.stack([self.cpu[on], level[on], self.devices[on]], axis=1)
+            merged, inverse = np.unique(keys, axis=0, return_inverse=True)
+            count = np.bincount(inverse.ravel(), weights=self.count[on], minlength=len(merged))
+            columns = merged.astype(np.int64)
+            out.append((columns[:, 0], columns[:, 1], columns[:, 2], count.astype(np.float64)))
+        return out
 
     def fragmentation(self, cpu: IntArray, dev: IntArray, model: IntArray) -> FloatArray:
         """F(n) × norm for node states: free cpu [B], free milli per device [B, G] (−1: no
-        device), GPU model index [B] (−1: none)."""
-        levels, level, access = self._levels
+        device), GPU model index [B] (−1: none).
+
+        Every shape counts all free milli, less, where it fits, what it can still use:
+        F = norm · total − Σ_{m fits} c_m · (total − below_m); per GPU model only the
+        shapes that may use it (integer-valued terms: exact in float64)."""
+        levels = self._levels
         free = np.where(dev > 0, dev, 0)
         total = free.sum(axis=1).astype(np.float64)
-        ge = (dev[:, :, None] >= levels[None, None, :]).sum(axis=1)  # [B, L]
-        below = (free[:, :, None] * (dev[:, :, None] < levels[None, None, :])).sum(axis=1)
-        usable = np.where(model[:, None] >= 0, access[np.maximum(model, 0)], False)
-        fits = (
-            usable & (cpu[:, None] >= self.cpu[None, :]) & (ge[:, level] >= self.devices[None, :])
-        )
-        frag = np.where(fits, below[:, level], total[:, None]).astype(np.float64)
-        return np.asarray(frag @ self.count + self.cpu_only * total, dtype=np.float64)
+        out = (float(self.count.sum()) + self.cpu_only) * total
+        for k in np.unique(model[model >= 0]).tolist():
+            rows = np.flatnonzero(model == k)
+            shape_cpu, level, devices, count = self._per_model[k]
+            d = dev[rows]
+            ge = (d[:, :, None] >= levels[None, None, :]).sum(axis=1)  # [R, L]
+            below = (free[rows][:, :, None] * (d[:, :, None] < levels[None, None, :])).sum(axis=1)
+            fits = (cpu[rows, None] >= shape_cpu[None, :]) & (ge[:, level] >= devices[None, :])
+            usable = total[rows, None] - below[:, level]
+            out[rows] -= (fits * usable).astype(np.float64) @ count
+        return np.asarray(out, dtype=np.float64)
 
 
 def target_workload(
