@@ -146,10 +146,10 @@ def conf(policy: str, p: Pods) -> SchedulerConf:
 
 
 def harness_nodes(
-    cluster: Cluster, pods: Pods, order: np.ndarray, policy: str, seed: int
+    cluster: Cluster, pods: Pods, order: np.ndarray, policy: str, rank: np.ndarray
 ) -> list[int]:
     """replay.py's node per arrival (−1: dropped), same arrivals and node order."""
-    r = Replay(cluster, pods, node_ranks(cluster, seed))
+    r = Replay(cluster, pods, rank)
     chosen: list[int] = []
     commit = r._commit
 
@@ -225,13 +225,18 @@ def run(
     limit: int | None = None,
     limit_s: float = 0.5,
     check: bool = False,
+    given: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
+    """One online run; `given`: (arrival order, node rank) to replay instead of the seed's
+    (`aligned.py`: those of a run of the original simulator). The row's `nodes`: the node
+    row of each arrival (−1: dropped)."""
     cluster = load_cluster()
     pods = load_pods(DATA / f"openb_pod_list_{trace}.csv", cluster.models)
     capacity = int(cluster.gpus.sum()) * MILLI
-    order = arrivals(pods, capacity, seed)[:limit]
+    order, rank = given if given is not None else (arrivals(pods, capacity, seed), None)
+    order = order[:limit]
+    rank = node_ranks(cluster, seed) if rank is None else rank
     c = conf(policy, pods)
-    rank = node_ranks(cluster, seed)
     snapshot = Snapshot.build(nodes(cluster, rank), schema=SCHEMA)
     index = {n.name: i for i, n in enumerate(nodes(cluster, rank))}
     width = window if policy == "window" else 1
@@ -311,7 +316,7 @@ def run(
         "seconds": sum(times),
     }
     if check:
-        simulated = harness_nodes(cluster, pods, order, policy, seed)
+        simulated = harness_nodes(cluster, pods, order, policy, rank)
         theirs = np.cumsum(np.where(np.array(simulated) >= 0, demand[order], 0))
         for p in PERCENTS:
             row[f"harness_at_{p}"] = discrete_alloc(arrived, theirs, capacity, p)
@@ -323,6 +328,7 @@ def run(
             t = int(first[0])
             row["harness_first_difference_nodes"] = [int(simulated[t]), int(chosen[t])]
             row["harness_first_difference_pod"] = int(order[t])
+    row["nodes"] = chosen.tolist()
     return row
 
 
@@ -353,7 +359,7 @@ ARTIFACT = {
 LABELS = {
     "bestfit": "gangplan online, `bestfit` (greedy, one call per arrival)",
     "fgd": "gangplan online, `fgd` (greedy, one call per arrival)",
-    "window": "gangplan online, CP-SAT window of {w} arrivals",
+    "window": "gangplan online, window of {w} arrivals (greedy in two orders + CP-SAT, kept: most GPU, then least FGD fragmentation)",
     "harness bestfit": "replay.py best-fit (the simulator's re-implementation)",
     "harness fgd": "replay.py FGD",
 }
@@ -397,11 +403,37 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"{at[130]} | {ARTIFACT.get((trace, base, 130), '')} | {len(mine)} | {same} | "
                 f"{seconds} | {call} |"
             )
+    lines += ["", *paired(rows)]
     shas = sorted({r["git"] for r in rows})
     machines = sorted({r["machine"] for r in rows})
     lines.append("")
     lines.append(f"git SHA {', '.join(shas)}; {'; '.join(machines)}.")
     return "\n".join(lines)
+
+
+def paired(rows: list[dict[str, Any]]) -> list[str]:
+    """The window against `fgd` seed by seed (same arrivals, same node names), and which
+    candidate each window kept."""
+    lines = [
+        "| pod list | seeds | window − fgd @100% | above @100% | window − fgd @130% | "
+        "above @130% | windows kept: arrival order / largest GPU first / CP-SAT |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for trace in TRACES:
+        fgd = {r["seed"]: r for r in rows if r["trace"] == trace and r["policy"] == "fgd"}
+        window = [r for r in rows if r["trace"] == trace and r["policy"] == "window"]
+        both = [(w, fgd[w["seed"]]) for w in window if w["seed"] in fgd]
+        if not both:
+            continue
+        cells = []
+        for p in PERCENTS:
+            delta = [100 * (w[f"at_{p}"] - f[f"at_{p}"]) for w, f in both]
+            cells += [f"{statistics.mean(delta):+.2f}", f"{sum(d > 0 for d in delta)}/{len(delta)}"]
+        kept = [sum(w["window_kept"][c] for w, _ in both) for c in CANDIDATES]
+        lines.append(
+            f"| {trace} | {len(both)} | {' | '.join(cells)} | {' / '.join(f'{k:,}' for k in kept)} |"
+        )
+    return lines
 
 
 def sweep(traces: list[str], policies: list[str], seeds: list[int], jobs: int, window: int) -> None:
@@ -454,6 +486,7 @@ def main() -> None:
         return
     source = provenance()  # before the run: the code it measures
     row = run(args.trace, args.policy, args.seed, args.window, args.limit, args.limit_s, args.check)
+    row.pop("nodes")
     row.update(source)
     print(json.dumps(row), flush=True)
     if args.save:
