@@ -64,20 +64,19 @@ from replay import (  # noqa: E402
     load_pods,
     typical_shapes,
 )
+from window import CANDIDATES, Window, placed_devices  # noqa: E402
 
 from benchmarks.results import provenance  # noqa: E402
 from solver import SCHEMA, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, SchedulerConf, TierConf  # noqa: E402
 from solver.decision import Decision  # noqa: E402
 from solver.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod  # noqa: E402
-from solver.model._devices import OPENB_INDEX  # noqa: E402  (the annotation the engine writes)
 from solver.snapshot import Delta, RunningPod, Snapshot  # noqa: E402
 
 MODEL = "nvidia.com/gpu.product"
 MIB = 2**20
 RESULTS = HERE / "online.jsonl"  # one row per line, appended by each run
 POLICIES = ("bestfit", "fgd", "window")
-CANDIDATES = ("arrival order", "largest GPU first", "cpsat")
 TRACES = ("default", "gpuspec33")
 PERCENTS = (100, 130)
 
@@ -165,58 +164,6 @@ def harness_nodes(
     return chosen
 
 
-class Window:
-    """A window's candidate answers, scored as FGD scores a cluster: the GPU milli they
-    place, then the fragmentation they leave (FGD's F summed over the nodes they touch, on
-    the simulator's measure). `replay.Replay` mirrors the snapshot's free cpu and devices."""
-
-    def __init__(self, cluster: Cluster, pods: Pods, rank: np.ndarray) -> None:
-        self.mirror = Replay(cluster, pods, rank)
-        self.model = cluster.model
-
-    def _rows(self, placed: list[tuple[int, int, list[int]]]) -> tuple[np.ndarray, ...]:
-        m = self.mirror
-        rows = np.unique(np.array([n for n, _, _ in placed], dtype=np.int64))
-        at = {int(n): j for j, n in enumerate(rows.tolist())}
-        cpu, dev = m.cpu[rows].copy(), m.dev[rows].copy()
-        for n, i, devices in placed:
-            cpu[at[n]] -= m.p.cpu[i]
-            for g in devices:
-                dev[at[n], g] -= m.p.milli[i]
-        return rows, cpu, dev
-
-    def score(self, placed: list[tuple[int, int, list[int]]]) -> tuple[int, float]:
-        """(GPU milli placed, − the fragmentation added): higher is better."""
-        if not placed:
-            return 0, 0.0
-        m = self.mirror
-        gpu = sum(int(m.p.ngpu[i] * m.p.milli[i]) for _, i, _ in placed)
-        rows, cpu, dev = self._rows(placed)
-        added = float(m._frag(cpu, dev, self.model[rows]).sum() - m.frag[rows].sum())
-        return gpu, -added
-
-    def commit(self, placed: list[tuple[int, int, list[int]]]) -> None:
-        m = self.mirror
-        for n, i, devices in placed:
-            m._commit(n, i, devices)
-        if placed:
-            rows = np.unique(np.array([n for n, _, _ in placed], dtype=np.int64))
-            m.frag[rows] = m._frag(m.cpu[rows], m.dev[rows], self.model[rows])
-
-
-def _placed(
-    decision: Decision, arrivals_: list[Pod], batch: list[tuple[int, int]], index: dict[str, int]
-) -> list[tuple[int, int, list[int]]]:
-    """(node row, pod row, device indices) of each placed arrival."""
-    out = []
-    for (_, i), arrival in zip(batch, arrivals_, strict=True):
-        where = decision.placements[arrival.key]
-        if where.node is not None:
-            devices = where.annotations.get(OPENB_INDEX, "")
-            out.append((index[where.node], i, [int(g) for g in devices.split("-") if g]))
-    return out
-
-
 def run(
     trace: str,
     policy: str,
@@ -275,11 +222,11 @@ def run(
                     seed=0,
                 )
                 candidates.append((answer, ranked))
-            scores = [scorer.score(_placed(d, a, batch, index)) for d, a in candidates]
+            scores = [scorer.score(placed_devices(d, a, batch, index)) for d, a in candidates]
             best = max(range(len(candidates)), key=lambda j: (scores[j], -j))
             won[CANDIDATES[best]] += 1
             decision, arrivals_ = candidates[best]
-            scorer.commit(_placed(decision, arrivals_, batch, index))
+            scorer.commit(placed_devices(decision, arrivals_, batch, index))
         times.append(time.perf_counter() - began)
         bound = []
         for (t, _), arrival in zip(batch, arrivals_, strict=True):
@@ -476,10 +423,17 @@ def main() -> None:
     many.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     many.add_argument("--jobs", type=int, default=2)
     many.add_argument("--window", type=int, default=16)
-    sub.add_parser("table")
+    tabled = sub.add_parser("table")
+    tabled.add_argument("--write", action="store_true", help="into README.md's online block")
     args = parser.parse_args()
     if args.command == "table":
-        print(table(load()))
+        text = table(load())
+        if args.write:
+            readme = HERE / "README.md"
+            head, rest = readme.read_text().split("<!-- online -->\n", 1)
+            _, tail = rest.split("<!-- /online -->", 1)
+            readme.write_text(f"{head}<!-- online -->\n{text}\n<!-- /online -->{tail}")
+        print(text)
         return
     if args.command == "sweep":
         sweep(args.traces, args.policies, args.seeds, args.jobs, args.window)
