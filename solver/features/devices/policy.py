@@ -31,9 +31,11 @@ with a note, as Volcano ignores it.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -173,22 +175,56 @@ def scoring(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> Scor
     if policy != FGD:
         return Scoring(policy, weight, None, none, tuple(notes))
     label = str(args.get(_ARG + "fgd.gpuModelLabel", MODEL_LABEL))
-    given = _given(args.get(_ARG + "fgd.targetWorkload"), notes)
+    raw = args.get(_ARG + "fgd.targetWorkload")
+    key = _canonical(raw)
+    given, parsed = _given_noted(raw) if key is None else _given_cached(key)
+    notes.extend(parsed)
     if given:  # as given: the user's distribution, not cut again
-        shapes, kept = list(given), list(given.values())
-    else:
+        shapes, kept = given
+    else:  # learned from the running pods (else the call's pods)
         counts = snapshot.memo(("devices", "running shapes"), lambda: _running(snapshot))
-        shapes, kept = popular_shapes(dict(counts or _pods(workload.pods)))
-    named = {m for _, _, _, spec in shapes for m in spec.split("|") if m}
+        listed, counted = popular_shapes(dict(counts or _pods(workload.pods)))
+        shapes, kept = tuple(listed), tuple(counted)
     nodes = snapshot.nodes
+    named = {m for _, _, _, spec in shapes for m in spec.split("|") if m}
     named |= nodes.memo(
         ("devices", "model names", label),
         lambda: frozenset(n.labels[label] for n in nodes.nodes if label in n.labels),
     )
-    models = ["", *sorted(named)]
+    models = ("", *sorted(named))
     node_model = nodes.memo(
-        ("devices", "node models", label, tuple(models)),
+        ("devices", "node models", label, models),
         lambda: _node_models(nodes, label, models),
     )
-    target = target_workload(shapes, kept, models)
-    return Scoring(policy, weight, target, node_model, tuple(notes))
+    return Scoring(policy, weight, _target(shapes, kept, models), node_model, tuple(notes))
+
+
+Given = tuple[tuple[Shape, ...], tuple[int, ...]]
+
+
+def _canonical(raw: Any) -> str | None:
+    """The argument as a cache key (None: not JSON-like, parsed each call)."""
+    try:
+        return json.dumps(raw, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _given_noted(raw: Any) -> tuple[Given | None, tuple[str, ...]]:
+    notes: list[str] = []
+    given = _given(raw, notes)
+    return ((tuple(given), tuple(given.values())) if given else None), tuple(notes)
+
+
+# A front end sends the same conf call after call: its target is parsed and built once
+# (bounded caches: a caller varying the argument costs a parse, not memory).
+@lru_cache(maxsize=16)
+def _given_cached(key: str) -> tuple[Given | None, tuple[str, ...]]:
+    return _given_noted(json.loads(key))
+
+
+@lru_cache(maxsize=16)
+def _target(
+    shapes: tuple[Shape, ...], counts: tuple[int, ...], models: tuple[str, ...]
+) -> TargetWorkload:
+    return target_workload(shapes, counts, models)
