@@ -24,7 +24,8 @@ Policies (all with the conf the simulator runs: predicates, gang, and one node s
   of the pod list (with their GPU models), given in the conf.
 * `window`: k arrivals per window (default 16), each window a small portfolio of PlaceJob
   calls on the same snapshot: the greedy in arrival order, the greedy largest GPU first
-  (priority = the pod's GPU milli), and, when both leave some of the window out, CP-SAT
+  (priority = the pod's GPU milli), the greedy GPU-model-restricted pods first (when the
+  window mixes restricted and free pods), and, when all leave some of the window out, CP-SAT
   (`--limit-s`, `num_workers` 1, seed 0, hinted with the greedy). The answer kept places
   the most GPU milli, then adds the least FGD fragmentation (the simulator's F summed over
   the nodes it touches, `Window`); still online: nothing past the window is known.
@@ -78,6 +79,7 @@ MIB = 2**20
 RESULTS = HERE / "online.jsonl"  # one row per line, appended by each run
 POLICIES = ("bestfit", "fgd", "window")
 TRACES = ("default", "gpuspec33")
+RESTRICTED = 100 * MILLI  # priority above any pod's GPU milli (8 GPUs x 1000)
 PERCENTS = (100, 130)
 
 
@@ -102,7 +104,10 @@ def nodes(c: Cluster, rank: np.ndarray) -> list[Node]:
     ]
 
 
-def pod(p: Pods, i: int, t: int, by_gpu: bool = False) -> Pod:
+def pod(p: Pods, i: int, t: int, rank: str = "arrival") -> Pod:
+    """Arrival t of pod row i; `rank` sets the priority the greedy orders a window by:
+    `arrival` (none), `gpu` (its GPU milli), `restricted` (GPU-model-restricted pods first,
+    then by GPU milli)."""
     k, milli = int(p.ngpu[i]), int(p.milli[i])
     name = f"a{t:05d}"
     affinity = None
@@ -122,7 +127,9 @@ def pod(p: Pods, i: int, t: int, by_gpu: bool = False) -> Pod:
         requests={"cpu": int(p.cpu[i]), "memory": int(p.mem[i]) * MIB, "pods": 1},
         required_affinity=affinity,
         gang=f"openb/{name}",
-        priority=k * milli if by_gpu else 0,
+        priority={"arrival": 0, "gpu": k * milli}.get(
+            rank, k * milli + (RESTRICTED if affinity else 0)
+        ),
     )
 
 
@@ -202,15 +209,23 @@ def run(
             snapshot, c, workload=Workload.of(snapshot, arrivals_), engine="greedy"
         )
         if scorer is not None:
-            # the window's candidates: the greedy in arrival order, the greedy largest GPU
-            # first (priority = GPU milli), and CP-SAT on the latter when both leave some
-            # of the window out; the kept answer places the most GPU, then fragments least
-            candidates = [(decision, arrivals_)]
-            ranked = [pod(pods, i, t, by_gpu=True) for t, i in batch]
+            # the window's candidates: the greedy in arrival order, largest GPU first
+            # (priority = GPU milli), GPU-model-restricted pods first (when the window
+            # mixes them), and CP-SAT on the largest-first window when every greedy
+            # leaves some of it out; kept: the most GPU placed, then the least fragmentation
+            candidates = [("arrival order", decision, arrivals_)]
+            ranked = [pod(pods, i, t, "gpu") for t, i in batch]
             workload = Workload.of(snapshot, ranked)
-            candidates.append((schedule(snapshot, c, workload=workload, engine="greedy"), ranked))
-            left = [any(d.placements[a.key].node is None for a in pods_) for d, pods_ in candidates]
-            if all(left):
+            answer = schedule(snapshot, c, workload=workload, engine="greedy")
+            candidates.append(("largest GPU first", answer, ranked))
+            restricted = [bool(pods.spec[i]) and pods.ngpu[i] > 0 for _, i in batch]
+            if any(restricted) and not all(restricted):  # else the same order as above
+                scarce = [pod(pods, i, t, "restricted") for t, i in batch]
+                answer = schedule(
+                    snapshot, c, workload=Workload.of(snapshot, scarce), engine="greedy"
+                )
+                candidates.append(("GPU-model-restricted first", answer, scarce))
+            if all(any(d.placements[a.key].node is None for a in b) for _, d, b in candidates):
                 solved += 1
                 answer = schedule(
                     snapshot,
@@ -221,11 +236,11 @@ def run(
                     workers=1,
                     seed=0,
                 )
-                candidates.append((answer, ranked))
-            scores = [scorer.score(placed_devices(d, a, batch, index)) for d, a in candidates]
+                candidates.append(("cpsat", answer, ranked))
+            scores = [scorer.score(placed_devices(d, b, batch, index)) for _, d, b in candidates]
             best = max(range(len(candidates)), key=lambda j: (scores[j], -j))
-            won[CANDIDATES[best]] += 1
-            decision, arrivals_ = candidates[best]
+            name, decision, arrivals_ = candidates[best]
+            won[name] += 1
             scorer.commit(placed_devices(decision, arrivals_, batch, index))
         times.append(time.perf_counter() - began)
         bound = []
@@ -306,7 +321,7 @@ ARTIFACT = {
 LABELS = {
     "bestfit": "gangplan online, `bestfit` (greedy, one call per arrival)",
     "fgd": "gangplan online, `fgd` (greedy, one call per arrival)",
-    "window": "gangplan online, window of {w} arrivals (greedy in two orders + CP-SAT, kept: most GPU, then least FGD fragmentation)",
+    "window": "gangplan online, window of {w} arrivals (greedy in 2-3 orders + CP-SAT, kept: most GPU, then least FGD fragmentation)",
     "harness bestfit": "replay.py best-fit (the simulator's re-implementation)",
     "harness fgd": "replay.py FGD",
 }
@@ -363,7 +378,7 @@ def paired(rows: list[dict[str, Any]]) -> list[str]:
     candidate each window kept."""
     lines = [
         "| pod list | seeds | window − fgd @100% | above @100% | window − fgd @130% | "
-        "above @130% | windows kept: arrival order / largest GPU first / CP-SAT |",
+        f"above @130% | windows kept: {' / '.join(CANDIDATES)} |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for trace in TRACES:
@@ -376,7 +391,7 @@ def paired(rows: list[dict[str, Any]]) -> list[str]:
         for p in PERCENTS:
             delta = [100 * (w[f"at_{p}"] - f[f"at_{p}"]) for w, f in both]
             cells += [f"{statistics.mean(delta):+.2f}", f"{sum(d > 0 for d in delta)}/{len(delta)}"]
-        kept = [sum(w["window_kept"][c] for w, _ in both) for c in CANDIDATES]
+        kept = [sum(w["window_kept"].get(c, 0) for w, _ in both) for c in CANDIDATES]
         lines.append(
             f"| {trace} | {len(both)} | {' | '.join(cells)} | {' / '.join(f'{k:,}' for k in kept)} |"
         )

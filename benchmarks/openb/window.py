@@ -9,7 +9,7 @@ from solver.decision import Decision
 from solver.model import Pod
 from solver.model._devices import OPENB_INDEX  # the device indices the engine writes
 
-CANDIDATES = ("arrival order", "largest GPU first", "cpsat")
+CANDIDATES = ("arrival order", "largest GPU first", "GPU-model-restricted first", "cpsat")
 
 
 class Window:
