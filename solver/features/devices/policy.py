@@ -66,14 +66,28 @@ class Scoring:
     notes: tuple[str, ...]  # ignored arguments
 
 
+# Past this an argument is no real weight, cpu, device count or pod count: refused, so
+# scores stay finite and F's integer sums stay exact in float64.
+LARGEST = float(2**32)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def _number(value: Any, default: float, key: str, notes: list[str]) -> float:
     if isinstance(value, bool):
         value = None
     try:
-        return float(value)
-    except (TypeError, ValueError):
-        notes.append(f"deviceshare: argument {key}={value!r} is not a number; ignored")
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        notes.append(f"deviceshare: argument {key}={_shown(value)} is not a number; ignored")
         return default
+    if not abs(number) <= LARGEST:  # also NaN
+        notes.append(f"deviceshare: argument {key}={number!r} is out of range; ignored")
+        return default
+    return number
 
 
 def _models(value: Any) -> str:

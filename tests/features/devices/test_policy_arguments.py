@@ -7,6 +7,7 @@ exception, never a Decision `verify` refuses).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -101,8 +102,36 @@ def test_a_bad_argument_is_ignored_with_a_note(args: dict[str, Any], note: str) 
         assert any(note in n for n in decision.notes), decision.notes
 
 
+EXTREMES = [math.inf, -math.inf, math.nan, 1e300, 10**400, "1e400"]
+
+
+@pytest.mark.parametrize("value", EXTREMES, ids=repr)
+@pytest.mark.parametrize("key", ["cpu", "gpus", "count", "weight"])
+def test_a_number_past_any_real_one_is_refused_with_a_note(value: Any, key: str) -> None:
+    """YAML `.inf`, `.nan`, 1e300 or a 400-digit integer: a note naming the argument, no
+    exception (int(inf) raised OverflowError), and no NaN score."""
+    shape: dict[str, Any] = {"cpu": 1000, "gpuMilli": 500, "gpus": 1, "count": 3}
+    args: dict[str, Any] = {"deviceshare.SchedulePolicy": "fgd"}
+    if key == "weight":
+        args["deviceshare.ScheduleWeight"] = value
+    else:
+        shape[key] = value
+    args["deviceshare.fgd.targetWorkload"] = [shape]
+    m = cluster(share("p", 500))
+    c = conf(**args)
+    decision = solve(m, c, engine="greedy")
+    assert verify(m, c, decision) == []
+    refused = [n for n in decision.notes if "out of range" in n or "not a number" in n]
+    assert len(refused) == 1 and len(refused[0]) < 200, decision.notes
+
+
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from(EXTREMES),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
     ),
