@@ -94,3 +94,55 @@ def test_fgd_keeps_cpu_beside_free_gpus(policy: str, node: str) -> None:
 
 def node_obj(name: str) -> dict[str, Any]:
     return node_builder(name).cpu("2").memory("16Gi").gpu(1).obj()
+
+
+def _fragmentation_of_one_node(
+    shapes: list[tuple[int, int, int, str]],
+    counts: list[int],
+    models: list[str],
+    cpu: int,
+    dev: list[int],
+    model: int,
+) -> int:
+    """F × norm of one node, straight from the definition: per shape, the free milli it
+    cannot use (all of it where the shape does not fit the node)."""
+    free = [d for d in dev if d > 0]
+    total = sum(free)
+    out = 0
+    for (shape_cpu, milli, gpus, spec), count in zip(shapes, counts, strict=True):
+        usable_model = model >= 0 and (not spec or models[model] in spec.split("|"))
+        fits = (
+            gpus > 0
+            and usable_model
+            and cpu >= shape_cpu
+            and sum(d >= milli for d in dev if d >= 0) >= gpus
+        )
+        out += count * (sum(d for d in free if d < milli) if fits else total)
+    return out
+
+
+def test_fragmentation_per_model_matches_the_definition() -> None:
+    """The vectorised measure (per GPU model, equal shapes merged) against the definition,
+    node by node, on random node states: shapes restricted to models, several GPUs, cpu."""
+    rng = np.random.default_rng(7)
+    models = ["", "A", "B", "C"]
+    specs = ["", "A", "B|C", "C", "A|B|C"]
+    shapes = [
+        (int(rng.integers(0, 9)) * 1000, int(rng.integers(1, 11)) * 100, int(gpus), spec)
+        for gpus, spec in zip(rng.integers(0, 4, 40), rng.choice(specs, 40), strict=True)
+    ]
+    shapes = [(c, m if k else 0, k, s if k else "") for c, m, k, s in shapes]
+    counts = [int(c) for c in rng.integers(1, 50, len(shapes))]
+    target = target_workload(shapes, counts, models)
+    nodes = 300
+    cpu = rng.integers(0, 9, nodes) * 1000
+    dev = np.where(rng.random((nodes, 8)) < 0.7, rng.integers(0, 11, (nodes, 8)) * 100, -1)
+    model = rng.integers(-1, len(models), nodes)
+    got = target.fragmentation(cpu, dev, model)
+    want = [
+        _fragmentation_of_one_node(
+            shapes, counts, models, int(cpu[n]), dev[n].tolist(), int(model[n])
+        )
+        for n in range(nodes)
+    ]
+    assert got.tolist() == want
