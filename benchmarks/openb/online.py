@@ -127,9 +127,11 @@ def pod(p: Pods, i: int, t: int, rank: str = "arrival") -> Pod:
         requests={"cpu": int(p.cpu[i]), "memory": int(p.mem[i]) * MIB, "pods": 1},
         required_affinity=affinity,
         gang=f"openb/{name}",
-        priority={"arrival": 0, "gpu": k * milli}.get(
-            rank, k * milli + (RESTRICTED if affinity else 0)
-        ),
+        priority={
+            "arrival": 0,
+            "gpu": k * milli,
+            "restricted": k * milli + (RESTRICTED if affinity else 0),
+        }[rank],
     )
 
 

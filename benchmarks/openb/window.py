@@ -7,7 +7,6 @@ from replay import Cluster, Pods, Replay
 
 from solver.decision import Decision
 from solver.model import Pod
-from solver.model._devices import OPENB_INDEX  # the device indices the engine writes
 
 CANDIDATES = ("arrival order", "largest GPU first", "GPU-model-restricted first", "cpsat")
 
@@ -59,6 +58,5 @@ def placed_devices(
     for (_, i), arrival in zip(batch, arrivals_, strict=True):
         where = decision.placements[arrival.key]
         if where.node is not None:
-            devices = where.annotations.get(OPENB_INDEX, "")
-            out.append((index[where.node], i, [int(g) for g in devices.split("-") if g]))
+            out.append((index[where.node], i, list(where.devices)))
     return out
