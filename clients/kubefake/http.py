@@ -1,0 +1,299 @@
+"""The fake API server's HTTP face: the Kubernetes REST paths a scheduler uses.
+
+    GET  /api, /apis, /api/v1, /apis/G/V                     discovery
+    GET  .../[namespaces/NS/]PLURAL[?watch=true&resourceVersion=R&allowWatchBookmarks=true
+                                     &timeoutSeconds=S]      list, watch
+    GET/PUT/PATCH/DELETE .../PLURAL/NAME[/status]             one object
+    POST .../PLURAL                                           create
+    POST /api/v1/namespaces/NS/pods/NAME/binding              bind
+
+Watches stream one JSON event per line (chunked), send a BOOKMARK about every second when
+asked, and end with an ERROR event carrying a `410 Gone` Status for a resourceVersion older
+than the retained history, as the real server does. Not implemented (the scheduler does not
+use them): label and field selectors, paging (`limit`/`continue`), server-side apply,
+JSON patch, protobuf encoding, authentication and admission.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from clients.kubefake.store import ApiError, Resource, Store
+
+__all__ = ["FakeApiServer"]
+
+BOOKMARK_EVERY = 1.0
+MAX_BODY = 64 << 20
+
+
+class FakeApiServer:
+    """A fake API server on 127.0.0.1:`port` (0: any) serving `resources`."""
+
+    def __init__(self, resources: list[Resource], port: int = 0) -> None:
+        self.store = Store(resources)
+        handler = type("Handler", (_Handler,), {"store": self.store})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeApiServer:
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.store.drop_watches()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def _discovery(store: Store, path: str) -> dict[str, Any] | None:
+    served = list(store.resources.values())
+    if path == "/api":
+        return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+    if path == "/apis":
+        groups: dict[str, list[str]] = {}
+        for r in served:
+            if r.kind.group:
+                versions = groups.setdefault(r.kind.group, [])
+                if r.version not in versions:
+                    versions.append(r.version)
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                {
+                    "name": g,
+                    "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                    "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
+                }
+                for g, vs in sorted(groups.items())
+            ],
+        }
+    parts = path.strip("/").split("/")
+    if (parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 3):
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        resources = [r for r in served if r.kind.group == group and r.version == version]
+        if not resources:
+            return None
+        listed = [
+            {
+                "name": name,
+                "namespaced": r.kind.namespaced,
+                "kind": kind,
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            }
+            for r in resources
+            for name, kind in (
+                (r.kind.plural, r.kind.kind),
+                (f"{r.kind.plural}/status", r.kind.kind),
+                *([("pods/binding", "Binding")] if r.kind.plural == "pods" else []),
+            )
+        ]
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": listed,
+        }
+    return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    store: Store
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
+        pass
+
+    # ---------------------------------------------------------------- plumbing
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            raise ApiError(413, "RequestEntityTooLarge", "request body too large")
+        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            body = json.loads(raw)
+        except ValueError as err:
+            raise ApiError(400, "BadRequest", f"invalid JSON: {err}") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the body must be a JSON object")
+        return body
+
+    def _route(self, method: str) -> None:
+        store = self.store
+        url = urlsplit(self.path)
+        key = f"{method} {url.path}"
+        try:
+            store.sleep_latency()
+            injected = store.faults.take(method, url.path)
+            if injected is not None:
+                if method in ("POST", "PUT", "PATCH"):
+                    self._body()
+                raise ApiError(injected, "InternalError", "injected fault")
+            found = _discovery(store, url.path) if method == "GET" else None
+            if found is not None:
+                self._send(200, found)
+                return
+            self._resource(method, url.path, parse_qs(url.query))
+        except ApiError as err:
+            self._send(err.code, err.status())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            store.counts[key.split(" ")[0]] = store.counts.get(key.split(" ")[0], 0) + 1
+
+    def _resource(self, method: str, path: str, query: dict[str, list[str]]) -> None:
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2:] or [""]
+        res = self.store.resource(group, plural)
+        if res.version != version:
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        ns = namespace or ""
+        store = self.store
+        if not name:
+            if method == "GET" and query.get("watch", [""])[0] in ("true", "1"):
+                self._watch(res, namespace, query)
+            elif method == "GET":
+                items, rv = store.list(group, plural, namespace)
+                self._send(
+                    200,
+                    {
+                        "kind": f"{res.kind.kind}List",
+                        "apiVersion": res.api_version,
+                        "metadata": {"resourceVersion": str(rv)},
+                        "items": items,
+                    },
+                )
+            elif method == "POST":
+                self._send(201, store.create(group, plural, ns, self._body()))
+            else:
+                raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a list")
+            return
+        if sub[0] == "binding" and plural == "pods" and method == "POST":
+            target = self._body().get("target") or {}
+            if not target.get("name"):
+                raise ApiError(422, "Invalid", "target.name: Required value")
+            store.bind(ns, name, str(target["name"]))
+            self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+        elif sub[0] not in ("", "status"):
+            raise ApiError(404, "NotFound", f"the server could not find {path}")
+        elif method == "GET":
+            self._send(200, store.get(group, plural, ns, name))
+        elif method == "PUT":
+            self._send(200, store.update(group, plural, ns, name, self._body()))
+        elif method == "PATCH":
+            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                raise ApiError(415, "UnsupportedMediaType", f"the fake does not take {kind!r}")
+            patched = store.patch(group, plural, ns, name, self._body(), status=sub[0] == "status")
+            self._send(200, patched)
+        elif method == "DELETE":
+            self._send(200, store.delete(group, plural, ns, name))
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed")
+
+    def _watch(self, res: Resource, namespace: str | None, query: dict[str, list[str]]) -> None:
+        store = self.store
+        try:
+            since = int(query.get("resourceVersion", ["0"])[0] or 0)
+        except ValueError:
+            raise ApiError(400, "BadRequest", "resourceVersion must be an integer") from None
+        timeout = float(query.get("timeoutSeconds", ["1800"])[0] or 1800)
+        bookmarks = query.get("allowWatchBookmarks", [""])[0] == "true"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        key = (res.kind.group, res.kind.plural)
+        deadline = time.monotonic() + timeout
+        last_mark = time.monotonic()
+        with store.cond:
+            generation = store.faults.watch_generation
+            if since == 0:
+                since = store.rv  # "0": start from now (the scheduler always lists first)
+            if since + 1 < store.oldest:
+                gone = ApiError(410, "Expired", f"too old resource version: {since}")
+                self._chunk({"type": "ERROR", "object": gone.status()})
+                self._chunk(None)
+                return
+        while True:
+            with store.cond:
+                events = store.events_after(key, since, namespace)
+                if not events:
+                    store.wait(0.2)
+                    events = store.events_after(key, since, namespace)
+                dropped = store.faults.watch_generation != generation
+                current = store.rv
+            if dropped:  # the stream breaks without its closing chunk
+                self.close_connection = True
+                return
+            for version, kind, obj in events:
+                self._chunk({"type": kind, "object": obj})
+                since = version
+            now = time.monotonic()
+            if bookmarks and now - last_mark >= BOOKMARK_EVERY:
+                since = max(since, current)
+                mark = {"kind": res.kind.kind, "apiVersion": res.api_version}
+                mark["metadata"] = {"resourceVersion": str(since)}
+                self._chunk({"type": "BOOKMARK", "object": mark})
+                last_mark = now
+            if now >= deadline:
+                self._chunk(None)
+                return
+
+    def _chunk(self, event: dict[str, Any] | None) -> None:
+        if event is None:
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def do_GET(self) -> None:  # noqa: N802 (stdlib's name)
+        self._route("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._route("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._route("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._route("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._route("DELETE")

@@ -1,0 +1,289 @@
+"""The fake API server's storage: objects by resource, one resourceVersion counter, the
+event history watches resume from, and the faults tests inject.
+
+Semantics kept from the real API server (k8s.io/apiserver, pkg/registry/core/pod):
+- one cluster-wide, increasing resourceVersion; every write bumps it; list answers carry it;
+- a watch from resourceVersion R replays every event after R, then follows; a watch from a
+  version older than the retained history gets an ERROR event with a `410 Gone` Status;
+- `pods/binding`: `404` for a missing pod; `409` when the pod already has `spec.nodeName`
+  or is terminating (`deletionTimestamp` set); a node that does not exist is NOT checked
+  (the real registry does not either; PodGC later removes such pods);
+- writes that carry `metadata.resourceVersion` fail with `409` unless it is the current one
+  (optimistic concurrency);
+- status patches change only `status` (conditions merged by `type`, as the strategic merge
+  patch of PodStatus does).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.scheduler.kinds import Kind
+from clients.scheduler.kube import now_rfc3339
+
+__all__ = ["ApiError", "Faults", "Resource", "Store"]
+
+Obj = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A Kubernetes `Status` failure: code, reason (`NotFound`, `Conflict`, ...), message."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+    def status(self) -> Obj:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One served resource: a Kind at one version."""
+
+    kind: Kind
+    version: str
+
+    @property
+    def api_version(self) -> str:
+        return self.kind.api_version(self.version)
+
+
+@dataclass
+class Faults:
+    """What the next requests suffer: `fail` maps a path substring to (status code, count)
+    of requests to fail; `latency` is added to every request; `watch_generation` bumps drop
+    every open watch stream."""
+
+    fail: dict[str, list[int]] = field(default_factory=dict)
+    latency: float = 0.0
+    watch_generation: int = 0
+
+    def take(self, method: str, path: str) -> int | None:
+        for pattern, slot in self.fail.items():
+            want_method, _, fragment = pattern.rpartition(" ")
+            if slot[1] > 0 and fragment in path and (not want_method or want_method == method):
+                slot[1] -= 1
+                return slot[0]
+        return None
+
+
+class Store:
+    """Objects of every served resource, with history for watches."""
+
+    def __init__(self, resources: list[Resource], history: int = 200_000) -> None:
+        self.resources = {(r.kind.group, r.kind.plural): r for r in resources}
+        self.objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {
+            key: {} for key in self.resources
+        }
+        self.rv = 1
+        self.history: deque[tuple[int, tuple[str, str], str, Obj]] = deque(maxlen=history)
+        self.oldest = 1  # watches from before this are 410 Gone
+        self.cond = threading.Condition()
+        self.faults = Faults()
+        self.counts: dict[str, int] = {}  # requests by "VERB resource" (the tests read them)
+
+    # -------------------------------------------------------------------- internals
+
+    def _emit(self, res: tuple[str, str], kind: str, obj: Obj) -> None:
+        if len(self.history) == self.history.maxlen:
+            self.oldest = self.history[0][0] + 1
+        self.history.append((self.rv, res, kind, obj))
+        self.cond.notify_all()
+
+    def _bump(self, obj: Obj) -> None:
+        self.rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+
+    def resource(self, group: str, plural: str) -> Resource:
+        try:
+            return self.resources[(group, plural)]
+        except KeyError:
+            raise ApiError(404, "NotFound", f"the server could not find {plural}") from None
+
+    def compact(self) -> None:
+        """Forget the history (as etcd compaction does): older watches get 410 Gone."""
+        with self.cond:
+            self.history.clear()
+            self.oldest = self.rv + 1
+
+    def drop_watches(self) -> None:
+        with self.cond:
+            self.faults.watch_generation += 1
+            self.cond.notify_all()
+
+    # -------------------------------------------------------------------- verbs
+
+    def list(self, group: str, plural: str, namespace: str | None) -> tuple[list[Obj], int]:
+        self.resource(group, plural)
+        with self.cond:
+            items = [
+                copy.deepcopy(o)
+                for (ns, _), o in self.objects[(group, plural)].items()
+                if namespace is None or ns == namespace
+            ]
+            return items, self.rv
+
+    def get(self, group: str, plural: str, namespace: str, name: str) -> Obj:
+        with self.cond:
+            return copy.deepcopy(self._current(group, plural, namespace, name))
+
+    def create(self, group: str, plural: str, namespace: str, obj: Obj) -> Obj:
+        res = self.resource(group, plural)
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name") or ""
+        if not name and meta.get("generateName"):
+            name = meta["generateName"] + uuid.uuid4().hex[:5]
+            meta["name"] = name
+        if not name:
+            raise ApiError(422, "Invalid", "metadata.name: Required value: name is required")
+        if res.kind.namespaced:
+            meta["namespace"] = namespace
+        obj.setdefault("apiVersion", res.api_version)
+        obj.setdefault("kind", res.kind.kind)
+        with self.cond:
+            objects = self.objects[(group, plural)]
+            key = (namespace if res.kind.namespaced else "", name)
+            if key in objects:
+                raise ApiError(409, "AlreadyExists", f'{plural} "{name}" already exists')
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", now_rfc3339())
+            self._bump(obj)
+            objects[key] = obj
+            self._emit((group, plural), "ADDED", obj)
+            return copy.deepcopy(obj)
+
+    def update(self, group: str, plural: str, namespace: str, name: str, obj: Obj) -> Obj:
+        """Replace (PUT); a stale metadata.resourceVersion is a 409 Conflict."""
+        with self.cond:
+            current = self._current(group, plural, namespace, name)
+            self._check_version(obj, current, plural, name)
+            obj.setdefault("metadata", {}).update(
+                {k: current["metadata"][k] for k in ("uid", "creationTimestamp", "namespace")
+                 if k in current["metadata"]}
+            )
+            obj.setdefault("apiVersion", current.get("apiVersion"))
+            obj.setdefault("kind", current.get("kind"))
+            return self._replace(group, plural, namespace, name, obj)
+
+    def patch(
+        self, group: str, plural: str, namespace: str, name: str, patch: Obj, *, status: bool
+    ) -> Obj:
+        """A merge patch (of `status` only on the status subresource); `conditions` lists are
+        merged by `type` as PodStatus' strategic merge patch does."""
+        with self.cond:
+            current = self._current(group, plural, namespace, name)
+            self._check_version(patch, current, plural, name)
+            merged = copy.deepcopy(current)
+            if status:
+                patch = {"status": patch.get("status") or {}}
+            _merge(merged, patch)
+            return self._replace(group, plural, namespace, name, merged)
+
+    def delete(self, group: str, plural: str, namespace: str, name: str) -> Obj:
+        with self.cond:
+            current = self._current(group, plural, namespace, name)
+            key = (namespace if self.resource(group, plural).kind.namespaced else "", name)
+            del self.objects[(group, plural)][key]
+            self._bump(current)
+            self._emit((group, plural), "DELETED", current)
+            return copy.deepcopy(current)
+
+    def bind(self, namespace: str, name: str, node: str) -> None:
+        """POST pods/NAME/binding, with the pod registry's checks."""
+        with self.cond:
+            pod = self._current("", "pods", namespace, name)
+            if pod.get("metadata", {}).get("deletionTimestamp"):
+                raise ApiError(
+                    409, "Conflict", f"pod {name} is being deleted, cannot be assigned to a host"
+                )
+            assigned = pod.get("spec", {}).get("nodeName")
+            if assigned:
+                raise ApiError(
+                    409, "Conflict", f'pod {name} is already assigned to node "{assigned}"'
+                )
+            pod = copy.deepcopy(pod)
+            pod.setdefault("spec", {})["nodeName"] = node
+            conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+            conditions.append({"type": "PodScheduled", "status": "True"})
+            self._replace("", "pods", namespace, name, pod)
+
+    # -------------------------------------------------------------------- helpers
+
+    def _current(self, group: str, plural: str, namespace: str, name: str) -> Obj:
+        res = self.resource(group, plural)
+        key = (namespace if res.kind.namespaced else "", name)
+        obj = self.objects[(group, plural)].get(key)
+        if obj is None:
+            raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
+        return obj
+
+    @staticmethod
+    def _check_version(new: Obj, current: Obj, plural: str, name: str) -> None:
+        want = (new.get("metadata") or {}).get("resourceVersion")
+        if want and want != current["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {plural} "{name}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+            )
+
+    def _replace(self, group: str, plural: str, namespace: str, name: str, obj: Obj) -> Obj:
+        key = (namespace if self.resource(group, plural).kind.namespaced else "", name)
+        self._bump(obj)
+        self.objects[(group, plural)][key] = obj
+        self._emit((group, plural), "MODIFIED", obj)
+        return copy.deepcopy(obj)
+
+    def events_after(
+        self, res: tuple[str, str], rv: int, namespace: str | None
+    ) -> list[tuple[int, str, Obj]]:
+        """History after `rv` for one resource (call with `cond` held)."""
+        out = []
+        for version, r, kind, obj in reversed(self.history):
+            if version <= rv:
+                break
+            if r == res and (namespace is None or obj["metadata"].get("namespace") == namespace):
+                out.append((version, kind, obj))
+        out.reverse()
+        return out
+
+    def wait(self, timeout: float) -> None:
+        self.cond.wait(timeout)
+
+    def sleep_latency(self) -> None:
+        if self.faults.latency:
+            time.sleep(self.faults.latency)
+
+
+def _merge(into: Obj, patch: Obj) -> None:
+    """RFC 7386 merge patch, except `conditions` lists merge by `type`."""
+    for key, value in patch.items():
+        if value is None:
+            into.pop(key, None)
+        elif key == "conditions" and isinstance(value, list):
+            existing = {c.get("type"): c for c in into.get(key) or [] if isinstance(c, dict)}
+            for c in value:
+                if isinstance(c, dict):
+                    existing[c.get("type")] = {**existing.get(c.get("type"), {}), **c}
+            into[key] = list(existing.values())
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)

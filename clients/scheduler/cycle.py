@@ -1,0 +1,291 @@
+"""The scheduling cycle: bring the snapshot up to date, decide, bind, say why.
+
+One cycle:
+
+1. **sync** — what the watches changed since the last cycle becomes one UpdateSnapshot
+   delta (`translate`); the first cycle, and any cycle after the server lost the snapshot
+   (NOT_FOUND) or saw another writer (FAILED_PRECONDITION), puts it whole.
+2. **decide** — one PlaceJob for every pending pod of the scheduler's names (an empty job:
+   the server's own pod selection), at the generation the sync returned
+   (`expected_generation`; a stale generation re-syncs and asks again).
+3. **bind** — each placed gang, all members or none started (`binder`); bound pods are
+   assumed in the mirror and told to the snapshot as Bindings in the next sync.
+4. **report** — reasons on pending pods and gang objects, Events (`report`).
+
+`--dry-run` stops after 2: it logs each gang's decision (one JSON line, when it changes)
+and keeps the latest in `shadow` (served at /debug/decisions), writing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.client import Client, ClientError
+from clients.scheduler.binder import Assignment, Binder
+from clients.scheduler.metrics import SchedulerMetrics
+from clients.scheduler.mirror import Changes, Mirror, ObjKey
+from clients.scheduler.report import Reporter
+from clients.scheduler.translate import translate
+from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+
+__all__ = ["Cycle", "CycleOptions"]
+
+log = logging.getLogger("gangplan.scheduler")
+
+
+@dataclass(frozen=True)
+class CycleOptions:
+    scheduler_names: frozenset[str] = frozenset({"gangplan"})
+    engine: str = ""
+    scheduler_conf: str = ""
+    time_limit: float = 5.0
+    workers: int = 1
+    seed: int = 0
+    dry_run: bool = False
+    snapshot_id: str = "gangplan-scheduler"
+    idle_wait: float = 1.0
+
+
+@dataclass
+class Cycle:
+    client: Client
+    mirror: Mirror
+    binder: Binder
+    reporter: Reporter
+    metrics: SchedulerMetrics
+    options: CycleOptions
+    versions: dict[Any, str] = field(default_factory=dict)  # Kind -> served version
+    generation: int = 0
+    gang_of: dict[str, str] = field(default_factory=dict)
+    pending_bindings: list[spb.Binding] = field(default_factory=list)
+    shadow: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    _seen: int = -1
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> None:
+        """Cycles until `stopping` is set; the cycle in progress (its binds) finishes."""
+        while not self.stopping.is_set():
+            seen = self.mirror.generation
+            try:
+                worked = self.run_once()
+            except ClientError as err:
+                log.warning("cycle failed", extra={"error": str(err)[:300]})
+                self.metrics.cycle_errors.labels(reason=err.code.name).inc()
+                self.stopping.wait(0.5)
+                continue
+            if not worked:
+                self.mirror.wait_for_change(seen, self.options.idle_wait)
+
+    def run_once(self) -> bool:
+        """One cycle; False when there was nothing to decide."""
+        t0 = time.perf_counter()
+        self.sync()
+        t1 = time.perf_counter()
+        pending = self.mirror.pending(self.options.scheduler_names)
+        self.metrics.pending_pods.set(len(pending))
+        if not pending:
+            return False
+        response = self.decide()
+        t2 = time.perf_counter()
+        if response is None:
+            return True
+        placed, waiting = self._gangs(response.decision)
+        self.metrics.pending_gangs.set(len(waiting))
+        if self.options.dry_run:
+            self._shadow(response.decision, placed, waiting)
+        else:
+            self._bind(placed)
+        t3 = time.perf_counter()
+        if not self.options.dry_run:
+            self._report(response.decision, waiting)
+        t4 = time.perf_counter()
+        for phase, seconds in (("sync", t1 - t0), ("decide", t2 - t1), ("bind", t3 - t2),
+                               ("report", t4 - t3), ("total", t4 - t0)):
+            self.metrics.cycle_seconds.labels(phase=phase).observe(seconds)
+        return bool(placed)
+
+    # ------------------------------------------------------------------ 1. sync
+
+    def sync(self, *, whole: bool = False) -> None:
+        changes = self.mirror.take_changes() if not whole else Changes()
+        if whole or self.generation == 0:
+            self.mirror.take_changes()
+            self.mirror.mark_all()
+            changes = self.mirror.take_changes()
+            whole = True
+        if not changes and not self.pending_bindings:
+            return
+        delta = translate(self.mirror, changes, whole=whole)
+        for r in delta.refused:
+            log.warning("object refused", extra={"object": f"{r.kind.label} {r.key[0]}/{r.key[1]}",
+                                                 "error": r.error})
+            self.metrics.refused.inc()
+            if not self.options.dry_run:
+                self.reporter.refused(r.obj, r.error)
+        for k in delta.removed_pods:
+            self.gang_of.pop(k, None)
+        self.gang_of.update(delta.gang_of)
+        req = delta.request
+        req.snapshot_id = self.options.snapshot_id
+        with self.mirror.lock:  # pods bound by us that the watch has not shown bound yet
+            assumed = dict(self.mirror.assumed)
+        live = set()
+        for p in req.upsert_pods:
+            live.add(key := f"{p.namespace or 'default'}/{p.name}")
+            if not p.node_name and (node := assumed.get((p.namespace, p.name))):
+                p.node_name = node
+        req.bindings.extend(b for b in self.pending_bindings if b.pod not in live)
+        try:
+            if whole:
+                cluster = _as_cluster(req)
+                answer = self.client.put_snapshot(cluster, self.options.snapshot_id)
+                self.generation = answer.generation
+            else:
+                req.expected_generation = self.generation
+                self.generation = self.client.update_snapshot(req).generation
+        except ClientError as err:
+            if whole:
+                self.mirror.give_back(changes)
+                raise
+            log.info("snapshot out of step, putting it whole", extra={"error": err.code.name})
+            self.metrics.resyncs.labels(reason=err.code.name).inc()
+            self.pending_bindings.clear()
+            self.sync(whole=True)
+            return
+        self.pending_bindings.clear()
+
+    # ------------------------------------------------------------------ 2. decide
+
+    def decide(self) -> spb.PlaceJobResponse | None:
+        opts = self.options
+        for _attempt in range(3):
+            try:
+                return self.client.place_job(
+                    snapshot=opts.snapshot_id,
+                    expected_generation=self.generation,
+                    engine=opts.engine,
+                    scheduler_conf=opts.scheduler_conf,
+                    workers=opts.workers,
+                    seed=opts.seed,
+                    scheduler_names=sorted(opts.scheduler_names),
+                    timeout=opts.time_limit + 1.0,
+                )
+            except ClientError as err:
+                if err.code.name not in ("FAILED_PRECONDITION", "NOT_FOUND"):
+                    raise
+                self.metrics.resyncs.labels(reason=err.code.name).inc()
+                self.sync(whole=True)
+        return None
+
+    def _gangs(
+        self, decision: spb.Decision
+    ) -> tuple[dict[str, list[Assignment]], dict[str, str]]:
+        """Placed gangs (gang id, or the pod key for a gang of one) -> assignments, and
+        waiting gangs -> reason."""
+        outcome = {g.gang: g for g in decision.gangs}
+        placed: dict[str, list[Assignment]] = {}
+        waiting: dict[str, str] = {}
+        for p in decision.placements:
+            gang = self.gang_of.get(p.pod) or p.pod
+            o = outcome.get(gang)
+            if p.node and (o is None or o.placed):
+                ns, _, name = p.pod.partition("/")
+                placed.setdefault(gang, []).append(
+                    Assignment((ns, name), p.node, dict(p.gpu_annotations))
+                )
+            elif not p.node:
+                waiting.setdefault(gang, (o.reason if o is not None and o.reason else p.reason))
+        for gang in list(waiting):
+            if gang in placed:  # optional members of a placed gang
+                del waiting[gang]
+        return placed, waiting
+
+    # ------------------------------------------------------------------ 3. bind
+
+    def _bind(self, placed: dict[str, list[Assignment]]) -> None:
+        gangs = list(placed.values())
+        bound_now: list[Assignment] = []
+        lock = threading.Lock()
+
+        def on_bound(a: Assignment) -> None:
+            self.mirror.assume(a.pod, a.node)
+            with lock:
+                bound_now.append(a)
+
+        results = self.binder.bind_gangs(gangs, on_bound)
+        for name, gang, result in zip(placed, gangs, results, strict=True):
+            if result.refused:
+                self.metrics.bind_errors.labels(reason="precheck").inc()
+                log.info("gang not bound", extra={"gang": name, "reason": result.refused})
+            for a, reason in result.failed:
+                self.metrics.bind_errors.labels(reason=reason).inc()
+                log.warning("bind failed", extra={"gang": name, "pod": "/".join(a.pod),
+                                                  "reason": reason})
+            if result.failed or result.skipped:
+                log.info("gang bound in part; the rest goes to the next cycle",
+                         extra={"gang": name, "bound": len(result.bound), "of": len(gang)})
+        for a in bound_now:
+            self.pending_bindings.append(spb.Binding(pod=f"{a.pod[0]}/{a.pod[1]}", node=a.node))
+            pod = self.mirror.pod(a.pod)
+            if pod is not None:
+                self.reporter.scheduled(pod, a.node)
+        self.metrics.pods_bound.inc(len(bound_now))
+
+    # ------------------------------------------------------------------ 4. report
+
+    def _report(self, decision: spb.Decision, waiting: dict[str, str]) -> None:
+        if not waiting:
+            return
+        for p in decision.placements:
+            if p.node:
+                continue
+            gang = self.gang_of.get(p.pod) or p.pod
+            if gang not in waiting:
+                continue
+            ns, _, name = p.pod.partition("/")
+            pod = self.mirror.pod((ns, name))
+            if pod is not None:
+                self.reporter.unschedulable(pod, waiting[gang] or p.reason)
+        for kind, objs in self.mirror.of_kind("PodGroup"):
+            if kind.group not in ("scheduling.volcano.sh", "scheduling.sigs.k8s.io",
+                                  "scheduling.x-k8s.io"):
+                continue
+            for (ns, name), obj in list(objs.items()):
+                gid = f"{ns or 'default'}/{name}"
+                if gid in waiting:
+                    self.reporter.pod_group(kind, self.versions.get(kind, kind.versions[0]),
+                                            obj, False, waiting[gid])
+
+    def _shadow(
+        self, decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]
+    ) -> None:
+        for gang, assignments in placed.items():
+            entry = {"gang": gang, "placed": True,
+                     "pods": {f"{a.pod[0]}/{a.pod[1]}": a.node for a in assignments}}
+            self._shadow_entry(gang, entry)
+        for gang, reason in waiting.items():
+            self._shadow_entry(gang, {"gang": gang, "placed": False, "reason": reason})
+
+    def _shadow_entry(self, gang: str, entry: dict[str, Any]) -> None:
+        if self.shadow.get(gang) != entry:
+            self.shadow[gang] = entry
+            log.info("would place" if entry["placed"] else "would wait",
+                     extra={"decision": json.dumps(entry, sort_keys=True)})
+
+
+def _as_cluster(req: spb.UpdateSnapshotRequest) -> pb.Cluster:
+    cluster = pb.Cluster(
+        nodes=req.upsert_nodes, pods=req.upsert_pods, gangs=req.upsert_gangs,
+        queues=req.upsert_queues,
+    )
+    if req.HasField("topology"):
+        cluster.topology.CopyFrom(req.topology)
+    return cluster

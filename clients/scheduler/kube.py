@@ -1,0 +1,133 @@
+"""The API server through the official Kubernetes client (`kubernetes.client.ApiClient`):
+its configuration (kubeconfig or in-cluster service account), authentication, TLS and
+connection pool, used at its generic request layer (as client-go's dynamic client is) so
+that one code path serves every kind, and bodies stay JSON dicts: the typed models cost
+about a millisecond a pod to build, and gangplan's reader wants the dicts anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from clients.scheduler.kinds import Kind
+
+__all__ = ["ApiException", "KubeApi", "connect", "now_rfc3339", "path_of"]
+
+Obj = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+
+def now_rfc3339() -> str:
+    """Now, as Kubernetes writes times (RFC 3339, seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def connect(kubeconfig: str | None, *, pool: int = 32, context: str | None = None) -> KubeApi:
+    """`kubeconfig` (a file), else the in-cluster service account, else ~/.kube/config."""
+    conf = k8s.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(kubeconfig, context=context, client_configuration=conf)
+    else:
+        try:
+            k8s_config.load_incluster_config(client_configuration=conf)
+        except k8s_config.ConfigException:
+            k8s_config.load_kube_config(context=context, client_configuration=conf)
+    conf.connection_pool_maxsize = pool
+    return KubeApi(k8s.ApiClient(conf))
+
+
+def path_of(kind: Kind, version: str, namespace: str | None = None, name: str = "") -> str:
+    base = f"/apis/{kind.group}/{version}" if kind.group else f"/api/{version}"
+    if namespace is not None and kind.namespaced:
+        base += f"/namespaces/{namespace}"
+    base += f"/{kind.plural}"
+    return f"{base}/{name}" if name else base
+
+
+class KubeApi:
+    """JSON requests and watch streams through one ApiClient."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api_client = api_client
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = 30.0,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        _method, url, headers, body, _post = self.api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query or [],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        return self.api_client.call_api(method, url, header_params=headers, body=body,
+                                        _request_timeout=timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+    ) -> Obj:
+        """The JSON answer; ApiException for a non-2xx status (its `status` the code)."""
+        resp = self._send(method, path, query, body, content_type, timeout)
+        data = resp.read()
+        if not 200 <= resp.status < 300:
+            raise ApiException(status=resp.status, reason=resp.reason, body=data)
+        out: Obj = json.loads(data) if data else {}
+        return out
+
+    def watch(
+        self, path: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[Obj]:
+        """Watch events (dicts with `type` and `object`) from `resource_version`; ends when
+        the server closes the stream."""
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        resp = self._send("GET", path, query, timeout=(10.0, timeout_seconds + 30.0))
+        raw = resp.response
+        try:
+            if not 200 <= resp.status < 300:
+                raise ApiException(status=resp.status, reason=resp.reason, body=resp.read())
+            for line in iter_resp_lines(raw):
+                if line:
+                    yield json.loads(line)
+        finally:
+            raw.release_conn()
+
+    def discover(self) -> dict[str, list[str]]:
+        """API group -> versions served (`""` -> ["v1"])."""
+        groups = self.request("GET", "/apis").get("groups") or []
+        out = {"": ["v1"]}
+        for g in groups:
+            out[str(g.get("name"))] = [str(v.get("version")) for v in g.get("versions") or []]
+        return out

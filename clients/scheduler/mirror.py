@@ -1,0 +1,238 @@
+"""The front end's copy of the cluster: what the watches delivered, and what changed since
+the snapshot was last brought up to date.
+
+The reflectors write into it (`replace` after a list, `apply` per watch event); the cycle
+takes a `Changes` (what changed, cleared as it is taken), turns it into one UpdateSnapshot
+delta (`clients.scheduler.translate`), and reads pending pods, nodes and gang members from
+it. Pods the cycle bound are *assumed* (kube-scheduler's word) until the watch shows their
+`spec.nodeName`, so a pod is never offered for placement twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.scheduler.kinds import CONTEXT_KINDS, KINDS, TOPOLOGY_KINDS, Kind
+from solver.kube.gangs import (
+    ANNOTATION_VOLCANO_GROUP,
+    GANG_ANNOTATIONS,
+    GODEL_GROUP,
+    LABEL_LIGHTWEIGHT_NAME,
+    LABEL_POD_GROUP,
+    LABEL_POD_GROUP_X,
+)
+
+__all__ = ["Changes", "Mirror", "ObjKey", "gang_hint", "key_of"]
+
+Obj = dict[str, Any]
+ObjKey = tuple[str, str]  # (namespace or "", name)
+GANG_KINDS = frozenset({"PodGroup"})
+_LABEL_LINKS = (LABEL_POD_GROUP, LABEL_POD_GROUP_X, LABEL_LIGHTWEIGHT_NAME, GODEL_GROUP)
+_ANNOTATION_LINKS = (GANG_ANNOTATIONS.NAME, ANNOTATION_VOLCANO_GROUP, GODEL_GROUP)
+
+
+def key_of(obj: Obj) -> ObjKey:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def gang_hint(pod: Obj) -> ObjKey | None:
+    """The (namespace, name) of the gang a pod names, by any of the links gangplan's reader
+    follows (`solver.kube.gangs`); None for a gang of one. Only used to pick which objects
+    are read together: the reader itself decides the link."""
+    meta = pod.get("metadata") or {}
+    ns = str(meta.get("namespace") or "default")
+    group = (pod.get("spec") or {}).get("schedulingGroup") or {}
+    if isinstance(group, dict) and group.get("podGroupName"):
+        return (ns, str(group["podGroupName"]))
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    for source, keys in ((labels, _LABEL_LINKS), (annotations, _ANNOTATION_LINKS)):
+        if isinstance(source, dict):
+            for k in keys:
+                if source.get(k):
+                    return (ns, str(source[k]))
+    return None
+
+
+@dataclass
+class Changes:
+    """What changed since the last delta, by kind label."""
+
+    upserted: dict[Kind, set[ObjKey]] = field(default_factory=dict)
+    deleted: dict[Kind, dict[ObjKey, Obj]] = field(default_factory=dict)
+
+    def touched(self, kinds: Iterable[str]) -> bool:
+        wanted = set(kinds)
+        return any(k.kind in wanted for k in (*self.upserted, *self.deleted))
+
+    def __bool__(self) -> bool:
+        return bool(self.upserted or self.deleted)
+
+
+class Mirror:
+    """Objects by kind, kept by the reflectors; thread-safe."""
+
+    def __init__(self, kinds: Iterable[Kind] = KINDS) -> None:
+        self.kinds = tuple(kinds)
+        self.objects: dict[Kind, dict[ObjKey, Obj]] = {k: {} for k in self.kinds}
+        self.synced: set[Kind] = set()
+        self.lock = threading.Condition()
+        self.changes = Changes()
+        self.assumed: dict[ObjKey, str] = {}  # pod -> node, bound by us, not yet seen bound
+        self.hints: dict[ObjKey, set[ObjKey]] = {}  # gang hint -> pods naming it
+        self.generation = 0  # bumped by every write (the cycle waits for it to move)
+
+    # ------------------------------------------------------------------ reflector side
+
+    def replace(self, kind: Kind, items: list[Obj]) -> None:
+        """A fresh list: objects gone from it are deleted, changed ones upserted."""
+        with self.lock:
+            old = self.objects[kind]
+            new = {key_of(o): o for o in items}
+            for key in old.keys() - new.keys():
+                self._delete(kind, key)
+            for key, obj in new.items():
+                before = old.get(key)
+                if before is None or _rv(before) != _rv(obj):
+                    self._upsert(kind, key, obj)
+            self.synced.add(kind)
+            self._bump()
+
+    def apply(self, kind: Kind, event: str, obj: Obj) -> None:
+        with self.lock:
+            key = key_of(obj)
+            if event == "DELETED":
+                self._delete(kind, key)
+            else:
+                self._upsert(kind, key, obj)
+            self._bump()
+
+    def _bump(self) -> None:
+        self.generation += 1
+        self.lock.notify_all()
+
+    def _upsert(self, kind: Kind, key: ObjKey, obj: Obj) -> None:
+        objects = self.objects[kind]
+        if kind.kind == "Pod":
+            self._unhint(key, objects.get(key))
+            if (hint := gang_hint(obj)) is not None:
+                self.hints.setdefault(hint, set()).add(key)
+            if (obj.get("spec") or {}).get("nodeName"):
+                self.assumed.pop(key, None)
+        objects[key] = obj
+        self.changes.upserted.setdefault(kind, set()).add(key)
+        self.changes.deleted.get(kind, {}).pop(key, None)
+
+    def _delete(self, kind: Kind, key: ObjKey) -> None:
+        obj = self.objects[kind].pop(key, None)
+        if obj is None:
+            return
+        if kind.kind == "Pod":
+            self._unhint(key, obj)
+            self.assumed.pop(key, None)
+        self.changes.deleted.setdefault(kind, {})[key] = obj
+        self.changes.upserted.get(kind, set()).discard(key)
+
+    def _unhint(self, key: ObjKey, obj: Obj | None) -> None:
+        if obj is not None and (hint := gang_hint(obj)) is not None:
+            members = self.hints.get(hint)
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del self.hints[hint]
+
+    # ------------------------------------------------------------------ cycle side
+
+    def take_changes(self) -> Changes:
+        with self.lock:
+            out, self.changes = self.changes, Changes()
+            return out
+
+    def give_back(self, changes: Changes) -> None:
+        """Changes a failed delta did not deliver: merged under any newer ones."""
+        with self.lock:
+            for kind, keys in changes.upserted.items():
+                live = self.objects[kind]
+                newer_deleted = self.changes.deleted.get(kind, {})
+                for key in keys:
+                    if key in live and key not in newer_deleted:
+                        self.changes.upserted.setdefault(kind, set()).add(key)
+            for kind, gone in changes.deleted.items():
+                for key, obj in gone.items():
+                    if key not in self.objects[kind]:
+                        self.changes.deleted.setdefault(kind, {}).setdefault(key, obj)
+
+    def mark_all(self) -> None:
+        """Everything counts as changed (the snapshot is put again whole)."""
+        with self.lock:
+            self.changes = Changes(
+                upserted={k: set(objs) for k, objs in self.objects.items() if objs}
+            )
+
+    def wait_for_change(self, since: int, timeout: float) -> int:
+        with self.lock:
+            if self.generation == since:
+                self.lock.wait(timeout)
+            return self.generation
+
+    def of_kind(self, name: str) -> list[tuple[Kind, dict[ObjKey, Obj]]]:
+        return [(k, objs) for k, objs in self.objects.items() if k.kind == name]
+
+    def context(self) -> list[tuple[Kind, Obj]]:
+        """Objects every translation reads (namespaces, priority classes, queues, workloads)."""
+        with self.lock:
+            return [
+                (k, o) for k, objs in self.objects.items() if k.kind in CONTEXT_KINDS
+                for o in objs.values()
+            ]
+
+    def topology(self) -> list[tuple[Kind, Obj]]:
+        with self.lock:
+            return [
+                (k, o) for k, objs in self.objects.items() if k.kind in TOPOLOGY_KINDS
+                for o in objs.values()
+            ]
+
+    def pod(self, key: ObjKey) -> Obj | None:
+        with self.lock:
+            return self.objects_of("Pod").get(key)
+
+    def node_names(self) -> set[str]:
+        with self.lock:
+            return {name for _, objs in self.of_kind("Node") for _, name in objs}
+
+    def assume(self, pod: ObjKey, node: str) -> None:
+        with self.lock:
+            if pod in self.objects_of("Pod"):
+                self.assumed[pod] = node
+
+    def objects_of(self, name: str) -> dict[ObjKey, Obj]:
+        for kind, objs in self.objects.items():
+            if kind.kind == name:
+                return objs
+        return {}
+
+    def pending(self, scheduler_names: frozenset[str]) -> list[ObjKey]:
+        """Pods of these schedulers with no node, not terminating, not finished, not
+        assumed bound."""
+        with self.lock:
+            out = []
+            for key, pod in self.objects_of("Pod").items():
+                spec = pod.get("spec") or {}
+                if spec.get("nodeName") or key in self.assumed:
+                    continue
+                if (spec.get("schedulerName") or "default-scheduler") not in scheduler_names:
+                    continue
+                if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                    continue
+                if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    continue
+                out.append(key)
+            return out
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

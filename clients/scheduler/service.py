@@ -1,0 +1,206 @@
+"""`gangplan scheduler` as a process: the watches, the cycle, a gangplan service (a remote
+one, or one embedded in this process and called over loopback gRPC, the same public API),
+HTTP probes and metrics, JSON logs, and a drain on SIGTERM.
+
+    /healthz         200 while the process runs its loops
+    /readyz          200 once every watched kind is listed and the snapshot is put
+    /metrics         Prometheus text (gangplan_scheduler_*)
+    /debug/decisions the latest decision per gang (what --dry-run would have done)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from clients.client import Client
+from clients.scheduler.binder import Binder
+from clients.scheduler.cycle import Cycle, CycleOptions
+from clients.scheduler.kinds import KINDS
+from clients.scheduler.kube import KubeApi
+from clients.scheduler.metrics import SchedulerMetrics
+from clients.scheduler.mirror import Mirror
+from clients.scheduler.reflector import Reflector, discover_kinds
+from clients.scheduler.report import Reporter
+from server.app import GangplanServer, create_server
+from server.settings import Settings
+
+__all__ = ["JsonLogFormatter", "SchedulerService"]
+
+log = logging.getLogger("gangplan.scheduler")
+_PLAIN = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, message and every `extra` field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "msg": record.getMessage(),
+        }
+        data.update({k: v for k, v in vars(record).items() if k not in _PLAIN})
+        return json.dumps(data, default=str)
+
+
+@dataclass
+class SchedulerService:
+    """Everything `gangplan scheduler` runs; `start()`, then `stop()` (or `run()`)."""
+
+    api: KubeApi
+    options: CycleOptions
+    server: str | None = None  # HOST:PORT of a gangplan service; None: embedded
+    token: str | None = None
+    http_port: int | None = 10259  # kube-scheduler's secure port number; None: no HTTP
+    bind_workers: int = 16
+    metrics: SchedulerMetrics = field(default_factory=SchedulerMetrics)
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    embedded: GangplanServer | None = None
+    cycle: Cycle | None = None
+    reflectors: list[Reflector] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ready: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _http: ThreadingHTTPServer | None = None
+
+    def start(self) -> SchedulerService:
+        target = self.server
+        if target is None:
+            self.embedded, port = create_server(
+                Settings(host="127.0.0.1", port=0, metrics_port=None)
+            )
+            self.embedded.start()
+            target = f"127.0.0.1:{port}"
+        client = Client(target, token=self.token, timeout=self.options.time_limit + 1.0)
+        served, self.notes = discover_kinds(self.api, KINDS)
+        for note in self.notes:
+            log.info(note)
+        mirror = Mirror(served)
+        reporter = Reporter(self.api, on_drop=self.metrics.reports_dropped.inc)
+        self.cycle = Cycle(
+            client, mirror, Binder(self.api, mirror, self.bind_workers), reporter,
+            self.metrics, self.options, versions=dict(served),
+        )
+
+        def restarted(kind: str, reason: str) -> None:
+            self.metrics.watch_restarts.labels(kind=kind, reason=reason).inc()
+
+        self.reflectors = [
+            Reflector(self.api, kind, version, mirror, self.stop_event, restarted).start()
+            for kind, version in served.items()
+        ]
+        if self.http_port is not None:
+            self._serve_http()
+        loop = threading.Thread(target=self._loop, name="cycle", daemon=True)
+        loop.start()
+        self._threads.append(loop)
+        return self
+
+    def _loop(self) -> None:
+        assert self.cycle is not None
+        mirror = self.cycle.mirror
+        with mirror.lock:
+            while len(mirror.synced) < len(mirror.kinds) and not self.stop_event.is_set():
+                mirror.lock.wait(0.2)
+        while not self.stop_event.is_set():
+            try:
+                self.cycle.sync()
+                break
+            except Exception as err:  # noqa: BLE001 (the service may not be up yet)
+                log.warning("first snapshot not put", extra={"error": str(err)[:300]})
+                self.stop_event.wait(1.0)
+        self.ready.set()
+        log.info("ready", extra={"kinds": len(mirror.kinds), "generation": self.cycle.generation})
+        self.cycle.stopping = self.stop_event
+        self.cycle.run()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Finish the cycle in flight (its binds), the queued reports, then the rest."""
+        self.stop_event.set()
+        for t in self._threads:
+            t.join(timeout)
+        if self.cycle is not None:
+            self.cycle.binder.close()
+            self.cycle.reporter.close()
+            self.cycle.client.close()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        if self.embedded is not None:
+            self.embedded.stop(grace=1.0)
+
+    def run(self) -> None:
+        """Start, serve until SIGTERM/SIGINT, then drain (main thread only)."""
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            log.info(f"received {signal.Signals(signum).name}: finishing the cycle")
+            self.stop_event.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        self.start()
+        http = f", probes and metrics on :{self.http_port}" if self._http else ""
+        print(f"gangplan scheduler: scheduling {', '.join(sorted(self.options.scheduler_names))}"
+              f"{' (dry run)' if self.options.dry_run else ''}{http}", flush=True)
+        while not self.stop_event.wait(0.5):
+            pass
+        self.stop()
+        log.info("stopped")
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _serve_http(self) -> None:
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?")[0]
+                if path == "/healthz":
+                    alive = all(t.is_alive() for t in service._threads)
+                    self._send(200 if alive else 500, b"ok\n" if alive else b"stopped\n")
+                elif path == "/readyz":
+                    ok = service.ready.is_set() and not service.stop_event.is_set()
+                    self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                elif path == "/metrics":
+                    self._send(200, generate_latest(service.metrics.registry),
+                               CONTENT_TYPE_LATEST)
+                elif path == "/debug/decisions":
+                    shadow = service.cycle.shadow if service.cycle else {}
+                    body = json.dumps(sorted(shadow.values(), key=lambda e: e["gang"]))
+                    self._send(200, body.encode(), "application/json")
+                else:
+                    self._send(404, b"not found\n")
+
+            def _send(self, code: int, body: bytes, kind: str = "text/plain") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", self.http_port or 0), Handler)
+        self._http.daemon_threads = True
+        self.http_port = self._http.server_address[1]
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+
+
+def setup_logging(level: str = "info") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLogFormatter())
+    root = logging.getLogger("gangplan")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
