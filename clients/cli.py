@@ -43,6 +43,7 @@ from clients.health_cli import health_cmd
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
+from clients.scheduler_cli import kube_fake_cmd, scheduler_cmd
 from clients.render import explain_table, schedule_table, write_data
 from gangplan import __version__
 from server.main import run
@@ -385,6 +386,8 @@ app.command("plan")(plan_cmd)
 app.command("cards")(cards_cmd)
 app.command("expand")(expand_cmd)
 app.command("health")(health_cmd)
+app.command("scheduler")(scheduler_cmd)
+app.command("kube-fake")(kube_fake_cmd)
 
 
 def main() -> None:

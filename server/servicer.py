@@ -27,8 +27,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -59,6 +57,7 @@ from solver import (
     InputError,
     InternalError,
     SchedulerConf,
+    conf_from_text,
     load_conf,
 )
 from solver import schedule as solver_schedule
@@ -164,25 +163,14 @@ def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
 @functools.lru_cache(maxsize=32)
 def _conf_from_text(text: str) -> SchedulerConf:
     """Parse a Volcano conf sent in a request (cached: front ends resend the same text)."""
-    fd, path = tempfile.mkstemp(suffix=".yaml", prefix="gangplan-conf-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        try:
-            conf = load_conf(path)
-        except ConfigError as err:
-            where = "options.scheduler_conf" + (f".{err.field}" if err.field else "")
-            raise _Abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"{where}: {err.message}",
-                [(where, err.message)],
-            ) from None
-    finally:
-        os.unlink(path)
     source = "options.scheduler_conf"
-    return conf.model_copy(
-        update={"source": source, "notes": tuple(n.replace(path, source) for n in conf.notes)}
-    )
+    try:
+        return conf_from_text(text, source)
+    except ConfigError as err:
+        where = source + (f".{err.field}" if err.field else "")
+        raise _Abort(
+            grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {err.message}", [(where, err.message)]
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Everything a caller needs is re-exported here.
 """
 
 from solver.compile import compile_problem
-from solver.config import SchedulerConf, load_conf
+from solver.config import SchedulerConf, conf_from_text, load_conf
 from solver.decision import Decision, GroupOutcome, Placement, Victim
 from solver.errors import ConfigError, GangplanError, InputError, InternalError, ManifestError
 from solver.explain import explain
@@ -39,6 +39,7 @@ __all__ = [
     "Workload",
     "check",
     "compile_problem",
+    "conf_from_text",
     "explain",
     "load_conf",
     "load_manifests",

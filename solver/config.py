@@ -37,7 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from solver.errors import ConfigError
 from solver.yaml_limits import safe_load
 
-__all__ = ["BUILTIN_PLUGINS", "DEFAULT_PLUGINS", "PluginConf", "SchedulerConf", "load_conf"]
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "DEFAULT_PLUGINS",
+    "PluginConf",
+    "SchedulerConf",
+    "conf_from_text",
+    "load_conf",
+]
 
 BUILTIN_PLUGINS = (
     "predicates",
@@ -186,6 +193,12 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
+    return conf_from_text(text, source)
+
+
+def conf_from_text(text: str, source: str) -> SchedulerConf:
+    """A Volcano scheduler conf (or a ConfigMap holding one) given as text; `source` names
+    where it came from in errors and notes (a file, `options.scheduler_conf`, a ConfigMap)."""
     try:
         body = safe_load(text)
     except yaml.YAMLError as exc:

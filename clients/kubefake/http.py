@@ -147,9 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         store = self.store
         url = urlsplit(self.path)
-        key = f"{method} {url.path}"
         try:
-            store.sleep_latency()
+            store.sleep_latency(url.path)
             injected = store.faults.take(method, url.path)
             if injected is not None:
                 if method in ("POST", "PUT", "PATCH"):
@@ -165,7 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
-            store.counts[key.split(" ")[0]] = store.counts.get(key.split(" ")[0], 0) + 1
+            verb = "BIND" if url.path.endswith("/binding") else method
+            store.counts[verb] = store.counts.get(verb, 0) + 1
 
     def _resource(self, method: str, path: str, query: dict[str, list[str]]) -> None:
         parts = path.strip("/").split("/")

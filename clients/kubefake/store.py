@@ -65,12 +65,13 @@ class Resource:
 
 @dataclass
 class Faults:
-    """What the next requests suffer: `fail` maps a path substring to (status code, count)
-    of requests to fail; `latency` is added to every request; `watch_generation` bumps drop
-    every open watch stream."""
+    """What the next requests suffer: `fail` maps `[METHOD ]path-substring` to [status code,
+    count] of requests to fail; `latency` is added to every request and `slow` to those
+    whose path holds its key; `watch_generation` bumps drop every open watch stream."""
 
     fail: dict[str, list[int]] = field(default_factory=dict)
     latency: float = 0.0
+    slow: dict[str, float] = field(default_factory=dict)  # path substring -> extra seconds
     watch_generation: int = 0
 
     def take(self, method: str, path: str) -> int | None:
@@ -95,7 +96,8 @@ class Store:
         self.oldest = 1  # watches from before this are 410 Gone
         self.cond = threading.Condition()
         self.faults = Faults()
-        self.counts: dict[str, int] = {}  # requests by "VERB resource" (the tests read them)
+        self.counts: dict[str, int] = {}  # requests by verb (the tests read them)
+        self.binds: list[tuple[str, str, int]] = []  # (ns/pod, node, HTTP code) per binding
 
     # -------------------------------------------------------------------- internals
 
@@ -205,6 +207,14 @@ class Store:
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """POST pods/NAME/binding, with the pod registry's checks."""
+        try:
+            self._bind(namespace, name, node)
+        except ApiError as err:
+            self.binds.append((f"{namespace}/{name}", node, err.code))
+            raise
+        self.binds.append((f"{namespace}/{name}", node, 201))
+
+    def _bind(self, namespace: str, name: str, node: str) -> None:
         with self.cond:
             pod = self._current("", "pods", namespace, name)
             if pod.get("metadata", {}).get("deletionTimestamp"):
@@ -267,9 +277,10 @@ class Store:
     def wait(self, timeout: float) -> None:
         self.cond.wait(timeout)
 
-    def sleep_latency(self) -> None:
-        if self.faults.latency:
-            time.sleep(self.faults.latency)
+    def sleep_latency(self, path: str) -> None:
+        delay = self.faults.latency + sum(s for k, s in self.faults.slow.items() if k in path)
+        if delay:
+            time.sleep(delay)
 
 
 def _merge(into: Obj, patch: Obj) -> None:

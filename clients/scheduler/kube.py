@@ -31,8 +31,9 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def connect(kubeconfig: str | None, *, pool: int = 32, context: str | None = None) -> KubeApi:
-    """`kubeconfig` (a file), else the in-cluster service account, else ~/.kube/config."""
+def connect(kubeconfig: str | None, *, pool: int = 64, context: str | None = None) -> KubeApi:
+    """`kubeconfig` (a file), else the in-cluster service account, else ~/.kube/config.
+    `pool` connections: one per watched kind, plus the binds and reports in flight."""
     conf = k8s.Configuration()
     if kubeconfig:
         k8s_config.load_kube_config(kubeconfig, context=context, client_configuration=conf)

@@ -92,6 +92,8 @@ class Reflector:
                 self.stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, BACKOFF_MAX)
             except Exception as err:  # noqa: BLE001 (network faults of every library)
+                if self.stop.is_set():
+                    return
                 log.warning(
                     "watch failed", extra={"kind": self.kind.label, "error": str(err)[:200]}
                 )

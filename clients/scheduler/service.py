@@ -204,3 +204,7 @@ def setup_logging(level: str = "info") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    # the embedded service's one line per RPC only when asked for (--log-level debug)
+    logging.getLogger("gangplan.server").setLevel(
+        logging.DEBUG if level.lower() == "debug" else logging.WARNING
+    )

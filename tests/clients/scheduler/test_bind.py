@@ -1,0 +1,99 @@
+"""Gangs bind whole, through `pods/binding`, and what goes wrong between decision and bind
+never binds a pod twice or a gang in part for good.
+
+    node a (4 GPU)   node b (4 GPU)
+    [ . . . . ]      [ . . . . ]
+"""
+
+from __future__ import annotations
+
+from tests.clients.scheduler.conftest import Harness, gang, node, pod, wait_until
+
+
+def test_a_gang_binds_all_or_nothing(cluster: Harness) -> None:
+    cluster.create(node("a"), node("b"), gang("fits", 6), gang("big", 9))
+    service = cluster.scheduler()
+    bound = wait_until(lambda: len(cluster.bound()) == 6 and cluster.bound(), what="6 bound")
+    assert sorted(bound) == [f"fits-{i}" for i in range(6)]
+    # the 9-pod gang never gets a member: all or nothing, with the reason on every pod
+    assert not any(name.startswith("big") for name in cluster.bound())
+    condition = wait_until(lambda: cluster.condition("big-0"), what="the condition")
+    assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
+    assert "big" in condition["message"] and "nvidia.com/gpu" in condition["message"]
+    wait_until(lambda: len(cluster.events("FailedScheduling")) == 9, what="9 events")
+    failed = cluster.events("FailedScheduling")
+    assert {e["involvedObject"]["name"] for e in failed} == {f"big-{i}" for i in range(9)}
+    assert len(cluster.events("Scheduled")) == 6
+    assert sorted(cluster.successful_binds()) == sorted(f"default/fits-{i}" for i in range(6))
+
+
+def test_a_pod_without_a_gang_is_a_gang_of_one(cluster: Harness) -> None:
+    cluster.create(node("a"), pod("solo", 2), pod("other", 1, scheduler="default-scheduler"))
+    cluster.scheduler()
+    wait_until(lambda: "solo" in cluster.bound(), what="solo bound")
+    # a pod of another scheduler is left alone
+    assert "other" not in cluster.bound()
+
+
+def test_a_bind_conflict_midway_binds_nothing_twice_and_the_gang_completes(
+    cluster: Harness,
+) -> None:
+    cluster.create(node("a"), node("b"), gang("g", 8))
+    cluster.api.store.faults.fail["POST g-3/binding"] = [409, 1]
+    service = cluster.scheduler()
+    wait_until(lambda: len(cluster.bound()) == 8, what="the whole gang bound")
+    binds = cluster.successful_binds()
+    assert len(binds) == len(set(binds)) == 8  # nothing bound twice
+    conflicts = service.metrics.bind_errors.labels(reason="conflict")._value.get()
+    assert conflicts == 1
+
+
+def test_a_node_deleted_between_decision_and_bind_stops_the_gang(cluster: Harness) -> None:
+    cluster.create(node("a"), node("b"), gang("g", 8))
+    service = cluster.scheduler(dry_run=True)  # decides, writes nothing
+    cycle = service.cycle
+    response = wait_until(lambda: cycle.decide(), what="a decision")
+    placed, _ = cycle._gangs(response.decision)
+    assert len(placed["default/g"]) == 8
+    cluster.api.store.delete("", "nodes", "", "b")
+    wait_until(lambda: "b" not in cycle.mirror.node_names(), what="the mirror sees it")
+    cycle._bind(placed)
+    assert cluster.bound() == {}
+    assert service.metrics.bind_errors.labels(reason="precheck")._value.get() == 1
+
+
+def test_a_pending_pod_deleted_mid_cycle_stops_its_gang(cluster: Harness) -> None:
+    cluster.create(node("a"), node("b"), gang("g", 4), gang("h", 4))
+    service = cluster.scheduler(dry_run=True)
+    cycle = service.cycle
+    response = wait_until(lambda: cycle.decide(), what="a decision")
+    placed, _ = cycle._gangs(response.decision)
+    # one deletion the mirror has seen (precheck), one it has not (the bind's 404)
+    cluster.api.store.delete("", "pods", "default", "g-2")
+    wait_until(lambda: cycle.mirror.pod(("default", "g-2")) is None, what="seen")
+    with cycle.mirror.lock:
+        hidden = cycle.mirror.objects_of("Pod").pop(("default", "h-0"))
+    cluster.api.store.delete("", "pods", "default", "h-0")
+    cycle.mirror.objects_of("Pod")[("default", "h-0")] = hidden
+    cycle.binder.pool._max_workers = 1  # in order: h-0 fails first, the rest never start
+    cycle._bind({"default/g": placed["default/g"], "default/h": sorted(placed["default/h"], key=lambda a: a.pod)})
+    assert not any(n.startswith("g-") for n in cluster.bound())
+    assert not any(n.startswith("h-") for n in cluster.bound())
+
+
+def test_pods_of_other_schedulers_and_terminating_pods_hold_their_capacity(
+    cluster: Harness,
+) -> None:
+    cluster.create(
+        node("a"),
+        pod("theirs", 2, scheduler="default-scheduler", node_name="a"),
+        pod("leaving", 1, scheduler="default-scheduler", node_name="a", terminating=True),
+        gang("two", 2),
+    )
+    cluster.scheduler()
+    # 4 GPUs: 2 theirs, 1 held by the terminating pod, so 1 free: the pod of one fits, the
+    # gang of two does not (it would if the terminating pod's GPU counted as free)
+    cluster.create(pod("one", 1))
+    wait_until(lambda: "one" in cluster.bound(), what="one bound")
+    wait_until(lambda: cluster.condition("two-0"), what="the reason")
+    assert "two-0" not in cluster.bound()
