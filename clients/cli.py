@@ -43,8 +43,8 @@ from clients.health_cli import health_cmd
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
-from clients.scheduler_cli import kube_fake_cmd, scheduler_cmd
 from clients.render import explain_table, schedule_table, write_data
+from clients.scheduler_cli import kube_fake_cmd, scheduler_cmd
 from gangplan import __version__
 from server.main import run
 from solver import (

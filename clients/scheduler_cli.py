@@ -37,7 +37,9 @@ def _conf_from_config_map(api: KubeApi, ref: str) -> str:
     data = cm.get("data") or {}
     if not key:
         if len(data) != 1:
-            raise InputError(f"--config-map {ref}: name the key (NS/NAME:KEY), it has {sorted(data)}")
+            raise InputError(
+                f"--config-map {ref}: name the key (NS/NAME:KEY), it has {sorted(data)}"
+            )
         key = next(iter(data))
     if key not in data:
         raise InputError(f"--config-map {ref}: no key {key!r} (it has {sorted(data)})")
@@ -52,24 +54,29 @@ def _checked_conf(text: str, where: str) -> str:
 
 def scheduler_cmd(
     kubeconfig: Annotated[
-        str | None, typer.Option("--kubeconfig", help="Kubeconfig file (default: in-cluster, "
-                                 "else ~/.kube/config).")
+        str | None,
+        typer.Option(
+            "--kubeconfig", help="Kubeconfig file (default: in-cluster, else ~/.kube/config)."
+        ),
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="Kubeconfig context.")] = None,
     scheduler_name: Annotated[
         list[str] | None,
-        typer.Option("--scheduler-name", help="Schedule pods naming this (repeatable).")
+        typer.Option("--scheduler-name", help="Schedule pods naming this (repeatable)."),
     ] = None,
     server: Annotated[
-        str | None, typer.Option("--server", help="A gangplan service, HOST:PORT (default: "
-                                 "one embedded in this process).")
+        str | None,
+        typer.Option(
+            "--server",
+            help="A gangplan service, HOST:PORT (default: one embedded in this process).",
+        ),
     ] = None,
     config: Annotated[
         str | None, typer.Option("--config", help="Scheduler conf (Volcano format) file.")
     ] = None,
     config_map: Annotated[
-        str | None, typer.Option("--config-map", help="Scheduler conf from a ConfigMap, "
-                                 "NS/NAME[:KEY].")
+        str | None,
+        typer.Option("--config-map", help="Scheduler conf from a ConfigMap, NS/NAME[:KEY]."),
     ] = None,
     engine: Annotated[str, typer.Option("--engine", help="greedy, auto or cpsat.")] = "greedy",
     time_limit: Annotated[
@@ -83,6 +90,9 @@ def scheduler_cmd(
     http_port: Annotated[
         int, typer.Option("--http-port", min=0, help="/healthz, /readyz, /metrics (0: any).")
     ] = 10259,
+    bind_workers: Annotated[
+        int, typer.Option("--bind-workers", min=1, help="Binds in flight at once.")
+    ] = 16,
     snapshot_id: Annotated[
         str, typer.Option("--snapshot-id", help="The snapshot's id on the service.")
     ] = "gangplan-scheduler",
@@ -92,7 +102,7 @@ def scheduler_cmd(
     setup_logging(log_level)
     try:
         api = connect(kubeconfig, context=context)
-    except Exception as err:  # noqa: BLE001 (kubeconfig errors come in many types)
+    except Exception as err:
         sys.stderr.write(f"error: cannot load the cluster configuration: {err}\n")
         raise typer.Exit(2) from None
     try:
@@ -103,7 +113,9 @@ def scheduler_cmd(
             load_conf(config)
             conf_text = Path(config).read_text(encoding="utf-8")
         elif config_map:
-            conf_text = _checked_conf(_conf_from_config_map(api, config_map), f"--config-map {config_map}")
+            conf_text = _checked_conf(
+                _conf_from_config_map(api, config_map), f"--config-map {config_map}"
+            )
     except GangplanError as err:
         sys.stderr.write(f"error: {err}\n")
         raise typer.Exit(2) from None
@@ -118,8 +130,12 @@ def scheduler_cmd(
         snapshot_id=snapshot_id,
     )
     service = SchedulerService(
-        api, options, server=server, token=os.environ.get("GANGPLAN_TOKEN") or None,
+        api,
+        options,
+        server=server,
+        token=os.environ.get("GANGPLAN_TOKEN") or None,
         http_port=http_port,
+        bind_workers=bind_workers,
     )
     service.run()
 

@@ -38,9 +38,14 @@ def default_resources(groups: Iterable[str] | None = None) -> list[Resource]:
     wanted = None if groups is None else set(groups) | {""}
     out = [Resource(EVENTS, "v1"), Resource(CONFIG_MAPS, "v1")]
     for kind in KINDS:
-        if kind.group == "" or kind.group == "scheduling.k8s.io" and kind.plural == "priorityclasses":
-            out.append(Resource(kind, kind.versions[0]))
-        elif wanted is None or kind.group in wanted:
+        if (
+            (
+                kind.group == ""
+                or (kind.group == "scheduling.k8s.io" and kind.plural == "priorityclasses")
+            )
+            or wanted is None
+            or kind.group in wanted
+        ):
             out.append(Resource(kind, kind.versions[0]))
     return out
 

@@ -118,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     store: Store
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # ---------------------------------------------------------------- plumbing
@@ -147,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         store = self.store
         url = urlsplit(self.path)
+        if url.path.endswith("/binding"):
+            store.counts["BIND_STARTED"] = store.counts.get("BIND_STARTED", 0) + 1
         try:
             store.sleep_latency(url.path)
             injected = store.faults.take(method, url.path)
@@ -188,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "GET" and query.get("watch", [""])[0] in ("true", "1"):
                 self._watch(res, namespace, query)
             elif method == "GET":
-                items, rv = store.list(group, plural, namespace)
+                items, rv = store.list_objects(group, plural, namespace)
                 self._send(
                     200,
                     {
@@ -217,7 +219,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, store.update(group, plural, ns, name, self._body()))
         elif method == "PATCH":
             kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if kind not in (
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ):
                 raise ApiError(415, "UnsupportedMediaType", f"the fake does not take {kind!r}")
             patched = store.patch(group, plural, ns, name, self._body(), status=sub[0] == "status")
             self._send(200, patched)
@@ -267,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
             now = time.monotonic()
             if bookmarks and now - last_mark >= BOOKMARK_EVERY:
                 since = max(since, current)
-                mark = {"kind": res.kind.kind, "apiVersion": res.api_version}
+                mark: dict[str, Any] = {"kind": res.kind.kind, "apiVersion": res.api_version}
                 mark["metadata"] = {"resourceVersion": str(since)}
                 self._chunk({"type": "BOOKMARK", "object": mark})
                 last_mark = now
@@ -283,17 +288,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
-    def do_GET(self) -> None:  # noqa: N802 (stdlib's name)
+    def do_GET(self) -> None:
         self._route("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._route("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._route("PUT")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._route("PATCH")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._route("DELETE")

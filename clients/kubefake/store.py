@@ -130,7 +130,7 @@ class Store:
 
     # -------------------------------------------------------------------- verbs
 
-    def list(self, group: str, plural: str, namespace: str | None) -> tuple[list[Obj], int]:
+    def list_objects(self, group: str, plural: str, namespace: str | None) -> tuple[list[Obj], int]:
         self.resource(group, plural)
         with self.cond:
             items = [
@@ -175,8 +175,11 @@ class Store:
             current = self._current(group, plural, namespace, name)
             self._check_version(obj, current, plural, name)
             obj.setdefault("metadata", {}).update(
-                {k: current["metadata"][k] for k in ("uid", "creationTimestamp", "namespace")
-                 if k in current["metadata"]}
+                {
+                    k: current["metadata"][k]
+                    for k in ("uid", "creationTimestamp", "namespace")
+                    if k in current["metadata"]
+                }
             )
             obj.setdefault("apiVersion", current.get("apiVersion"))
             obj.setdefault("kind", current.get("kind"))

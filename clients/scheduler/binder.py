@@ -73,9 +73,7 @@ class Binder:
             if results[i].refused:
                 continue
             for a in gang:
-                futures.append(
-                    self.pool.submit(self._one, a, stops[i], results[i], lock, on_bound)
-                )
+                futures.append(self.pool.submit(self._one, a, stops[i], results[i], lock, on_bound))
         for f in futures:
             f.result()
         return results
@@ -110,7 +108,7 @@ class Binder:
             with lock:
                 result.failed.append((a, _reason(err.status)))
             return
-        except Exception:  # noqa: BLE001 (a broken connection: the bind may or may not be in)
+        except Exception:
             stop.set()
             with lock:
                 result.failed.append((a, "error"))

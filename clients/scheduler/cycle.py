@@ -28,7 +28,7 @@ from typing import Any
 from clients.client import Client, ClientError
 from clients.scheduler.binder import Assignment, Binder
 from clients.scheduler.metrics import SchedulerMetrics
-from clients.scheduler.mirror import Changes, Mirror, ObjKey
+from clients.scheduler.mirror import Changes, Mirror
 from clients.scheduler.report import Reporter
 from clients.scheduler.translate import translate
 from gangplan.v1 import cluster_pb2 as pb
@@ -107,8 +107,13 @@ class Cycle:
         if not self.options.dry_run:
             self._report(response.decision, waiting)
         t4 = time.perf_counter()
-        for phase, seconds in (("sync", t1 - t0), ("decide", t2 - t1), ("bind", t3 - t2),
-                               ("report", t4 - t3), ("total", t4 - t0)):
+        for phase, seconds in (
+            ("sync", t1 - t0),
+            ("decide", t2 - t1),
+            ("bind", t3 - t2),
+            ("report", t4 - t3),
+            ("total", t4 - t0),
+        ):
             self.metrics.cycle_seconds.labels(phase=phase).observe(seconds)
         return bool(placed)
 
@@ -125,8 +130,10 @@ class Cycle:
             return
         delta = translate(self.mirror, changes, whole=whole)
         for r in delta.refused:
-            log.warning("object refused", extra={"object": f"{r.kind.label} {r.key[0]}/{r.key[1]}",
-                                                 "error": r.error})
+            log.warning(
+                "object refused",
+                extra={"object": f"{r.kind.label} {r.key[0]}/{r.key[1]}", "error": r.error},
+            )
             self.metrics.refused.inc()
             if not self.options.dry_run:
                 self.reporter.refused(r.obj, r.error)
@@ -139,7 +146,7 @@ class Cycle:
             assumed = dict(self.mirror.assumed)
         live = set()
         for p in req.upsert_pods:
-            live.add(key := f"{p.namespace or 'default'}/{p.name}")
+            live.add(f"{p.namespace or 'default'}/{p.name}")
             if not p.node_name and (node := assumed.get((p.namespace, p.name))):
                 p.node_name = node
         req.bindings.extend(b for b in self.pending_bindings if b.pod not in live)
@@ -185,9 +192,7 @@ class Cycle:
                 self.sync(whole=True)
         return None
 
-    def _gangs(
-        self, decision: spb.Decision
-    ) -> tuple[dict[str, list[Assignment]], dict[str, str]]:
+    def _gangs(self, decision: spb.Decision) -> tuple[dict[str, list[Assignment]], dict[str, str]]:
         """Placed gangs (gang id, or the pod key for a gang of one) -> assignments, and
         waiting gangs -> reason."""
         outcome = {g.gang: g for g in decision.gangs}
@@ -227,11 +232,14 @@ class Cycle:
                 log.info("gang not bound", extra={"gang": name, "reason": result.refused})
             for a, reason in result.failed:
                 self.metrics.bind_errors.labels(reason=reason).inc()
-                log.warning("bind failed", extra={"gang": name, "pod": "/".join(a.pod),
-                                                  "reason": reason})
+                log.warning(
+                    "bind failed", extra={"gang": name, "pod": "/".join(a.pod), "reason": reason}
+                )
             if result.failed or result.skipped:
-                log.info("gang bound in part; the rest goes to the next cycle",
-                         extra={"gang": name, "bound": len(result.bound), "of": len(gang)})
+                log.info(
+                    "gang bound in part; the rest goes to the next cycle",
+                    extra={"gang": name, "bound": len(result.bound), "of": len(gang)},
+                )
         for a in bound_now:
             self.pending_bindings.append(spb.Binding(pod=f"{a.pod[0]}/{a.pod[1]}", node=a.node))
             pod = self.mirror.pod(a.pod)
@@ -255,21 +263,28 @@ class Cycle:
             if pod is not None:
                 self.reporter.unschedulable(pod, waiting[gang] or p.reason)
         for kind, objs in self.mirror.of_kind("PodGroup"):
-            if kind.group not in ("scheduling.volcano.sh", "scheduling.sigs.k8s.io",
-                                  "scheduling.x-k8s.io"):
+            if kind.group not in (
+                "scheduling.volcano.sh",
+                "scheduling.sigs.k8s.io",
+                "scheduling.x-k8s.io",
+            ):
                 continue
             for (ns, name), obj in list(objs.items()):
                 gid = f"{ns or 'default'}/{name}"
                 if gid in waiting:
-                    self.reporter.pod_group(kind, self.versions.get(kind, kind.versions[0]),
-                                            obj, False, waiting[gid])
+                    self.reporter.pod_group(
+                        kind, self.versions.get(kind, kind.versions[0]), obj, False, waiting[gid]
+                    )
 
     def _shadow(
         self, decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]
     ) -> None:
         for gang, assignments in placed.items():
-            entry = {"gang": gang, "placed": True,
-                     "pods": {f"{a.pod[0]}/{a.pod[1]}": a.node for a in assignments}}
+            entry = {
+                "gang": gang,
+                "placed": True,
+                "pods": {f"{a.pod[0]}/{a.pod[1]}": a.node for a in assignments},
+            }
             self._shadow_entry(gang, entry)
         for gang, reason in waiting.items():
             self._shadow_entry(gang, {"gang": gang, "placed": False, "reason": reason})
@@ -277,13 +292,17 @@ class Cycle:
     def _shadow_entry(self, gang: str, entry: dict[str, Any]) -> None:
         if self.shadow.get(gang) != entry:
             self.shadow[gang] = entry
-            log.info("would place" if entry["placed"] else "would wait",
-                     extra={"decision": json.dumps(entry, sort_keys=True)})
+            log.info(
+                "would place" if entry["placed"] else "would wait",
+                extra={"decision": json.dumps(entry, sort_keys=True)},
+            )
 
 
 def _as_cluster(req: spb.UpdateSnapshotRequest) -> pb.Cluster:
     cluster = pb.Cluster(
-        nodes=req.upsert_nodes, pods=req.upsert_pods, gangs=req.upsert_gangs,
+        nodes=req.upsert_nodes,
+        pods=req.upsert_pods,
+        gangs=req.upsert_gangs,
         queues=req.upsert_queues,
     )
     if req.HasField("topology"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONTEXT_KINDS", "KINDS", "Kind", "TOPOLOGY_KINDS"]
+__all__ = ["CONTEXT_KINDS", "KINDS", "TOPOLOGY_KINDS", "Kind"]
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,16 @@ def connect(kubeconfig: str | None, *, pool: int = 64, context: str | None = Non
     `pool` connections: one per watched kind, plus the binds and reports in flight."""
     conf = k8s.Configuration()
     if kubeconfig:
-        k8s_config.load_kube_config(kubeconfig, context=context, client_configuration=conf)
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            kubeconfig, context=context, client_configuration=conf
+        )
     else:
         try:
-            k8s_config.load_incluster_config(client_configuration=conf)
+            k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
         except k8s_config.ConfigException:
-            k8s_config.load_kube_config(context=context, client_configuration=conf)
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                context=context, client_configuration=conf
+            )
     conf.connection_pool_maxsize = pool
     return KubeApi(k8s.ApiClient(conf))
 
@@ -61,7 +65,7 @@ class KubeApi:
         self.api_client = api_client
 
     def close(self) -> None:
-        self.api_client.close()
+        self.api_client.close()  # type: ignore[no-untyped-call]
 
     def _send(
         self,
@@ -83,8 +87,9 @@ class KubeApi:
             body=body,
             auth_settings=["BearerToken"],
         )
-        return self.api_client.call_api(method, url, header_params=headers, body=body,
-                                        _request_timeout=timeout)
+        return self.api_client.call_api(
+            method, url, header_params=headers, body=body, _request_timeout=timeout
+        )
 
     def request(
         self,
@@ -103,9 +108,7 @@ class KubeApi:
         out: Obj = json.loads(data) if data else {}
         return out
 
-    def watch(
-        self, path: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[Obj]:
+    def watch(self, path: str, resource_version: str, timeout_seconds: int) -> Iterator[Obj]:
         """Watch events (dicts with `type` and `object`) from `resource_version`; ends when
         the server closes the stream."""
         query = [
@@ -119,7 +122,7 @@ class KubeApi:
         try:
             if not 200 <= resp.status < 300:
                 raise ApiException(status=resp.status, reason=resp.reason, body=resp.read())
-            for line in iter_resp_lines(raw):
+            for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]
                 if line:
                     yield json.loads(line)
         finally:

@@ -17,10 +17,13 @@ class SchedulerMetrics:
         self.cycle_seconds = Histogram(
             "gangplan_scheduler_cycle_seconds",
             "Seconds of a scheduling cycle, by phase (sync, decide, bind, report, total).",
-            ["phase"], buckets=BUCKETS, registry=r,
+            ["phase"],
+            buckets=BUCKETS,
+            registry=r,
         )
         self.pending_pods = Gauge(
-            "gangplan_scheduler_pending_pods", "Pods of this scheduler waiting for a node.",
+            "gangplan_scheduler_pending_pods",
+            "Pods of this scheduler waiting for a node.",
             registry=r,
         )
         self.pending_gangs = Gauge(
@@ -29,27 +32,33 @@ class SchedulerMetrics:
             registry=r,
         )
         self.pods_bound = Counter(
-            "gangplan_scheduler_pods_bound_total", "Pods bound (rate: pods bound per second).",
+            "gangplan_scheduler_pods_bound_total",
+            "Pods bound (rate: pods bound per second).",
             registry=r,
         )
         self.bind_errors = Counter(
             "gangplan_scheduler_bind_errors_total",
             "Binds not done, by reason (conflict, not_found, precheck, error, http_N).",
-            ["reason"], registry=r,
+            ["reason"],
+            registry=r,
         )
         self.watch_restarts = Counter(
             "gangplan_scheduler_watch_restarts_total",
             "Watches started again, by kind and reason (gone: a relist; error, http_N).",
-            ["kind", "reason"], registry=r,
+            ["kind", "reason"],
+            registry=r,
         )
         self.resyncs = Counter(
             "gangplan_scheduler_snapshot_resyncs_total",
             "Snapshots put again whole, by the gRPC code that asked for it.",
-            ["reason"], registry=r,
+            ["reason"],
+            registry=r,
         )
         self.cycle_errors = Counter(
-            "gangplan_scheduler_cycle_errors_total", "Cycles that failed, by gRPC code.",
-            ["reason"], registry=r,
+            "gangplan_scheduler_cycle_errors_total",
+            "Cycles that failed, by gRPC code.",
+            ["reason"],
+            registry=r,
         )
         self.refused = Counter(
             "gangplan_scheduler_objects_refused_total",

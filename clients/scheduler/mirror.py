@@ -185,14 +185,18 @@ class Mirror:
         """Objects every translation reads (namespaces, priority classes, queues, workloads)."""
         with self.lock:
             return [
-                (k, o) for k, objs in self.objects.items() if k.kind in CONTEXT_KINDS
+                (k, o)
+                for k, objs in self.objects.items()
+                if k.kind in CONTEXT_KINDS
                 for o in objs.values()
             ]
 
     def topology(self) -> list[tuple[Kind, Obj]]:
         with self.lock:
             return [
-                (k, o) for k, objs in self.objects.items() if k.kind in TOPOLOGY_KINDS
+                (k, o)
+                for k, objs in self.objects.items()
+                if k.kind in TOPOLOGY_KINDS
                 for o in objs.values()
             ]
 

@@ -91,7 +91,7 @@ class Reflector:
                 self._restart(f"http_{err.status}", relist=False)
                 self.stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, BACKOFF_MAX)
-            except Exception as err:  # noqa: BLE001 (network faults of every library)
+            except Exception as err:
                 if self.stop.is_set():
                     return
                 log.warning(

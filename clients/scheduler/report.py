@@ -45,8 +45,8 @@ class Reporter:
         on_drop: Callable[[], None] = lambda: None,
     ) -> None:
         self.api = api
-        self.queue: queue.Queue[tuple[Callable[..., None], tuple[Any, ...]] | None] = (
-            queue.Queue(capacity)
+        self.queue: queue.Queue[tuple[Callable[..., None], tuple[Any, ...]] | None] = queue.Queue(
+            capacity
         )
         self.last: dict[tuple[str, ...], tuple[str, float]] = {}
         self.on_drop = on_drop
@@ -81,12 +81,14 @@ class Reporter:
                 fn, args = item
                 try:
                     fn(*args)
-                except Exception as err:  # noqa: BLE001 (a report is best effort)
+                except Exception as err:
                     log.info("report not written", extra={"error": str(err)[:200]})
             finally:
                 self.queue.task_done()
 
-    def _submit(self, key: tuple[str, ...], message: str, fn: Callable[..., None], *args: Any) -> None:
+    def _submit(
+        self, key: tuple[str, ...], message: str, fn: Callable[..., None], *args: Any
+    ) -> None:
         now = time.monotonic()
         last = self.last.get(key)
         if last is not None and last[0] == message and now - last[1] < REPEAT_AFTER:
@@ -110,8 +112,7 @@ class Reporter:
         ns, name = _ns_name(pod)
         self.forget(("pod", ns, name))
         message = f"Successfully assigned {ns}/{name} to {node}"
-        self._submit(("bound", ns, name), message, self._event, pod, "Normal", "Scheduled",
-                     message)
+        self._submit(("bound", ns, name), message, self._event, pod, "Normal", "Scheduled", message)
 
     def refused(self, obj: Obj, message: str) -> None:
         ns, name = _ns_name(obj)
@@ -142,7 +143,9 @@ class Reporter:
             }
         }
         self.api.request(
-            "PATCH", f"/api/v1/namespaces/{ns}/pods/{name}/status", body=patch,
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{name}/status",
+            body=patch,
             content_type=STRATEGIC_PATCH,
         )
         self._event(pod, "Warning", "FailedScheduling", message)
@@ -200,7 +203,9 @@ class Reporter:
         else:
             status = {"phase": "Scheduled" if placed else "Pending"}
         self.api.request(
-            "PATCH", path_of(kind, version, ns, name) + "/status", body={"status": status},
+            "PATCH",
+            path_of(kind, version, ns, name) + "/status",
+            body={"status": status},
             content_type=MERGE_PATCH,
         )
         if not placed:

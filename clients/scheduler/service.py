@@ -88,8 +88,13 @@ class SchedulerService:
         mirror = Mirror(served)
         reporter = Reporter(self.api, on_drop=self.metrics.reports_dropped.inc)
         self.cycle = Cycle(
-            client, mirror, Binder(self.api, mirror, self.bind_workers), reporter,
-            self.metrics, self.options, versions=dict(served),
+            client,
+            mirror,
+            Binder(self.api, mirror, self.bind_workers),
+            reporter,
+            self.metrics,
+            self.options,
+            versions=dict(served),
         )
 
         def restarted(kind: str, reason: str) -> None:
@@ -116,7 +121,7 @@ class SchedulerService:
             try:
                 self.cycle.sync()
                 break
-            except Exception as err:  # noqa: BLE001 (the service may not be up yet)
+            except Exception as err:
                 log.warning("first snapshot not put", extra={"error": str(err)[:300]})
                 self.stop_event.wait(1.0)
         self.ready.set()
@@ -150,8 +155,11 @@ class SchedulerService:
         signal.signal(signal.SIGINT, on_signal)
         self.start()
         http = f", probes and metrics on :{self.http_port}" if self._http else ""
-        print(f"gangplan scheduler: scheduling {', '.join(sorted(self.options.scheduler_names))}"
-              f"{' (dry run)' if self.options.dry_run else ''}{http}", flush=True)
+        print(
+            f"gangplan scheduler: scheduling {', '.join(sorted(self.options.scheduler_names))}"
+            f"{' (dry run)' if self.options.dry_run else ''}{http}",
+            flush=True,
+        )
         while not self.stop_event.wait(0.5):
             pass
         self.stop()
@@ -163,10 +171,10 @@ class SchedulerService:
         service = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 path = self.path.split("?")[0]
                 if path == "/healthz":
                     alive = all(t.is_alive() for t in service._threads)
@@ -175,8 +183,7 @@ class SchedulerService:
                     ok = service.ready.is_set() and not service.stop_event.is_set()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
                 elif path == "/metrics":
-                    self._send(200, generate_latest(service.metrics.registry),
-                               CONTENT_TYPE_LATEST)
+                    self._send(200, generate_latest(service.metrics.registry), CONTENT_TYPE_LATEST)
                 elif path == "/debug/decisions":
                     shadow = service.cycle.shadow if service.cycle else {}
                     body = json.dumps(sorted(shadow.values(), key=lambda e: e["gang"]))

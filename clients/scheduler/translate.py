@@ -136,7 +136,10 @@ def _batch(
                 if ns == "default" and ("", name) in objs
             )
     out.extend(
-        (k, o) for k, objs in mirror.objects.items() if k.kind in CONTEXT_KINDS for o in objs.values()
+        (k, o)
+        for k, objs in mirror.objects.items()
+        if k.kind in CONTEXT_KINDS
+        for o in objs.values()
     )
     if changes.touched(TOPOLOGY_KINDS):
         out.extend(

@@ -56,12 +56,23 @@ def pod(
         requests[GPU] = str(gpus)
     spec: Obj = {
         "schedulerName": scheduler,
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": requests, "limits": {GPU: str(gpus)} if gpus else {}}}],
+        "containers": [
+            {
+                "name": "c",
+                "image": "x",
+                "resources": {"requests": requests, "limits": {GPU: str(gpus)} if gpus else {}},
+            }
+        ],
     }
     if node_name:
         spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-            "status": {"phase": "Running" if node_name else "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": "Running" if node_name else "Pending"},
+    }
 
 
 def pod_group(name: str, min_member: int, ns: str = "default") -> Obj:
@@ -74,7 +85,10 @@ def pod_group(name: str, min_member: int, ns: str = "default") -> Obj:
 
 
 def gang(name: str, size: int, gpus: int = 1, **kw: Any) -> list[Obj]:
-    return [pod_group(name, size), *(pod(f"{name}-{i}", gpus, gang=name, **kw) for i in range(size))]
+    return [
+        pod_group(name, size),
+        *(pod(f"{name}-{i}", gpus, gang=name, **kw) for i in range(size)),
+    ]
 
 
 def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
@@ -114,18 +128,20 @@ class Harness:
         return service
 
     def pods(self) -> dict[str, Obj]:
-        items, _ = self.api.store.list("", "pods", None)
+        items, _ = self.api.store.list_objects("", "pods", None)
         return {p["metadata"]["name"]: p for p in items}
 
     def bound(self) -> dict[str, str]:
-        return {n: p["spec"]["nodeName"] for n, p in self.pods().items() if p["spec"].get("nodeName")}
+        return {
+            n: p["spec"]["nodeName"] for n, p in self.pods().items() if p["spec"].get("nodeName")
+        }
 
     def condition(self, name: str) -> Obj | None:
         conditions = self.pods()[name].get("status", {}).get("conditions") or []
         return next((c for c in conditions if c["type"] == "PodScheduled"), None)
 
     def events(self, reason: str | None = None) -> list[Obj]:
-        items, _ = self.api.store.list("", "events", None)
+        items, _ = self.api.store.list_objects("", "events", None)
         return [e for e in items if reason is None or e["reason"] == reason]
 
     def successful_binds(self) -> list[str]:

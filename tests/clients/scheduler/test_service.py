@@ -1,0 +1,142 @@
+"""The scheduler as a service: bad objects from the cluster, gang object status, probes and
+metrics, the conf from a ConfigMap, shadow mode, and a drain on SIGTERM that finishes the
+binds in flight."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from clients.kubefake import kubeconfig_for
+from tests.clients.scheduler.conftest import Harness, gang, node, pod, pod_group, wait_until
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+
+
+def test_a_bad_object_is_an_event_naming_its_field_and_the_rest_is_scheduled(
+    cluster: Harness,
+) -> None:
+    bad = pod("bad", 1)
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    cluster.create(node("a"), bad, gang("g", 2))
+    service = cluster.scheduler()
+    wait_until(lambda: {"g-0", "g-1"} <= set(cluster.bound()), what="the good gang")
+    events = wait_until(lambda: cluster.events("FailedValidation"), what="the event")
+    assert [e["involvedObject"]["name"] for e in events] == ["bad"]
+    assert "spec.containers[0].resources.requests.cpu" in events[0]["message"]
+    assert "\n" not in events[0]["message"]
+    assert service.metrics.refused._value.get() == 1
+
+
+def test_a_volcano_pod_group_says_why_it_waits(cluster: Harness) -> None:
+    group = pod_group("vc", 3)
+    group["apiVersion"] = "scheduling.volcano.sh/v1beta1"
+    group["spec"] = {"minMember": 3}
+    pods = [pod(f"vc-{i}", 4, annotations={"scheduling.k8s.io/group-name": "vc"}) for i in range(3)]
+    cluster.create(node("a"), group, *pods)
+    cluster.scheduler()
+
+    def status() -> dict[str, object] | None:
+        got = cluster.api.store.get("scheduling.volcano.sh", "podgroups", "default", "vc")
+        return got.get("status")
+
+    got = wait_until(status, what="the PodGroup status")
+    assert got["phase"] == "Pending"
+    (condition,) = got["conditions"]
+    assert condition["type"] == "Unschedulable" and condition["reason"] == "NotEnoughResources"
+    assert "nvidia.com/gpu" in condition["message"]
+
+
+def test_probes_and_metrics(cluster: Harness) -> None:
+    cluster.create(node("a"), gang("g", 2))
+    service = cluster.scheduler()
+    port = service.http_port
+    assert port
+    assert _get(port, "/healthz") == (200, "ok\n")
+    assert _get(port, "/readyz") == (200, "ok\n")
+    wait_until(lambda: len(cluster.bound()) == 2, what="bound")
+    _, text = _get(port, "/metrics")
+    assert "gangplan_scheduler_pods_bound_total 2.0" in text
+    assert 'gangplan_scheduler_cycle_seconds_count{phase="decide"}' in text
+    service.stop_event.set()
+    assert _get(port, "/readyz")[0] == 503
+
+
+def test_dry_run_writes_nothing_and_says_where_it_would_go(cluster: Harness) -> None:
+    cluster.create(node("a"), gang("g", 2), gang("big", 5))
+    service = cluster.scheduler(dry_run=True)
+    shadow = wait_until(lambda: len(service.cycle.shadow) == 2 and service.cycle.shadow)
+    assert shadow["default/g"]["placed"] is True
+    assert set(shadow["default/g"]["pods"]) == {"default/g-0", "default/g-1"}
+    assert shadow["default/big"]["placed"] is False and shadow["default/big"]["reason"]
+    _, body = _get(service.http_port or 0, "/debug/decisions")
+    assert "default/big" in body
+    counts = cluster.api.store.counts
+    assert counts.get("BIND", 0) == counts.get("POST", 0) == counts.get("PATCH", 0) == 0
+    assert cluster.bound() == {}
+
+
+def _start(tmp_path: Path, cluster: Harness, *args: str) -> subprocess.Popen[str]:
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump(kubeconfig_for(cluster.api.url)))
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gangplan",
+            "scheduler",
+            "--kubeconfig",
+            str(config),
+            "--http-port",
+            "0",
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def test_sigterm_finishes_the_binds_in_flight(cluster: Harness, tmp_path: Path) -> None:
+    cluster.create(node("a"), node("b"), gang("g", 6))
+    cluster.api.store.faults.slow["/binding"] = 0.3  # one at a time: 1.8 s for the gang
+    proc = _start(tmp_path, cluster, "--bind-workers", "1")
+    try:
+        assert proc.stdout is not None
+        assert "gangplan scheduler: scheduling gangplan" in proc.stdout.readline()
+        counts = cluster.api.store.counts
+        wait_until(lambda: counts.get("BIND_STARTED", 0) >= 1, timeout=20, what="a bind")
+        assert len(cluster.bound()) == 0  # SIGTERM lands while the gang's binds run
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    assert len(cluster.bound()) == 6  # the gang's binds were finished, not cut
+
+
+def test_the_conf_comes_from_a_config_map(cluster: Harness, tmp_path: Path) -> None:
+    cluster.create(node("a"))
+    bad = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "conf", "namespace": "kube-system"},
+        "data": {"volcano-scheduler.conf": "actions: enqueue, allocate\ntiers: 7\n"},
+    }
+    cluster.create(bad)
+    proc = _start(tmp_path, cluster, "--config-map", "kube-system/conf")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert err.count("\n") == 1 and "--config-map kube-system/conf" in err and "tiers" in err
