@@ -94,10 +94,14 @@ class Store:
         self.rv = 1
         self.history: deque[tuple[int, tuple[str, str], str, Obj]] = deque(maxlen=history)
         self.oldest = 1  # watches from before this are 410 Gone
-        self.cond = threading.Condition()
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)  # `with store.cond:` holds the store's lock
+        # one condition per resource on the same lock: a write wakes that resource's watches
+        self.watchers = {key: threading.Condition(lock) for key in self.resources}
         self.faults = Faults()
         self.counts: dict[str, int] = {}  # requests by verb (the tests read them)
-        self.binds: list[tuple[str, str, int]] = []  # (ns/pod, node, HTTP code) per binding
+        self.binds: list[tuple[str, str, int, float]] = []  # (ns/pod, node, code, time.time())
+        self.created_at: dict[str, float] = {}  # ns/pod -> time.time() of its creation
 
     # -------------------------------------------------------------------- internals
 
@@ -105,7 +109,7 @@ class Store:
         if len(self.history) == self.history.maxlen:
             self.oldest = self.history[0][0] + 1
         self.history.append((self.rv, res, kind, obj))
-        self.cond.notify_all()
+        self.watchers[res].notify_all()
 
     def _bump(self, obj: Obj) -> None:
         self.rv += 1
@@ -126,7 +130,8 @@ class Store:
     def drop_watches(self) -> None:
         with self.cond:
             self.faults.watch_generation += 1
-            self.cond.notify_all()
+            for watchers in self.watchers.values():
+                watchers.notify_all()
 
     # -------------------------------------------------------------------- verbs
 
@@ -166,6 +171,8 @@ class Store:
             meta.setdefault("creationTimestamp", now_rfc3339())
             self._bump(obj)
             objects[key] = obj
+            if plural == "pods" and not group:
+                self.created_at[f"{namespace}/{name}"] = time.time()
             self._emit((group, plural), "ADDED", obj)
             return copy.deepcopy(obj)
 
@@ -213,9 +220,9 @@ class Store:
         try:
             self._bind(namespace, name, node)
         except ApiError as err:
-            self.binds.append((f"{namespace}/{name}", node, err.code))
+            self.binds.append((f"{namespace}/{name}", node, err.code, time.time()))
             raise
-        self.binds.append((f"{namespace}/{name}", node, 201))
+        self.binds.append((f"{namespace}/{name}", node, 201, time.time()))
 
     def _bind(self, namespace: str, name: str, node: str) -> None:
         with self.cond:
@@ -277,8 +284,9 @@ class Store:
         out.reverse()
         return out
 
-    def wait(self, timeout: float) -> None:
-        self.cond.wait(timeout)
+    def wait(self, res: tuple[str, str], timeout: float) -> None:
+        """Until a write to `res` (or a dropped watch), at most `timeout` (lock held)."""
+        self.watchers[res].wait(timeout)
 
     def sleep_latency(self, path: str) -> None:
         delay = self.faults.latency + sum(s for k, s in self.faults.slow.items() if k in path)

@@ -117,11 +117,17 @@ class Mirror:
     def _upsert(self, kind: Kind, key: ObjKey, obj: Obj) -> None:
         objects = self.objects[kind]
         if kind.kind == "Pod":
-            self._unhint(key, objects.get(key))
+            before = objects.get(key)
+            self._unhint(key, before)
             if (hint := gang_hint(obj)) is not None:
                 self.hints.setdefault(hint, set()).add(key)
-            if (obj.get("spec") or {}).get("nodeName"):
-                self.assumed.pop(key, None)
+            node = (obj.get("spec") or {}).get("nodeName")
+            assumed = self.assumed.pop(key, None) if node else None
+            if before is not None and _pod_facts(before, None) == _pod_facts(obj, assumed):
+                # what gangplan reads is unchanged (a status condition, or the binding the
+                # snapshot already has from us): nothing to send
+                objects[key] = obj
+                return
         objects[key] = obj
         self.changes.upserted.setdefault(kind, set()).add(key)
         self.changes.deleted.get(kind, {}).pop(key, None)
@@ -236,6 +242,22 @@ class Mirror:
                     continue
                 out.append(key)
             return out
+
+
+def _pod_facts(pod: Obj, assumed_node: str | None) -> tuple[Any, ...]:
+    """What the reader takes from a pod; `spec.nodeName` left out when it is the node the
+    pod was bound to by us (the snapshot has that binding already)."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    if assumed_node is not None and spec.get("nodeName") == assumed_node:
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    return (
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("deletionTimestamp"),
+        spec,
+        status.get("phase"),
+        status.get("nominatedNodeName"),
+    )
 
 
 def _rv(obj: Obj) -> str:

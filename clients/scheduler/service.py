@@ -171,6 +171,8 @@ class SchedulerService:
         service = self
 
         class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 

@@ -145,7 +145,7 @@ class Harness:
         return [e for e in items if reason is None or e["reason"] == reason]
 
     def successful_binds(self) -> list[str]:
-        return [p for p, _, code in self.api.store.binds if code == 201]
+        return [p for p, _, code, _ in self.api.store.binds if code == 201]
 
 
 @pytest.fixture

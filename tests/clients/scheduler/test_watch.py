@@ -62,4 +62,4 @@ def test_a_restarted_scheduler_binds_nothing_twice(cluster: Harness) -> None:
     wait_until(lambda: len(cluster.bound()) == 8, what="second gang")
     binds = cluster.successful_binds()
     assert len(binds) == len(set(binds)) == 8
-    assert all(code == 201 for _, _, code in cluster.api.store.binds)
+    assert all(code == 201 for _, _, code, _ in cluster.api.store.binds)

@@ -1,0 +1,270 @@
+"""`gangplan scheduler` end to end against the fake API server: pods bound per second, the
+time from a gang's last pod created to its last pod bound, the cycle's split, and each
+process's CPU.
+
+Three processes share the machine: the fake API server (`serve`: a synthetic cluster of
+`--nodes` 8-GPU nodes in spines of 1,024 and blocks of 32, a Koordinator
+ClusterNetworkTopology, and `--running` running pods, 1 cpu and 4 Gi each, round-robin),
+`gangplan scheduler` (embedded gangplan, greedy engine), and this driver, which creates a
+stream of gangs through the API (PodGroup, then its pods) at `--rate` pods per second for
+`--seconds`, then waits for every pod to be bound. Gang sizes are drawn from SIZES (1 to
+512 pods, 1 GPU each); `--gather` of the gangs of 8 or more pods carry a Koordinator
+network-topology-spec (MustGather on the block layer for gangs of up to 32 pods, on the
+spine layer above). Each run appends a JSON row to results.jsonl.
+
+    .venv/bin/python benchmarks/frontend/run.py --nodes 5000 --running 100000 --rate 1000
+    .venv/bin/python benchmarks/frontend/run.py --smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import urllib3
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from clients.kubefake import FakeApiServer, default_resources, kubeconfig_for  # noqa: E402
+
+RESULTS = Path(__file__).with_name("results.jsonl")
+SIZES = [1] * 50 + [2] * 10 + [4] * 10 + [8] * 10 + [16] * 8 + [32] * 6 + [64] * 4 + [128] * 1 + [512] * 1
+GPU = "nvidia.com/gpu"
+TOPOLOGY = {
+    "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+    "kind": "ClusterNetworkTopology",
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"topologyLayer": "SpineLayer", "labelKey": ["network/spine"]},
+            {"topologyLayer": "BlockLayer", "parentTopologyLayer": "SpineLayer",
+             "labelKey": ["network/block"]},
+            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
+        ]
+    },
+}
+
+
+def _node(i: int) -> dict[str, Any]:
+    name = f"n{i:05d}"
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "network/spine": f"s{i // 1024}",
+            "network/block": f"b{i // 32}"}},
+        "status": {"allocatable": {"cpu": "96", "memory": "1Ti", GPU: "8", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def _pod(name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int = -1) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": "1", "memory": "4Gi"}
+    if gpus:
+        requests[GPU] = str(gpus)
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if gang:
+        meta["labels"] = {"pod-group.scheduling.sigs.k8s.io": gang}
+        meta["annotations"] = {"gang.scheduling.koordinator.sh/network-topology-index": str(index)}
+    spec: dict[str, Any] = {
+        "schedulerName": "gangplan" if not node else "default-scheduler",
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+            "status": {"phase": "Running" if node else "Pending"}}
+
+
+def serve(nodes: int, running: int) -> None:
+    """The fake API server with the synthetic cluster, until SIGTERM."""
+    fake = FakeApiServer(default_resources())
+    store = fake.store
+    for i in range(nodes):
+        store.create("", "nodes", "", _node(i))
+    store.create("scheduling.koordinator.sh", "clusternetworktopologies", "", TOPOLOGY)
+    for j in range(running):
+        store.create("", "pods", "default", _pod(f"run-{j}", node=f"n{j % nodes:05d}"))
+    fake.start()
+    print(fake.url, flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    fake.stop()
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _metrics(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("gangplan_scheduler_cycle_seconds_") and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            if "_bucket" not in name:
+                out[name] = float(value)
+    return out
+
+
+def _gangs(rate: float, seconds: float, gather: float, rng: random.Random) -> list[tuple[float, str, int, str]]:
+    """(due time, gang name, size, gather layer or "") until rate x seconds pods."""
+    out, t, total, k = [], 0.0, 0, 0
+    while total < rate * seconds:
+        size = rng.choice(SIZES)
+        layer = ""
+        if size >= 8 and rng.random() < gather:
+            layer = "BlockLayer" if size <= 32 else "SpineLayer"
+        out.append((t, f"g{k}", size, layer))
+        total += size
+        t += size / rate
+        k += 1
+    return out
+
+
+def drive(url: str, gangs: list[tuple[float, str, int, str]]) -> tuple[dict[str, list[str]], float]:
+    http = urllib3.PoolManager(maxsize=4)
+    members: dict[str, list[str]] = {}
+    start = time.monotonic()
+
+    def post(path: str, body: dict[str, Any]) -> None:
+        r = http.request("POST", url + path, body=json.dumps(body).encode(),
+                         headers={"Content-Type": "application/json"})
+        assert r.status == 201, (r.status, r.data[:200])
+
+    for due, name, size, layer in gangs:
+        delay = start + due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        annotations = {}
+        if layer:
+            spec = {"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]}
+            annotations["gang.scheduling.koordinator.sh/network-topology-spec"] = json.dumps(spec)
+        post("/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups", {
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+            "spec": {"minMember": size}})
+        members[name] = []
+        for i in range(size):
+            pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i)
+            post("/api/v1/namespaces/default/pods", pod)
+            members[name].append(f"default/{name}-{i}")
+    return members, time.monotonic() - start
+
+
+def _pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "serve"])
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--running", type=int, default=100_000)
+    ap.add_argument("--rate", type=float, default=1000.0, help="pods created per second")
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--gather", type=float, default=0.3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    if args.mode == "serve":
+        serve(args.nodes, args.running)
+        return
+    if args.smoke:
+        args.nodes, args.running, args.rate, args.seconds, args.no_write = 64, 200, 100, 2, True
+    py = sys.executable
+    fake = subprocess.Popen([py, __file__, "serve", "--nodes", str(args.nodes),
+                             "--running", str(args.running)], stdout=subprocess.PIPE, text=True)
+    procs = [fake]
+    try:
+        assert fake.stdout is not None
+        url = fake.stdout.readline().strip()
+        conf = Path(tempfile.mkdtemp()) / "kubeconfig"
+        conf.write_text(yaml.safe_dump(kubeconfig_for(url)))
+        t0 = time.monotonic()
+        sched = subprocess.Popen(
+            [py, "-m", "gangplan", "scheduler", "--kubeconfig", str(conf), "--http-port", "0",
+             "--log-level", "warning"],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        procs.append(sched)
+        assert sched.stdout is not None
+        line = sched.stdout.readline()
+        port = int(line.rsplit(":", 1)[1])
+        while True:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        startup = time.monotonic() - t0
+        cpu0 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
+        m0 = _metrics(port)
+        gangs = _gangs(args.rate, args.seconds, args.gather, random.Random(args.seed))
+        members, created_in = drive(url, gangs)
+        want = {p for ps in members.values() for p in ps}
+        deadline = time.monotonic() + 120
+        while True:
+            stats = json.loads(urllib.request.urlopen(url + "/fake/stats", timeout=60).read())
+            bound = {p: t for p, _, code, t in stats["binds"] if code == 201 and p in want}
+            if len(bound) == len(want) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        cpu1 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
+        m1 = _metrics(port)
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+            p.wait(60)
+    created = stats["created"]
+    first = min(created[p] for p in want)
+    last_bind = max(bound.values()) if bound else first
+    lags = []
+    for gang_pods in members.values():
+        if all(p in bound for p in gang_pods):
+            lags.append(max(bound[p] for p in gang_pods) - max(created[p] for p in gang_pods))
+    big = [lag for (name, lag) in zip(members, lags, strict=False) if len(members[name]) >= 512]
+    wall = last_bind - first
+    phases = {}
+    for phase in ("sync", "decide", "bind", "report", "total"):
+        key = f'{{phase="{phase}"}}'
+        n = m1.get(f"gangplan_scheduler_cycle_seconds_count{key}", 0) - m0.get(f"gangplan_scheduler_cycle_seconds_count{key}", 0)
+        s = m1.get(f"gangplan_scheduler_cycle_seconds_sum{key}", 0) - m0.get(f"gangplan_scheduler_cycle_seconds_sum{key}", 0)
+        phases[phase] = {"cycles": int(n), "mean_ms": round(1000 * s / n, 2) if n else None,
+                         "seconds": round(s, 2)}
+    row = {
+        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip(),
+        "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}",
+        "nodes": args.nodes, "running": args.running, "offered_pods_per_s": args.rate,
+        "seconds": args.seconds, "gangs": len(members), "pods": len(want), "bound": len(bound),
+        "startup_s": round(startup, 1), "created_in_s": round(created_in, 1),
+        "bound_pods_per_s": round(len(bound) / wall, 1) if wall > 0 else None,
+        "lag_p50_s": round(_pct(lags, 0.5), 3), "lag_p99_s": round(_pct(lags, 0.99), 3),
+        "lag_512_max_s": round(max(big), 3) if big else None,
+        "cpu_s": {k: round(cpu1[k] - cpu0[k], 1) for k in cpu0},
+        "phases": phases,
+    }
+    print(json.dumps(row, indent=1))
+    if not args.no_write:
+        with RESULTS.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+    if len(bound) != len(want):
+        sys.exit(f"only {len(bound)} of {len(want)} pods bound")
+
+
+if __name__ == "__main__":
+    main()
