@@ -17,6 +17,7 @@ JSON patch, protobuf encoding, authentication and admission.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -169,10 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._resource(method, url.path, parse_qs(url.query))
         except ApiError as err:
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._send(err.code, err.status())
-            except (BrokenPipeError, ConnectionResetError):
-                pass
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:

@@ -1,4 +1,6 @@
-"""Bind a placed gang: annotations first, then `pods/binding` for each member, concurrently.
+"""Bind a placed gang: annotations first, then `pods/binding` for each member, concurrently,
+while the next cycle already decides (kube-scheduler's binding cycle: the pods are
+*assumed* on their nodes from the moment they are placed).
 
 A gang binds only as a whole: before any write, every member must still be pending in the
 mirror and every target node still there (a node deleted between decision and bind stops
@@ -11,8 +13,9 @@ bound and count as running members next cycle, as Volcano and coscheduling count
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from clients.scheduler.kube import STRATEGIC_PATCH, ApiException, KubeApi
@@ -30,10 +33,32 @@ class Assignment:
 
 @dataclass
 class BindResult:
+    gang: str
+    assignments: list[Assignment]
     bound: list[Assignment] = field(default_factory=list)
     failed: list[tuple[Assignment, str]] = field(default_factory=list)  # (what, reason)
     skipped: list[Assignment] = field(default_factory=list)
-    refused: str = ""  # why the gang was not started at all
+    seconds: float = 0.0
+
+
+class _GangBind:
+    """The binds of one gang in flight: a stop flag, the result, a countdown."""
+
+    def __init__(self, result: BindResult, done: Callable[[BindResult], None]) -> None:
+        self.result = result
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.left = len(result.assignments)
+        self.done = done
+        self.started = time.perf_counter()
+
+    def finish_one(self) -> None:
+        with self.lock:
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            self.result.seconds = time.perf_counter() - self.started
+            self.done(self.result)
 
 
 class Binder:
@@ -41,13 +66,22 @@ class Binder:
         self.api = api
         self.mirror = mirror
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+        self.inflight: set[Future[None]] = set()
+        self.lock = threading.Lock()
 
     def close(self) -> None:
+        """Finish every bind already submitted, then stop."""
         self.pool.shutdown(wait=True)
 
-    def precheck(self, gang: list[Assignment]) -> str:
+    def drain(self) -> None:
+        """Wait for the binds submitted so far."""
+        with self.lock:
+            pending = list(self.inflight)
+        for f in pending:
+            f.result()
+
+    def precheck(self, gang: list[Assignment], nodes: set[str]) -> str:
         """Why this gang must not be bound now ("" when it may)."""
-        nodes = self.mirror.node_names()
         for a in gang:
             if a.node not in nodes:
                 return f"node {a.node} is gone"
@@ -60,34 +94,32 @@ class Binder:
                 return f"pod {a.pod[0]}/{a.pod[1]} is no longer pending"
         return ""
 
-    def bind_gangs(
-        self, gangs: list[list[Assignment]], on_bound: Callable[[Assignment], None]
-    ) -> list[BindResult]:
-        """Bind every gang (each all-or-stop); results in order."""
-        results = [BindResult() for _ in gangs]
-        futures = []
-        stops = [threading.Event() for _ in gangs]
-        lock = threading.Lock()
-        for i, gang in enumerate(gangs):
-            results[i].refused = self.precheck(gang)
-            if results[i].refused:
-                continue
-            for a in gang:
-                futures.append(self.pool.submit(self._one, a, stops[i], results[i], lock, on_bound))
-        for f in futures:
-            f.result()
-        return results
-
-    def _one(
-        self,
-        a: Assignment,
-        stop: threading.Event,
-        result: BindResult,
-        lock: threading.Lock,
-        on_bound: Callable[[Assignment], None],
+    def submit(
+        self, gang: str, assignments: list[Assignment], done: Callable[[BindResult], None]
     ) -> None:
-        if stop.is_set():
-            with lock:
+        """Start binding a gang; `done(result)` runs (in a bind thread) once every member is
+        bound, failed or skipped."""
+        state = _GangBind(BindResult(gang, assignments), done)
+        for a in assignments:
+            future = self.pool.submit(self._one, a, state)
+            with self.lock:
+                self.inflight.add(future)
+            future.add_done_callback(self._forget)
+
+    def _forget(self, future: Future[None]) -> None:
+        with self.lock:
+            self.inflight.discard(future)
+
+    def _one(self, a: Assignment, state: _GangBind) -> None:
+        try:
+            self._bind(a, state)
+        finally:
+            state.finish_one()
+
+    def _bind(self, a: Assignment, state: _GangBind) -> None:
+        result = state.result
+        if state.stop.is_set():
+            with state.lock:
                 result.skipped.append(a)
             return
         ns, name = a.pod
@@ -104,17 +136,16 @@ class Binder:
             }
             self.api.request("POST", f"{base}/binding", body=body)
         except ApiException as err:
-            stop.set()
-            with lock:
+            state.stop.set()
+            with state.lock:
                 result.failed.append((a, _reason(err.status)))
             return
-        except Exception:
-            stop.set()
-            with lock:
+        except Exception:  # a broken connection: the bind may or may not be in
+            state.stop.set()
+            with state.lock:
                 result.failed.append((a, "error"))
             return
-        on_bound(a)
-        with lock:
+        with state.lock:
             result.bound.append(a)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clients.client import Client, ClientError
-from clients.scheduler.binder import Assignment, Binder
+from clients.scheduler.binder import Assignment, Binder, BindResult
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Changes, Mirror
 from clients.scheduler.report import Reporter
@@ -66,7 +66,7 @@ class Cycle:
     pending_bindings: list[spb.Binding] = field(default_factory=list)
     shadow: dict[str, dict[str, Any]] = field(default_factory=dict)
     stopping: threading.Event = field(default_factory=threading.Event)
-    _seen: int = -1
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------------ loop
 
@@ -126,8 +126,9 @@ class Cycle:
             self.mirror.mark_all()
             changes = self.mirror.take_changes()
             whole = True
-        if not changes and not self.pending_bindings:
-            return
+        with self._lock:
+            if not changes and not self.pending_bindings:
+                return
         delta = translate(self.mirror, changes, whole=whole)
         for r in delta.refused:
             log.warning(
@@ -149,7 +150,9 @@ class Cycle:
             live.add(f"{p.namespace or 'default'}/{p.name}")
             if not p.node_name and (node := assumed.get((p.namespace, p.name))):
                 p.node_name = node
-        req.bindings.extend(b for b in self.pending_bindings if b.pod not in live)
+        with self._lock:
+            bindings, self.pending_bindings = self.pending_bindings, []
+        req.bindings.extend(b for b in bindings if b.pod not in live)
         try:
             if whole:
                 cluster = _as_cluster(req)
@@ -164,10 +167,7 @@ class Cycle:
                 raise
             log.info("snapshot out of step, putting it whole", extra={"error": err.code.name})
             self.metrics.resyncs.labels(reason=err.code.name).inc()
-            self.pending_bindings.clear()
             self.sync(whole=True)
-            return
-        self.pending_bindings.clear()
 
     # ------------------------------------------------------------------ 2. decide
 
@@ -216,36 +216,53 @@ class Cycle:
     # ------------------------------------------------------------------ 3. bind
 
     def _bind(self, placed: dict[str, list[Assignment]]) -> None:
-        gangs = list(placed.values())
-        bound_now: list[Assignment] = []
-        lock = threading.Lock()
-
-        def on_bound(a: Assignment) -> None:
-            self.mirror.assume(a.pod, a.node)
-            with lock:
-                bound_now.append(a)
-
-        results = self.binder.bind_gangs(gangs, on_bound)
-        for name, gang, result in zip(placed, gangs, results, strict=True):
-            if result.refused:
+        """Assume every placed gang that passes the precheck, hand it to the binder, and go
+        on: the binds run while the next cycle decides."""
+        nodes = self.mirror.node_names()
+        accepted = []
+        for name, gang in placed.items():
+            why = self.binder.precheck(gang, nodes)
+            if why:
                 self.metrics.bind_errors.labels(reason="precheck").inc()
-                log.info("gang not bound", extra={"gang": name, "reason": result.refused})
-            for a, reason in result.failed:
-                self.metrics.bind_errors.labels(reason=reason).inc()
-                log.warning(
-                    "bind failed", extra={"gang": name, "pod": "/".join(a.pod), "reason": reason}
-                )
-            if result.failed or result.skipped:
-                log.info(
-                    "gang bound in part; the rest goes to the next cycle",
-                    extra={"gang": name, "bound": len(result.bound), "of": len(gang)},
-                )
-        for a in bound_now:
-            self.pending_bindings.append(spb.Binding(pod=f"{a.pod[0]}/{a.pod[1]}", node=a.node))
+                log.info("gang not bound", extra={"gang": name, "reason": why})
+                continue
+            accepted.append((name, gang))
+        assumed = [(a.pod, a.node) for _, gang in accepted for a in gang]
+        self.mirror.assume(assumed)
+        with self._lock:
+            self.pending_bindings.extend(
+                spb.Binding(pod=f"{pod[0]}/{pod[1]}", node=node) for pod, node in assumed
+            )
+        for name, gang in accepted:
+            self.binder.submit(name, gang, self._bound)
+
+    def _bound(self, result: BindResult) -> None:
+        """A gang's binds are over (in a bind thread)."""
+        self.metrics.bind_seconds.observe(result.seconds)
+        self.metrics.pods_bound.inc(len(result.bound))
+        for a in result.bound:
             pod = self.mirror.pod(a.pod)
             if pod is not None:
                 self.reporter.scheduled(pod, a.node)
-        self.metrics.pods_bound.inc(len(bound_now))
+        undone = [a.pod for a, _ in result.failed] + [a.pod for a in result.skipped]
+        for a, reason in result.failed:
+            self.metrics.bind_errors.labels(reason=reason).inc()
+            log.warning(
+                "bind failed", extra={"gang": result.gang, "pod": "/".join(a.pod), "reason": reason}
+            )
+        if undone:
+            log.info(
+                "gang bound in part; the rest goes to the next cycle",
+                extra={
+                    "gang": result.gang,
+                    "bound": len(result.bound),
+                    "of": len(result.assignments),
+                },
+            )
+            keys = {f"{p[0]}/{p[1]}" for p in undone}
+            with self._lock:
+                self.pending_bindings[:] = [b for b in self.pending_bindings if b.pod not in keys]
+            self.mirror.unassume(undone)
 
     # ------------------------------------------------------------------ 4. report
 

@@ -36,6 +36,12 @@ class SchedulerMetrics:
             "Pods bound (rate: pods bound per second).",
             registry=r,
         )
+        self.bind_seconds = Histogram(
+            "gangplan_scheduler_gang_bind_seconds",
+            "Seconds from a gang's first bind started to its last bind answered.",
+            buckets=BUCKETS,
+            registry=r,
+        )
         self.bind_errors = Counter(
             "gangplan_scheduler_bind_errors_total",
             "Binds not done, by reason (conflict, not_found, precheck, error, http_N).",

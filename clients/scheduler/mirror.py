@@ -214,10 +214,25 @@ class Mirror:
         with self.lock:
             return {name for _, objs in self.of_kind("Node") for _, name in objs}
 
-    def assume(self, pod: ObjKey, node: str) -> None:
+    def assume(self, pods: list[tuple[ObjKey, str]]) -> None:
+        """These pods are bound to these nodes from now on (until the watch says so, or
+        `unassume`): never offered for placement again meanwhile."""
         with self.lock:
-            if pod in self.objects_of("Pod"):
-                self.assumed[pod] = node
+            known = self.objects_of("Pod")
+            for pod, node in pods:
+                if pod in known:
+                    self.assumed[pod] = node
+
+    def unassume(self, pods: list[ObjKey]) -> None:
+        """Their binds failed: pending again, and re-sent to the snapshot as pending."""
+        with self.lock:
+            kinds = [k for k in self.kinds if k.kind == "Pod"]
+            known = self.objects_of("Pod")
+            for pod in pods:
+                self.assumed.pop(pod, None)
+                if pod in known and kinds:
+                    self.changes.upserted.setdefault(kinds[0], set()).add(pod)
+            self._bump()
 
     def objects_of(self, name: str) -> dict[ObjKey, Obj]:
         for kind, objs in self.objects.items():

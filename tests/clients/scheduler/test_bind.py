@@ -58,6 +58,7 @@ def test_a_node_deleted_between_decision_and_bind_stops_the_gang(cluster: Harnes
     cluster.api.store.delete("", "nodes", "", "b")
     wait_until(lambda: "b" not in cycle.mirror.node_names(), what="the mirror sees it")
     cycle._bind(placed)
+    cycle.binder.drain()
     assert cluster.bound() == {}
     assert service.metrics.bind_errors.labels(reason="precheck")._value.get() == 1
 
@@ -82,8 +83,11 @@ def test_a_pending_pod_deleted_mid_cycle_stops_its_gang(cluster: Harness) -> Non
             "default/h": sorted(placed["default/h"], key=lambda a: a.pod),
         }
     )
+    cycle.binder.drain()
     assert not any(n.startswith("g-") for n in cluster.bound())
     assert not any(n.startswith("h-") for n in cluster.bound())
+    # h's members are pending again (not assumed), for the next cycle
+    assert not cycle.mirror.assumed
 
 
 def test_pods_of_other_schedulers_and_terminating_pods_hold_their_capacity(

@@ -15,7 +15,9 @@ from tests.clients.scheduler.conftest import node, pod, pod_group
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 PATHS = [
@@ -43,7 +45,9 @@ def _set(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     st.lists(st.tuples(st.sampled_from(PATHS), JSON), min_size=1, max_size=3),
     st.sampled_from(["ADDED", "MODIFIED"]),
 )
-def test_a_hostile_pod_is_refused_alone(edits: list[tuple[tuple[str, ...], Any]], event: str) -> None:
+def test_a_hostile_pod_is_refused_alone(
+    edits: list[tuple[tuple[str, ...], Any]], event: str
+) -> None:
     mirror = Mirror(KIND.values())
     mirror.replace(KIND["Node"], [node("a")])
     mirror.replace(KIND["PodGroup"], [pod_group("g", 2)])
