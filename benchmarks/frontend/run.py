@@ -41,7 +41,17 @@ sys.path.insert(0, str(ROOT))
 from clients.kubefake import FakeApiServer, default_resources, kubeconfig_for  # noqa: E402
 
 RESULTS = Path(__file__).with_name("results.jsonl")
-SIZES = [1] * 50 + [2] * 10 + [4] * 10 + [8] * 10 + [16] * 8 + [32] * 6 + [64] * 4 + [128] * 1 + [512] * 1
+SIZES = (
+    [1] * 50
+    + [2] * 10
+    + [4] * 10
+    + [8] * 10
+    + [16] * 8
+    + [32] * 6
+    + [64] * 4
+    + [128] * 1
+    + [512] * 1
+)
 GPU = "nvidia.com/gpu"
 TOPOLOGY = {
     "apiVersion": "scheduling.koordinator.sh/v1alpha1",
@@ -50,8 +60,11 @@ TOPOLOGY = {
     "spec": {
         "networkTopologySpec": [
             {"topologyLayer": "SpineLayer", "labelKey": ["network/spine"]},
-            {"topologyLayer": "BlockLayer", "parentTopologyLayer": "SpineLayer",
-             "labelKey": ["network/block"]},
+            {
+                "topologyLayer": "BlockLayer",
+                "parentTopologyLayer": "SpineLayer",
+                "labelKey": ["network/block"],
+            },
             {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
         ]
     },
@@ -61,16 +74,26 @@ TOPOLOGY = {
 def _node(i: int) -> dict[str, Any]:
     name = f"n{i:05d}"
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name, "network/spine": f"s{i // 1024}",
-            "network/block": f"b{i // 32}"}},
-        "status": {"allocatable": {"cpu": "96", "memory": "1Ti", GPU: "8", "pods": "110"},
-                   "conditions": [{"type": "Ready", "status": "True"}]},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "network/spine": f"s{i // 1024}",
+                "network/block": f"b{i // 32}",
+            },
+        },
+        "status": {
+            "allocatable": {"cpu": "96", "memory": "1Ti", GPU: "8", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
-def _pod(name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int = -1) -> dict[str, Any]:
+def _pod(
+    name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int = -1
+) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": "1", "memory": "4Gi"}
     if gpus:
         requests[GPU] = str(gpus)
@@ -84,8 +107,13 @@ def _pod(name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int
     }
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-            "status": {"phase": "Running" if node else "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
 
 
 def serve(nodes: int, running: int) -> None:
@@ -119,7 +147,9 @@ def _metrics(port: int) -> dict[str, float]:
     return out
 
 
-def _gangs(rate: float, seconds: float, gather: float, rng: random.Random) -> list[tuple[float, str, int, str]]:
+def _gangs(
+    rate: float, seconds: float, gather: float, rng: random.Random
+) -> list[tuple[float, str, int, str]]:
     """(due time, gang name, size, gather layer or "") until rate x seconds pods."""
     out, t, total, k = [], 0.0, 0, 0
     while total < rate * seconds:
@@ -140,8 +170,12 @@ def drive(url: str, gangs: list[tuple[float, str, int, str]]) -> tuple[dict[str,
     start = time.monotonic()
 
     def post(path: str, body: dict[str, Any]) -> None:
-        r = http.request("POST", url + path, body=json.dumps(body).encode(),
-                         headers={"Content-Type": "application/json"})
+        r = http.request(
+            "POST",
+            url + path,
+            body=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status == 201, (r.status, r.data[:200])
 
     for due, name, size, layer in gangs:
@@ -152,10 +186,15 @@ def drive(url: str, gangs: list[tuple[float, str, int, str]]) -> tuple[dict[str,
         if layer:
             spec = {"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]}
             annotations["gang.scheduling.koordinator.sh/network-topology-spec"] = json.dumps(spec)
-        post("/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups", {
-            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default", "annotations": annotations},
-            "spec": {"minMember": size}})
+        post(
+            "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups",
+            {
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+                "spec": {"minMember": size},
+            },
+        )
         members[name] = []
         for i in range(size):
             pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i)
@@ -187,8 +226,11 @@ def main() -> None:
     if args.smoke:
         args.nodes, args.running, args.rate, args.seconds, args.no_write = 64, 200, 100, 2, True
     py = sys.executable
-    fake = subprocess.Popen([py, __file__, "serve", "--nodes", str(args.nodes),
-                             "--running", str(args.running)], stdout=subprocess.PIPE, text=True)
+    fake = subprocess.Popen(
+        [py, __file__, "serve", "--nodes", str(args.nodes), "--running", str(args.running)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     procs = [fake]
     try:
         assert fake.stdout is not None
@@ -197,16 +239,32 @@ def main() -> None:
         conf.write_text(yaml.safe_dump(kubeconfig_for(url)))
         t0 = time.monotonic()
         sched = subprocess.Popen(
-            [py, "-m", "gangplan", "scheduler", "--kubeconfig", str(conf), "--http-port", "0",
-             "--log-level", "warning"],
-            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            [
+                py,
+                "-m",
+                "gangplan",
+                "scheduler",
+                "--kubeconfig",
+                str(conf),
+                "--http-port",
+                "0",
+                "--log-level",
+                "warning",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         procs.append(sched)
         assert sched.stdout is not None
         line = sched.stdout.readline()
         port = int(line.rsplit(":", 1)[1])
         while True:
             try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status == 200:
+                if (
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
+                    == 200
+                ):
                     break
             except OSError:
                 pass
@@ -242,18 +300,34 @@ def main() -> None:
     phases = {}
     for phase in ("sync", "decide", "bind", "report", "total"):
         key = f'{{phase="{phase}"}}'
-        n = m1.get(f"gangplan_scheduler_cycle_seconds_count{key}", 0) - m0.get(f"gangplan_scheduler_cycle_seconds_count{key}", 0)
-        s = m1.get(f"gangplan_scheduler_cycle_seconds_sum{key}", 0) - m0.get(f"gangplan_scheduler_cycle_seconds_sum{key}", 0)
-        phases[phase] = {"cycles": int(n), "mean_ms": round(1000 * s / n, 2) if n else None,
-                         "seconds": round(s, 2)}
+        n = m1.get(f"gangplan_scheduler_cycle_seconds_count{key}", 0) - m0.get(
+            f"gangplan_scheduler_cycle_seconds_count{key}", 0
+        )
+        s = m1.get(f"gangplan_scheduler_cycle_seconds_sum{key}", 0) - m0.get(
+            f"gangplan_scheduler_cycle_seconds_sum{key}", 0
+        )
+        phases[phase] = {
+            "cycles": int(n),
+            "mean_ms": round(1000 * s / n, 2) if n else None,
+            "seconds": round(s, 2),
+        }
     row = {
-        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip(),
+        "git": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip(),
         "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}",
-        "nodes": args.nodes, "running": args.running, "offered_pods_per_s": args.rate,
-        "seconds": args.seconds, "gangs": len(members), "pods": len(want), "bound": len(bound),
-        "startup_s": round(startup, 1), "created_in_s": round(created_in, 1),
+        "nodes": args.nodes,
+        "running": args.running,
+        "offered_pods_per_s": args.rate,
+        "seconds": args.seconds,
+        "gangs": len(members),
+        "pods": len(want),
+        "bound": len(bound),
+        "startup_s": round(startup, 1),
+        "created_in_s": round(created_in, 1),
         "bound_pods_per_s": round(len(bound) / wall, 1) if wall > 0 else None,
-        "lag_p50_s": round(_pct(lags, 0.5), 3), "lag_p99_s": round(_pct(lags, 0.99), 3),
+        "lag_p50_s": round(_pct(lags, 0.5), 3),
+        "lag_p99_s": round(_pct(lags, 0.99), 3),
         "lag_512_max_s": round(max(big), 3) if big else None,
         "cpu_s": {k: round(cpu1[k] - cpu0[k], 1) for k in cpu0},
         "phases": phases,

@@ -5,8 +5,9 @@ encoded by the same codec as `gangplan schedule --server` (`solver.codec`), so a
 from the cluster gets the Decision the same objects get from files. A delta reads only:
 
 1. the changed nodes, pods and gang objects;
-2. the pods that name the same gang as a changed pod or gang object (a gang whose PodGroup
-   is missing needs all its pods, and a gang object's change re-reads its pods);
+2. the pods of a changed gang object (it may impose on them, as a Workload API PodGroup
+   imposes its priority), and the pods of a gang that has no object when one of them
+   changed (such a gang is defined by its pods: all of them are read together);
 3. the gang objects those pods name;
 4. the context kinds (namespaces, priority classes, queues, workloads: few objects);
 5. every topology object when one of them changed (the topology is sent whole).
@@ -105,7 +106,14 @@ def _batch(
         return out, nodes
     pods_kind = next((k for k in mirror.kinds if k.kind == "Pod"), None)
     pods = mirror.objects.get(pods_kind, {}) if pods_kind else {}
-    hints: set[ObjKey] = set()
+    gang_objects = {
+        (ns or "default", name)
+        for kind, objs in mirror.objects.items()
+        if kind.kind == "PodGroup"
+        for ns, name in objs
+    }
+    hints: set[ObjKey] = set()  # gangs whose objects are read
+    regather: set[ObjKey] = set()  # gangs all of whose pods are read again
     pod_keys: set[ObjKey] = set()
     for kind, keys in changes.upserted.items():
         objs = mirror.objects[kind]
@@ -118,12 +126,18 @@ def _batch(
                     pod_keys.add(k)
                     if (hint := gang_hint(objs[k])) is not None:
                         hints.add(hint)
+                        if hint not in gang_objects:  # a gang its pods define
+                            regather.add(hint)
         elif kind.kind == "PodGroup":
-            hints.update((ns or "default", name) for ns, name in keys)
+            changed = {(ns or "default", name) for ns, name in keys}
+            hints.update(changed)
+            regather.update(changed)
     for kind, gone in changes.deleted.items():
         if kind.kind == "PodGroup":
-            hints.update((ns or "default", name) for ns, name in gone)
-    for hint in hints:
+            changed = {(ns or "default", name) for ns, name in gone}
+            hints.update(changed)
+            regather.update(changed)
+    for hint in regather:
         pod_keys.update(mirror.hints.get(hint, ()))
     if pods_kind is not None:
         out.extend((pods_kind, pods[k]) for k in pod_keys if k in pods)

@@ -1,0 +1,75 @@
+"""What a delta reads: only what changed, plus what the reader needs beside it."""
+
+from __future__ import annotations
+
+from clients.scheduler.kinds import KINDS
+from clients.scheduler.mirror import Mirror
+from clients.scheduler.translate import translate
+from tests.clients.scheduler.conftest import node, pod, pod_group
+
+KIND = {k.kind: k for k in KINDS if k.group in ("", "scheduling.sigs.k8s.io")}
+
+
+def _mirror() -> Mirror:
+    mirror = Mirror(KIND.values())
+    mirror.replace(KIND["Node"], [node("a")])
+    mirror.take_changes()
+    return mirror
+
+
+def test_a_gang_without_an_object_is_read_with_all_its_pods() -> None:
+    mirror = _mirror()
+    volcano = {"scheduling.k8s.io/group-name": "vc"}  # names a PodGroup that is not there
+    mirror.apply(KIND["Pod"], "ADDED", pod("vc-0", annotations=volcano))
+    first = translate(mirror, mirror.take_changes())
+    assert [g.min_member for g in first.request.upsert_gangs] == [1]
+    mirror.apply(KIND["Pod"], "ADDED", pod("vc-1", annotations=volcano))
+    second = translate(mirror, mirror.take_changes())
+    # the second pod re-reads the first: the gang now needs both
+    assert sorted(p.name for p in second.request.upsert_pods) == ["vc-0", "vc-1"]
+    assert [g.min_member for g in second.request.upsert_gangs] == [2]
+
+
+def test_a_gang_with_its_object_reads_only_the_new_pod() -> None:
+    mirror = _mirror()
+    mirror.apply(KIND["PodGroup"], "ADDED", pod_group("g", 3))
+    mirror.apply(KIND["Pod"], "ADDED", pod("g-0", gang="g"))
+    translate(mirror, mirror.take_changes())
+    mirror.apply(KIND["Pod"], "ADDED", pod("g-1", gang="g"))
+    delta = translate(mirror, mirror.take_changes())
+    assert [p.name for p in delta.request.upsert_pods] == ["g-1"]
+    assert [(g.name, g.min_member) for g in delta.request.upsert_gangs] == [("g", 3)]
+
+
+def test_a_changed_gang_object_re_reads_its_pods_and_a_deleted_one_is_removed() -> None:
+    mirror = _mirror()
+    mirror.apply(KIND["PodGroup"], "ADDED", pod_group("g", 2))
+    for i in range(2):
+        mirror.apply(KIND["Pod"], "ADDED", pod(f"g-{i}", gang="g"))
+    translate(mirror, mirror.take_changes())
+    mirror.apply(KIND["PodGroup"], "MODIFIED", pod_group("g", 1))
+    delta = translate(mirror, mirror.take_changes())
+    assert sorted(p.name for p in delta.request.upsert_pods) == ["g-0", "g-1"]
+    for i in range(2):
+        mirror.apply(KIND["Pod"], "DELETED", pod(f"g-{i}", gang="g"))
+    mirror.apply(KIND["PodGroup"], "DELETED", pod_group("g", 1))
+    delta = translate(mirror, mirror.take_changes())
+    assert list(delta.request.remove_gangs) == ["default/g"]
+    assert sorted(delta.request.remove_pods) == ["default/g-0", "default/g-1"]
+
+
+def test_a_status_change_or_our_own_binding_sends_nothing() -> None:
+    mirror = _mirror()
+    mirror.apply(KIND["Pod"], "ADDED", pod("p"))
+    translate(mirror, mirror.take_changes())
+    mirror.assume([(("default", "p"), "a")])
+    bound = pod("p")
+    bound["spec"]["nodeName"] = "a"
+    bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    mirror.apply(KIND["Pod"], "MODIFIED", bound)
+    assert not mirror.take_changes()
+    assert not mirror.assumed  # the watch confirmed it
+    moved = pod("p")
+    moved["spec"]["nodeName"] = "b"  # not where we bound it: read again
+    mirror.apply(KIND["Pod"], "MODIFIED", moved)
+    assert mirror.take_changes()
