@@ -12,6 +12,10 @@ Semantics kept from the real API server (k8s.io/apiserver, pkg/registry/core/pod
   (optimistic concurrency);
 - status patches change only `status` (conditions merged by `type`, as the strategic merge
   patch of PodStatus does).
+
+A stored object is never changed in place: every write stores a new dict (a patch or a
+bind copies first), so reads hand out the stored dicts themselves; callers must not
+mutate what they get.
 """
 
 from __future__ import annotations
@@ -139,7 +143,7 @@ class Store:
         self.resource(group, plural)
         with self.cond:
             items = [
-                copy.deepcopy(o)
+                o
                 for (ns, _), o in self.objects[(group, plural)].items()
                 if namespace is None or ns == namespace
             ]
@@ -147,7 +151,7 @@ class Store:
 
     def get(self, group: str, plural: str, namespace: str, name: str) -> Obj:
         with self.cond:
-            return copy.deepcopy(self._current(group, plural, namespace, name))
+            return self._current(group, plural, namespace, name)
 
     def create(self, group: str, plural: str, namespace: str, obj: Obj) -> Obj:
         res = self.resource(group, plural)
@@ -174,7 +178,7 @@ class Store:
             if plural == "pods" and not group:
                 self.created_at[f"{namespace}/{name}"] = time.time()
             self._emit((group, plural), "ADDED", obj)
-            return copy.deepcopy(obj)
+            return obj
 
     def update(self, group: str, plural: str, namespace: str, name: str, obj: Obj) -> Obj:
         """Replace (PUT); a stale metadata.resourceVersion is a 409 Conflict."""
@@ -211,9 +215,10 @@ class Store:
             current = self._current(group, plural, namespace, name)
             key = (namespace if self.resource(group, plural).kind.namespaced else "", name)
             del self.objects[(group, plural)][key]
+            current = {**current, "metadata": dict(current["metadata"])}
             self._bump(current)
             self._emit((group, plural), "DELETED", current)
-            return copy.deepcopy(current)
+            return current
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """POST pods/NAME/binding, with the pod registry's checks."""
@@ -269,7 +274,7 @@ class Store:
         self._bump(obj)
         self.objects[(group, plural)][key] = obj
         self._emit((group, plural), "MODIFIED", obj)
-        return copy.deepcopy(obj)
+        return obj
 
     def events_after(
         self, res: tuple[str, str], rv: int, namespace: str | None
