@@ -22,6 +22,7 @@ from clients.scheduler.kube import ApiException, KubeApi
 from solver import GangplanError, conf_from_text, load_conf
 from solver.errors import InputError
 from solver.kube import read_sources
+from solver.kube.workloads import expand_workloads
 
 __all__ = ["kube_fake_cmd", "scheduler_cmd"]
 
@@ -150,19 +151,21 @@ def kube_fake_cmd(
     ] = None,
 ) -> None:
     """Serve a fake Kubernetes API server (the one the scheduler is tested against) with
-    these objects, until SIGTERM. Not a cluster: nothing runs the pods it binds."""
+    these objects, until SIGTERM. Workload objects (Job, JobSet, Volcano Job, ...) become
+    the pods their controllers would create. Not a cluster: nothing runs the pods it binds."""
     try:
-        objects = [raw.body for raw in read_sources(files or [])]
+        expanded, expand_notes = expand_workloads(read_sources(files or []))
     except GangplanError as err:
         sys.stderr.write(f"error: {err}\n")
         raise typer.Exit(2) from None
+    objects = [raw.body for raw in expanded]
     fake = FakeApiServer(default_resources(), port=port)
     try:
         notes = load(fake.store, objects)
     except ApiError as err:
         sys.stderr.write(f"error: {err.message}\n")
         raise typer.Exit(2) from None
-    for note in notes:
+    for note in (*expand_notes, *notes):
         sys.stderr.write(f"note: {note}\n")
     if kubeconfig:
         Path(kubeconfig).write_text(yaml.safe_dump(kubeconfig_for(fake.url)), encoding="utf-8")

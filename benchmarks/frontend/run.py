@@ -208,9 +208,29 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
+def table() -> str:
+    """results.jsonl as the README's Markdown table."""
+    head = (
+        "| git | nodes | running | offered pods/s | pods | bound pods/s | lag p50 s | lag p99 s "
+        "| 512-pod gang s | cycles | sync ms | decide ms | CPU s fake / scheduler / driver |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    )
+    rows = [head]
+    for line in RESULTS.read_text().splitlines():
+        r = json.loads(line)
+        ph, cpu = r["phases"], r["cpu_s"]
+        rows.append(
+            f"| {r['git']} | {r['nodes']:,} | {r['running']:,} | {r['offered_pods_per_s']:,.0f} "
+            f"| {r['pods']:,} | {r['bound_pods_per_s']:,.0f} | {r['lag_p50_s']} | {r['lag_p99_s']} "
+            f"| {r['lag_512_max_s']} | {ph['total']['cycles']} | {ph['sync']['mean_ms']} "
+            f"| {ph['decide']['mean_ms']} | {cpu['fake']} / {cpu['scheduler']} / {cpu['driver']} |"
+        )
+    return "\n".join(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", nargs="?", default="run", choices=["run", "serve"])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "serve", "table"])
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--running", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=1000.0, help="pods created per second")
@@ -222,6 +242,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.mode == "serve":
         serve(args.nodes, args.running)
+        return
+    if args.mode == "table":
+        print(table())
         return
     if args.smoke:
         args.nodes, args.running, args.rate, args.seconds, args.no_write = 64, 200, 100, 2, True

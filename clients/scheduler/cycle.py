@@ -37,6 +37,10 @@ from gangplan.v1 import placement_service_pb2 as spb
 __all__ = ["Cycle", "CycleOptions"]
 
 log = logging.getLogger("gangplan.scheduler")
+# PodGroup kinds whose status upstream's controllers write and gangplan writes too
+STATUS_GROUPS = frozenset(
+    {"scheduling.volcano.sh", "scheduling.sigs.k8s.io", "scheduling.x-k8s.io"}
+)
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,7 @@ class Cycle:
             self._bind(placed)
         t3 = time.perf_counter()
         if not self.options.dry_run:
-            self._report(response.decision, waiting)
+            self._report(response.decision, placed, waiting)
         t4 = time.perf_counter()
         for phase, seconds in (
             ("sync", t1 - t0),
@@ -266,9 +270,9 @@ class Cycle:
 
     # ------------------------------------------------------------------ 4. report
 
-    def _report(self, decision: spb.Decision, waiting: dict[str, str]) -> None:
-        if not waiting:
-            return
+    def _report(
+        self, decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]
+    ) -> None:
         for p in decision.placements:
             if p.node:
                 continue
@@ -279,19 +283,25 @@ class Cycle:
             pod = self.mirror.pod((ns, name))
             if pod is not None:
                 self.reporter.unschedulable(pod, waiting[gang] or p.reason)
-        for kind, objs in self.mirror.of_kind("PodGroup"):
-            if kind.group not in (
-                "scheduling.volcano.sh",
-                "scheduling.sigs.k8s.io",
-                "scheduling.x-k8s.io",
-            ):
-                continue
-            for (ns, name), obj in list(objs.items()):
-                gid = f"{ns or 'default'}/{name}"
-                if gid in waiting:
-                    self.reporter.pod_group(
-                        kind, self.versions.get(kind, kind.versions[0]), obj, False, waiting[gid]
+        outcomes = [(g, True, "") for g in placed] + [(g, False, w) for g, w in waiting.items()]
+        with self.mirror.lock:
+            groups = [
+                (kind, objs)
+                for kind, objs in self.mirror.of_kind("PodGroup")
+                if kind.group in STATUS_GROUPS
+            ]
+            found = []
+            for gid, ok, why in outcomes:
+                ns, _, name = gid.partition("/")
+                for kind, objs in groups:
+                    obj = objs.get((ns, name)) or (
+                        objs.get(("", name)) if ns == "default" else None
                     )
+                    if obj is not None:
+                        found.append((kind, obj, ok, why))
+        for kind, obj, ok, why in found:
+            version = self.versions.get(kind, kind.versions[0])
+            self.reporter.pod_group(kind, version, obj, ok, why)
 
     def _shadow(
         self, decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]

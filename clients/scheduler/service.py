@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from clients.client import Client
 from clients.scheduler.binder import Binder
 from clients.scheduler.cycle import Cycle, CycleOptions
-from clients.scheduler.kinds import KINDS
+from clients.scheduler.kinds import KINDS, Kind
 from clients.scheduler.kube import KubeApi
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Mirror
@@ -82,7 +82,7 @@ class SchedulerService:
             self.embedded.start()
             target = f"127.0.0.1:{port}"
         client = Client(target, token=self.token, timeout=self.options.time_limit + 1.0)
-        served, self.notes = discover_kinds(self.api, KINDS)
+        served, self.notes = self._discover()
         for note in self.notes:
             log.info(note)
         mirror = Mirror(served)
@@ -110,6 +110,19 @@ class SchedulerService:
         loop.start()
         self._threads.append(loop)
         return self
+
+    def _discover(self) -> tuple[dict[Kind, str], list[str]]:
+        """The kinds the cluster serves; an API server not reachable yet is waited for."""
+        backoff = 0.2
+        while True:
+            try:
+                return discover_kinds(self.api, KINDS)
+            except Exception as err:  # any failure to reach the API server
+                if self.stop_event.is_set():
+                    raise
+                log.warning("API server not reachable", extra={"error": str(err)[:200]})
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
 
     def _loop(self) -> None:
         assert self.cycle is not None

@@ -57,6 +57,11 @@ def test_a_volcano_pod_group_says_why_it_waits(cluster: Harness) -> None:
     (condition,) = got["conditions"]
     assert condition["type"] == "Unschedulable" and condition["reason"] == "NotEnoughResources"
     assert "nvidia.com/gpu" in condition["message"]
+    cluster.create(node("b"), node("c"))  # room for the gang: it binds, the status follows
+    wait_until(lambda: (status() or {}).get("phase") == "Running", what="Running")
+    assert len(cluster.bound()) == 3
+    conditions = {c["type"]: c["status"] for c in status()["conditions"]}  # type: ignore[index]
+    assert conditions == {"Unschedulable": "False", "Scheduled": "True"}
 
 
 def test_probes_and_metrics(cluster: Harness) -> None:
