@@ -92,7 +92,12 @@ def gather(ctx: VerifyContext) -> list[str]:
     placed = ctx.target
     if not any(_SPEC in g.annotations for g in gangs.values()):
         return problems  # no gang asks to be gathered
-    tree = _node_paths(ctx.snapshot.topology, ctx.snapshot.nodes.nodes)
+    topology, table = ctx.snapshot.topology, ctx.snapshot.nodes
+    # a fact of the nodes and the topology alone: kept while neither changes, so a front
+    # end's stream of pod deltas does not pay O(nodes) per call for it
+    tree = table.memo(
+        ("verify", "gather paths", topology), lambda: _node_paths(topology, table.nodes)
+    )
     for group in gang_groups(ctx):
         first = next((g for g in group if ctx.members(g)), None)
         text = gangs[first].annotations.get(_SPEC) if first else None
