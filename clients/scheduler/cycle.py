@@ -149,11 +149,13 @@ class Cycle:
         req.snapshot_id = self.options.snapshot_id
         with self.mirror.lock:  # pods bound by us that the watch has not shown bound yet
             assumed = dict(self.mirror.assumed)
+            devices = dict(self.mirror.assumed_annotations)
         live = set()
         for p in req.upsert_pods:
             live.add(f"{p.namespace or 'default'}/{p.name}")
             if not p.node_name and (node := assumed.get((p.namespace, p.name))):
                 p.node_name = node
+                p.annotations.update(devices.get((p.namespace, p.name), {}))
         with self._lock:
             bindings, self.pending_bindings = self.pending_bindings, []
         req.bindings.extend(b for b in bindings if b.pod not in live)
@@ -231,11 +233,13 @@ class Cycle:
                 log.info("gang not bound", extra={"gang": name, "reason": why})
                 continue
             accepted.append((name, gang))
-        assumed = [(a.pod, a.node) for _, gang in accepted for a in gang]
+        assumed = [(a.pod, a.node, a.annotations) for _, gang in accepted for a in gang]
         self.mirror.assume(assumed)
-        with self._lock:
+        with self._lock:  # a pod with device annotations is re-sent whole instead
             self.pending_bindings.extend(
-                spb.Binding(pod=f"{pod[0]}/{pod[1]}", node=node) for pod, node in assumed
+                spb.Binding(pod=f"{pod[0]}/{pod[1]}", node=node)
+                for pod, node, annotations in assumed
+                if not annotations
             )
         for name, gang in accepted:
             self.binder.submit(name, gang, self._bound)

@@ -82,6 +82,7 @@ class Mirror:
         self.lock = threading.Condition()
         self.changes = Changes()
         self.assumed: dict[ObjKey, str] = {}  # pod -> node, bound by us, not yet seen bound
+        self.assumed_annotations: dict[ObjKey, dict[str, str]] = {}  # their device annotations
         self.hints: dict[ObjKey, set[ObjKey]] = {}  # gang hint -> pods naming it
         self.generation = 0  # bumped by every write (the cycle waits for it to move)
 
@@ -123,6 +124,8 @@ class Mirror:
                 self.hints.setdefault(hint, set()).add(key)
             node = (obj.get("spec") or {}).get("nodeName")
             assumed = self.assumed.pop(key, None) if node else None
+            if node:
+                self.assumed_annotations.pop(key, None)
             if before is not None and _pod_facts(before, None) == _pod_facts(obj, assumed):
                 # what gangplan reads is unchanged (a status condition, or the binding the
                 # snapshot already has from us): nothing to send
@@ -139,6 +142,7 @@ class Mirror:
         if kind.kind == "Pod":
             self._unhint(key, obj)
             self.assumed.pop(key, None)
+            self.assumed_annotations.pop(key, None)
         self.changes.deleted.setdefault(kind, {})[key] = obj
         self.changes.upserted.get(kind, set()).discard(key)
 
@@ -214,14 +218,20 @@ class Mirror:
         with self.lock:
             return {name for _, objs in self.of_kind("Node") for _, name in objs}
 
-    def assume(self, pods: list[tuple[ObjKey, str]]) -> None:
+    def assume(self, pods: list[tuple[ObjKey, str, dict[str, str]]]) -> None:
         """These pods are bound to these nodes from now on (until the watch says so, or
-        `unassume`): never offered for placement again meanwhile."""
+        `unassume`): never offered for placement again meanwhile. A pod with device
+        annotations (the Decision's GPU assignment) is read again with them, so the
+        snapshot charges its devices before the binder's writes come back."""
         with self.lock:
             known = self.objects_of("Pod")
-            for pod, node in pods:
+            kinds = [k for k in self.kinds if k.kind == "Pod"]
+            for pod, node, annotations in pods:
                 if pod in known:
                     self.assumed[pod] = node
+                    if annotations and kinds:
+                        self.assumed_annotations[pod] = annotations
+                        self.changes.upserted.setdefault(kinds[0], set()).add(pod)
 
     def unassume(self, pods: list[ObjKey]) -> None:
         """Their binds failed: pending again, and re-sent to the snapshot as pending."""
@@ -230,6 +240,7 @@ class Mirror:
             known = self.objects_of("Pod")
             for pod in pods:
                 self.assumed.pop(pod, None)
+                self.assumed_annotations.pop(pod, None)
                 if pod in known and kinds:
                     self.changes.upserted.setdefault(kinds[0], set()).add(pod)
             self._bump()

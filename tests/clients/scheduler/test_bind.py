@@ -7,7 +7,13 @@ never binds a pod twice or a gang in part for good.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import gangplan
+from solver.kube import read_sources
 from tests.clients.scheduler.conftest import Harness, gang, node, pod, wait_until
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_gang_binds_all_or_nothing(cluster: Harness) -> None:
@@ -106,3 +112,23 @@ def test_pods_of_other_schedulers_and_terminating_pods_hold_their_capacity(
     wait_until(lambda: "one" in cluster.bound(), what="one bound")
     wait_until(lambda: cluster.condition("two-0"), what="the reason")
     assert "two-0" not in cluster.bound()
+
+
+def test_gpu_sharing_annotations_are_written_before_the_bind(cluster: Harness) -> None:
+    """The bundled GPU-sharing example: each bound pod carries its device assignment in its
+    dialect's annotation (Koordinator device-allocated, ...), as the device plugin reads it."""
+    objects = [raw.body for raw in read_sources([str(ROOT / "examples/gpu-sharing/shares.yaml")])]
+    cluster.create(objects)
+    pending = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "Pod" and not o["spec"].get("nodeName")
+    }
+    cluster.scheduler(scheduler_names=frozenset({"default-scheduler"}))
+    wait_until(lambda: pending & set(cluster.bound()), what="a shared pod bound")
+    wait_until(lambda: len(cluster.bound()) >= len(pending), timeout=5, what="all bound")
+    expected = gangplan.schedule(gangplan.load(str(ROOT / "examples/gpu-sharing/shares.yaml")))
+    for name in pending & set(cluster.bound()):
+        want = expected.placements[f"default/{name}"].annotations
+        got = cluster.pods()[name]["metadata"].get("annotations") or {}
+        assert want and all(got.get(k) == v for k, v in want.items()), name

@@ -62,7 +62,7 @@ def test_a_status_change_or_our_own_binding_sends_nothing() -> None:
     mirror = _mirror()
     mirror.apply(KIND["Pod"], "ADDED", pod("p"))
     translate(mirror, mirror.take_changes())
-    mirror.assume([(("default", "p"), "a")])
+    mirror.assume([(("default", "p"), "a", {})])
     bound = pod("p")
     bound["spec"]["nodeName"] = "a"
     bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]

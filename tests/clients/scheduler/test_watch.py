@@ -24,6 +24,9 @@ def test_a_dropped_watch_resumes_without_missing_an_event(cluster: Harness) -> N
     cluster.create(gang("g", 4))  # created while the streams are down
     wait_until(lambda: len(cluster.bound()) == 4, what="the gang bound")
     assert _restarts(service, "gone") == 0  # resumed from its version, no relist
+    # the snapshot was put once and then only moved by deltas
+    resyncs = sum(s.value for m in service.metrics.resyncs.collect() for s in m.samples)
+    assert resyncs == 0 and service.cycle is not None and service.cycle.generation > 1
     assert cluster.api.store.counts.get("GET", 0) > 0
 
 
