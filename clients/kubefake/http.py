@@ -10,9 +10,11 @@
 
 Watches stream one JSON event per line (chunked), send a BOOKMARK about every second when
 asked, and end with an ERROR event carrying a `410 Gone` Status for a resourceVersion older
-than the retained history, as the real server does. Not implemented (the scheduler does not
-use them): label and field selectors, paging (`limit`/`continue`), server-side apply,
-JSON patch, protobuf encoding, authentication and admission.
+than the retained history, as the real server does. Field and label selectors: equality
+(`=`, `==`, `!=`) and, for labels, existence (`key`, `!key`), as kubectl's `describe` and
+`-l` use them. Not implemented: set-based selectors (`in`, `notin`), paging
+(`limit`/`continue`), server-side apply, JSON patch, Table output (kubectl prints names and
+ages only), protobuf encoding, authentication and admission.
 """
 
 from __future__ import annotations
@@ -116,6 +118,37 @@ def _discovery(store: Store, path: str) -> dict[str, Any] | None:
     return None
 
 
+def _selector(query: dict[str, list[str]]) -> Any:
+    """`fieldSelector` and `labelSelector` as a predicate: comma-separated `key=value`,
+    `key==value` and `key!=value` requirements (fields as dotted paths, e.g.
+    `involvedObject.name`, `spec.nodeName`), and for labels also `key` and `!key`."""
+    checks: list[Any] = []
+    for name in ("fieldSelector", "labelSelector"):
+        for part in filter(None, (query.get(name, [""])[0] or "").split(",")):
+            negate = "!=" in part
+            key, _, want = part.replace("!=", "=").replace("==", "=").partition("=")
+            key = key.strip()
+            if name == "labelSelector" and not _:
+                exists = not key.startswith("!")
+                label = key.lstrip("!")
+                checks.append(
+                    lambda o, k=label, e=exists: (
+                        (k in ((o.get("metadata") or {}).get("labels") or {})) == e
+                    )
+                )
+                continue
+            path = ["metadata", "labels", key] if name == "labelSelector" else key.split(".")
+            value = want.strip()
+            checks.append(lambda o, p=path, w=value, n=negate: (_dig(o, p) == w) != n)
+    return lambda obj: all(check(obj) for check in checks)
+
+
+def _dig(obj: Any, path: list[str]) -> str:
+    for part in path:
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return "" if obj is None else str(obj)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as written, not 40 ms later
@@ -200,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._watch(res, namespace, query)
             elif method == "GET":
                 items, rv = store.list_objects(group, plural, namespace)
+                selector = _selector(query)
+                items = [o for o in items if selector(o)]
                 self._send(
                     200,
                     {
@@ -248,6 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "BadRequest", "resourceVersion must be an integer") from None
         timeout = float(query.get("timeoutSeconds", ["1800"])[0] or 1800)
         bookmarks = query.get("allowWatchBookmarks", [""])[0] == "true"
+        selector = _selector(query)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -276,7 +312,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             for version, kind, obj in events:
-                self._chunk({"type": kind, "object": obj})
+                if selector(obj):
+                    self._chunk({"type": kind, "object": obj})
                 since = version
             now = time.monotonic()
             if bookmarks and now - last_mark >= BOOKMARK_EVERY:

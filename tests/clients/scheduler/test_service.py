@@ -145,3 +145,22 @@ def test_the_conf_comes_from_a_config_map(cluster: Harness, tmp_path: Path) -> N
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert err.count("\n") == 1 and "--config-map kube-system/conf" in err and "tiers" in err
+
+
+def test_kubectl_style_field_selectors_pick_one_pods_events(cluster: Harness) -> None:
+    """`kubectl describe pod` lists the pod's Events by field selector: the fake filters
+    them, so each pod shows its own reason."""
+    cluster.create(node("a"), gang("big", 5))
+    cluster.scheduler()
+    wait_until(lambda: len(cluster.events("FailedScheduling")) >= 5, what="the events")
+    kube = cluster.kube()
+    picked = kube.request(
+        "GET",
+        "/api/v1/namespaces/default/events",
+        query=[("fieldSelector", "involvedObject.name=big-3,involvedObject.namespace=default")],
+    )
+    assert {e["involvedObject"]["name"] for e in picked["items"]} == {"big-3"}
+    labelled = kube.request(
+        "GET", "/api/v1/pods", query=[("labelSelector", "pod-group.scheduling.sigs.k8s.io=big")]
+    )
+    assert len(labelled["items"]) == 5
