@@ -28,7 +28,7 @@ from typing import Any
 from clients.client import Client, ClientError
 from clients.scheduler.binder import Assignment, Binder, BindResult
 from clients.scheduler.metrics import SchedulerMetrics
-from clients.scheduler.mirror import Changes, Mirror
+from clients.scheduler.mirror import Changes, Mirror, ObjKey
 from clients.scheduler.report import Reporter
 from clients.scheduler.translate import translate
 from gangplan.v1 import cluster_pb2 as pb
@@ -71,6 +71,7 @@ class Cycle:
     shadow: dict[str, dict[str, Any]] = field(default_factory=dict)
     stopping: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _last_asked: tuple[int, frozenset[ObjKey]] | None = None
 
     # ------------------------------------------------------------------ loop
 
@@ -97,7 +98,14 @@ class Cycle:
         self.metrics.pending_pods.set(len(pending))
         if not pending:
             return False
+        # The same snapshot generation and the same pending pods give the same answer (the
+        # engines are deterministic): a gang that waits is decided again only when
+        # something gangplan reads has changed, not on every wake-up.
+        asked = (self.generation, frozenset(pending))
+        if asked == self._last_asked:
+            return False
         response = self.decide()
+        self._last_asked = asked
         t2 = time.perf_counter()
         if response is None:
             return True

@@ -145,6 +145,9 @@ class SchedulerService:
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the cycle in flight (its binds), the queued reports, then the rest."""
         self.stop_event.set()
+        if self.cycle is not None:  # wake the loop if it waits for a change
+            with self.cycle.mirror.lock:
+                self.cycle.mirror.lock.notify_all()
         for t in self._threads:
             t.join(timeout)
         if self.cycle is not None:
@@ -216,7 +219,9 @@ class SchedulerService:
         self._http = ThreadingHTTPServer(("127.0.0.1", self.http_port or 0), Handler)
         self._http.daemon_threads = True
         self.http_port = self._http.server_address[1]
-        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        ).start()
 
 
 def setup_logging(level: str = "info") -> None:

@@ -7,6 +7,7 @@ never binds a pod twice or a gang in part for good.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import gangplan
@@ -132,3 +133,29 @@ def test_gpu_sharing_annotations_are_written_before_the_bind(cluster: Harness) -
         want = expected.placements[f"default/{name}"].annotations
         got = cluster.pods()[name]["metadata"].get("annotations") or {}
         assert want and all(got.get(k) == v for k, v in want.items()), name
+
+
+def test_a_gang_that_waits_is_not_decided_again_until_something_changes(
+    cluster: Harness,
+) -> None:
+    cluster.create(node("a"), gang("big", 5))
+    service = cluster.scheduler()
+    wait_until(lambda: cluster.condition("big-0"), what="the reason")
+    cycle = service.cycle
+    assert cycle is not None
+
+    def decisions() -> float:
+        metric = service.metrics.cycle_seconds
+        return sum(
+            s.value
+            for m in metric.collect()
+            for s in m.samples
+            if s.name.endswith("_count") and s.labels["phase"] == "decide"
+        )
+
+    before = decisions()
+    time.sleep(2.5)  # idle wake-ups every second: same generation, same pods
+    assert decisions() == before
+    cluster.create(node("b"))  # room: decided again, and bound
+    wait_until(lambda: len(cluster.bound()) == 5, what="bound once there is room")
+    assert decisions() > before
