@@ -72,6 +72,7 @@ class Cycle:
     stopping: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _last_asked: tuple[int, frozenset[ObjKey]] | None = None
+    _sent: _Sent = field(default_factory=lambda: _Sent(set(), set(), set()))
 
     # ------------------------------------------------------------------ loop
 
@@ -150,10 +151,22 @@ class Cycle:
             self.metrics.refused.inc()
             if not self.options.dry_run:
                 self.reporter.refused(r.obj, r.error)
-        for k in delta.removed_pods:
+        req = delta.request
+        # a pending pod now refused leaves the snapshot (it must not be placed as it was)
+        req.remove_pods.extend(
+            key
+            for r in delta.refused
+            if r.kind.kind == "Pod"
+            and not (r.obj.get("spec") or {}).get("nodeName")
+            and (key := f"{r.key[0] or 'default'}/{r.key[1]}") in self.gang_of
+        )
+        if not whole:
+            self._only_known_removals(req)
+        if whole:
+            self.gang_of.clear()
+        for k in req.remove_pods:
             self.gang_of.pop(k, None)
         self.gang_of.update(delta.gang_of)
-        req = delta.request
         req.snapshot_id = self.options.snapshot_id
         with self.mirror.lock:  # pods bound by us that the watch has not shown bound yet
             assumed = dict(self.mirror.assumed)
@@ -166,15 +179,17 @@ class Cycle:
                 p.annotations.update(devices.get((p.namespace, p.name), {}))
         with self._lock:
             bindings, self.pending_bindings = self.pending_bindings, []
-        req.bindings.extend(b for b in bindings if b.pod not in live)
+        req.bindings.extend(b for b in bindings if b.pod not in live and b.pod in self.gang_of)
         try:
             if whole:
                 cluster = _as_cluster(req)
                 answer = self.client.put_snapshot(cluster, self.options.snapshot_id)
                 self.generation = answer.generation
+                self._sent = _Sent.of(req)
             else:
                 req.expected_generation = self.generation
                 self.generation = self.client.update_snapshot(req).generation
+                self._sent.apply(req)
         except ClientError as err:
             if whole:
                 self.mirror.give_back(changes)
@@ -182,6 +197,21 @@ class Cycle:
             log.info("snapshot out of step, putting it whole", extra={"error": err.code.name})
             self.metrics.resyncs.labels(reason=err.code.name).inc()
             self.sync(whole=True)
+
+    def _only_known_removals(self, req: spb.UpdateSnapshotRequest) -> None:
+        """Removals of what the snapshot never got (an object the reader refused, then
+        deleted) are dropped: the service refuses to remove what it does not have."""
+        sent = self._sent
+        for field_name, known in (
+            ("remove_pods", self.gang_of.keys()),
+            ("remove_nodes", sent.nodes),
+            ("remove_gangs", sent.gangs),
+            ("remove_queues", sent.queues),
+        ):
+            values = getattr(req, field_name)
+            kept = list(dict.fromkeys(v for v in values if v in known))
+            del values[:]
+            values.extend(kept)
 
     # ------------------------------------------------------------------ 2. decide
 
@@ -335,6 +365,29 @@ class Cycle:
                 "would place" if entry["placed"] else "would wait",
                 extra={"decision": json.dumps(entry, sort_keys=True)},
             )
+
+
+@dataclass
+class _Sent:
+    """Names of the nodes, gangs and queues the snapshot holds (pods: `Cycle.gang_of`)."""
+
+    nodes: set[str]
+    gangs: set[str]
+    queues: set[str]
+
+    @classmethod
+    def of(cls, req: spb.UpdateSnapshotRequest) -> _Sent:
+        sent = cls(set(), set(), set())
+        sent.apply(req)
+        return sent
+
+    def apply(self, req: spb.UpdateSnapshotRequest) -> None:
+        self.nodes.difference_update(req.remove_nodes)
+        self.nodes.update(n.name for n in req.upsert_nodes)
+        self.gangs.difference_update(req.remove_gangs)
+        self.gangs.update(f"{g.namespace or 'default'}/{g.name}" for g in req.upsert_gangs)
+        self.queues.difference_update(req.remove_queues)
+        self.queues.update(q.name for q in req.upsert_queues)
 
 
 def _as_cluster(req: spb.UpdateSnapshotRequest) -> pb.Cluster:

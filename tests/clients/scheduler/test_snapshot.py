@@ -9,7 +9,7 @@ from clients.scheduler import CycleOptions, SchedulerService
 from gangplan.v1 import placement_service_pb2 as spb
 from server.app import create_server
 from server.settings import Settings
-from tests.clients.scheduler.conftest import Harness, gang, node, wait_until
+from tests.clients.scheduler.conftest import Harness, gang, node, pod, wait_until
 
 
 def _resyncs(service: SchedulerService, reason: str) -> float:
@@ -59,3 +59,33 @@ def test_a_separate_gangplan_service(cluster: Harness) -> None:
         assert [s for s, _, _ in srv.store.listing()] == [service.options.snapshot_id]
     finally:
         srv.stop(grace=0)
+
+
+def test_a_refused_object_deleted_later_is_no_removal_the_service_refuses(
+    cluster: Harness,
+) -> None:
+    bad = pod("bad", 1)
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    cluster.create(node("a"), bad)
+    service = cluster.scheduler()
+    wait_until(lambda: cluster.events("FailedValidation"), what="refused")
+    cluster.api.store.delete("", "pods", "default", "bad")
+    cluster.create(gang("g", 2))
+    wait_until(lambda: len(cluster.bound()) == 2, what="the next gang")
+    assert sum(s.value for m in service.metrics.resyncs.collect() for s in m.samples) == 0
+
+
+def test_a_pending_pod_turned_invalid_leaves_the_snapshot(cluster: Harness) -> None:
+    cluster.create(node("a", gpus=1), pod("p", 2))  # waits: 2 GPUs on a 1-GPU node
+    service = cluster.scheduler()
+    wait_until(lambda: cluster.condition("p"), what="waiting")
+    current = cluster.api.store.get("", "pods", "default", "p")
+    broken = {**current, "spec": {**current["spec"], "priority": "high"}}
+    cluster.api.store.update("", "pods", "default", "p", broken)
+    wait_until(lambda: cluster.events("FailedValidation"), what="refused")
+    assert service.cycle is not None
+    wait_until(lambda: "default/p" not in service.cycle.gang_of, what="left the snapshot")
+    cluster.create(node("b", gpus=4))  # room now, but the invalid pod is not placed
+    cluster.create(pod("q", 2))
+    wait_until(lambda: "q" in cluster.bound(), what="q bound")
+    assert "p" not in cluster.bound()
