@@ -34,9 +34,7 @@ def main() -> None:
             pods = []
         bound = [p for p in pods if p.spec.node_name]
         waiting = [p for p in pods if not p.spec.node_name]
-        explained = all(
-            any(c.type == "PodScheduled" for c in _conditions(p)) for p in waiting
-        )
+        explained = all(any(c.type == "PodScheduled" for c in _conditions(p)) for p in waiting)
         if (len(bound) >= args.wait and explained) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
