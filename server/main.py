@@ -20,14 +20,15 @@ from server.interceptors import JsonFormatter
 from server.servicer import ScheduleFn
 from server.settings import Settings
 
-__all__ = ["run", "serve"]
+__all__ = ["configure_logging", "run", "serve"]
 
 log = logging.getLogger("gangplan.server")
 
 
-def _logging(level: str) -> None:
+def configure_logging(level: str, formatter: logging.Formatter | None = None) -> None:
+    """gangplan's loggers to standard error, one JSON object a line (`JsonFormatter`)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(formatter or JsonFormatter())
     root = logging.getLogger("gangplan")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -39,7 +40,7 @@ EXIT_ABORTED = 1  # a second SIGTERM/SIGINT cut the drain short
 
 def serve(settings: Settings, *, schedule_fn: ScheduleFn | None = None) -> None:
     """Serve until SIGTERM/SIGINT (must run in the main thread)."""
-    _logging(settings.log_level)
+    configure_logging(settings.log_level)
     srv, port = create_server(settings, schedule_fn=schedule_fn)
     stop = threading.Event()
 

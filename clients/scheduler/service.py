@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +31,7 @@ from clients.scheduler.mirror import Mirror
 from clients.scheduler.reflector import Reflector, discover_kinds
 from clients.scheduler.report import Reporter
 from server.app import GangplanServer, create_server
+from server.main import configure_logging
 from server.settings import Settings
 
 __all__ = ["JsonLogFormatter", "SchedulerService"]
@@ -225,13 +225,9 @@ class SchedulerService:
 
 
 def setup_logging(level: str = "info") -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonLogFormatter())
-    root = logging.getLogger("gangplan")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
-    # the embedded service's one line per RPC only when asked for (--log-level debug)
+    """JSON log lines with every `extra` field; the embedded service's one line per RPC
+    only when asked for (`--log-level debug`)."""
+    configure_logging(level, JsonLogFormatter())
     logging.getLogger("gangplan.server").setLevel(
         logging.DEBUG if level.lower() == "debug" else logging.WARNING
     )
