@@ -191,8 +191,10 @@ class Cycle:
                 self.generation = self.client.update_snapshot(req).generation
                 self._sent.apply(req)
         except ClientError as err:
+            # whatever the snapshot holds now is unknown: the next sync puts it whole (a
+            # whole put also carries every removal the lost delta had)
+            self.generation = 0
             if whole:
-                self.mirror.give_back(changes)
                 raise
             log.info("snapshot out of step, putting it whole", extra={"error": err.code.name})
             self.metrics.resyncs.labels(reason=err.code.name).inc()

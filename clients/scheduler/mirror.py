@@ -161,20 +161,6 @@ class Mirror:
             out, self.changes = self.changes, Changes()
             return out
 
-    def give_back(self, changes: Changes) -> None:
-        """Changes a failed delta did not deliver: merged under any newer ones."""
-        with self.lock:
-            for kind, keys in changes.upserted.items():
-                live = self.objects[kind]
-                newer_deleted = self.changes.deleted.get(kind, {})
-                for key in keys:
-                    if key in live and key not in newer_deleted:
-                        self.changes.upserted.setdefault(kind, set()).add(key)
-            for kind, gone in changes.deleted.items():
-                for key, obj in gone.items():
-                    if key not in self.objects[kind]:
-                        self.changes.deleted.setdefault(kind, {}).setdefault(key, obj)
-
     def mark_all(self) -> None:
         """Everything counts as changed (the snapshot is put again whole)."""
         with self.lock:
