@@ -102,18 +102,23 @@ def scheduler_cmd(
     """Run a Kubernetes scheduler for the pods whose schedulerName is one of yours."""
     setup_logging(log_level)
     try:
-        api = connect(kubeconfig, context=context)
-    except Exception as err:
-        sys.stderr.write(f"error: cannot load the cluster configuration: {err}\n")
-        raise typer.Exit(2) from None
-    try:
-        conf_text = ""
         if config and config_map:
             raise InputError("--config and --config-map: give one")
-        if config:
+        conf_text = ""
+        if config:  # a local file: checked before anything reaches for the cluster
             load_conf(config)
             conf_text = Path(config).read_text(encoding="utf-8")
-        elif config_map:
+    except GangplanError as err:
+        sys.stderr.write(f"error: {err}\n")
+        raise typer.Exit(2) from None
+    try:
+        api = connect(kubeconfig, context=context)
+    except Exception as err:  # kubeconfig errors come in many types
+        where = f"--kubeconfig {kubeconfig}" if kubeconfig else "the cluster configuration"
+        sys.stderr.write(f"error: {where}: cannot load it: {err}\n")
+        raise typer.Exit(2) from None
+    try:
+        if config_map:
             conf_text = _checked_conf(
                 _conf_from_config_map(api, config_map), f"--config-map {config_map}"
             )

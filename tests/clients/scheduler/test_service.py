@@ -164,3 +164,19 @@ def test_kubectl_style_field_selectors_pick_one_pods_events(cluster: Harness) ->
         "GET", "/api/v1/pods", query=[("labelSelector", "pod-group.scheduling.sigs.k8s.io=big")]
     )
     assert len(labelled["items"]) == 5
+
+
+def test_bad_start_up_input_is_one_line_naming_it(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("actions: x\n")
+    runs = [
+        (
+            [sys.executable, "-m", "gangplan", "scheduler", "--kubeconfig", str(tmp_path / "none")],
+            "--kubeconfig",
+        ),
+        ([sys.executable, "-m", "gangplan", "scheduler", "--config", str(conf)], "bad.conf"),
+    ]
+    for argv, named in runs:
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2
+        assert run.stderr.count("\n") == 1 and named in run.stderr, run.stderr
