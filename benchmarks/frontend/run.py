@@ -71,7 +71,25 @@ TOPOLOGY = {
 }
 
 
+CARDS = ("NVIDIA-A100", "NVIDIA-H100")
+# `--cards`: the default plugins with capacity-card in place of capacity (no queues)
+CARD_CONF = """actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: predicates
+  - name: gang
+  - name: binpack
+  - name: nodeorder
+  - name: network-topology
+  - name: job-affinity
+  - name: capacity-card
+    arguments: {cardUnlimitedCpuMemory: true}
+"""
+
+
 def _node(i: int) -> dict[str, Any]:
+    """Spines alternate A100 and H100 nodes (Volcano's card labels; read only by
+    capacity-card)."""
     name = f"n{i:05d}"
     return {
         "apiVersion": "v1",
@@ -82,6 +100,9 @@ def _node(i: int) -> dict[str, Any]:
                 "kubernetes.io/hostname": name,
                 "network/spine": f"s{i // 1024}",
                 "network/block": f"b{i // 32}",
+                "nvidia.com/gpu.product": CARDS[(i // 1024) % 2],
+                "nvidia.com/gpu.count": "8",
+                "nvidia.com/gpu.memory": "81920",
             },
         },
         "status": {
@@ -92,7 +113,7 @@ def _node(i: int) -> dict[str, Any]:
 
 
 def _pod(
-    name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int = -1
+    name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int = -1, card: str = ""
 ) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": "1", "memory": "4Gi"}
     if gpus:
@@ -101,6 +122,8 @@ def _pod(
     if gang:
         meta["labels"] = {"pod-group.scheduling.sigs.k8s.io": gang}
         meta["annotations"] = {"gang.scheduling.koordinator.sh/network-topology-index": str(index)}
+    if card:
+        meta.setdefault("annotations", {})["volcano.sh/card.name"] = card
     spec: dict[str, Any] = {
         "schedulerName": "gangplan" if not node else "default-scheduler",
         "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
@@ -148,23 +171,27 @@ def _metrics(port: int) -> dict[str, float]:
 
 
 def _gangs(
-    rate: float, seconds: float, gather: float, rng: random.Random
-) -> list[tuple[float, str, int, str]]:
-    """(due time, gang name, size, gather layer or "") until rate x seconds pods."""
+    rate: float, seconds: float, gather: float, cards: float, rng: random.Random
+) -> list[tuple[float, str, int, str, str]]:
+    """(due time, gang name, size, gather layer or "", card alternatives or "") until
+    rate x seconds pods."""
     out, t, total, k = [], 0.0, 0, 0
     while total < rate * seconds:
         size = rng.choice(SIZES)
         layer = ""
         if size >= 8 and rng.random() < gather:
             layer = "BlockLayer" if size <= 32 else "SpineLayer"
-        out.append((t, f"g{k}", size, layer))
+        card = "|".join(CARDS) if rng.random() < cards else ""
+        out.append((t, f"g{k}", size, layer, card))
         total += size
         t += size / rate
         k += 1
     return out
 
 
-def drive(url: str, gangs: list[tuple[float, str, int, str]]) -> tuple[dict[str, list[str]], float]:
+def drive(
+    url: str, gangs: list[tuple[float, str, int, str, str]]
+) -> tuple[dict[str, list[str]], float]:
     http = urllib3.PoolManager(maxsize=4)
     members: dict[str, list[str]] = {}
     start = time.monotonic()
@@ -178,7 +205,7 @@ def drive(url: str, gangs: list[tuple[float, str, int, str]]) -> tuple[dict[str,
         )
         assert r.status == 201, (r.status, r.data[:200])
 
-    for due, name, size, layer in gangs:
+    for due, name, size, layer, card in gangs:
         delay = start + due - time.monotonic()
         if delay > 0:
             time.sleep(delay)
@@ -197,7 +224,7 @@ def drive(url: str, gangs: list[tuple[float, str, int, str]]) -> tuple[dict[str,
         )
         members[name] = []
         for i in range(size):
-            pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i)
+            pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i, card=card)
             post("/api/v1/namespaces/default/pods", pod)
             members[name].append(f"default/{name}-{i}")
     return members, time.monotonic() - start
@@ -236,6 +263,12 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=1000.0, help="pods created per second")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--gather", type=float, default=0.3)
+    ap.add_argument(
+        "--cards",
+        type=float,
+        default=0.0,
+        help="share of gangs whose pods accept NVIDIA-A100|NVIDIA-H100 (capacity-card conf)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods")
     ap.add_argument("--no-write", action="store_true")
@@ -295,7 +328,7 @@ def main() -> None:
         startup = time.monotonic() - t0
         cpu0 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
         m0 = _metrics(port)
-        gangs = _gangs(args.rate, args.seconds, args.gather, random.Random(args.seed))
+        gangs = _gangs(args.rate, args.seconds, args.gather, args.cards, random.Random(args.seed))
         members, created_in = drive(url, gangs)
         want = {p for ps in members.values() for p in ps}
         deadline = time.monotonic() + 120
@@ -342,6 +375,8 @@ def main() -> None:
         "nodes": args.nodes,
         "running": args.running,
         "offered_pods_per_s": args.rate,
+        "gather": args.gather,
+        "cards": args.cards,
         "seconds": args.seconds,
         "gangs": len(members),
         "pods": len(want),

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_the_frontend_benchmark_smoke_run_binds_everything() -> None:
     run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/frontend/run.py"), "--smoke"],
+        [sys.executable, str(ROOT / "benchmarks/frontend/run.py"), "--smoke", "--cards", "0.3"],
         capture_output=True,
         text=True,
         timeout=240,
