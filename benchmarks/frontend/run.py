@@ -238,16 +238,20 @@ def _pct(values: list[float], q: float) -> float:
 def table() -> str:
     """results.jsonl as the README's Markdown table."""
     head = (
-        "| git | nodes | running | offered pods/s | pods | bound pods/s | lag p50 s | lag p99 s "
+        "| git | nodes | running | gather / cards | offered pods/s | pods | bound pods/s "
+        "| lag p50 s | lag p99 s "
         "| 512-pod gang s | cycles | sync ms | decide ms | CPU s fake / scheduler / driver |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| --- |"
     )
     rows = [head]
     for line in RESULTS.read_text().splitlines():
         r = json.loads(line)
         ph, cpu = r["phases"], r["cpu_s"]
         rows.append(
-            f"| {r['git']} | {r['nodes']:,} | {r['running']:,} | {r['offered_pods_per_s']:,.0f} "
+            f"| {r['git']} | {r['nodes']:,} | {r['running']:,} "
+            f"| {r.get('gather', 0.3):.0%} / {r.get('cards', 0.0):.0%} "
+            f"| {r['offered_pods_per_s']:,.0f} "
             f"| {r['pods']:,} | {r['bound_pods_per_s']:,.0f} | {r['lag_p50_s']} | {r['lag_p99_s']} "
             f"| {r['lag_512_max_s']} | {ph['total']['cycles']} | {ph['sync']['mean_ms']} "
             f"| {ph['decide']['mean_ms']} | {cpu['fake']} / {cpu['scheduler']} / {cpu['driver']} |"
