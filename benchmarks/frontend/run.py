@@ -32,8 +32,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import urllib3
 import yaml
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -259,9 +263,39 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def plot(out: Path) -> None:
+    """Bound vs offered pods/s and the gang lag, per node count, from results.jsonl (the
+    rows with 100,000 running pods and no card alternatives, the latest per point)."""
+    rows: dict[tuple[int, float], dict[str, Any]] = {}
+    for line in RESULTS.read_text().splitlines():
+        r = json.loads(line)
+        if r["running"] == 100_000 and not r.get("cards"):
+            rows[(r["nodes"], r["offered_pods_per_s"])] = r
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for nodes in sorted({n for n, _ in rows}):
+        points = sorted((rate, r) for (n, rate), r in rows.items() if n == nodes)
+        rates = [rate for rate, _ in points]
+        left.plot(rates, [r["bound_pods_per_s"] for _, r in points], "o-", label=f"{nodes:,} nodes")
+        right.plot(rates, [r["lag_p99_s"] for _, r in points], "o-", label=f"{nodes:,} nodes")
+    left.plot([0, 1000], [0, 1000], ":", color="grey", label="bound = offered")
+    left.set(xlabel="offered pods/s", ylabel="bound pods/s", title="throughput (100k running)")
+    right.set(
+        xlabel="offered pods/s",
+        ylabel="seconds",
+        yscale="log",
+        title="last pod created -> last pod bound, p99",
+    )
+    left.legend()
+    right.legend()
+    sha = json.loads(RESULTS.read_text().splitlines()[-1])["git"]
+    fig.suptitle(f"gangplan scheduler vs the fake API server, 2 cores (rows up to {sha})")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", nargs="?", default="run", choices=["run", "serve", "table"])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "serve", "table", "plot"])
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--running", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=1000.0, help="pods created per second")
@@ -282,6 +316,9 @@ def main() -> None:
         return
     if args.mode == "table":
         print(table())
+        return
+    if args.mode == "plot":
+        plot(RESULTS.with_name("throughput.png"))
         return
     if args.smoke:
         args.nodes, args.running, args.rate, args.seconds, args.no_write = 64, 200, 100, 2, True
