@@ -308,6 +308,7 @@ def main() -> None:
         help="share of gangs whose pods accept NVIDIA-A100|NVIDIA-H100 (capacity-card conf)",
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bind-workers", type=int, default=0, help="the scheduler's (0: its default)")
     ap.add_argument("--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -418,6 +419,7 @@ def main() -> None:
         "offered_pods_per_s": args.rate,
         "gather": args.gather,
         "cards": args.cards,
+        "bind_workers": args.bind_workers or 16,
         "seconds": args.seconds,
         "gangs": len(members),
         "pods": len(want),

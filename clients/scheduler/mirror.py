@@ -84,6 +84,8 @@ class Mirror:
         self.assumed: dict[ObjKey, str] = {}  # pod -> node, bound by us, not yet seen bound
         self.assumed_annotations: dict[ObjKey, dict[str, str]] = {}  # their device annotations
         self.hints: dict[ObjKey, set[ObjKey]] = {}  # gang hint -> pods naming it
+        self.unbound: dict[str, set[ObjKey]] = {}  # scheduler name -> pods waiting
+        self.gang_objects: set[ObjKey] = set()  # (namespace, name) of every PodGroup
         self.generation = 0  # bumped by every write (the cycle waits for it to move)
 
     # ------------------------------------------------------------------ reflector side
@@ -117,8 +119,11 @@ class Mirror:
 
     def _upsert(self, kind: Kind, key: ObjKey, obj: Obj) -> None:
         objects = self.objects[kind]
+        if kind.kind == "PodGroup":
+            self.gang_objects.add((key[0] or "default", key[1]))
         if kind.kind == "Pod":
             before = objects.get(key)
+            self._index(key, obj)
             self._unhint(key, before)
             if (hint := gang_hint(obj)) is not None:
                 self.hints.setdefault(hint, set()).add(key)
@@ -139,7 +144,12 @@ class Mirror:
         obj = self.objects[kind].pop(key, None)
         if obj is None:
             return
+        if kind.kind == "PodGroup" and not any(
+            (key in objs) for k, objs in self.objects.items() if k.kind == "PodGroup"
+        ):
+            self.gang_objects.discard((key[0] or "default", key[1]))
         if kind.kind == "Pod":
+            self._index(key, None)
             self._unhint(key, obj)
             self.assumed.pop(key, None)
             self.assumed_annotations.pop(key, None)
@@ -239,21 +249,28 @@ class Mirror:
 
     def pending(self, scheduler_names: frozenset[str]) -> list[ObjKey]:
         """Pods of these schedulers with no node, not terminating, not finished, not
-        assumed bound."""
+        assumed bound (an index kept as the watches deliver: O(these pods), not O(all))."""
         with self.lock:
-            out = []
-            for key, pod in self.objects_of("Pod").items():
-                spec = pod.get("spec") or {}
-                if spec.get("nodeName") or key in self.assumed:
-                    continue
-                if (spec.get("schedulerName") or "default-scheduler") not in scheduler_names:
-                    continue
-                if (pod.get("metadata") or {}).get("deletionTimestamp"):
-                    continue
-                if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                    continue
-                out.append(key)
-            return out
+            return [
+                key
+                for name in scheduler_names
+                for key in self.unbound.get(name, ())
+                if key not in self.assumed
+            ]
+
+    def _index(self, key: ObjKey, pod: Obj | None) -> None:
+        """Keep `unbound` (scheduler name -> pods waiting for a node) for one pod."""
+        for keys in self.unbound.values():
+            keys.discard(key)
+        if pod is None:
+            return
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        name = str(spec.get("schedulerName") or "default-scheduler")
+        self.unbound.setdefault(name, set()).add(key)
 
 
 def _pod_facts(pod: Obj, assumed_node: str | None) -> tuple[Any, ...]:

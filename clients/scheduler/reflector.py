@@ -8,6 +8,9 @@
    events may be missing: list again (step 1).
 4. Any other failure (connection refused, a 500, a broken stream) is retried after a
    backoff doubling from 0.2 s to 10 s, and reset by the first good answer.
+5. A first list refused with `401`, `403` or `404` (no RBAC for that kind, or its CRD
+   removed since discovery) drops the kind with a warning: the scheduler becomes ready
+   without it instead of never.
 """
 
 from __future__ import annotations
@@ -88,6 +91,16 @@ class Reflector:
                 if err.status == 410:
                     self._restart("gone", relist=True)
                     continue
+                if err.status in (401, 403, 404) and self.kind not in self.mirror.synced:
+                    # not ours to read (RBAC), or gone since discovery: scheduling goes on
+                    # without this kind, said once, rather than never becoming ready
+                    log.warning(
+                        "kind not readable: scheduling without it",
+                        extra={"kind": self.kind.label, "status": err.status},
+                    )
+                    self._restart(f"http_{err.status}", relist=False)
+                    self.mirror.replace(self.kind, [])
+                    return
                 self._restart(f"http_{err.status}", relist=False)
                 self.stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, BACKOFF_MAX)

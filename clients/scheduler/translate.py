@@ -106,12 +106,7 @@ def _batch(
         return out, nodes
     pods_kind = next((k for k in mirror.kinds if k.kind == "Pod"), None)
     pods = mirror.objects.get(pods_kind, {}) if pods_kind else {}
-    gang_objects = {
-        (ns or "default", name)
-        for kind, objs in mirror.objects.items()
-        if kind.kind == "PodGroup"
-        for ns, name in objs
-    }
+    gang_objects = mirror.gang_objects
     hints: set[ObjKey] = set()  # gangs whose objects are read
     regather: set[ObjKey] = set()  # gangs all of whose pods are read again
     pod_keys: set[ObjKey] = set()

@@ -66,3 +66,11 @@ def test_a_restarted_scheduler_binds_nothing_twice(cluster: Harness) -> None:
     binds = cluster.successful_binds()
     assert len(binds) == len(set(binds)) == 8
     assert all(code == 201 for _, _, code, _ in cluster.api.store.binds)
+
+
+def test_a_kind_it_may_not_read_is_left_out_and_the_rest_is_scheduled(cluster: Harness) -> None:
+    cluster.api.store.faults.fail["GET /apis/scheduling.volcano.sh/v1beta1/queues"] = [403, 99]
+    cluster.create(node("a"), gang("g", 2))
+    service = cluster.scheduler()  # ready, though one kind is forbidden
+    wait_until(lambda: len(cluster.bound()) == 2, what="bound")
+    assert _restarts(service, "http_403") == 1
