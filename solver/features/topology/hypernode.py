@@ -237,7 +237,8 @@ def compile_hypernode(ctx: CompileContext, taken: set[int] | None = None) -> Hyp
     args = hypernode_args(ctx.conf.arguments(PLUGIN), ctx.resources, scored)
     out: HyperNodeUnits = {}
     plans: list[HyperNodePlan | None] = [None] * len(plan.unit_ids)
-    for u, members in enumerate(plan.unit_gangs()):
+    unit_gangs = plan.unit_gangs()
+    for u, members in enumerate(unit_gangs):
         own = [g for g in members if g in with_topology]
         if not own:
             continue
@@ -253,7 +254,7 @@ def compile_hypernode(ctx: CompileContext, taken: set[int] | None = None) -> Hyp
         plans[u], domain = _plan(ctx, tree, gang, limit, types)
         out[u] = (domain, tree.names)
     if scored and args.normal_pod and hypernodes:
-        planned = {g for u in out for g in plan.unit_gangs()[u]}
+        planned = {g for u in out for g in unit_gangs[u]}
         for t in range(ctx.num_types):
             gid = plan.gang_ids[ctx.type_gang[t]]
             if (
