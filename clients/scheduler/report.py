@@ -9,10 +9,12 @@
   scheduler-plugins: `phase` `Pending`/`Scheduled`);
 - an object gangplan's reader refuses: a Warning Event on it naming the field.
 
-Writes go through a bounded queue and a few threads, so a slow API server never holds a
-cycle; a message is written again only when it changes or a minute has passed (events are
-rate-limited per object, as client-go's event correlator does), and a full queue drops
-(counted in `gangplan_scheduler_reports_dropped_total`).
+Writes go through two bounded lanes, each with its own thread (status writes; Events), so a
+slow API server never holds a cycle; a message is written again only when it changes or a
+minute has passed (events are rate-limited per object, as client-go's event correlator
+does), and a full lane drops (counted in `gangplan_scheduler_reports_dropped_total`): past
+1,000 queued Events, as client-go's broadcaster does; a dropped status write is said again
+by the next cycle that has it to say.
 """
 
 from __future__ import annotations
@@ -35,42 +37,15 @@ COMPONENT = "gangplan"
 Obj = dict[str, Any]
 
 
-class Reporter:
-    def __init__(
-        self,
-        api: KubeApi,
-        *,
-        threads: int = 4,
-        capacity: int = 10_000,
-        on_drop: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.api = api
+class _Lane:
+    """A bounded queue of writes and the thread that sends them."""
+
+    def __init__(self, name: str, capacity: int) -> None:
         self.queue: queue.Queue[tuple[Callable[..., None], tuple[Any, ...]] | None] = queue.Queue(
             capacity
         )
-        self.last: dict[tuple[str, ...], tuple[str, float]] = {}
-        self.on_drop = on_drop
-        self.threads = [
-            threading.Thread(target=self._run, name=f"report-{i}", daemon=True)
-            for i in range(threads)
-        ]
-        for t in self.threads:
-            t.start()
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Finish what is queued (up to `timeout`), then stop."""
-        deadline = time.monotonic() + timeout
-        for _ in self.threads:
-            try:
-                self.queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Full:
-                break
-        for t in self.threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-
-    def drain(self) -> None:
-        """Wait until every queued write is done (tests)."""
-        self.queue.join()
+        self.thread = threading.Thread(target=self._run, name=f"report-{name}", daemon=True)
+        self.thread.start()
 
     def _run(self) -> None:
         while True:
@@ -86,18 +61,62 @@ class Reporter:
             finally:
                 self.queue.task_done()
 
+
+class Reporter:
+    """Two lanes: status writes (pod conditions, PodGroup status: what `kubectl describe`
+    shows first) and Events (best effort: client-go's broadcaster also drops them past
+    1,000 queued). A write that does not fit is dropped, counted, and forgotten, so the
+    next cycle that has the same thing to say says it again."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        status_capacity: int = 10_000,
+        event_capacity: int = 1_000,
+        on_drop: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.api = api
+        self.status = _Lane("status", status_capacity)
+        self.events = _Lane("events", event_capacity)
+        self.last: dict[tuple[str, ...], tuple[str, float]] = {}
+        self.on_drop = on_drop
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Finish what is queued (up to `timeout`), then stop."""
+        deadline = time.monotonic() + timeout
+        lanes = (self.status, self.events)
+        for lane in lanes:
+            try:
+                lane.queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Full:
+                continue
+        for lane in lanes:
+            lane.thread.join(max(0.0, deadline - time.monotonic()))
+
+    def drain(self) -> None:
+        """Wait until every queued write is done (tests)."""
+        self.status.queue.join()
+        self.events.queue.join()
+
     def _submit(
-        self, key: tuple[str, ...], message: str, fn: Callable[..., None], *args: Any
+        self,
+        key: tuple[str, ...],
+        message: str,
+        writes: list[tuple[_Lane, Callable[..., None], tuple[Any, ...]]],
     ) -> None:
         now = time.monotonic()
         last = self.last.get(key)
         if last is not None and last[0] == message and now - last[1] < REPEAT_AFTER:
             return
         self.last[key] = (message, now)
-        try:
-            self.queue.put_nowait((fn, args))
-        except queue.Full:
-            self.on_drop()
+        for lane, fn, args in writes:
+            try:
+                lane.queue.put_nowait((fn, args))
+            except queue.Full:
+                self.on_drop()
+                if lane is self.status:
+                    self.last.pop(key, None)  # said again next time
 
     def forget(self, key: tuple[str, ...]) -> None:
         self.last.pop(key, None)
@@ -106,24 +125,43 @@ class Reporter:
 
     def unschedulable(self, pod: Obj, message: str) -> None:
         ns, name = _ns_name(pod)
-        self._submit(("pod", ns, name), message, self._write_unschedulable, pod, message)
+        self._submit(
+            ("pod", ns, name),
+            message,
+            [
+                (self.status, self._write_unschedulable, (pod, message)),
+                (self.events, self._event, (pod, "Warning", "FailedScheduling", message)),
+            ],
+        )
 
     def scheduled(self, pod: Obj, node: str) -> None:
         ns, name = _ns_name(pod)
         self.forget(("pod", ns, name))
         message = f"Successfully assigned {ns}/{name} to {node}"
-        self._submit(("bound", ns, name), message, self._event, pod, "Normal", "Scheduled", message)
+        self._submit(
+            ("bound", ns, name),
+            message,
+            [(self.events, self._event, (pod, "Normal", "Scheduled", message))],
+        )
 
     def refused(self, obj: Obj, message: str) -> None:
         ns, name = _ns_name(obj)
         key = ("refused", str(obj.get("kind")), ns, name)
-        self._submit(key, message, self._event, obj, "Warning", "FailedValidation", message)
+        self._submit(
+            key,
+            message,
+            [(self.events, self._event, (obj, "Warning", "FailedValidation", message))],
+        )
 
     def pod_group(self, kind: Kind, version: str, obj: Obj, placed: bool, message: str) -> None:
         ns, name = _ns_name(obj)
-        state = f"{placed}:{message}"
         key = ("podgroup", kind.group, ns, name)
-        self._submit(key, state, self._write_pod_group, kind, version, obj, placed, message)
+        writes: list[tuple[_Lane, Callable[..., None], tuple[Any, ...]]] = [
+            (self.status, self._write_pod_group, (kind, version, obj, placed, message))
+        ]
+        if not placed:
+            writes.append((self.events, self._event, (obj, "Warning", "Unschedulable", message)))
+        self._submit(key, f"{placed}:{message}", writes)
 
     # ------------------------------------------------------------------ writes
 
@@ -148,7 +186,6 @@ class Reporter:
             body=patch,
             content_type=STRATEGIC_PATCH,
         )
-        self._event(pod, "Warning", "FailedScheduling", message)
 
     def _event(self, obj: Obj, kind: str, reason: str, message: str) -> None:
         ns, name = _ns_name(obj)
@@ -208,8 +245,6 @@ class Reporter:
             body={"status": status},
             content_type=MERGE_PATCH,
         )
-        if not placed:
-            self._event(obj, "Warning", "Unschedulable", message)
 
 
 def _ns_name(obj: Obj) -> tuple[str, str]:
