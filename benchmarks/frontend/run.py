@@ -167,7 +167,9 @@ def _metrics(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     out = {}
     for line in text.splitlines():
-        if line.startswith("gangplan_scheduler_cycle_seconds_") and not line.startswith("#"):
+        if line.startswith(
+            ("gangplan_scheduler_cycle_seconds_", "gangplan_scheduler_reports_dropped_total")
+        ):
             name, value = line.rsplit(" ", 1)
             if "_bucket" not in name:
                 out[name] = float(value)
@@ -420,6 +422,10 @@ def main() -> None:
         "gather": args.gather,
         "cards": args.cards,
         "bind_workers": args.bind_workers or 16,
+        "reports_dropped": int(
+            m1.get("gangplan_scheduler_reports_dropped_total", 0)
+            - m0.get("gangplan_scheduler_reports_dropped_total", 0)
+        ),
         "seconds": args.seconds,
         "gangs": len(members),
         "pods": len(want),

@@ -9,7 +9,7 @@
   scheduler-plugins: `phase` `Pending`/`Scheduled`);
 - an object gangplan's reader refuses: a Warning Event on it naming the field.
 
-Writes go through two bounded lanes, each with its own thread (status writes; Events), so a
+Writes go through two bounded lanes, each with its own thread (reasons; `Scheduled` Events), so a
 slow API server never holds a cycle; a message is written again only when it changes or a
 minute has passed (events are rate-limited per object, as client-go's event correlator
 does), and a full lane drops (counted in `gangplan_scheduler_reports_dropped_total`): past
@@ -63,10 +63,11 @@ class _Lane:
 
 
 class Reporter:
-    """Two lanes: status writes (pod conditions, PodGroup status: what `kubectl describe`
-    shows first) and Events (best effort: client-go's broadcaster also drops them past
-    1,000 queued). A write that does not fit is dropped, counted, and forgotten, so the
-    next cycle that has the same thing to say says it again."""
+    """Two lanes: why things wait (pod conditions, PodGroup status, their Warning Events:
+    few, and what `kubectl describe` is read for) and the `Scheduled` Events of bound pods
+    (one a pod; best effort, as client-go's broadcaster drops Events past 1,000 queued).
+    A write that does not fit is dropped and counted; a dropped reason is forgotten, so the
+    next cycle that has it to say says it again."""
 
     def __init__(
         self,
@@ -130,7 +131,7 @@ class Reporter:
             message,
             [
                 (self.status, self._write_unschedulable, (pod, message)),
-                (self.events, self._event, (pod, "Warning", "FailedScheduling", message)),
+                (self.status, self._event, (pod, "Warning", "FailedScheduling", message)),
             ],
         )
 
@@ -160,7 +161,7 @@ class Reporter:
             (self.status, self._write_pod_group, (kind, version, obj, placed, message))
         ]
         if not placed:
-            writes.append((self.events, self._event, (obj, "Warning", "Unschedulable", message)))
+            writes.append((self.status, self._event, (obj, "Warning", "Unschedulable", message)))
         self._submit(key, f"{placed}:{message}", writes)
 
     # ------------------------------------------------------------------ writes
