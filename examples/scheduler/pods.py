@@ -38,7 +38,8 @@ def main() -> None:
         if (len(bound) >= args.wait and explained) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    print(f"{'NAME':<16} {'NODE':<8} REASON")
+    width = max([len("NAME"), *(len(p.metadata.name) for p in pods)]) + 1
+    print(f"{'NAME':<{width}} {'NODE':<8} REASON")
     for p in sorted(pods, key=lambda p: p.metadata.name):
         scheduled = next((c for c in (p.status.conditions or []) if c.type == "PodScheduled"), None)
         why = (
@@ -46,7 +47,7 @@ def main() -> None:
             if p.spec.node_name or scheduled is None
             else f"{scheduled.reason}: {scheduled.message}"
         )
-        print(f"{p.metadata.name:<16} {p.spec.node_name or '<none>':<8} {why[:110]}")
+        print(f"{p.metadata.name:<{width}} {p.spec.node_name or '<none>':<8} {why[:110]}")
     if len(bound) < args.wait:
         raise SystemExit(f"only {len(bound)} of {args.wait} pods bound")
 
