@@ -14,6 +14,10 @@
     gangplan health   [--server HOST:PORT] [--service NAME] [-o json|yaml|table]
     gangplan serve    [--port N] [--tls-cert F --tls-key F [--client-ca F]] [--token-file F]
                       [--workers N] [--grace S] [--max-snapshot-mb MB]
+    gangplan scheduler [--kubeconfig F] [--scheduler-name NAME]... [--server HOST:PORT]
+                      [--config CONF | --config-map NS/NAME[:KEY]] [--engine E] [--dry-run]
+                      [--http-port N] [--bind-workers N]       (clients/scheduler/)
+    gangplan kube-fake -f FILE... [--port N] [--kubeconfig OUT]  (clients/kubefake/)
     gangplan --version
 
 Every `-o` is the one option of `clients._options`: json and yaml carry the same data in
