@@ -76,6 +76,8 @@ NOT_FOR_VERIFY = (
 # Function-local imports allowed, each for a reason (module, imported module prefix).
 LAZY_OK = {
     ("gangplan", "clients"): "the facade must not import the client before it is asked for",
+    ("clients.scheduler_cli", "clients.scheduler"): "the Kubernetes client only when asked for",
+    ("clients.scheduler_cli", "clients.kubefake"): "the Kubernetes client only when asked for",
     ("solver.plan.plot", "matplotlib"): "optional extra",
     ("solver.plan._executors", "ray"): "optional extra",
     ("solver.plan._executors", "distributed"): "optional extra",

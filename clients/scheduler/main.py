@@ -1,0 +1,108 @@
+"""`gangplan scheduler` as a function: flags in, exit status out (as `server.main.run`).
+Invalid flags, files or ConfigMaps are one line on standard error and status 2."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from clients.scheduler.cycle import CycleOptions
+from clients.scheduler.kube import ApiException, KubeApi, connect
+from clients.scheduler.service import SchedulerService, setup_logging
+from solver import GangplanError, conf_from_text, load_conf
+from solver.errors import InputError
+
+__all__ = ["run"]
+
+
+def _conf_from_config_map(api: KubeApi, ref: str) -> str:
+    """`NS/NAME[:KEY]` -> the conf text (KEY default: the map's only key)."""
+    where, _, key = ref.partition(":")
+    ns, _, name = where.rpartition("/")
+    try:
+        cm = api.request("GET", f"/api/v1/namespaces/{ns or 'default'}/configmaps/{name}")
+    except ApiException as err:
+        raise InputError(f"--config-map {ref}: cannot read it: HTTP {err.status}") from None
+    data = cm.get("data") or {}
+    if not key:
+        if len(data) != 1:
+            raise InputError(
+                f"--config-map {ref}: name the key (NS/NAME:KEY), it has {sorted(data)}"
+            )
+        key = next(iter(data))
+    if key not in data:
+        raise InputError(f"--config-map {ref}: no key {key!r} (it has {sorted(data)})")
+    return str(data[key])
+
+
+def _checked_conf(text: str, where: str) -> str:
+    """Validate a ConfigMap's conf as `--config` files are validated; returns the text."""
+    conf_from_text(text, where)
+    return text
+
+
+def run(
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    scheduler_name: list[str] | None,
+    server: str | None,
+    config: str | None,
+    config_map: str | None,
+    engine: str,
+    time_limit: float,
+    workers: int,
+    seed: int,
+    dry_run: bool,
+    http_port: int,
+    bind_workers: int,
+    snapshot_id: str,
+    log_level: str,
+) -> int:
+    """Schedule until SIGTERM; 0 after the drain, 2 for invalid input."""
+    setup_logging(log_level)
+    try:
+        if config and config_map:
+            raise InputError("--config and --config-map: give one")
+        conf_text = ""
+        if config:  # a local file: checked before anything reaches for the cluster
+            load_conf(config)
+            conf_text = Path(config).read_text(encoding="utf-8")
+    except GangplanError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    try:
+        api = connect(kubeconfig, context=context)
+    except Exception as err:  # kubeconfig errors come in many types
+        where = f"--kubeconfig {kubeconfig}" if kubeconfig else "the cluster configuration"
+        sys.stderr.write(f"error: {where}: cannot load it: {err}\n")
+        return 2
+    try:
+        if config_map:
+            conf_text = _checked_conf(
+                _conf_from_config_map(api, config_map), f"--config-map {config_map}"
+            )
+    except GangplanError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    options = CycleOptions(
+        scheduler_names=frozenset(scheduler_name or ["gangplan"]),
+        engine=engine,
+        scheduler_conf=conf_text,
+        time_limit=time_limit,
+        workers=workers,
+        seed=seed,
+        dry_run=dry_run,
+        snapshot_id=snapshot_id,
+    )
+    service = SchedulerService(
+        api,
+        options,
+        server=server,
+        token=os.environ.get("GANGPLAN_TOKEN") or None,
+        http_port=http_port,
+        bind_workers=bind_workers,
+    )
+    service.run()
+    return 0
