@@ -166,6 +166,9 @@ class Cycle:
             self.gang_of.clear()
         for k in req.remove_pods:
             self.gang_of.pop(k, None)
+        for kind, gone in changes.deleted.items():
+            for ns, name in gone:
+                self.reporter.gone(kind.kind, ns, name)
         self.gang_of.update(delta.gang_of)
         req.snapshot_id = self.options.snapshot_id
         with self.mirror.lock:  # pods bound by us that the watch has not shown bound yet
@@ -359,6 +362,8 @@ class Cycle:
             self._shadow_entry(gang, entry)
         for gang, reason in waiting.items():
             self._shadow_entry(gang, {"gang": gang, "placed": False, "reason": reason})
+        for gang in self.shadow.keys() - placed.keys() - waiting.keys():
+            del self.shadow[gang]  # no longer pending (bound by the real scheduler, deleted)
 
     def _shadow_entry(self, gang: str, entry: dict[str, Any]) -> None:
         if self.shadow.get(gang) != entry:

@@ -136,14 +136,22 @@ class Reporter:
         )
 
     def scheduled(self, pod: Obj, node: str) -> None:
+        """A pod is bound once: its Event needs no memory of what was said."""
         ns, name = _ns_name(pod)
         self.forget(("pod", ns, name))
         message = f"Successfully assigned {ns}/{name} to {node}"
-        self._submit(
-            ("bound", ns, name),
-            message,
-            [(self.events, self._event, (pod, "Normal", "Scheduled", message))],
-        )
+        try:
+            self.events.queue.put_nowait((self._event, (pod, "Normal", "Scheduled", message)))
+        except queue.Full:
+            self.on_drop()
+
+    def gone(self, kind: str, namespace: str, name: str) -> None:
+        """An object is deleted: forget what was said about it (the memory stays the size
+        of what exists, not of what ever existed)."""
+        self.last.pop(("pod", namespace, name), None)
+        self.last.pop(("refused", kind, namespace, name), None)
+        for key in [k for k in self.last if k[0] == "podgroup" and k[2:] == (namespace, name)]:
+            del self.last[key]
 
     def refused(self, obj: Obj, message: str) -> None:
         ns, name = _ns_name(obj)

@@ -91,6 +91,10 @@ def test_dry_run_writes_nothing_and_says_where_it_would_go(cluster: Harness) -> 
     counts = cluster.api.store.counts
     assert counts.get("BIND", 0) == counts.get("POST", 0) == counts.get("PATCH", 0) == 0
     assert cluster.bound() == {}
+    for i in range(5):  # the big gang goes away: so does its entry
+        cluster.api.store.delete("", "pods", "default", f"big-{i}")
+    wait_until(lambda: "default/big" not in service.cycle.shadow, what="pruned")  # type: ignore[union-attr]
+    assert "default/g" in service.cycle.shadow  # type: ignore[union-attr]
 
 
 def _start(tmp_path: Path, cluster: Harness, *args: str) -> subprocess.Popen[str]:
@@ -180,3 +184,21 @@ def test_bad_start_up_input_is_one_line_naming_it(tmp_path: Path) -> None:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert run.returncode == 2
         assert run.stderr.count("\n") == 1 and named in run.stderr, run.stderr
+
+
+def test_what_was_said_is_forgotten_with_the_objects(cluster: Harness) -> None:
+    """A long-running scheduler's memory follows what exists: the reasons it remembers
+    (not to repeat them) go with their pods."""
+    cluster.create(node("a", gpus=1), gang("big", 3))
+    service = cluster.scheduler()
+    wait_until(lambda: cluster.condition("big-0"), what="the reasons")
+    assert service.cycle is not None
+    reporter = service.cycle.reporter
+    assert {k for k in reporter.last if k[0] == "pod"} == {
+        ("pod", "default", f"big-{i}") for i in range(3)
+    }
+    for i in range(3):
+        cluster.api.store.delete("", "pods", "default", f"big-{i}")
+    cluster.create(pod("p", 1))  # a cycle runs, and reads the deletions
+    wait_until(lambda: "p" in cluster.bound(), what="p bound")
+    wait_until(lambda: not [k for k in reporter.last if k[0] == "pod"], what="forgotten")
