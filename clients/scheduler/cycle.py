@@ -73,6 +73,7 @@ class Cycle:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _last_asked: tuple[int, frozenset[ObjKey]] | None = None
     _sent: _Sent = field(default_factory=lambda: _Sent(set(), set(), set()))
+    _noted: set[str] = field(default_factory=set)
 
     # ------------------------------------------------------------------ loop
 
@@ -85,6 +86,12 @@ class Cycle:
             except ClientError as err:
                 log.warning("cycle failed", extra={"error": str(err)[:300]})
                 self.metrics.cycle_errors.labels(reason=err.code.name).inc()
+                self.stopping.wait(0.5)
+                continue
+            except Exception:  # a fault of ours: logged, the snapshot put again, go on
+                log.exception("cycle failed: internal error")
+                self.metrics.cycle_errors.labels(reason="INTERNAL").inc()
+                self.generation = 0
                 self.stopping.wait(0.5)
                 continue
             if not worked:
@@ -143,6 +150,10 @@ class Cycle:
             if not changes and not self.pending_bindings:
                 return
         delta = translate(self.mirror, changes, whole=whole)
+        for note in delta.notes:  # what the reader skipped or ignored, said once each
+            if note not in self._noted:
+                self._noted.add(note)
+                log.info("note", extra={"note": note})
         for r in delta.refused:
             log.warning(
                 "object refused",

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.scheduler.kinds import CONTEXT_KINDS, KINDS, TOPOLOGY_KINDS, Kind
+from clients.scheduler.kinds import KINDS, Kind
 from solver.kube.gangs import (
     ANNOTATION_VOLCANO_GROUP,
     GANG_ANNOTATIONS,
@@ -186,25 +186,6 @@ class Mirror:
 
     def of_kind(self, name: str) -> list[tuple[Kind, dict[ObjKey, Obj]]]:
         return [(k, objs) for k, objs in self.objects.items() if k.kind == name]
-
-    def context(self) -> list[tuple[Kind, Obj]]:
-        """Objects every translation reads (namespaces, priority classes, queues, workloads)."""
-        with self.lock:
-            return [
-                (k, o)
-                for k, objs in self.objects.items()
-                if k.kind in CONTEXT_KINDS
-                for o in objs.values()
-            ]
-
-    def topology(self) -> list[tuple[Kind, Obj]]:
-        with self.lock:
-            return [
-                (k, o)
-                for k, objs in self.objects.items()
-                if k.kind in TOPOLOGY_KINDS
-                for o in objs.values()
-            ]
 
     def pod(self, key: ObjKey) -> Obj | None:
         with self.lock:

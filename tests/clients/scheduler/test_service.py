@@ -4,6 +4,7 @@ binds in flight."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -11,9 +12,11 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
 from clients.kubefake import kubeconfig_for
+from clients.scheduler import cycle as cycle_module
 from tests.clients.scheduler.conftest import Harness, gang, node, pod, pod_group, wait_until
 
 
@@ -202,3 +205,37 @@ def test_what_was_said_is_forgotten_with_the_objects(cluster: Harness) -> None:
     cluster.create(pod("p", 1))  # a cycle runs, and reads the deletions
     wait_until(lambda: "p" in cluster.bound(), what="p bound")
     wait_until(lambda: not [k for k in reporter.last if k[0] == "pod"], what="forgotten")
+
+
+def test_what_the_reader_skips_is_logged_once(
+    cluster: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gangplan.scheduler")
+    volcano = {"scheduling.k8s.io/group-name": "vc"}  # names a PodGroup that is not there
+    cluster.create(node("a"), pod("vc-0", annotations=volcano))
+    cluster.scheduler()
+    wait_until(lambda: "vc-0" in cluster.bound(), what="bound")
+    notes = [r.note for r in caplog.records if getattr(r, "note", None)]  # type: ignore[attr-defined]
+    assert any("PodGroup 'default/vc' is not in the input" in n for n in notes), notes
+    assert len(notes) == len(set(notes))
+
+
+def test_a_fault_inside_a_cycle_does_not_stop_the_scheduler(
+    cluster: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = cycle_module.translate
+    calls = {"n": 0}
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the first delta after the snapshot is put
+            raise RuntimeError("a bug")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cycle_module, "translate", flaky)
+    cluster.create(node("a"))
+    service = cluster.scheduler()
+    cluster.create(gang("g", 2))
+    wait_until(lambda: len(cluster.bound()) == 2, what="bound after the fault")
+    errors = service.metrics.cycle_errors.labels(reason="INTERNAL")._value.get()
+    assert errors == 1
