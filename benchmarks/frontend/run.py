@@ -159,7 +159,11 @@ def serve(nodes: int, running: int) -> None:
 
 
 def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _cpu_of(Path(f"/proc/{pid}/stat").read_text())
+
+
+def _cpu_of(stat: str) -> float:
+    fields = stat.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -168,12 +172,25 @@ def _metrics(port: int) -> dict[str, float]:
     out = {}
     for line in text.splitlines():
         if line.startswith(
-            ("gangplan_scheduler_cycle_seconds_", "gangplan_scheduler_reports_dropped_total")
+            (
+                "gangplan_scheduler_cycle_seconds_",
+                "gangplan_scheduler_reports_dropped_total",
+                "gangplan_scheduler_snapshot_resyncs_total",
+                "gangplan_scheduler_watch_restarts_total",
+            )
         ):
             name, value = line.rsplit(" ", 1)
             if "_bucket" not in name:
                 out[name] = float(value)
     return out
+
+
+def _delta(m0: dict[str, float], m1: dict[str, float], prefix: str) -> int:
+    """How much the counters named `prefix` (all labels) grew."""
+    return int(
+        sum(v for k, v in m1.items() if k.startswith(prefix))
+        - sum(v for k, v in m0.items() if k.startswith(prefix))
+    )
 
 
 def _gangs(
@@ -313,6 +330,7 @@ def main() -> None:
     ap.add_argument("--bind-workers", type=int, default=0, help="the scheduler's (0: its default)")
     ap.add_argument("--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--profile", help="py-spy the scheduler into this raw (collapsed) file")
     args = ap.parse_args()
     if args.mode == "serve":
         serve(args.nodes, args.running)
@@ -350,6 +368,7 @@ def main() -> None:
                 "0",
                 "--log-level",
                 "warning",
+                *(["--bind-workers", str(args.bind_workers)] if args.bind_workers else []),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -370,6 +389,19 @@ def main() -> None:
                 pass
             time.sleep(0.2)
         startup = time.monotonic() - t0
+        if args.profile:
+            # py-spy is not a dependency: install it to profile (pip install py-spy)
+            procs.append(
+                subprocess.Popen(
+                    [
+                        *(str(Path(py).with_name("py-spy")), "record", "--gil", "--nonblocking"),
+                        *("--pid", str(sched.pid), "--rate", "200"),
+                        *("--format", "raw", "--output", args.profile),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         cpu0 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
         m0 = _metrics(port)
         gangs = _gangs(args.rate, args.seconds, args.gather, args.cards, random.Random(args.seed))
@@ -386,7 +418,7 @@ def main() -> None:
         m1 = _metrics(port)
     finally:
         for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
+            p.send_signal(signal.SIGINT if str(p.args[0]).endswith("py-spy") else signal.SIGTERM)
             p.wait(60)
     created = stats["created"]
     first = min(created[p] for p in want)
@@ -426,6 +458,8 @@ def main() -> None:
             m1.get("gangplan_scheduler_reports_dropped_total", 0)
             - m0.get("gangplan_scheduler_reports_dropped_total", 0)
         ),
+        "resyncs": _delta(m0, m1, "gangplan_scheduler_snapshot_resyncs_total"),
+        "watch_restarts": _delta(m0, m1, "gangplan_scheduler_watch_restarts_total"),
         "seconds": args.seconds,
         "gangs": len(members),
         "pods": len(want),

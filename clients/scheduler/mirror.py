@@ -63,6 +63,9 @@ class Changes:
 
     upserted: dict[Kind, set[ObjKey]] = field(default_factory=dict)
     deleted: dict[Kind, dict[ObjKey, Obj]] = field(default_factory=dict)
+    # gang objects of `upserted` whose only change is their status phase: the object is
+    # read again, its pods are not (a phase imposes nothing on them)
+    phase_only: set[tuple[Kind, ObjKey]] = field(default_factory=set)
 
     def touched(self, kinds: Iterable[str]) -> bool:
         wanted = set(kinds)
@@ -121,6 +124,18 @@ class Mirror:
         objects = self.objects[kind]
         if kind.kind == "PodGroup":
             self.gang_objects.add((key[0] or "default", key[1]))
+            before = objects.get(key)
+            objects[key] = obj
+            if before is not None and _group_facts(before) == _group_facts(obj):
+                if _phase(before) == _phase(obj):
+                    return  # a condition or a count in its status: nothing gangplan reads
+                if key not in self.changes.upserted.get(kind, ()):
+                    self.changes.phase_only.add((kind, key))
+            else:
+                self.changes.phase_only.discard((kind, key))
+            self.changes.upserted.setdefault(kind, set()).add(key)
+            self.changes.deleted.get(kind, {}).pop(key, None)
+            return
         if kind.kind == "Pod":
             before = objects.get(key)
             self._index(key, obj)
@@ -155,6 +170,7 @@ class Mirror:
             self.assumed_annotations.pop(key, None)
         self.changes.deleted.setdefault(kind, {})[key] = obj
         self.changes.upserted.get(kind, set()).discard(key)
+        self.changes.phase_only.discard((kind, key))
 
     def _unhint(self, key: ObjKey, obj: Obj | None) -> None:
         if obj is not None and (hint := gang_hint(obj)) is not None:
@@ -268,6 +284,22 @@ def _pod_facts(pod: Obj, assumed_node: str | None) -> tuple[Any, ...]:
         status.get("phase"),
         status.get("nominatedNodeName"),
     )
+
+
+def _group_facts(group: Obj) -> tuple[Any, ...]:
+    """What the reader takes from a gang object, but its status phase."""
+    meta = group.get("metadata") or {}
+    return (
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("creationTimestamp"),
+        meta.get("deletionTimestamp"),
+        group.get("spec"),
+    )
+
+
+def _phase(group: Obj) -> Any:
+    return (group.get("status") or {}).get("phase")
 
 
 def _rv(obj: Obj) -> str:

@@ -126,7 +126,11 @@ def _batch(
         elif kind.kind == "PodGroup":
             changed = {(ns or "default", name) for ns, name in keys}
             hints.update(changed)
-            regather.update(changed)
+            regather.update(
+                (ns or "default", name)
+                for ns, name in keys
+                if (kind, (ns, name)) not in changes.phase_only
+            )
     for kind, gone in changes.deleted.items():
         if kind.kind == "PodGroup":
             changed = {(ns or "default", name) for ns, name in gone}

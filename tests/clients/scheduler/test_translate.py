@@ -73,3 +73,28 @@ def test_a_status_change_or_our_own_binding_sends_nothing() -> None:
     moved["spec"]["nodeName"] = "b"  # not where we bound it: read again
     mirror.apply(KIND["Pod"], "MODIFIED", moved)
     assert mirror.take_changes()
+
+
+def test_a_gang_object_s_own_status_re_reads_at_most_the_object() -> None:
+    """The scheduler writes a PodGroup's status itself: a condition sends nothing, a new
+    phase (which Volcano's enqueue reads) sends the object without re-reading its pods."""
+    mirror = _mirror()
+    mirror.apply(KIND["PodGroup"], "ADDED", pod_group("g", 2))
+    for i in range(2):
+        mirror.apply(KIND["Pod"], "ADDED", pod(f"g-{i}", gang="g"))
+    translate(mirror, mirror.take_changes())
+    written = pod_group("g", 2)
+    written["status"] = {"conditions": [{"type": "Unschedulable", "status": "True"}]}
+    mirror.apply(KIND["PodGroup"], "MODIFIED", written)
+    assert not mirror.take_changes()
+    written = {**written, "status": {"phase": "Pending"}}
+    mirror.apply(KIND["PodGroup"], "MODIFIED", written)
+    delta = translate(mirror, mirror.take_changes())
+    assert [p.name for p in delta.request.upsert_pods] == []
+    assert [(g.name, g.min_member) for g in delta.request.upsert_gangs] == [("g", 2)]
+    # a phase and a spec change together: the pods are read again
+    written = {**written, "status": {"phase": "Scheduled"}}
+    mirror.apply(KIND["PodGroup"], "MODIFIED", {**written, "spec": {"minMember": 1}})
+    mirror.apply(KIND["PodGroup"], "MODIFIED", {**written, "spec": {"minMember": 1}})
+    delta = translate(mirror, mirror.take_changes())
+    assert sorted(p.name for p in delta.request.upsert_pods) == ["g-0", "g-1"]
