@@ -62,15 +62,17 @@ from solver import (
 )
 from solver.engines import ENGINES
 from solver.errors import InputError
-from solver.features.topology.hypernode_tree import (
-    build_hypernode_tree,
-    hypernode_view,
-    render_hypernode_tree,
-)
-from solver.features.topology.tree import build_tree, render_tree, topology_view
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.schedule import snapshot_of
 from solver.snapshot import Workload
+from solver.views import (
+    build_hypernode_tree,
+    build_tree,
+    hypernode_view,
+    render_hypernode_tree,
+    render_tree,
+    topology_view,
+)
 
 __all__ = ["app", "main"]
 

@@ -12,15 +12,8 @@ from clients._exit import fail
 from clients._options import Files, Output, OutputFormat
 from clients.render import amounts, write_data
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
-from solver.features.cards import CardMode
-from solver.features.queues import (
-    DEFAULT_MAX_DEPTH,
-    QueueTree,
-    QuotaMode,
-    build_queue_tree,
-    validate_queues,
-)
 from solver.quantity import UNLIMITED
+from solver.views import DEFAULT_MAX_DEPTH, QueueTree, queue_tree, validate_queues
 
 __all__ = ["queues_app"]
 
@@ -104,14 +97,7 @@ def tree_cmd(
     try:
         conf = load_conf(config)
         model = load_manifests(*files)
-        mode = (
-            CardMode(conf)
-            if conf.enabled("capacity-card")
-            else QuotaMode(conf)
-            if conf.enabled("capacity")
-            else None
-        )
-        tree = build_queue_tree(snapshot_of(model), mode) if mode is not None else None
+        tree = queue_tree(snapshot_of(model), conf)
         if tree is None:
             raise InputError("no queues in the input (or the capacity plugin is not in the conf)")
         if tree.broken:

@@ -69,9 +69,9 @@ from solver.codec import (
     snapshot_from_proto,
 )
 from solver.engines import ENGINES
-from solver.features.queues import validate_queues
 from solver.model import PodSelection
 from solver.snapshot import DeltaError, Snapshot, Workload
+from solver.views import validate_queues
 
 __all__ = ["PlacementServicer", "ScheduleFn"]
 

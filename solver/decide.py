@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from solver.decision import Decision, GroupOutcome, Placement, Preemption
 from solver.engines import EngineResult
-from solver.features.cards import card_of
-from solver.features.devices import device_placement
-from solver.features.topology import TopologyBlock
-from solver.features.topology.kueue_place import assignments
+from solver.features import FEATURES
 from solver.problem import Problem, evaluate, tier_specs
 from solver.snapshot import Snapshot, Workload
 
 __all__ = ["decide"]
+
+PLACEMENT_STEPS = tuple(f.decide.placement for f in FEATURES if f.decide.placement)
+"""Each feature's fields of a placed pod's Placement (its card, its devices, ...)."""
+DECISION_STEPS = tuple(f.decide.decision for f in FEATURES if f.decide.decision)
+"""Each feature's fields of the Decision (Kueue's topology assignments, ...)."""
 
 
 def decide(
@@ -36,15 +40,11 @@ def decide(
         on_devices = result.devices[t] if result.devices is not None else None
         for i, (pod, n) in enumerate(zip(pods, result.pod_node[t].tolist(), strict=True)):
             if n >= 0:
-                devices, notes = device_placement(
-                    problem, t, n, on_devices[i] if on_devices is not None else ()
-                )
-                placements[pod] = Placement(
-                    node=problem.node_names[n],
-                    card=card_of(problem, t, n),
-                    devices=devices,
-                    annotations=notes,
-                )
+                assigned = on_devices[i] if on_devices is not None else ()
+                fields = {}
+                for hook in PLACEMENT_STEPS:
+                    fields.update(hook(problem, t, n, assigned))
+                placements[pod] = Placement(node=problem.node_names[n], **fields)
                 placed_per_gang[g] += 1
     for t, pods in enumerate(problem.type_pods):
         g = int(problem.type_gang[t])
@@ -92,6 +92,9 @@ def decide(
             reason = f"{pending - int(placed_per_gang[g])} optional member(s) pending: {reason}"
         podgroups[gid] = GroupOutcome(enqueued=True, placed=bool(placed), reason=reason)
 
+    extra: dict[str, Any] = {}
+    for step in DECISION_STEPS:
+        extra.update(step(problem, result.pod_node))
     tiers = evaluate(problem, result.pod_node)
     minimized = tuple(s.name for s in tier_specs(problem) if not s.maximize)
     if preemption is not None and preemption.victims:
@@ -111,7 +114,5 @@ def decide(
         stats=dict(result.stats),
         victims=preemption.victims if preemption is not None else (),
         minimized=minimized,
-        topology_assignments=tuple(assignments(problem, block.unit_kueue, result.pod_node))
-        if (block := problem.block(TopologyBlock)) is not None
-        else (),
+        **extra,
     )

@@ -12,7 +12,7 @@ Layers, lowest first (a module may import its own layer and the ones below, neve
     6  solver.compile, solver.engines
     7  solver.decide
     8  solver.schedule
-    9  solver.explain
+    9  solver.explain, solver.views                      the library's answers beside a Decision
     10 solver (the package), solver.codec               the library's front doors
     11 server
     12 clients, gangplan (the client facade)
@@ -27,8 +27,11 @@ import ast
 import subprocess
 import sys
 from collections import defaultdict
+from dataclasses import fields
 from functools import cache
 from pathlib import Path
+
+from solver.features import FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("solver", "server", "clients", "gangplan")
@@ -54,6 +57,7 @@ LAYERS: dict[str, int] = {
     "solver.decide": 7,
     "solver.schedule": 8,
     "solver.explain": 9,
+    "solver.views": 9,
     "solver": 10,
     "solver.codec": 10,
     "server": 11,
@@ -235,3 +239,68 @@ def test_the_thin_client_loads_no_solver() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+FEATURE_PACKAGE = "solver.features"
+CORE_OF_FEATURES = {"solver.features", "solver.features._base", "solver.features._steps"}
+NAMES_NO_FEATURE = ("solver.engines", "solver.decide", "solver.codec")
+
+
+def _feature_modules_imported(prefixes: tuple[str, ...]) -> list[str]:
+    found = []
+    for module, targets in _graph().items():
+        if not any(module == p or module.startswith(p + ".") for p in prefixes):
+            continue
+        found += [
+            f"{module} imports {t}"
+            for t in targets
+            if t.startswith(FEATURE_PACKAGE + ".") and t not in CORE_OF_FEATURES
+        ]
+    return sorted(found)
+
+
+def test_engines_decide_and_codec_name_no_feature() -> None:
+    """They iterate over the registry (`solver.features.FEATURES`): a new policy is its
+    folder plus one registry line, with no engine to edit."""
+    assert _feature_modules_imported(NAMES_NO_FEATURE) == []
+
+
+def test_front_ends_import_no_feature_module() -> None:
+    """The CLI, the service and the clients use the library's public API (`solver`,
+    `solver.views`, ...), never a feature package."""
+    found = [
+        f"{module} imports {t}"
+        for module, targets in _graph().items()
+        if module.startswith(("server", "clients", "gangplan"))
+        for t in targets
+        if t == FEATURE_PACKAGE or t.startswith(FEATURE_PACKAGE + ".")
+    ]
+    assert sorted(found) == []
+
+
+def test_every_registered_feature_lives_in_its_folder() -> None:
+    """A feature's parts (compile step, keys, facts' readers, engine steps, decision steps)
+    are all defined in its own package `solver/features/<name>/`."""
+
+    def functions(value: object) -> list[object]:
+        if callable(value):
+            return [getattr(value, "func", value)]  # a partial: its function
+        if isinstance(value, tuple):
+            return [f for v in value for f in functions(v)]
+        if hasattr(value, "__dataclass_fields__"):
+            return [f for fld in fields(value) for f in functions(getattr(value, fld.name))]  # type: ignore[arg-type]
+        return []
+
+    outside, checked = [], 0
+    for feature in FEATURES:
+        home = f"{FEATURE_PACKAGE}.{feature.name}"
+        assert (ROOT / "solver" / "features" / feature.name).is_dir(), feature.name
+        parts = [feature.compile, feature.type_key, feature.call_type_key]
+        parts += [feature.greedy, feature.cpsat, feature.explain, feature.decide]
+        for fn in (f for p in parts for f in functions(p)):
+            checked += 1
+            module = getattr(fn, "__module__", "") or ""
+            if module != home and not module.startswith(home + "."):
+                outside.append(f"{feature.name}: {getattr(fn, '__qualname__', fn)} in {module}")
+    assert outside == []
+    assert checked > 30  # the steps were found

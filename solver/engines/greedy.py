@@ -17,7 +17,7 @@ are dropped, and the rest of the unit is tried again (so a group never ends half
 A pod goes to the node with the highest score (static policy scores + usage-dependent
 scores such as binpack) among the nodes where it fits, lowest node name on ties; pods of
 one type are placed in one vectorised step (`solver.problem.fill`), within the queue
-quotas (`QuotaLedger`) when a QuotaBlock is present.
+limits of the ledger in play (the queue quotas when a QuotaBlock is present).
 """
 
 from __future__ import annotations
@@ -28,13 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from solver.engines._result import EngineResult
-from solver.features.devices.greedy import device_tracker
-from solver.features.interpod import tracker_for
-from solver.features.nodegroup.greedy import group_tracker
-from solver.features.queues import QuotaBlock, QuotaLedger, fill_within_quota
-from solver.features.topology.greedy import place_unit as place_topology_unit
-from solver.features.topology.hypernode_greedy import place_hypernode_unit
-from solver.features.topology.hypernode_subgroup_greedy import place_subgroup_unit
+from solver.features import FEATURES
 from solver.problem import (
     GreedyState,
     IntArray,
@@ -44,37 +38,37 @@ from solver.problem import (
     Tracker,
     Trackers,
     UnitPlacer,
-    fill,
     fit_report,
     format_fit_error,
 )
 from solver.quantity import format_quantity
 
-__all__ = ["TRACKERS", "UNIT_PLACERS", "ledger_for", "solve_greedy"]
+__all__ = ["LEDGERS", "TRACKERS", "UNIT_PLACERS", "ledger_for", "solve_greedy"]
 
-UNIT_PLACERS: tuple[UnitPlacer, ...] = (
-    place_subgroup_unit,
-    place_hypernode_unit,
-    place_topology_unit,
-)
+UNIT_PLACERS: tuple[UnitPlacer, ...] = tuple(p for f in FEATURES for p in f.greedy.unit_placers)
 """Features' unit placers, tried in order; the first that places a unit wins."""
 
-TRACKERS: tuple[Callable[[Problem], Tracker | None], ...] = (tracker_for, group_tracker)
+TRACKERS: tuple[Callable[[Problem], Tracker | None], ...] = tuple(
+    t for f in FEATURES for t in f.greedy.trackers
+)
 """Features' trackers (rules that move as the call's own pods land: inter-pod terms,
-node-group resource limits), combined in this order; GPU devices (`device_tracker`) last,
-kept apart so the answer can name each pod's devices."""
+node-group resource limits, GPU devices), combined in this order; the combined tracker's
+`assignment` (the devices of each pod) goes into the answer."""
+
+LEDGERS: tuple[Callable[[Problem], Ledger | None], ...] = tuple(
+    f.greedy.ledger for f in FEATURES if f.greedy.ledger is not None
+)
+"""Features' ledgers (limits beyond node capacity); the first in play applies."""
 
 
 def ledger_for(problem: Problem) -> Ledger:
-    """The quota ledger of a Problem (no limits without a QuotaBlock)."""
-    block = problem.block(QuotaBlock)
-    return QuotaLedger(problem, block) if block is not None else NoLimits()
+    """The ledger of a Problem (no limits when no feature's is in play)."""
+    return next((ledger for make in LEDGERS if (ledger := make(problem))), NoLimits())
 
 
 def solve_greedy(problem: Problem) -> EngineResult:
     started = time.perf_counter()
-    devices = device_tracker(problem)
-    tracker = Trackers.of(*(make(problem) for make in TRACKERS), devices)
+    tracker = Trackers.of(*(make(problem) for make in TRACKERS))
     state = GreedyState.start(problem, ledger_for(problem), tracker)
     unit_gangs: dict[int, list[int]] = {}
     for g in np.flatnonzero(problem.gang_pending > 0).tolist():
@@ -105,7 +99,7 @@ def solve_greedy(problem: Problem) -> EngineResult:
         pod_node=state.pod_node,
         gang_reason=state.gang_reason,
         stats={"seconds": time.perf_counter() - started},
-        devices=devices.assignment(state.pod_node) if devices is not None else None,
+        devices=tracker.assignment(state.pod_node) if tracker is not None else None,
     )
 
 
@@ -113,10 +107,7 @@ def _fill_type(
     problem: Problem, t: int, count: int, state: GreedyState
 ) -> tuple[IntArray, int, str | None]:
     """Up to `count` pods of type t; (nodes, how many the quotas admitted, quota reason)."""
-    if isinstance(state.ledger, QuotaLedger):
-        return fill_within_quota(problem, t, count, state.free, state.ledger, state.tracker)
-    nodes = fill(problem, t, count, state.free, tracker=state.tracker)
-    return nodes, count, None
+    return state.ledger.fill(problem, t, count, state.free, state.tracker)
 
 
 def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[int]:

@@ -14,13 +14,15 @@
 
 A feature package holds everything of its policy: the running-pod facts it keeps in the
 snapshot (`Feature.facts`), its memoised snapshot state, its compile step into its Problem
-block, its greedy step and its CP-SAT module. Adding a policy means adding a package, listing
-it here, and — if it has them — its greedy step in `solver/engines/greedy.py` and its
-CP-SAT module in `solver/engines/cpsat/_modules.py`.
+block, and its parts of the greedy engine, the CP-SAT engine, the explanation and the
+Decision (`Feature.greedy`, `.cpsat`, `.explain`, `.decide`; see `_steps.py`). The engines,
+the explanation and `decide` iterate over FEATURES and never import a feature by name:
+adding a policy is adding its package and one line below.
 
-The order matters where a node fails several filters (the first one is its counted reason)
-and for the order scores are summed in: predicates, topology, queues, node groups, cards,
-nodeorder (last, so it normalises over the nodes every earlier filter leaves).
+The order matters where a node fails several filters (the first one is its counted reason),
+for the order scores are summed in (nodeorder last, so it normalises over the nodes every
+earlier filter leaves), for the order trackers answer in (a node's reason is the first
+involved tracker's), and it is the order the CP-SAT modules are built in.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from solver.features import (
     binpack,
     cards,
     devices,
+    gang,
     interpod,
     nodegroup,
     nodeorder,
@@ -50,6 +53,7 @@ FEATURES: tuple[Feature, ...] = (
     nodegroup.FEATURE,
     cards.FEATURE,
     devices.FEATURE,
+    gang.FEATURE,
     binpack.FEATURE,
     nodeorder.FEATURE,
 )

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from solver.config import SchedulerConf
+from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
 from solver.model import Pod
 from solver.problem import Block, BoolArray, FloatArray, IntArray
 from solver.snapshot import Fact, NodeTable, Snapshot, Workload
@@ -158,7 +159,8 @@ class CompileContext:
 @dataclass(frozen=True)
 class Feature:
     """One policy family: which conf plugins turn it on, what it keeps of running pods,
-    how pending pods of one type must agree, and its compile step."""
+    how pending pods of one type must agree, its compile step, and its parts of the
+    engines, the explanation and the Decision (`solver.features._steps`)."""
 
     name: str
     plugins: tuple[str, ...]
@@ -167,6 +169,10 @@ class Feature:
     type_key: Callable[[Pod], Hashable] | None = None  # pods of one type agree on this
     call_type_key: Callable[[Snapshot, Workload], Callable[[Pod], Hashable]] | None = None
     #   the same, when what pods must agree on depends on the call (labels its selectors read)
+    greedy: GreedySteps = field(default_factory=GreedySteps)
+    cpsat: CpsatSteps = field(default_factory=CpsatSteps)
+    explain: ExplainSteps = field(default_factory=ExplainSteps)
+    decide: DecideSteps = field(default_factory=DecideSteps)
 
     def enabled(self, conf: SchedulerConf) -> bool:
         return any(conf.enabled(p) for p in self.plugins)

@@ -6,8 +6,8 @@ fill, fit_report, ...      the greedy primitives features and engines share (`_f
 GreedyState, Ledger        the greedy engine's working state, as features see it
 """
 
-from solver.problem._fill import fill, fit_report, format_fit_error, slots_of
-from solver.problem._greedy import GreedyState, Ledger, NoLimits, Tracker, Trackers, UnitPlacer
+from solver.problem._fill import NoLimits, fill, fit_report, format_fit_error, slots_of
+from solver.problem._greedy import GreedyState, Ledger, Tracker, Trackers, UnitPlacer
 from solver.problem._objective import (
     compare_tiers,
     evaluate,

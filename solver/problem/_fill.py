@@ -8,7 +8,7 @@ import numpy as np
 from solver.problem._greedy import Tracker
 from solver.problem._problem import BoolArray, FloatArray, IntArray, Problem
 
-__all__ = ["fill", "fit_report", "format_fit_error", "slots_of"]
+__all__ = ["NoLimits", "fill", "fit_report", "format_fit_error", "slots_of"]
 
 
 def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = None) -> IntArray:
@@ -141,3 +141,30 @@ def format_fit_error(num_nodes: int, counts: dict[str, int]) -> str:
         return f"0/{num_nodes} nodes are available."
     parts = ", ".join(f"{n} {text}" for text, n in sorted(counts.items(), key=lambda kv: kv[0]))
     return f"0/{num_nodes} nodes are available: {parts}."
+
+
+class NoLimits:
+    """The ledger when no quota is in play."""
+
+    def cap(self, t: int, count: int, card: int | None = None) -> tuple[int, str | None]:
+        return count, None
+
+    def charge(self, t: int, n: int, card: int | None = None) -> None:
+        return None
+
+    def admits(self, pod_node: dict[int, IntArray]) -> str | None:
+        return None
+
+    def charge_plan(self, pod_node: dict[int, IntArray]) -> None:
+        return None
+
+    def checkpoint(self) -> object:
+        return None
+
+    def restore(self, saved: object) -> None:
+        return None
+
+    def fill(
+        self, problem: Problem, t: int, count: int, free: IntArray, tracker: Tracker | None
+    ) -> tuple[IntArray, int, str | None]:
+        return fill(problem, t, count, free, tracker=tracker), count, None

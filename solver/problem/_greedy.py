@@ -15,7 +15,7 @@ import numpy as np
 
 from solver.problem._problem import FloatArray, IntArray, Problem
 
-__all__ = ["GreedyState", "Ledger", "NoLimits", "Tracker", "Trackers", "UnitPlacer"]
+__all__ = ["GreedyState", "Ledger", "Tracker", "Trackers", "UnitPlacer"]
 
 
 class Ledger(Protocol):
@@ -38,27 +38,12 @@ class Ledger(Protocol):
 
     def restore(self, saved: object) -> None: ...
 
-
-class NoLimits:
-    """The ledger when no quota is in play."""
-
-    def cap(self, t: int, count: int, card: int | None = None) -> tuple[int, str | None]:
-        return count, None
-
-    def charge(self, t: int, n: int, card: int | None = None) -> None:
-        return None
-
-    def admits(self, pod_node: dict[int, IntArray]) -> str | None:
-        return None
-
-    def charge_plan(self, pod_node: dict[int, IntArray]) -> None:
-        return None
-
-    def checkpoint(self) -> object:
-        return None
-
-    def restore(self, saved: object) -> None:
-        return None
+    def fill(
+        self, problem: Problem, t: int, count: int, free: IntArray, tracker: Tracker | None
+    ) -> tuple[IntArray, int, str | None]:
+        """Up to `count` pods of type t placed within the limits (`fill`, updating `free`
+        and the ledger): their nodes, how many the limits admitted, and why fewer."""
+        ...
 
 
 class Tracker:
@@ -85,6 +70,11 @@ class Tracker:
         return None
 
     def restore(self, saved: object) -> None:
+        return None
+
+    def assignment(self, pod_node: list[IntArray]) -> list[list[tuple[int, ...]]] | None:
+        """Per type, per pod: what it was given on its node beyond the node (its GPU
+        devices); None when the tracker assigns nothing."""
         return None
 
 
@@ -132,6 +122,9 @@ class Trackers(Tracker):
         assert isinstance(saved, tuple)
         for p, state in zip(self.parts, saved, strict=True):
             p.restore(state)
+
+    def assignment(self, pod_node: list[IntArray]) -> list[list[tuple[int, ...]]] | None:
+        return next((a for p in self.parts if (a := p.assignment(pod_node)) is not None), None)
 
 
 @dataclass

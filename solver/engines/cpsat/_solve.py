@@ -30,11 +30,11 @@ from ortools.sat.python import cp_model
 from solver.engines._params import SolveParams
 from solver.engines._result import EngineResult
 from solver.engines.cpsat._modules import (
+    ASSIGNMENTS,
     CLASS_SPLITS,
     MODULES,
     POSTPROCESS,
     UNSUPPORTED,
-    device_assignment,
     per_node_types,
 )
 from solver.engines.cpsat.explain import explain_unsatisfied
@@ -208,7 +208,10 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     if greedy_score >= score:  # ties keep the greedy's (upstream-like) node choice
         pod_node, score = greedy.pod_node, greedy_score
     else:
-        devices = device_assignment(problem, v, value_of, pod_node)
+        devices = next(
+            (a for read in ASSIGNMENTS if (a := read(problem, v, value_of, pod_node)) is not None),
+            None,
+        )
     proven = proven_all or (bound is not None and score >= bound)
     result_status = "OPTIMAL" if proven else "FEASIBLE"
     if proven and problem.num_pods > 0 and all((row < 0).all() for row in pod_node):

@@ -7,7 +7,8 @@ an assumption literal:
 * `capacity[r]` — the rows of resource r (one literal per resource, `pods` included);
 * `eligibility` — pods stay off nodes their predicates reject (selectors, taints, ...);
 * `gang[h]`     — gang h places at least its minMember share;
-* `interpod`    — the pod affinity, anti-affinity and spread rows between its pods.
+* a feature's family (`ExplainSteps.guard`, e.g. `interpod`: the pod affinity,
+  anti-affinity and spread rows between its pods).
 
 If CP-SAT proves it infeasible, `sufficient_assumptions_for_infeasibility()` names the
 families that together make it so, and each is put in words with its numbers
@@ -25,10 +26,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import capacity
-from solver.features.interpod import InterPodBlock
-from solver.features.interpod import cpsat as interpod
-from solver.features.nodegroup import NodeGroupLimitBlock
-from solver.features.topology import TopologyBlock
+from solver.features import FEATURES
 from solver.problem import IntArray, Problem, Rows
 from solver.quantity import format_quantity
 from solver.sat import PlacementVars, node_classes
@@ -36,6 +34,8 @@ from solver.sat import PlacementVars, node_classes
 __all__ = ["explain_gang", "explain_unsatisfied"]
 
 EXPLAIN_SECONDS = 1.0
+
+_STEPS = tuple(f.explain for f in FEATURES)
 
 
 def _closure(problem: Problem, g: int) -> list[int]:
@@ -75,9 +75,11 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     sub = _subproblem(problem, types)
     idx = np.array(types)
     eligible = np.asarray(problem.eligible[idx])
-    terms = problem.block(InterPodBlock)
-    splits = [eligible, *(np.asarray(row)[idx] for row in interpod.class_split(problem))]
-    per_node = interpod.virtual_types(problem)
+    splits = [
+        eligible,
+        *(np.asarray(row)[idx] for step in _STEPS for f in step.class_splits for row in f(problem)),
+    ]
+    per_node = _per_node(problem)
     model = cp_model.CpModel()
     classes = node_classes(
         sub,
@@ -105,45 +107,39 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
             (v.type_total(i) for i in local_types[h]), start=cp_model.LinearExpr.constant(0)
         )
         model.add(placed >= int(problem.gang_need[h])).only_enforce_if(lit)
-    literals = [*cap.values(), elig, *need.values()]
-    if terms is not None and terms.unit_involved(types):
-        between = model.new_bool_var("interpod")
-        interpod.encode(terms, model, v, {t: i for i, t in enumerate(types)}, guard=between)
-        literals.append(between)
-    model.add_assumptions(literals)
+    guards = [
+        found for step in _STEPS if step.guard and (found := step.guard(problem, model, v, types))
+    ]
+    model.add_assumptions([*cap.values(), elig, *need.values(), *(g.literal for g in guards)])
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, seconds)
     solver.parameters.num_workers = 1
     status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        if _one_domain(problem, g) or _group_limited(problem, types):
-            return None  # the relaxation drops the one-domain rule or the node-group
-            #   limits: "fits" would be untrue
+        if any(step.relaxed and step.relaxed(problem, g, types) for step in _STEPS):
+            return None  # the relaxation drops a feature's rule (one domain, node-group
+            #   limits): "fits" would be untrue
         return (
             f"gang {problem.gang_ids[g]} fits on the cluster on its own; "
             "the room went to other pending gang groups (higher priority or more groups placed)"
         )
     if status != cp_model.INFEASIBLE:
         return None
-    core = {
-        model.proto.variables[i].name for i in solver.sufficient_assumptions_for_infeasibility()
-    }
-    return _words(problem, gangs, types, core)
+    in_core = set(solver.sufficient_assumptions_for_infeasibility())
+    core = {model.proto.variables[i].name for i in in_core}
+    families = [g.words for g in guards if g.literal.index in in_core]
+    return _words(problem, gangs, types, core, families)
 
 
-def _one_domain(problem: Problem, g: int) -> bool:
-    topology = problem.block(TopologyBlock)
-    u = int(problem.gang_unit[g])
-    return topology is not None and (topology.is_gather(u) or topology.domain_of(u) is not None)
+def _per_node(problem: Problem) -> np.ndarray | None:
+    """[T] types the guarded families constrain node by node (None: none)."""
+    rows = [row for step in _STEPS if step.per_node and (row := step.per_node(problem)) is not None]
+    return np.logical_or.reduce(rows) if rows else None
 
 
-def _group_limited(problem: Problem, types: list[int]) -> bool:
-    """Some of the types count against a queue's node-group resource limits."""
-    block = problem.block(NodeGroupLimitBlock)
-    return block is not None and bool((block.type_queue[types] >= 0).any())
-
-
-def _words(problem: Problem, gangs: list[int], types: list[int], core: set[str]) -> str:
+def _words(
+    problem: Problem, gangs: list[int], types: list[int], core: set[str], families: list[str]
+) -> str:
     eligible_any = np.any(problem.eligible[np.array(types)], axis=0)
     parts: list[str] = []
     if "eligibility" in core:
@@ -185,15 +181,7 @@ def _words(problem: Problem, gangs: list[int], types: list[int], core: set[str])
             f"{'; '.join(wants)} ({format_quantity(name, total)} in all), {where} "
             f"{format_quantity(name, offered)} before this cycle"
         )
-    if "interpod" in core:
-        block = problem.block(InterPodBlock)
-        assert block is not None
-        texts = sorted({row.text for row in block.rows if set(row.owners) & set(types)})
-        parts.append(
-            "the pods' own affinity, anti-affinity and spread terms cannot all hold ("
-            + "; ".join(texts)
-            + ")"
-        )
+    parts.extend(families)
     if not parts:
         parts.append("the gang's minMember share cannot be met")
     return "; ".join(parts)

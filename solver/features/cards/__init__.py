@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from solver.features._base import CompileContext, Feature
+from solver.features._steps import DecideSteps
 from solver.features.cards.mode import CARD, CardMode, card_plans, card_weight, first_offered
 from solver.features.queues import QuotaBlock, compile_quotas
 from solver.model import CardDemand, CardError
@@ -74,10 +76,14 @@ def _compile(ctx: CompileContext) -> None:
     ctx.add_block(CardBlock(quota))
 
 
-def card_of(problem: Problem, t: int, n: int) -> str | None:
-    """The card type a pod of type t uses on node n (None without card demand)."""
+def card_placement(
+    problem: Problem, t: int, n: int, _assigned: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """The Placement field of a pod of type t on node n: the card type it uses (none
+    without card demand)."""
     block = problem.block(CardBlock)
-    return block.card_of(t, n) if block is not None else None
+    card = block.card_of(t, n) if block is not None else None
+    return {"card": card} if card is not None else {}
 
 
 FEATURE = Feature(
@@ -85,4 +91,5 @@ FEATURE = Feature(
     plugins=("capacity-card",),
     compile=_compile,
     type_key=lambda pod: pod.annotations.get("volcano.sh/card.name"),
+    decide=DecideSteps(placement=card_placement),
 )

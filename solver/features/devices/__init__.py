@@ -1,6 +1,7 @@
 """GPU devices shared by fractional pods (Koordinator DeviceShare, Volcano/HAMi vGPU, KAI
 gpu-fraction, Alibaba/openb gpu-milli) — placed and checked device by device.
 
+    block.py    the Problem block: device demand per type, devices that fit one more pod
     table.py    the snapshot's devices and what running pods hold (memoised per generation)
     greedy.py   a tracker: which nodes still have a device for one more pod, best-fit devices
     cpsat.py    device patterns per (node, free-capacity bucket)
@@ -23,16 +24,21 @@ and Volcano's deviceshare enforce it; a scheduler without either would overcommi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
-from solver.features.devices.policy import Scoring, scoring
+from solver.features._steps import CpsatSteps, DecideSteps, GreedySteps
+from solver.features.devices import cpsat
+from solver.features.devices.block import REASON_NO_DEVICE, DeviceBlock, fitting_nodes
+from solver.features.devices.greedy import device_tracker
+from solver.features.devices.policy import scoring
 from solver.features.devices.quota import SHARE_FACT
-from solver.features.devices.table import ALLOCATED_FACT, DeviceTable, device_table
+from solver.features.devices.table import ALLOCATED_FACT, device_table
 from solver.model import (
     DEVICE_ANNOTATIONS,
     DeviceDemand,
@@ -41,7 +47,7 @@ from solver.model import (
     assignment_annotations,
     device_demand,
 )
-from solver.problem import Block, IntArray, Problem
+from solver.problem import Problem
 
 __all__ = [
     "FEATURE",
@@ -50,41 +56,6 @@ __all__ = [
     "device_placement",
     "fitting_nodes",
 ]
-
-REASON_NO_DEVICE = "node(s) had no GPU device with enough free share"
-
-
-@dataclass(frozen=True, eq=False)
-class DeviceBlock(Block):
-    table: DeviceTable
-    demand: tuple[DeviceDemand | None, ...]  # per type
-    reason_code: int
-    scoring: Scoring  # deviceshare.SchedulePolicy and its weight, FGD's target workload
-    _need: dict[int, IntArray] = field(default_factory=dict)
-
-    def involved(self, t: int) -> bool:
-        return self.demand[t] is not None
-
-    def memory_need(self, t: int) -> IntArray:
-        """[D] memory one device gives a pod of type t (MiB, or milli of an unknown size)."""
-        need = self._need.get(t)
-        if need is None:
-            d = self.demand[t]
-            assert d is not None
-            cap, known = self.table.memory_cap, self.table.memory_known.astype(bool)
-            need = np.where(known, d.memory_mib + d.memory_ratio * cap // 1000, d.memory_ratio)
-            self._need[t] = need
-        return need
-
-
-def fitting_nodes(
-    block: DeviceBlock, t: int, core_free: IntArray, memory_free: IntArray, num_nodes: int
-) -> IntArray:
-    """[N] devices per node that can take one more pod of type t now."""
-    demand = block.demand[t]
-    assert demand is not None
-    fits = (core_free >= demand.core) & (memory_free >= block.memory_need(t))
-    return np.bincount(block.table.node[fits], minlength=num_nodes).astype(np.int64)
 
 
 def _type_key(pod: Pod) -> tuple[str, ...]:
@@ -125,20 +96,18 @@ def _compile(ctx: CompileContext) -> None:
     ctx.add_block(block)
 
 
-def device_placement(
-    problem: Problem, t: int, n: int, local: tuple[int, ...]
-) -> tuple[tuple[int, ...], dict[str, str]]:
-    """The device indices and the dialect's annotation of a pod of type t placed on node n
-    on devices `local` (indices within the node)."""
+def device_placement(problem: Problem, t: int, n: int, local: tuple[int, ...]) -> dict[str, Any]:
+    """The Placement fields of a pod of type t placed on node n on devices `local`
+    (indices within the node): the devices and the dialect's annotation."""
     block = problem.block(DeviceBlock)
     if block is None or not local or block.demand[t] is None:
-        return (), {}
+        return {}
     demand = block.demand[t]
     assert demand is not None
     first = int(block.table.start[n])
     known = bool(block.table.memory_known[first]) if block.table.start[n + 1] > first else False
     memory = int(block.table.memory_cap[first]) if known else 0
-    return local, assignment_annotations(demand, local, memory)
+    return {"devices": local, "annotations": assignment_annotations(demand, local, memory)}
 
 
 @dataclass(frozen=True)
@@ -153,4 +122,13 @@ FEATURE = _AlwaysOn(
     compile=_compile,
     facts=(ALLOCATED_FACT, SHARE_FACT),
     type_key=_type_key,
+    greedy=GreedySteps(trackers=(device_tracker,)),
+    cpsat=CpsatSteps(
+        modules=(cpsat.build,),
+        class_splits=(cpsat.class_split,),
+        per_node=(cpsat.per_node,),
+        unsupported=(cpsat.unsupported,),
+        assignment=cpsat.assignment,
+    ),
+    decide=DecideSteps(placement=device_placement),
 )

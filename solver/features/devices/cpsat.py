@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.features.devices import DeviceBlock
+from solver.features.devices.block import DeviceBlock
 from solver.problem import BoolArray, IntArray, Problem
 from solver.sat import PlacementVars, Term
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solver.features.devices import DeviceBlock, fitting_nodes
 from solver.features.devices.bestfit import best_fit_score
+from solver.features.devices.block import DeviceBlock, fitting_nodes
 from solver.features.devices.fgd import fgd_score
 from solver.features.devices.policy import BESTFIT, FGD
 from solver.model import WHOLE

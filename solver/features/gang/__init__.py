@@ -19,11 +19,13 @@ snapshot), so a call costs its own gangs, not every running pod's.
 from __future__ import annotations
 
 from solver.config import SchedulerConf
-from solver.features._base import GangPlan
+from solver.features._base import CompileContext, Feature, GangPlan
+from solver.features._steps import CpsatSteps
+from solver.features.gang import cpsat
 from solver.model import MatchPolicy
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["GangPlan", "default_match_policy", "plan_gangs"]
+__all__ = ["FEATURE", "GangPlan", "default_match_policy", "plan_gangs"]
 
 
 def default_match_policy(conf: SchedulerConf) -> MatchPolicy:
@@ -128,3 +130,16 @@ def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:
             parent[max(ra, rb)] = min(ra, rb)
     labels: dict[int, int] = {}
     return [labels.setdefault(find(i), len(labels)) for i in range(n)]
+
+
+def _compile(ctx: CompileContext) -> None:
+    """Nothing per type: the plan (`plan_gangs`) is the core of every Problem, made before
+    any feature compiles."""
+
+
+FEATURE = Feature(
+    name="gang",
+    plugins=("gang",),
+    compile=_compile,
+    cpsat=CpsatSteps(modules=(cpsat.build,)),
+)

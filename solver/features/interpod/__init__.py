@@ -15,6 +15,8 @@ node" places a gang on distinct nodes or leaves it pending as a whole.
 from __future__ import annotations
 
 from solver.features._base import Feature
+from solver.features._steps import CpsatSteps, ExplainSteps, GreedySteps
+from solver.features.interpod import cpsat
 from solver.features.interpod._compile import compile_interpod, type_key_of_call
 from solver.features.interpod.block import (
     REASON_AFFINITY,
@@ -45,4 +47,11 @@ FEATURE = Feature(
     plugins=("predicates",),
     compile=compile_interpod,
     call_type_key=type_key_of_call,
+    greedy=GreedySteps(trackers=(tracker_for,)),
+    cpsat=CpsatSteps(modules=(cpsat.build,), per_node=(cpsat.virtual_types,)),
+    explain=ExplainSteps(
+        class_splits=(cpsat.class_split,),
+        per_node=cpsat.virtual_types,
+        guard=cpsat.guard,
+    ),
 )

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
+from solver.features._steps import Guard
 from solver.features.interpod.block import InterPodBlock, TermRow, at_nodes
 from solver.problem import BoolArray, IntArray, Problem
 from solver.sat import PlacementVars, Term
@@ -221,3 +222,21 @@ def _spread(
         model.add(_sum(by_type, owners) == 0).only_enforce_if([~present, *lits])
         # O ≥ 1 ⇒ e + M − m ≤ maxSkew
         model.add(expr - low <= row.max_skew).only_enforce_if([present, *lits])
+
+
+def guard(
+    problem: Problem, model: cp_model.CpModel, v: PlacementVars, types: list[int]
+) -> Guard | None:
+    """The rows among `types` (the explanation's local types), behind one literal."""
+    terms = problem.block(InterPodBlock)
+    if terms is None or not terms.unit_involved(types):
+        return None
+    between = model.new_bool_var("interpod")
+    encode(terms, model, v, {t: i for i, t in enumerate(types)}, guard=between)
+    texts = sorted({row.text for row in terms.rows if set(row.owners) & set(types)})
+    return Guard(
+        between,
+        "the pods' own affinity, anti-affinity and spread terms cannot all hold ("
+        + "; ".join(texts)
+        + ")",
+    )

@@ -45,6 +45,9 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
+from solver.features._steps import CpsatSteps, ExplainSteps, GreedySteps
+from solver.features.nodegroup import cpsat
+from solver.features.nodegroup.greedy import group_tracker
 from solver.features.nodegroup.groups import LABEL, node_groups
 from solver.features.nodegroup.limits import (
     ANNOTATION,
@@ -226,4 +229,11 @@ def _compile(ctx: CompileContext) -> None:
     compile_limits(ctx, gang_queue)
 
 
-FEATURE = Feature(name="nodegroup", plugins=("nodegroup",), compile=_compile)
+FEATURE = Feature(
+    name="nodegroup",
+    plugins=("nodegroup",),
+    compile=_compile,
+    greedy=GreedySteps(trackers=(group_tracker,)),
+    cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
+    explain=ExplainSteps(relaxed=cpsat.relaxed),
+)

@@ -19,7 +19,9 @@ dialects without that annotation are in no queue and not limited by any. The `ro
 from __future__ import annotations
 
 from solver.features._base import CompileContext, Feature
+from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.devices.quota import shares_in_play
+from solver.features.queues import cpsat
 from solver.features.queues.block import QuotaBlock
 from solver.features.queues.compile import compile_quotas
 from solver.features.queues.greedy import QuotaLedger, fill_within_quota
@@ -50,4 +52,10 @@ def _compile(ctx: CompileContext) -> None:
     compile_quotas(ctx, QuotaMode(ctx.conf, gpu_milli=shares_in_play(ctx.snapshot, ctx.workload)))
 
 
-FEATURE = Feature(name="queues", plugins=("capacity",), compile=_compile)
+FEATURE = Feature(
+    name="queues",
+    plugins=("capacity",),
+    compile=_compile,
+    greedy=GreedySteps(ledger=QuotaLedger.of),  # the cards' quotas too (a QuotaBlock)
+    cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
+)

@@ -22,6 +22,17 @@ __all__ = ["QuotaLedger", "fill_within_quota"]
 class QuotaLedger:
     """Headroom left during one run (`Ledger` of the greedy state)."""
 
+    @classmethod
+    def of(cls, problem: Problem) -> QuotaLedger | None:
+        """The ledger of a Problem with a QuotaBlock (None without one)."""
+        block = problem.block(QuotaBlock)
+        return cls(problem, block) if block is not None else None
+
+    def fill(
+        self, problem: Problem, t: int, count: int, free: IntArray, tracker: Tracker | None
+    ) -> tuple[IntArray, int, str | None]:
+        return fill_within_quota(problem, t, count, free, self, tracker)
+
     def __init__(self, problem: Problem, block: QuotaBlock) -> None:
         self.problem = problem
         self.block = block

@@ -31,13 +31,20 @@ job, anywhere. Both engines read it as eligibility; `verify` checks it on its ow
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from solver.features._base import CompileContext, Feature
+from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
+from solver.features.topology import cpsat, hypernode_cpsat
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
+from solver.features.topology.greedy import place_unit
 from solver.features.topology.hypernode import HyperNodeUnits, compile_hypernode
+from solver.features.topology.hypernode_greedy import place_hypernode_unit
 from solver.features.topology.hypernode_subgroup import subgroup_type_key
+from solver.features.topology.hypernode_subgroup_greedy import place_subgroup_unit
 from solver.features.topology.koordinator import (
     ANNOTATION_SPEC,
     SELECTOR_FACT,
@@ -47,10 +54,11 @@ from solver.features.topology.koordinator import (
     unit_gather,
 )
 from solver.features.topology.kueue import KueuePodSet, compile_kueue, pod_set_key
+from solver.features.topology.kueue_place import assignments
 from solver.features.topology.selector import compile_selector_scores, selector_of
 from solver.features.topology.tree import TopologyTree, tree_of
 from solver.model import Pod
-from solver.problem import IntArray
+from solver.problem import IntArray, Problem
 
 __all__ = ["DIALECT_GODEL", "FEATURE", "TopologyBlock"]
 
@@ -262,6 +270,14 @@ def _block(
     )
 
 
+def decision_fields(problem: Problem, pod_node: list[IntArray]) -> dict[str, Any]:
+    """The Decision's `topology_assignments` (Kueue's, when a TopologyBlock is in play)."""
+    block = problem.block(TopologyBlock)
+    if block is None:
+        return {}
+    return {"topology_assignments": tuple(assignments(problem, block.unit_kueue, pod_node))}
+
+
 FEATURE = Feature(
     name="topology",
     plugins=("network-topology", "job-affinity", "network-topology-aware"),
@@ -269,4 +285,13 @@ FEATURE = Feature(
     facts=(SELECTOR_FACT,),
     type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),
     call_type_key=subgroup_type_key,
+    greedy=GreedySteps(unit_placers=(place_subgroup_unit, place_hypernode_unit, place_unit)),
+    cpsat=CpsatSteps(
+        modules=(cpsat.build, hypernode_cpsat.build),
+        class_splits=(cpsat.class_split, hypernode_cpsat.class_split),
+        unsupported=(cpsat.unsupported,),
+        postprocess=(cpsat.layout_ranks,),
+    ),
+    explain=ExplainSteps(relaxed=cpsat.relaxed),
+    decide=DecideSteps(decision=decision_fields),
 )

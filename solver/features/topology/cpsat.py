@@ -191,6 +191,13 @@ def _nodes_used(
     return out
 
 
+def relaxed(problem: Problem, g: int, types: list[int]) -> bool:
+    """The explanation model leaves out the one-domain rule of gang g's unit."""
+    topology = problem.block(TopologyBlock)
+    u = int(problem.gang_unit[g])
+    return topology is not None and (topology.is_gather(u) or topology.domain_of(u) is not None)
+
+
 def layout_ranks(problem: Problem, pod_node: list[IntArray]) -> list[IntArray]:
     """Consecutive ranks share the smallest domain: in gathered units, each type's pods (kept
     in `network-topology-index` order) take their nodes sorted by domain path, then name."""

@@ -1,0 +1,55 @@
+"""What the front ends show of a cluster besides a Decision: the network topology trees,
+the queue tree and the queue admission webhook's verdicts.
+
+The CLI and the service read these through this module (or the `solver` package), never
+from a feature package, so a feature can move inside its folder without touching them.
+"""
+
+from __future__ import annotations
+
+from solver.config import SchedulerConf
+from solver.features.cards import CardMode
+from solver.features.queues import (
+    DEFAULT_MAX_DEPTH,
+    QueueInfo,
+    QueueTree,
+    QueueVerdict,
+    QuotaMode,
+    build_queue_tree,
+    validate_queues,
+)
+from solver.features.topology.hypernode_tree import (
+    HyperNodeTree,
+    build_hypernode_tree,
+    hypernode_view,
+    render_hypernode_tree,
+)
+from solver.features.topology.tree import TopologyTree, build_tree, render_tree, topology_view
+from solver.snapshot import Snapshot
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "HyperNodeTree",
+    "QueueInfo",
+    "QueueTree",
+    "QueueVerdict",
+    "TopologyTree",
+    "build_hypernode_tree",
+    "build_tree",
+    "hypernode_view",
+    "queue_tree",
+    "render_hypernode_tree",
+    "render_tree",
+    "topology_view",
+    "validate_queues",
+]
+
+
+def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:
+    """The queue tree as the conf's quota plugin sees it (`capacity-card` counts card
+    types, `capacity` resources); None when neither plugin is on."""
+    if conf.enabled("capacity-card"):
+        return build_queue_tree(snapshot, CardMode(conf))
+    if conf.enabled("capacity"):
+        return build_queue_tree(snapshot, QuotaMode(conf))
+    return None
