@@ -209,12 +209,11 @@ def schedule_cmd(
         else:
             # The pods left out stay in the snapshot: nominated ones hold their room.
             snapshot = snapshot_of(cluster)
-            everything = Workload.everything(snapshot)
-            left = selection.note(p for p in everything.pods if not selection.takes(p))
+            workload, left = Workload.everything(snapshot).select(selection)
             decision = schedule(
                 snapshot,
                 conf,
-                workload=everything.only(selection.takes),
+                workload=workload,
                 engine=engine,
                 time_limit=time_limit,
                 workers=workers,

@@ -354,8 +354,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
                 scheduler_names=frozenset(options.scheduler_names) or None,
                 namespaces=frozenset(options.namespaces) or None,
             )
-            left = selection.note(p for p in workload.pods if not selection.takes(p))
-            workload = workload.only(selection.takes)
+            workload, left = workload.select(selection)
         conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf
         engine, kwargs, notes = self._budget(options, context)

@@ -28,6 +28,7 @@ when a conf lists them, as in Volcano (`gangplan config show` prints the default
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -40,27 +41,46 @@ from solver.yaml_limits import safe_load
 __all__ = [
     "BUILTIN_PLUGINS",
     "DEFAULT_PLUGINS",
+    "Plugin",
     "PluginConf",
     "SchedulerConf",
     "conf_from_text",
     "load_conf",
 ]
 
-BUILTIN_PLUGINS = (
-    "predicates",
-    "gang",
-    "binpack",
-    "nodeorder",
-    "network-topology",
-    "job-affinity",
-    "capacity",
-    "nodegroup",
+
+class Plugin(StrEnum):
+    """Every plugin name gangplan acts on, written once: features (`Feature.plugins`), the
+    verifier's rules and the conf all name plugins through these."""
+
+    PREDICATES = "predicates"
+    GANG = "gang"
+    BINPACK = "binpack"
+    NODEORDER = "nodeorder"
+    NETWORK_TOPOLOGY = "network-topology"
+    JOB_AFFINITY = "job-affinity"
+    CAPACITY = "capacity"
+    NODEGROUP = "nodegroup"
+    CAPACITY_CARD = "capacity-card"
+    NETWORK_TOPOLOGY_AWARE = "network-topology-aware"
+    DEVICESHARE = "deviceshare"
+
+
+BUILTIN_PLUGINS: tuple[Plugin, ...] = (
+    Plugin.PREDICATES,
+    Plugin.GANG,
+    Plugin.BINPACK,
+    Plugin.NODEORDER,
+    Plugin.NETWORK_TOPOLOGY,
+    Plugin.JOB_AFFINITY,
+    Plugin.CAPACITY,
+    Plugin.NODEGROUP,
 )
 """Plugins gangplan implements today, in their tier order."""
-DEFAULT_PLUGINS = tuple(p for p in BUILTIN_PLUGINS if p != "nodegroup")
+DEFAULT_PLUGINS = tuple(p for p in BUILTIN_PLUGINS if p != Plugin.NODEGROUP)
 """The plugins of the default conf: Volcano's default conf does not enable nodegroup, and
 with it every labelled node would refuse queues without node-group affinity."""
-OPTIONAL_PLUGINS = ("capacity-card", "network-topology-aware", "deviceshare")
+OPTIONAL_PLUGINS = (Plugin.CAPACITY_CARD, Plugin.NETWORK_TOPOLOGY_AWARE, Plugin.DEVICESHARE)
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
 HyperNode scores) acts only when listed, as in Volcano's default conf, which lacks it;
@@ -223,7 +243,7 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
                 source=source,
                 field=f"actions[{i}]",
             )
-    if conf.enabled("capacity") and conf.enabled("capacity-card"):
+    if conf.enabled(Plugin.CAPACITY) and conf.enabled(Plugin.CAPACITY_CARD):
         raise ConfigError(
             "capacity and capacity-card must not be enabled together (capacity-card replaces "
             "capacity's queue quotas)",

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from solver.compile import compile_parts
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.errors import InputError
 from solver.model import ClusterModel
 from solver.schedule import schedule, snapshot_of
@@ -49,7 +49,7 @@ def explain(model: ClusterModel, conf: SchedulerConf | None, pod_key: str) -> di
         reasons.extend(f"Insufficient {problem.resources[r]}" for r in short.tolist())
         feasible = not reasons
         scores: dict[str, float] = {}
-        if feasible and conf.enabled("binpack"):
+        if feasible and conf.enabled(Plugin.BINPACK):
             scores["binpack"] = round(float(dynamic[n]), 3)
         if feasible:
             scores.update(

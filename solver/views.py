@@ -7,7 +7,7 @@ from a feature package, so a feature can move inside its folder without touching
 
 from __future__ import annotations
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
 from solver.features.queues import (
     DEFAULT_MAX_DEPTH,
@@ -48,8 +48,8 @@ __all__ = [
 def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:
     """The queue tree as the conf's quota plugin sees it (`capacity-card` counts card
     types, `capacity` resources); None when neither plugin is on."""
-    if conf.enabled("capacity-card"):
+    if conf.enabled(Plugin.CAPACITY_CARD):
         return build_queue_tree(snapshot, CardMode(conf))
-    if conf.enabled("capacity"):
+    if conf.enabled(Plugin.CAPACITY):
         return build_queue_tree(snapshot, QuotaMode(conf))
     return None

@@ -2,7 +2,7 @@
 
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 
-    0  solver.errors, solver.quantity, gangplan.v1 (generated messages)
+    0  solver.errors, solver.quantity, solver.arrays, gangplan.v1 (generated messages)
     1  solver.config, solver.model                      the vocabulary
     2  solver.kube, solver.snapshot, solver.decision,   readers, cluster state, answers,
        solver.plan                                      the capacity planner
@@ -31,7 +31,9 @@ from dataclasses import fields
 from functools import cache
 from pathlib import Path
 
+from solver.config import BUILTIN_PLUGINS, OPTIONAL_PLUGINS, Plugin
 from solver.features import FEATURES
+from solver.verify import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("solver", "server", "clients", "gangplan")
@@ -39,6 +41,7 @@ MAX_LINES = 600
 
 LAYERS: dict[str, int] = {
     "solver.errors": 0,
+    "solver.arrays": 0,
     "solver.quantity": 0,
     "solver.yaml_limits": 0,
     "gangplan.v1": 0,
@@ -304,3 +307,10 @@ def test_every_registered_feature_lives_in_its_folder() -> None:
                 outside.append(f"{feature.name}: {getattr(fn, '__qualname__', fn)} in {module}")
     assert outside == []
     assert checked > 30  # the steps were found
+
+
+def test_a_plugin_is_named_in_one_place() -> None:
+    """Features, the verifier's rules and the conf name plugins through `Plugin` only."""
+    named = [p for f in FEATURES for p in f.plugins] + [p for ps, _ in RULES for p in ps]
+    assert [p for p in named if not isinstance(p, Plugin)] == []
+    assert set(Plugin) == {*BUILTIN_PLUGINS, *OPTIONAL_PLUGINS}

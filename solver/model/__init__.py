@@ -19,6 +19,7 @@ from solver.model._cards import (
     parse_quota,
 )
 from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from solver.model._cluster_model import ClusterModel
 from solver.model._devices import (
     DEVICE_ANNOTATIONS,
     GPU_MILLI,
@@ -62,7 +63,6 @@ from solver.model._kueue import (
     pod_set_group_error,
 )
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
-from solver.model._snapshot import ClusterModel
 from solver.model._topology import (
     CLUSTER_LAYER,
     MUST_GATHER,

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from solver.model._frozen import Frozen
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Taint(_Frozen):
+class Taint(Frozen):
     key: str
     value: str = ""
     effect: TaintEffect
 
 
-class Toleration(_Frozen):
+class Toleration(Frozen):
     key: str = Field(default="", description="empty with operator Exists tolerates every taint")
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
@@ -28,13 +26,13 @@ class Toleration(_Frozen):
     )
 
 
-class NodeSelectorRequirement(_Frozen):
+class NodeSelectorRequirement(Frozen):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
 
 
-class NodeSelectorTerm(_Frozen):
+class NodeSelectorTerm(Frozen):
     """Requirements ANDed together; a term with none matches no node (as in Kubernetes)."""
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
@@ -42,7 +40,7 @@ class NodeSelectorTerm(_Frozen):
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
-class Node(_Frozen):
+class Node(Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()

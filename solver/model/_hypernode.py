@@ -20,18 +20,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from solver.model._frozen import Frozen
 from solver.model._interpod import LabelSelector
 
 __all__ = ["HyperNode", "HyperNodeMember", "VolcanoNetworkTopology", "VolcanoSubGroupPolicy"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class HyperNodeMember(_Frozen):
+class HyperNodeMember(Frozen):
     """One `spec.members[]` entry: its type and the union of its selectors."""
 
     type: Literal["Node", "HyperNode"]
@@ -40,7 +37,7 @@ class HyperNodeMember(_Frozen):
     labels: LabelSelector | None = None  # labelMatch (None: none; empty selects nothing)
 
 
-class HyperNode(_Frozen):
+class HyperNode(Frozen):
     """A `HyperNode` object as written (its nodes are resolved against a node generation)."""
 
     name: str = Field(min_length=1)
@@ -49,7 +46,7 @@ class HyperNode(_Frozen):
     members: tuple[HyperNodeMember, ...] = ()
 
 
-class VolcanoNetworkTopology(_Frozen):
+class VolcanoNetworkTopology(Frozen):
     """A PodGroup's (or Volcano Job's) `spec.networkTopology`."""
 
     mode: Literal["hard", "soft"] = "hard"
@@ -63,7 +60,7 @@ class VolcanoNetworkTopology(_Frozen):
         return self
 
 
-class VolcanoSubGroupPolicy(_Frozen):
+class VolcanoSubGroupPolicy(Frozen):
     """One `spec.subGroupPolicy[]` entry of a PodGroup (`SubGroupPolicySpec`)."""
 
     name: str = Field(min_length=1)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from solver.model._cluster import NodeSelectorTerm
+from solver.model._frozen import Frozen
 
 __all__ = [
     "InterPodTerms",
@@ -29,17 +30,13 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class LabelRequirement(_Frozen):
+class LabelRequirement(Frozen):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: tuple[str, ...] = ()
 
 
-class LabelSelector(_Frozen):
+class LabelSelector(Frozen):
     """`metav1.LabelSelector`: every label and expression must hold; an empty selector
     matches every pod (a missing one, `None` where it is optional, matches none)."""
 
@@ -70,7 +67,7 @@ class LabelSelector(_Frozen):
         return True
 
 
-class PodAffinityTerm(_Frozen):
+class PodAffinityTerm(Frozen):
     """Pods matching `selector` in `namespaces` (None: all), per domain of `topology_key`."""
 
     selector: LabelSelector | None = Field(default=None, description="None matches no pod")
@@ -80,12 +77,12 @@ class PodAffinityTerm(_Frozen):
     topology_key: str
 
 
-class WeightedPodAffinityTerm(_Frozen):
+class WeightedPodAffinityTerm(Frozen):
     weight: int = Field(ge=1, le=100)
     term: PodAffinityTerm
 
 
-class TopologySpreadConstraint(_Frozen):
+class TopologySpreadConstraint(Frozen):
     max_skew: int = Field(ge=1)
     topology_key: str
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
@@ -95,12 +92,12 @@ class TopologySpreadConstraint(_Frozen):
     node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
 
 
-class PreferredSchedulingTerm(_Frozen):
+class PreferredSchedulingTerm(Frozen):
     weight: int = Field(ge=1, le=100)
     preference: NodeSelectorTerm
 
 
-class InterPodTerms(_Frozen):
+class InterPodTerms(Frozen):
     """A pod's inter-pod affinity and anti-affinity, required and preferred.
 
     Kept for running pods too: their required anti-affinity repels incoming pods, and

@@ -16,9 +16,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from solver.model._cluster import Taint, Toleration
+from solver.model._frozen import Frozen
 
 __all__ = [
     "HOSTNAME",
@@ -46,19 +47,15 @@ class KUEUE_ANNOTATIONS:
     ALL = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class KueueTopology(_Frozen):
+class KueueTopology(Frozen):
     name: str
     levels: tuple[str, ...]  # node labels, coarsest first
 
 
-class KueueFlavor(_Frozen):
+class KueueFlavor(Frozen):
     name: str
     topology: str  # spec.topologyName
-    node_labels: dict[str, str] = {}
+    node_labels: dict[str, str] = Field(default_factory=dict)
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
 
@@ -66,7 +63,7 @@ class KueueFlavor(_Frozen):
 Mode = Literal["required", "preferred", "unconstrained"]
 
 
-class KueueRequest(_Frozen):
+class KueueRequest(Frozen):
     """A PodSet's `PodSetTopologyRequest`. `level` None: the implied/slice-only defaults
     (the snapshot's lowest level for unconstrained, its highest for slice-only)."""
 

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from solver.model._snapshot import ClusterModel
+from solver.model._cluster_model import ClusterModel
 from solver.model._workload import Pod
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "PodSelection"]

@@ -24,9 +24,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
+from solver.model._frozen import Frozen
 from solver.model._hypernode import HyperNode
 from solver.model._kueue import KueueFlavor, KueueTopology
 
@@ -55,17 +54,13 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TopologyLayer(_Frozen):
+class TopologyLayer(Frozen):
     name: str
     parent: str | None = None
     label_keys: tuple[str, ...] = ()
 
 
-class NetworkTopology(_Frozen):
+class NetworkTopology(Frozen):
     """`ClusterNetworkTopology/default`: layers as declared (the tree is built by the topology policy)."""
 
     name: str = "default"  # "": no ClusterNetworkTopology, only Volcano HyperNodes
@@ -96,7 +91,7 @@ def parent_cycle(parents: Sequence[tuple[str, str | None]]) -> int | None:
 # ----------------------------------------------------------------------------- Koordinator spec
 
 
-class GatherRule(_Frozen):
+class GatherRule(Frozen):
     """One `gatherStrategy[]` entry. `strategy` is kept verbatim: only `MustGather` acts."""
 
     layer: str = ""
@@ -104,7 +99,7 @@ class GatherRule(_Frozen):
     pod_count_multiple: int = 0  # <= 1: no constraint (Koordinator keeps only values > 1)
 
 
-class GatherSpec(_Frozen):
+class GatherSpec(Frozen):
     """A parsed `network-topology-spec`; an empty one still makes the gang topology-aware."""
 
     rules: tuple[GatherRule, ...] = ()
@@ -192,7 +187,7 @@ def parse_gather_spec(text: str) -> GatherSpec:
 # ----------------------------------------------------------------------------- Godel affinity
 
 
-class SortRule(_Frozen):
+class SortRule(Frozen):
     """`sortRules[]` as written; an empty `dimension` means `Capacity` (Godel's compatibility rule)."""
 
     resource: str = ""
@@ -200,7 +195,7 @@ class SortRule(_Frozen):
     order: str = ""
 
 
-class JobAffinity(_Frozen):
+class JobAffinity(Frozen):
     """Godel `spec.affinity.podGroupAffinity` (`podGroupAntiAffinity` is not consumed by Godel)."""
 
     required: tuple[str, ...] = ()  # topologyKey of each term, empty keys dropped

@@ -6,19 +6,16 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from solver.model._cluster import NodeSelectorTerm, Toleration
+from solver.model._frozen import Frozen
 from solver.model._hypernode import VolcanoNetworkTopology, VolcanoSubGroupPolicy
 from solver.model._interpod import (
     InterPodTerms,
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
 )
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class MatchPolicy(StrEnum):
@@ -33,7 +30,7 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
-class Pod(_Frozen):
+class Pod(Frozen):
     namespace: str
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -94,7 +91,7 @@ Dialect = Literal[
 ]
 
 
-class Gang(_Frozen):
+class Gang(Frozen):
     """A PodGroup: `min_member` members must be placed together, or none of them."""
 
     id: str = Field(description="`namespace/name`")
@@ -145,7 +142,7 @@ class Gang(_Frozen):
         return self.dialect == "none"
 
 
-class Queue(_Frozen):
+class Queue(Frozen):
     """A Volcano Queue (`scheduling.volcano.sh/v1beta1`)."""
 
     name: str

@@ -20,15 +20,12 @@ from types import MappingProxyType
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
+from solver.arrays import BoolArray, FloatArray, IntArray
 from solver.problem._rows import Rows
 
 __all__ = ["Block", "BoolArray", "FloatArray", "IntArray", "Problem", "TierSpec", "freeze_arrays"]
 
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
-FloatArray = npt.NDArray[np.float64]
 B = TypeVar("B", bound="Block")
 
 

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from solver.arrays import IntArray
 from solver.model import (
     CARD_NAME,
     QUEUE_ANNOTATION,
@@ -39,7 +40,6 @@ from solver.snapshot._nodes import NodeTable
 
 __all__ = ["EMPTY_MAP", "PREEMPTED", "TERMINATING", "Buffers", "RunningPod"]
 
-IntArray = npt.NDArray[np.int64]
 TERMINATING = 1  # flags bit: metadata.deletionTimestamp is set
 PREEMPTED = 2  # flags bit: DisruptionTarget=True, reason PreemptionByScheduler
 EMPTY_MAP: Mapping[str, str] = {}  # shared default for labels and annotations; never written

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from solver.arrays import IntArray
 from solver.model import InterPodTerms
 from solver.snapshot._buffers import PREEMPTED, TERMINATING, Buffers, RunningPod
 from solver.snapshot._facts import PodSchema
@@ -24,8 +25,6 @@ from solver.snapshot._intern import NONE, Interner
 from solver.snapshot._nodes import NodeTable
 
 __all__ = ["PREEMPTED", "TERMINATING", "RunningPod", "RunningPods"]
-
-IntArray = npt.NDArray[np.int64]
 
 
 class RunningPods:

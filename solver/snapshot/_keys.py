@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
+from solver.arrays import IntArray
 from solver.snapshot._intern import NONE
 
 __all__ = ["PodKeys"]
 
-IntArray = npt.NDArray[np.int64]
 EMPTY_SLOT = -1
 MIN_SLOTS = 64
 

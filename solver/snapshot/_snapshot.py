@@ -23,6 +23,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from solver.arrays import IntArray
 from solver.model import ClusterModel, Gang, NetworkTopology, Node, Pod, Queue, parent_cycle
 from solver.snapshot._columns import RunningPod, RunningPods
 from solver.snapshot._delta import Delta, DeltaError, Keep
@@ -35,7 +36,6 @@ __all__ = ["Lineage", "Snapshot", "running_pod"]
 
 T = TypeVar("T")
 V = TypeVar("V")
-IntArray = npt.NDArray[np.int64]
 
 COMPACT_RETIRED = 4096
 """Retired rows beyond this (and beyond the live ones) make the next update compact."""

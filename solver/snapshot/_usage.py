@@ -20,12 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from solver.arrays import IntArray
 from solver.snapshot._columns import RunningPods
 from solver.snapshot._intern import NONE
 
 __all__ = ["Usage"]
-
-IntArray = npt.NDArray[np.int64]
 
 
 def _grow(a: IntArray, shape: tuple[int, ...]) -> IntArray:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 
-from solver.model import Gang, Pod
+from solver.model import Gang, Pod, PodSelection
 from solver.snapshot._snapshot import Snapshot
 
 __all__ = ["Workload", "gang_of_one"]
@@ -97,6 +97,12 @@ class Workload:
     def only(self, keep: Callable[[Pod], bool]) -> Workload:
         """The pods `keep` accepts, in the same gangs (members recounted)."""
         return Workload._assemble([p for p in self.pods if keep(p)], dict(self.gangs))
+
+    def select(self, selection: PodSelection) -> tuple[Workload, str | None]:
+        """The pods `selection` takes, and the note counting the ones it leaves pending
+        (None: none left)."""
+        left = selection.note(p for p in self.pods if not selection.takes(p))
+        return self.only(selection.takes), left
 
     @cached_property
     def pod_by_key(self) -> Mapping[str, Pod]:

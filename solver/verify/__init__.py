@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.decision import Decision
 from solver.errors import InternalError
 from solver.model import DEVICE_ANNOTATIONS, ClusterModel
@@ -66,19 +66,19 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _basics.victims),
     ((), _basics.capacity),
     ((), _devices.devices),
-    (("predicates",), _predicates.predicates),
-    (("predicates",), _interpod.interpod),
-    (("gang",), _gangs.gangs),
+    ((Plugin.PREDICATES,), _predicates.predicates),
+    ((Plugin.PREDICATES,), _interpod.interpod),
+    ((Plugin.GANG,), _gangs.gangs),
     ((), _gangs.refused),
-    (("network-topology",), _topology.gather),
-    (("job-affinity",), _topology.job_affinity),
+    ((Plugin.NETWORK_TOPOLOGY,), _topology.gather),
+    ((Plugin.JOB_AFFINITY,), _topology.job_affinity),
     ((), _topology.workload_topology),
     ((), _kueue.kueue_tas),
     ((), _hypernode.hypernode),
-    (("capacity", "capacity-card"), _queues.quotas),
-    (("nodegroup",), _queues.nodegroups),
-    (("nodegroup",), _nodegroup_limits.nodegroup_limits),
-    (("capacity-card",), _queues.cards),
+    ((Plugin.CAPACITY, Plugin.CAPACITY_CARD), _queues.quotas),
+    ((Plugin.NODEGROUP,), _queues.nodegroups),
+    ((Plugin.NODEGROUP,), _nodegroup_limits.nodegroup_limits),
+    ((Plugin.CAPACITY_CARD,), _queues.cards),
     ((), _basics.outcomes),
 )
 """(plugins that put the rule in force — any of them; none: always) and the rule."""

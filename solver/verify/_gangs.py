@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.model import Gang, MatchPolicy
 from solver.verify._context import VerifyContext
 
@@ -15,7 +15,7 @@ def gang_groups(ctx: VerifyContext) -> list[list[str]]:
     """GangGroups: gangs joined by `groups` (either direction; only with `gang`), by id."""
     linked: dict[str, set[str]] = defaultdict(set)
     known = ctx.workload.gangs
-    if ctx.conf.enabled("gang"):
+    if ctx.conf.enabled(Plugin.GANG):
         for gid, gang in known.items():
             for other in gang.groups:
                 if other in known:
@@ -40,7 +40,7 @@ def gang_groups(ctx: VerifyContext) -> list[list[str]]:
 def _policy(conf: SchedulerConf, gang: Gang) -> MatchPolicy:
     if gang.match_policy is not None:
         return gang.match_policy
-    text = conf.arguments("gang").get("defaultMatchPolicy", "once-satisfied")
+    text = conf.arguments(Plugin.GANG).get("defaultMatchPolicy", "once-satisfied")
     known = {p.value for p in MatchPolicy}
     return MatchPolicy(text) if text in known else MatchPolicy.ONCE_SATISFIED
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from functools import partial
 
+from solver.config import Plugin
 from solver.model import GPU_MILLI, Node, Pod, Queue, gpu_milli, in_gpu_milli
 from solver.verify._context import VerifyContext
 from solver.verify._shares import shares
@@ -104,8 +105,8 @@ def _real_capabilities(
             limit[UNSET_CARD] = unset
             out[name] = limit
         return out
-    hierarchical = ctx.conf.plugin("capacity") is None or bool(
-        ctx.conf.plugin("capacity").options.get("enableHierarchy", True)  # type: ignore[union-attr]
+    hierarchical = ctx.conf.plugin(Plugin.CAPACITY) is None or bool(
+        ctx.conf.plugin(Plugin.CAPACITY).options.get("enableHierarchy", True)  # type: ignore[union-attr]
     )
 
     def limits(own: dict[str, int], inherit: dict[str, int] | None) -> dict[str, int]:
@@ -162,7 +163,7 @@ def _card_use(
     """What a placed pod uses under capacity-card, and a violation when its card is wrong."""
     text = pod.annotations.get(CARD_NAME, "").strip()
     alternatives = [a.strip() for a in text.split("|") if a.strip()]
-    args = ctx.conf.arguments("capacity-card")
+    args = ctx.conf.arguments(Plugin.CAPACITY_CARD)
     unlimited = args.get("cardUnlimitedCpuMemory") is True
     use: dict[str, int] = {}
     why = None
@@ -271,7 +272,7 @@ def quotas(ctx: VerifyContext) -> list[str]:
         outcome = ctx.decision.podgroups.get(pod.gang)
         if outcome is not None and not outcome.enqueued:
             problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
-    cards = ctx.conf.enabled("capacity-card")
+    cards = ctx.conf.enabled(Plugin.CAPACITY_CARD)
     plugin = ctx.conf.plugin("capacity-card" if cards else "capacity")
     hierarchical = plugin is None or bool(plugin.options.get("enableHierarchy", True))
     queues = dict(ctx.snapshot.queues)
@@ -294,7 +295,7 @@ def quotas(ctx: VerifyContext) -> list[str]:
         }
     real = _real_capabilities(ctx, queues, parents, cards, milli=shared is not None)
     has_children = {p for p in parents.values() if p is not None}
-    unlimited = ctx.conf.arguments("capacity-card").get("cardUnlimitedCpuMemory") is True
+    unlimited = ctx.conf.arguments(Plugin.CAPACITY_CARD).get("cardUnlimitedCpuMemory") is True
     added: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod in placed:
         leaf = _queue_of(ctx, pod.gang)
@@ -389,7 +390,7 @@ def _terms(spec: Queue | None) -> dict[str, list[str]]:
 
 def nodegroups(ctx: VerifyContext) -> list[str]:
     plugin = ctx.conf.plugin("nodegroup")
-    strict = ctx.conf.arguments("nodegroup").get("strict", True)
+    strict = ctx.conf.arguments(Plugin.NODEGROUP).get("strict", True)
     strict = strict if isinstance(strict, bool) else True
     hierarchy = bool(plugin.options.get("enableHierarchy", False)) if plugin else False
     problems = []

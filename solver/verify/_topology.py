@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from solver.config import Plugin
 from solver.model import (
     CLUSTER_LAYER,
     MUST_GATHER,
@@ -178,7 +179,7 @@ def job_affinity(ctx: VerifyContext) -> list[str]:
         if gang.dialect != _GODEL or gang.affinity is None:
             continue
         text = gang.annotations.get(_SPEC)
-        if ctx.conf.enabled("network-topology") and text:
+        if ctx.conf.enabled(Plugin.NETWORK_TOPOLOGY) and text:
             try:
                 parse_gather_spec(text)
                 continue  # the Koordinator spec takes precedence

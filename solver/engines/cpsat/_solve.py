@@ -37,7 +37,7 @@ from solver.engines.cpsat._modules import (
     UNSUPPORTED,
     per_node_types,
 )
-from solver.engines.cpsat.explain import explain_unsatisfied
+from solver.engines.cpsat.infeasibility import explain_unsatisfied
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
 from solver.problem import IntArray, Problem, evaluate

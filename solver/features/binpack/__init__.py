@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.problem import Block, FloatArray, IntArray, Problem
 
@@ -81,7 +82,7 @@ class BinpackBlock(Block):
 
 
 def _compile(ctx: CompileContext) -> None:
-    weight, per_resource = binpack_weights(ctx.conf.arguments("binpack"), ctx.resources)
+    weight, per_resource = binpack_weights(ctx.conf.arguments(Plugin.BINPACK), ctx.resources)
     ctx.add_block(
         BinpackBlock(
             weight=weight,
@@ -92,4 +93,4 @@ def _compile(ctx: CompileContext) -> None:
     )
 
 
-FEATURE = Feature(name="binpack", plugins=("binpack",), compile=_compile)
+FEATURE = Feature(name="binpack", plugins=(Plugin.BINPACK,), compile=_compile)

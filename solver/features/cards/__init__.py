@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import DecideSteps
 from solver.features.cards.mode import CARD, CardMode, card_plans, card_weight, first_offered
@@ -58,7 +59,7 @@ def _preference(pick: npt.NDArray[np.int64], weight: float) -> npt.NDArray[np.fl
 def _compile(ctx: CompileContext) -> None:
     compile_quotas(ctx, CardMode(ctx.conf))
     quota = next(b for b in reversed(ctx.blocks) if isinstance(b, QuotaBlock))
-    weight = card_weight(ctx.conf.arguments("capacity-card").get("nodeOrderWeight", 1.0))
+    weight = card_weight(ctx.conf.arguments(Plugin.CAPACITY_CARD).get("nodeOrderWeight", 1.0))
     nothing = np.zeros(len(ctx.nodes), dtype=bool)
     for t, plan in enumerate(card_plans(ctx)):
         if isinstance(plan, CardError):
@@ -72,7 +73,7 @@ def _compile(ctx: CompileContext) -> None:
         ctx.restrict([t], allowed, f"node offers none of card types {plan.key}")
         if len(alternatives) > 1:
             scores = ctx.memo(("cards", "score", alternatives), partial(_preference, pick, weight))
-            ctx.score([t], scores, "capacity-card")
+            ctx.score([t], scores, Plugin.CAPACITY_CARD)
     ctx.add_block(CardBlock(quota))
 
 
@@ -88,7 +89,7 @@ def card_placement(
 
 FEATURE = Feature(
     name="cards",
-    plugins=("capacity-card",),
+    plugins=(Plugin.CAPACITY_CARD,),
     compile=_compile,
     type_key=lambda pod: pod.annotations.get("volcano.sh/card.name"),
     decide=DecideSteps(placement=card_placement),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features.queues import QueueInfo, QueueTree, QuotaMode, TypeQuota
 from solver.model import (
     CARD_NAME,
@@ -55,7 +55,7 @@ def card_weight(value: object) -> float:
 
 
 class CardMode(QuotaMode):
-    plugin = "capacity-card"
+    plugin = Plugin.CAPACITY_CARD
 
     def __init__(self, conf: SchedulerConf) -> None:
         super().__init__(conf)

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features.devices.fgd import Shape, TargetWorkload, popular_shapes, target_workload
 from solver.model import GPU_RESOURCE, WHOLE, Pod, device_demand, node_devices
 from solver.problem import IntArray
@@ -175,7 +175,7 @@ def _node_models(nodes: NodeTable, label: str, models: Sequence[str]) -> IntArra
 
 def scoring(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> Scoring:
     """The deviceshare arguments of `conf`, FGD's target workload and the nodes' models."""
-    args = conf.arguments("deviceshare")
+    args = conf.arguments(Plugin.DEVICESHARE)
     notes: list[str] = []
     policy = str(args.get(_ARG + "SchedulePolicy", BINPACK))
     if policy not in POLICIES:

@@ -18,7 +18,7 @@ snapshot), so a call costs its own gangs, not every running pod's.
 
 from __future__ import annotations
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features._base import CompileContext, Feature, GangPlan
 from solver.features._steps import CpsatSteps
 from solver.features.gang import cpsat
@@ -29,7 +29,7 @@ __all__ = ["FEATURE", "GangPlan", "default_match_policy", "plan_gangs"]
 
 
 def default_match_policy(conf: SchedulerConf) -> MatchPolicy:
-    text = str(conf.arguments("gang").get("defaultMatchPolicy", MatchPolicy.ONCE_SATISFIED))
+    text = str(conf.arguments(Plugin.GANG).get("defaultMatchPolicy", MatchPolicy.ONCE_SATISFIED))
     known = {p.value for p in MatchPolicy}
     return MatchPolicy(text) if text in known else MatchPolicy.ONCE_SATISFIED
 
@@ -40,7 +40,7 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
     pending = [len(workload.gangs[gid].members) for gid in gang_ids]
     running = [snapshot.gang_running(gid) for gid in gang_ids]
 
-    gang_on = conf.enabled("gang")
+    gang_on = conf.enabled(Plugin.GANG)
     requires: list[tuple[int, int]] = []
     missing: dict[int, list[str]] = {}
     if gang_on:
@@ -139,7 +139,7 @@ def _compile(ctx: CompileContext) -> None:
 
 FEATURE = Feature(
     name="gang",
-    plugins=("gang",),
+    plugins=(Plugin.GANG,),
     compile=_compile,
     cpsat=CpsatSteps(modules=(cpsat.build,)),
 )

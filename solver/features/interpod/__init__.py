@@ -14,6 +14,7 @@ node" places a gang on distinct nodes or leaves it pending as a whole.
 
 from __future__ import annotations
 
+from solver.config import Plugin
 from solver.features._base import Feature
 from solver.features._steps import CpsatSteps, ExplainSteps, GreedySteps
 from solver.features.interpod import cpsat
@@ -27,7 +28,7 @@ from solver.features.interpod.block import (
     InterPodBlock,
     TermRow,
 )
-from solver.features.interpod.greedy import TermTracker, tracker_for
+from solver.features.interpod.greedy import TermTracker, interpod_tracker
 
 __all__ = [
     "FEATURE",
@@ -39,15 +40,15 @@ __all__ = [
     "InterPodBlock",
     "TermRow",
     "TermTracker",
-    "tracker_for",
+    "interpod_tracker",
 ]
 
 FEATURE = Feature(
     name="interpod",
-    plugins=("predicates",),
+    plugins=(Plugin.PREDICATES,),
     compile=compile_interpod,
     call_type_key=type_key_of_call,
-    greedy=GreedySteps(trackers=(tracker_for,)),
+    greedy=GreedySteps(trackers=(interpod_tracker,)),
     cpsat=CpsatSteps(modules=(cpsat.build,), per_node=(cpsat.virtual_types,)),
     explain=ExplainSteps(
         class_splits=(cpsat.class_split,),

@@ -14,7 +14,7 @@ import numpy as np
 from solver.features.interpod.block import InterPodBlock
 from solver.problem import IntArray, Problem, Tracker
 
-__all__ = ["TermTracker", "tracker_for"]
+__all__ = ["TermTracker", "interpod_tracker"]
 
 
 class TermTracker(Tracker):
@@ -129,6 +129,6 @@ class TermTracker(Tracker):
             mine[:] = theirs
 
 
-def tracker_for(problem: Problem) -> Tracker | None:
+def interpod_tracker(problem: Problem) -> Tracker | None:
     block = problem.block(InterPodBlock)
     return TermTracker(block) if block is not None and block.rows else None

@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, ExplainSteps, GreedySteps
 from solver.features.nodegroup import cpsat
-from solver.features.nodegroup.greedy import group_tracker
+from solver.features.nodegroup.greedy import nodegroup_tracker
 from solver.features.nodegroup.groups import LABEL, node_groups
 from solver.features.nodegroup.limits import (
     ANNOTATION,
@@ -182,8 +182,8 @@ def nodegroup_verdict(
 def _rows(
     nodes: NodeTable, queues: Mapping[str, Queue], conf: SchedulerConf, queue: str
 ) -> tuple[IntArray, FloatArray]:
-    plugin = conf.plugin("nodegroup")
-    args = conf.arguments("nodegroup")
+    plugin = conf.plugin(Plugin.NODEGROUP)
+    args = conf.arguments(Plugin.NODEGROUP)
     strict = _flag(args, "strict", True)
     ordered = _flag(args, "enablePreferredOrder", False)
     hierarchy = bool(plugin.options.get("enableHierarchy", False)) if plugin else False
@@ -221,7 +221,7 @@ def _compile(ctx: CompileContext) -> None:
         for code in (1, 2, 3):
             allowed = ctx.memo(("nodegroup", id(codes), code), partial(np.not_equal, codes, code))
             ctx.restrict(types, allowed, REASONS[code])
-        ctx.score(types, scores, "nodegroup")
+        ctx.score(types, scores, Plugin.NODEGROUP)
     for q in sorted(set(gang_queue.values())):
         parsed = queue_limits(ctx.snapshot).get(q)
         if parsed is not None and parsed.error is not None:
@@ -231,9 +231,9 @@ def _compile(ctx: CompileContext) -> None:
 
 FEATURE = Feature(
     name="nodegroup",
-    plugins=("nodegroup",),
+    plugins=(Plugin.NODEGROUP,),
     compile=_compile,
-    greedy=GreedySteps(trackers=(group_tracker,)),
+    greedy=GreedySteps(trackers=(nodegroup_tracker,)),
     cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
     explain=ExplainSteps(relaxed=cpsat.relaxed),
 )

@@ -15,7 +15,7 @@ import numpy as np
 from solver.features.nodegroup.limits import REASON_LIMIT_EXCEEDED, NodeGroupLimitBlock
 from solver.problem import IntArray, Problem, Tracker
 
-__all__ = ["GroupLimitTracker", "group_tracker"]
+__all__ = ["GroupLimitTracker", "nodegroup_tracker"]
 
 
 class GroupLimitTracker(Tracker):
@@ -91,7 +91,7 @@ class GroupLimitTracker(Tracker):
         self.left[:] = saved
 
 
-def group_tracker(problem: Problem) -> GroupLimitTracker | None:
+def nodegroup_tracker(problem: Problem) -> GroupLimitTracker | None:
     """The tracker of a Problem with node-group limits, else None."""
     block = problem.block(NodeGroupLimitBlock)
     return GroupLimitTracker(problem, block) if block is not None else None

@@ -41,6 +41,7 @@ from functools import partial
 
 import numpy as np
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, Feature, combine_filters
 from solver.features.interpod.scores import inter_pod_affinity_scores, spread_scores
 from solver.features.nodeorder.scores import (
@@ -74,7 +75,7 @@ __all__ = [
     "term_mask",
 ]
 
-PLUGIN = "nodeorder"
+PLUGIN = Plugin.NODEORDER
 NODE_AFFINITY = "nodeorder.nodeaffinity"
 TAINT_TOLERATION = "nodeorder.tainttoleration"
 POD_AFFINITY = "nodeorder.podaffinity"

@@ -14,6 +14,7 @@ from functools import partial
 
 import numpy as np
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features.predicates._filters import (
     REASON_AFFINITY,
@@ -113,7 +114,7 @@ def _local(ctx: CompileContext, row: IntArray, texts: list[str]) -> IntArray:
 
 FEATURE = Feature(
     name="predicates",
-    plugins=("predicates",),
+    plugins=(Plugin.PREDICATES,),
     compile=_compile,
     type_key=eligibility_signature,
 )

@@ -34,10 +34,10 @@ from typing import Literal
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.decision import Preemption, Victim
 from solver.features.interpod import InterPodBlock
-from solver.features.nodegroup.greedy import GroupLimitTracker, group_tracker
+from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracker
 from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
 from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
@@ -95,7 +95,7 @@ def preempt(
     quota_block = problem.block(QuotaBlock)
     ledger: Ledger = QuotaLedger(problem, quota_block) if quota_block is not None else NoLimits()
     ledger.charge_plan(dict(enumerate(pod_node)))
-    limits = group_tracker(problem)
+    limits = nodegroup_tracker(problem)
     if limits is not None:
         limits.charge_plan(dict(enumerate(pod_node)))
     topology = problem.block(TopologyBlock)
@@ -214,7 +214,7 @@ def queue_paths(
     """`queue_path(row)` for `preempt`: the queue a running pod is charged to (its gang's
     spec.queue, else its own annotation) and, with the capacity plugin, its ancestors."""
     tree = planner.tree if planner is not None else None
-    if tree is None and conf.enabled("capacity"):
+    if tree is None and conf.enabled(Plugin.CAPACITY):
         tree = build_queue_tree(snapshot, QuotaMode(conf))
     running = snapshot.running
 

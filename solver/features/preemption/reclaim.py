@@ -42,7 +42,7 @@ from functools import cmp_to_key
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features.preemption.victims import evictable
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
 from solver.problem import IntArray
@@ -219,12 +219,12 @@ def _dims(request: dict[str, int]) -> set[str]:
 
 def reclaim_planner(snapshot: Snapshot, conf: SchedulerConf) -> ReclaimPlanner | None:
     """None without the reclaim action or a (valid) capacity queue tree."""
-    if "reclaim" not in conf.actions or not conf.enabled("capacity"):
+    if "reclaim" not in conf.actions or not conf.enabled(Plugin.CAPACITY):
         return None
     tree = build_queue_tree(snapshot, QuotaMode(conf))
     if tree is None or tree.broken:
         return None
-    level = conf.arguments("capacity").get("ancestorReclaimLevel", 0)
+    level = conf.arguments(Plugin.CAPACITY).get("ancestorReclaimLevel", 0)
     level = level if isinstance(level, int) and not isinstance(level, bool) and level > 0 else 0
     rows = evictable(snapshot)
     queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)

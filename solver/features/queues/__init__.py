@@ -18,6 +18,7 @@ dialects without that annotation are in no queue and not limited by any. The `ro
 
 from __future__ import annotations
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.devices.quota import shares_in_play
@@ -54,7 +55,7 @@ def _compile(ctx: CompileContext) -> None:
 
 FEATURE = Feature(
     name="queues",
-    plugins=("capacity",),
+    plugins=(Plugin.CAPACITY,),
     compile=_compile,
     greedy=GreedySteps(ledger=QuotaLedger.of),  # the cards' quotas too (a QuotaBlock)
     cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),

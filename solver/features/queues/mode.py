@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import running_shares
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
 from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli
@@ -58,7 +58,7 @@ def limits(
 class QuotaMode:
     """The `capacity` plugin's quotas (hierarchical by default); `CardMode` overrides."""
 
-    plugin = "capacity"
+    plugin = Plugin.CAPACITY
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         plugin = conf.plugin(self.plugin)

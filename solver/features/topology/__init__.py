@@ -35,12 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
 from solver.features.topology import cpsat, hypernode_cpsat
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
-from solver.features.topology.greedy import place_unit
+from solver.features.topology.greedy import place_topology_unit
 from solver.features.topology.hypernode import HyperNodeUnits, compile_hypernode
 from solver.features.topology.hypernode_greedy import place_hypernode_unit
 from solver.features.topology.hypernode_subgroup import subgroup_type_key
@@ -72,7 +73,7 @@ REASON_BOUND_DOMAIN = "node(s) are outside the {layer} domain of the gang group'
 def _compile(ctx: CompileContext) -> None:
     gather: dict[int, UnitGather] = {}
     tree: TopologyTree | None = None
-    if ctx.conf.enabled("network-topology"):
+    if ctx.conf.enabled(Plugin.NETWORK_TOPOLOGY):
         tree = _compile_gather(ctx, gather)
         _compile_selectors(ctx, set(gather))
     godel: dict[int, GodelPlan] = {}
@@ -166,7 +167,7 @@ def _compile_godel(
 ) -> None:
     plan = ctx.gangs
     gangs = ctx.workload.gangs
-    godel_on = ctx.conf.enabled("job-affinity")
+    godel_on = ctx.conf.enabled(Plugin.JOB_AFFINITY)
 
     def is_unit(gid: str) -> bool:
         """Godel PodGroups when `job-affinity` is on; Workload API topology always (it is
@@ -280,12 +281,14 @@ def decision_fields(problem: Problem, pod_node: list[IntArray]) -> dict[str, Any
 
 FEATURE = Feature(
     name="topology",
-    plugins=("network-topology", "job-affinity", "network-topology-aware"),
+    plugins=(Plugin.NETWORK_TOPOLOGY, Plugin.JOB_AFFINITY, Plugin.NETWORK_TOPOLOGY_AWARE),
     compile=_compile,
     facts=(SELECTOR_FACT,),
     type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),
     call_type_key=subgroup_type_key,
-    greedy=GreedySteps(unit_placers=(place_subgroup_unit, place_hypernode_unit, place_unit)),
+    greedy=GreedySteps(
+        unit_placers=(place_subgroup_unit, place_hypernode_unit, place_topology_unit)
+    ),
     cpsat=CpsatSteps(
         modules=(cpsat.build, hypernode_cpsat.build),
         class_splits=(cpsat.class_split, hypernode_cpsat.class_split),

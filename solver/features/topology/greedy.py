@@ -17,10 +17,10 @@ from solver.features.topology.kueue_place import place_kueue
 from solver.features.topology.nodegroups import godel_groups
 from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
 
-__all__ = ["place_unit"]
+__all__ = ["place_topology_unit"]
 
 
-def place_unit(problem: Problem, u: int, gangs: list[int], state: GreedyState) -> bool:
+def place_topology_unit(problem: Problem, u: int, gangs: list[int], state: GreedyState) -> bool:
     """Place unit u if the topology governs it (True), else leave it to the default (False)."""
     block = problem.block(TopologyBlock)
     if block is None or not gangs:

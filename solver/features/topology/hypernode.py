@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.config import Plugin
 from solver.features._base import CompileContext
 from solver.features.topology.hypernode_block import HyperNodeBlock, HyperNodePlan, NodeScoreArgs
 from solver.features.topology.hypernode_subgroup import compile_subgroups
@@ -41,7 +42,7 @@ from solver.problem import FloatArray, IntArray
 
 __all__ = ["PLUGIN", "HyperNodeUnits", "compile_hypernode", "hypernode_args"]
 
-PLUGIN = "network-topology-aware"
+PLUGIN = Plugin.NETWORK_TOPOLOGY_AWARE
 REASON_TIER = "node(s) are in no HyperNode of tier <= {limit}"
 REASON_CONFLICT = (
     "PodGroup {gang} has a Volcano networkTopology and another topology dialect (a Koordinator "

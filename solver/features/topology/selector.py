@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solver.config import Plugin
 from solver.features._base import CompileContext, combine_filters
 from solver.features.topology.koordinator import ANNOTATION_SELECTOR, peer_counts
 from solver.features.topology.tree import TopologyTree
@@ -46,7 +47,7 @@ from solver.problem import BoolArray, FloatArray, IntArray
 
 __all__ = ["PLUGIN", "compile_selector_scores", "selector_of", "selector_scores"]
 
-PLUGIN = "network-topology"
+PLUGIN = Plugin.NETWORK_TOPOLOGY
 MAX_NODE_SCORE = 100
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from solver.compile import compile_problem
 from solver.config import SchedulerConf
-from solver.features.interpod import tracker_for
+from solver.features.interpod import interpod_tracker
 from solver.schedule import schedule
 from tests.builders import PodBuilder, model, node, pod
 
@@ -323,7 +323,7 @@ def _filter(case: Case) -> tuple[set[str], dict[str, str]]:
     problem = compile_problem(_model(case), SchedulerConf.default())
     (t,) = range(problem.num_types)
     codes = problem.ineligible_reason[t].copy()
-    tracker = tracker_for(problem)
+    tracker = interpod_tracker(problem)
     if tracker is not None and tracker.involved(t):
         verdict = tracker.verdict(t)
         codes[codes == 0] = verdict[codes == 0]

@@ -6,17 +6,18 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from solver.model._cluster import Node
+from solver.model._frozen import Frozen
 from solver.model._topology import NetworkTopology
 from solver.model._workload import Gang, Pod, Queue
 
 
-class ClusterModel(BaseModel):
-    """Immutable snapshot. Nodes and pods are sorted by name so every ordering is stable."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class ClusterModel(Frozen):
+    """The input as read (manifests or a protobuf cluster), immutable; the state calls are
+    answered against is `solver.snapshot.Snapshot`, built from it. Nodes and pods are
+    sorted by name so every ordering is stable."""
 
     nodes: tuple[Node, ...] = ()
     pods: tuple[Pod, ...] = ()
