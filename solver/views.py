@@ -18,7 +18,7 @@ from solver.features.queues import (
     build_queue_tree,
     validate_queues,
 )
-from solver.features.topology.hypernode_tree import (
+from solver.features.topology.hypernode.tree import (
     HyperNodeTree,
     build_hypernode_tree,
     hypernode_view,

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from solver import SchedulerConf, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, TierConf  # noqa: E402
-from solver.features.topology.hypernode_tree import hypernode_tree_of  # noqa: E402
+from solver.features.topology.hypernode.tree import hypernode_tree_of  # noqa: E402
 from solver.model import (  # noqa: E402
     Gang,
     HyperNode,

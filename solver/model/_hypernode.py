@@ -13,7 +13,7 @@
   `highestTierAllowed` or `highestTierName` (the tier of the HyperNodes whose `tierName`
   it is).
 
-The tree built from them lives in `solver.features.topology.hypernode_tree`.
+The tree built from them lives in `solver.features.topology.hypernode.tree`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from solver import SchedulerConf, schedule, solve, verify
 from solver.compile import compile_problem
 from solver.decision import Decision
 from solver.features.topology import TopologyBlock
-from solver.features.topology.nodegroups import godel_groups
+from solver.features.topology.godel.nodegroups import godel_groups
 from solver.model import ClusterModel
 from tests.builders import (
     BLOCK,

@@ -12,7 +12,7 @@ from clients.cli import app
 from solver import SchedulerConf, solve, verify
 from solver.decision import Placement
 from solver.errors import InputError
-from solver.features.topology.koordinator import gather_rank_key, must_gather_layer
+from solver.features.topology.koordinator.spec import gather_rank_key, must_gather_layer
 from solver.features.topology.tree import (
     build_tree,
     detail_status,

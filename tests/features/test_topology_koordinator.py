@@ -16,7 +16,7 @@ import pytest
 from solver import SchedulerConf, schedule, verify
 from solver.compile import compile_problem
 from solver.decision import Decision, Placement
-from solver.features.topology.selector import selector_scores
+from solver.features.topology.koordinator.selector import selector_scores
 from solver.features.topology.tree import build_tree
 from solver.model import ClusterModel
 from tests.builders import BLOCK, SPINE, gather, model, node, pod, podgroup, spine_block_topology

@@ -19,7 +19,7 @@ from solver.features.preemption.reclaim import ReclaimPlanner
 from solver.features.preemption.victims import PreemptionInput
 from solver.features.queues import QuotaBlock
 from solver.features.topology import TopologyBlock
-from solver.features.topology.gather import gather_unit
+from solver.features.topology.koordinator.gather import gather_unit
 from solver.problem import IntArray, Problem, fill, fit_report, format_fit_error
 
 __all__ = ["fill_all", "greedy_plan", "ineligible", "reclaim_plan"]

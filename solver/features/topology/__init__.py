@@ -4,16 +4,19 @@ constraint and Kueue TAS (both always on: kube-scheduler's own, Kueue's admissio
 Volcano's HyperNode `networkTopology` (always on; scored by `network-topology-aware`), on
 one "one domain" rule.
 
-    tree.py         Koordinator's ClusterNetworkTopology tree, memoised per node generation
-    koordinator.py  the gather spec of a gang group, pod order, existing peers
-    godel.py        Godel's PodGroup affinity as node arrays
+The shared core (this folder), then one sub-package per dialect:
+
+    tree.py         the ClusterNetworkTopology tree every dialect's domains live on
+                    (memoised per node generation)
     block.py        the Problem block and its objective tiers
-    greedy.py       Koordinator's offer-slot gather and Godel's NodeGroups, for the greedy
+    greedy.py       the greedy's unit placer: Koordinator's gather, Godel's NodeGroups, Kueue
     cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
-    selector.py     Koordinator's single-pod scoring by network-topology-selector
-    kueue.py        Kueue TAS pod sets, flavors and their trees (kueue_tas.py: Kueue's
-                    findTopologyAssignment; kueue_place.py: both engines and the output)
-    hypernode*.py   Volcano HyperNode trees: tree, compile, block, greedy search, CP-SAT tiers
+    koordinator/    spec.py (the gather spec of a gang group, pod order, existing peers),
+                    gather.py (offer slots), selector.py (network-topology-selector scores)
+    godel/          affinity.py (PodGroup affinity as node arrays), nodegroups.py
+    kueue/          podsets.py (pod sets, flavors, their trees), tas.py (Kueue's
+                    findTopologyAssignment), place.py (both engines and the output)
+    hypernode/      Volcano HyperNodes: tree, compile, block, greedy, CP-SAT, sub-groups
 
 Compile (this module): for every unit, the gather requirements of its first gang
 (Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
@@ -38,15 +41,22 @@ import numpy as np
 from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
-from solver.features.topology import cpsat, hypernode_cpsat
+from solver.features.topology import cpsat
 from solver.features.topology.block import TopologyBlock
-from solver.features.topology.godel import GodelPlan, godel_node_metrics, godel_plan, job_affinity
+from solver.features.topology.godel.affinity import (
+    GodelPlan,
+    godel_node_metrics,
+    godel_plan,
+    job_affinity,
+)
 from solver.features.topology.greedy import place_topology_unit
-from solver.features.topology.hypernode import HyperNodeUnits, compile_hypernode
-from solver.features.topology.hypernode_greedy import place_hypernode_unit
-from solver.features.topology.hypernode_subgroup import subgroup_type_key
-from solver.features.topology.hypernode_subgroup_greedy import place_subgroup_unit
-from solver.features.topology.koordinator import (
+from solver.features.topology.hypernode import cpsat as hypernode_cpsat
+from solver.features.topology.hypernode.compile import HyperNodeUnits, compile_hypernode
+from solver.features.topology.hypernode.greedy import place_hypernode_unit
+from solver.features.topology.hypernode.subgroup import subgroup_type_key
+from solver.features.topology.hypernode.subgroup_greedy import place_subgroup_unit
+from solver.features.topology.koordinator.selector import compile_selector_scores, selector_of
+from solver.features.topology.koordinator.spec import (
     ANNOTATION_SPEC,
     SELECTOR_FACT,
     UnitGather,
@@ -54,9 +64,8 @@ from solver.features.topology.koordinator import (
     peer_counts,
     unit_gather,
 )
-from solver.features.topology.kueue import KueuePodSet, compile_kueue, pod_set_key
-from solver.features.topology.kueue_place import assignments
-from solver.features.topology.selector import compile_selector_scores, selector_of
+from solver.features.topology.kueue.place import assignments
+from solver.features.topology.kueue.podsets import KueuePodSet, compile_kueue, pod_set_key
 from solver.features.topology.tree import TopologyTree, tree_of
 from solver.model import Pod
 from solver.problem import IntArray, Problem

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solver.features.topology.godel import GodelPlan
-from solver.features.topology.kueue import KueuePodSet
-from solver.features.topology.kueue_place import kueue_tier_specs, kueue_tier_values
+from solver.features.topology.godel.affinity import GodelPlan
+from solver.features.topology.kueue.place import kueue_tier_specs, kueue_tier_values
+from solver.features.topology.kueue.podsets import KueuePodSet
 from solver.problem import Block, BoolArray, IntArray, Problem, TierSpec
 
 __all__ = ["TopologyBlock", "domain_slots", "placed_by_unit", "slack_units", "topology_units"]

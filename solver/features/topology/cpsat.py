@@ -25,7 +25,7 @@ from solver.features.topology.block import (
     slack_units,
     topology_units,
 )
-from solver.features.topology.kueue_place import build_kueue, class_rows
+from solver.features.topology.kueue.place import build_kueue, class_rows
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from solver.features.topology.block import TopologyBlock
-from solver.features.topology.gather import gather_unit
-from solver.features.topology.godel import GodelPlan
-from solver.features.topology.kueue_place import place_kueue
-from solver.features.topology.nodegroups import godel_groups
+from solver.features.topology.godel.affinity import GodelPlan
+from solver.features.topology.godel.nodegroups import godel_groups
+from solver.features.topology.koordinator.gather import gather_unit
+from solver.features.topology.kueue.place import place_kueue
 from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
 
 __all__ = ["place_topology_unit"]

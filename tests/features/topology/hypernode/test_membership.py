@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from solver.errors import ManifestError
-from solver.features.topology.hypernode_tree import CLUSTER_TOP, build_hypernode_tree
+from solver.features.topology.hypernode.tree import CLUSTER_TOP, build_hypernode_tree
 from tests.builders import model, node
 from tests.features.topology.hypernode.fixtures import hypernode
 

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from solver.compile import compile_problem
-from solver.features.topology.hypernode import hypernode_args
-from solver.features.topology.hypernode_block import HyperNodeBlock
-from solver.features.topology.hypernode_greedy import gradients
+from solver.features.topology.hypernode.block import HyperNodeBlock
+from solver.features.topology.hypernode.compile import hypernode_args
+from solver.features.topology.hypernode.greedy import gradients
 from tests.builders import model, node, pod
 from tests.features.topology.hypernode.fixtures import conf, hypernode, vc_group
 

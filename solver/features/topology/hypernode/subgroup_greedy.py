@@ -25,9 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.features.topology.gather import unit_sequence
-from solver.features.topology.hypernode_block import HyperNodeBlock
-from solver.features.topology.hypernode_greedy import (
+from solver.features.topology.hypernode.block import HyperNodeBlock
+from solver.features.topology.hypernode.greedy import (
     HyperNodeSearch,
     allowed_root,
     commit_placements,
@@ -37,7 +36,8 @@ from solver.features.topology.hypernode_greedy import (
     search_of,
     search_start,
 )
-from solver.features.topology.hypernode_subgroup import SubGroupPlan
+from solver.features.topology.hypernode.subgroup import SubGroupPlan
+from solver.features.topology.koordinator.gather import unit_sequence
 from solver.problem import GreedyState, IntArray, Problem
 
 __all__ = ["place_subgroup_unit"]

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.features.topology.gather import unit_sequence
-from solver.features.topology.hypernode_block import HyperNodeBlock, HyperNodePlan
-from solver.features.topology.hypernode_tree import HyperNodeTree
+from solver.features.topology.hypernode.block import HyperNodeBlock, HyperNodePlan
+from solver.features.topology.hypernode.tree import HyperNodeTree
+from solver.features.topology.koordinator.gather import unit_sequence
 from solver.problem import BoolArray, FloatArray, GreedyState, IntArray, Problem, slots_of
 
 __all__ = [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.features.topology.block import TopologyBlock
-from solver.features.topology.godel import GODEL_METRICS, GodelPlan
+from solver.features.topology.godel.affinity import GODEL_METRICS, GodelPlan
 from solver.problem import IntArray, Problem
 
 __all__ = ["GodelGroup", "godel_groups"]

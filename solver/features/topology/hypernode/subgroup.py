@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from solver.features._base import CompileContext
-from solver.features.topology.hypernode_tree import HyperNodeTree
+from solver.features.topology.hypernode.tree import HyperNodeTree
 from solver.model import Gang, Pod
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars

@@ -34,9 +34,9 @@ import numpy as np
 
 from solver.config import Plugin
 from solver.features._base import CompileContext
-from solver.features.topology.hypernode_block import HyperNodeBlock, HyperNodePlan, NodeScoreArgs
-from solver.features.topology.hypernode_subgroup import compile_subgroups
-from solver.features.topology.hypernode_tree import HyperNodeTree, hypernode_tree_of
+from solver.features.topology.hypernode.block import HyperNodeBlock, HyperNodePlan, NodeScoreArgs
+from solver.features.topology.hypernode.subgroup import compile_subgroups
+from solver.features.topology.hypernode.tree import HyperNodeTree, hypernode_tree_of
 from solver.model import Gang
 from solver.problem import FloatArray, IntArray
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from solver.features._base import CompileContext
 from solver.features.predicates import tolerates
-from solver.features.topology.kueue_tas import KueueTree, LeaderLeaves, TasRequest
+from solver.features.topology.kueue.tas import KueueTree, LeaderLeaves, TasRequest
 from solver.model import (
     HOSTNAME,
     KueueFlavor,

@@ -40,7 +40,7 @@ import numpy as np
 
 from solver.config import Plugin
 from solver.features._base import CompileContext, combine_filters
-from solver.features.topology.koordinator import ANNOTATION_SELECTOR, peer_counts
+from solver.features.topology.koordinator.spec import ANNOTATION_SELECTOR, peer_counts
 from solver.features.topology.tree import TopologyTree
 from solver.model import Pod
 from solver.problem import BoolArray, FloatArray, IntArray

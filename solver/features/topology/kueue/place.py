@@ -27,8 +27,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.decision import KueueTopologyAssignment
-from solver.features.topology.kueue import KueuePodSet, leader_leaves, leaf_pods
-from solver.features.topology.kueue_tas import LeaderLeaves, find_topology_assignment
+from solver.features.topology.kueue.podsets import KueuePodSet, leader_leaves, leaf_pods
+from solver.features.topology.kueue.tas import LeaderLeaves, find_topology_assignment
 from solver.problem import GreedyState, IntArray, Problem, TierSpec, fill
 from solver.sat import PlacementVars, Term
 

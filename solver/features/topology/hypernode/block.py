@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.features.topology.block import placed_by_unit
-from solver.features.topology.hypernode_subgroup import SubGroupPlan
-from solver.features.topology.hypernode_tree import HyperNodeTree
+from solver.features.topology.hypernode.subgroup import SubGroupPlan
+from solver.features.topology.hypernode.tree import HyperNodeTree
 from solver.problem import Block, IntArray, Problem, TierSpec
 
 __all__ = ["HyperNodeBlock", "HyperNodePlan", "NodeScoreArgs"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from solver.features.topology.hypernode_block import HyperNodeBlock
-from solver.features.topology.hypernode_subgroup import subgroup_constraints
+from solver.features.topology.hypernode.block import HyperNodeBlock
+from solver.features.topology.hypernode.subgroup import subgroup_constraints
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
 

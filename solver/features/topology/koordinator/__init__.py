@@ -1,0 +1,2 @@
+"""Koordinator: the ClusterNetworkTopology spec of a gang, its gather (offer slots), the
+network-topology selector scores."""
