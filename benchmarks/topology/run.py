@@ -29,14 +29,19 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from solver.engines.gather import gather_unit  # noqa: E402
-
 from solver import SchedulerConf  # noqa: E402
 from solver.compile import compile_problem  # noqa: E402
+from solver.config import PluginConf, TierConf  # noqa: E402
+from solver.engines import SolveParams  # noqa: E402
+from solver.engines.cpsat import solve_cpsat  # noqa: E402
+from solver.features.topology import TopologyBlock  # noqa: E402
+from solver.features.topology.koordinator.gather import gather_unit  # noqa: E402
 from solver.kube import RawObject, build_model  # noqa: E402
+from solver.problem import Problem, evaluate  # noqa: E402
 
-SPINES, BLOCKS, NODES = 20, 16, 32
+SHAPE = (20, 16, 32)  # spines, blocks per spine, nodes per block
 SIZES = (64, 128, 256, 512, 1024, 2048)
+SMOKE_SHAPE, SMOKE_SIZES = (2, 2, 8), (8, 16)  # `--smoke`: seconds
 SPEC_SPINE = json.dumps(
     {
         "gatherStrategy": [
@@ -53,13 +58,16 @@ CARDS = ("NVIDIA-A100", "NVIDIA-H100")
 
 def card_conf() -> SchedulerConf:
     """The default plugins with capacity-card instead of capacity (card awareness, no queues)."""
-    from solver.config import PluginConf, TierConf
-
     plugins = [p for p in SchedulerConf.default().tiers[0].plugins if p.name != "capacity"]
     return SchedulerConf(tiers=(TierConf(plugins=[*plugins, PluginConf(name="capacity-card")]),))
 
 
-def objects(seed: int, cards: bool = False) -> list[dict[str, Any]]:
+def objects(
+    seed: int,
+    cards: bool = False,
+    shape: tuple[int, int, int] = SHAPE,
+    sizes: tuple[int, ...] = SIZES,
+) -> list[dict[str, Any]]:
     """The instance; with `cards`, spines alternate A100/H100 nodes and every pod accepts
     `NVIDIA-A100|NVIDIA-H100` (A100 preferred)."""
     rng = np.random.default_rng(seed)
@@ -81,9 +89,10 @@ def objects(seed: int, cards: bool = False) -> list[dict[str, Any]]:
             },
         }
     ]
-    for s in range(SPINES):
-        for b in range(BLOCKS):
-            for n in range(NODES):
+    spines, blocks, nodes = shape
+    for s in range(spines):
+        for b in range(blocks):
+            for n in range(nodes):
                 name = f"n-{s:02d}-{b:02d}-{n:02d}"
                 out.append(
                     {
@@ -139,7 +148,7 @@ def objects(seed: int, cards: bool = False) -> list[dict[str, Any]]:
                             "status": {"phase": "Running"},
                         }
                     )
-    for size in SIZES:
+    for size in sizes:
         spec = SPEC_PREFER if size >= 2048 else SPEC_SPINE
         gang = f"job-{size}"
         out.append(
@@ -182,18 +191,18 @@ def objects(seed: int, cards: bool = False) -> list[dict[str, Any]]:
 
 
 def cpsat_rows(
-    seed: int, time_limit: float, workers: int, cards: bool = False
+    seed: int,
+    time_limit: float,
+    workers: int,
+    cards: bool = False,
+    shape: tuple[int, int, int] = SHAPE,
+    sizes: tuple[int, ...] = SIZES,
 ) -> list[dict[str, Any]]:
     """The same cluster with one gang at a time, solved by the cpsat engine (greedy hint)."""
-    from solver.objective import evaluate
-
-    from solver.engines import SolveParams
-    from solver.engines.cpsat import solve_cpsat
-
-    everything = objects(seed, cards)
+    everything = objects(seed, cards, shape, sizes)
     conf = card_conf() if cards else SchedulerConf.default()
     rows = []
-    for size in SIZES:
+    for size in sizes:
         gang = f"job-{size}"
         keep = [
             o
@@ -210,8 +219,9 @@ def cpsat_rows(
         result = solve_cpsat(problem, SolveParams(time_limit=time_limit, workers=workers, seed=0))
         used = np.concatenate([row[row >= 0] for row in result.pod_node])
         tiers = evaluate(problem, result.pod_node)
-        spine = problem.topo_layers.index("SpineLayer")
-        block = problem.topo_layers.index("BlockLayer")
+        topology = _topology(problem)
+        spine = topology.layers.index("SpineLayer")
+        block = topology.layers.index("BlockLayer")
         rows.append(
             {
                 "pods": size,
@@ -226,8 +236,8 @@ def cpsat_rows(
                 ),
                 "vars": result.stats.get("vars_after"),
                 "classes": result.stats.get("node_classes"),
-                "spines": int(np.unique(problem.node_domain[spine][used]).size),
-                "blocks": int(np.unique(problem.node_domain[block][used]).size),
+                "spines": int(np.unique(topology.node_domain[spine][used]).size),
+                "blocks": int(np.unique(topology.node_domain[block][used]).size),
                 "nodes": int(np.unique(used).size),
                 "objective_vs_greedy": tiers["objective"]
                 - int(result.stats.get("greedy_objective", 0)),
@@ -235,6 +245,12 @@ def cpsat_rows(
         )
         print(json.dumps(rows[-1]), flush=True)
     return rows
+
+
+def _topology(problem: Problem) -> TopologyBlock:
+    block = problem.block(TopologyBlock)
+    assert block is not None, "the instance has a ClusterNetworkTopology"
+    return block
 
 
 def main() -> None:
@@ -245,18 +261,25 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cards", action="store_true", help="A100/H100 spines, pods A100|H100")
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: 32 nodes, gangs of 8 and 16, no results"
+    )
     args = parser.parse_args()
     suffix = "_cards" if args.cards else ""
+    shape, sizes = (SMOKE_SHAPE, SMOKE_SIZES) if args.smoke else (SHAPE, SIZES)
+    if args.smoke:
+        args.reps, args.time_limit = 3, 2.0
     if args.cpsat:
-        rows = cpsat_rows(args.seed, args.time_limit, args.workers, args.cards)
-        (Path(__file__).parent / f"results_cpsat{suffix}.json").write_text(
-            json.dumps(rows, indent=2) + "\n"
-        )
+        solved = cpsat_rows(args.seed, args.time_limit, args.workers, args.cards, shape, sizes)
+        if not args.smoke:
+            (Path(__file__).parent / f"results_cpsat{suffix}.json").write_text(
+                json.dumps(solved, indent=2) + "\n"
+            )
         print(
             "| gang pods | CP-SAT status | seconds (build + solve) | first solution (s) | vars | node classes | spines | blocks | nodes | objective − greedy |"
         )
         print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for r in rows:
+        for r in solved:
             print(
                 f"| {r['pods']} | {r['status']} | {r['seconds']} | {r['first_solution_s']} | {r['vars']} | "
                 f"{r['classes']} | {r['spines']} | {r['blocks']} | {r['nodes']} | {r['objective_vs_greedy']} |"
@@ -266,7 +289,7 @@ def main() -> None:
     started = time.perf_counter()
     model = build_model(
         RawObject(source="bench", document=str(i), body=o)
-        for i, o in enumerate(objects(args.seed, args.cards), 1)
+        for i, o in enumerate(objects(args.seed, args.cards, shape, sizes), 1)
     )
     built = time.perf_counter() - started
     started = time.perf_counter()
@@ -274,12 +297,13 @@ def main() -> None:
     compiled = time.perf_counter() - started
     gpu = problem.resources.index("nvidia.com/gpu")
     busy = 1 - problem.free[:, gpu].sum() / problem.capacity[:, gpu].sum()
-    spine_layer = problem.topo_layers.index("SpineLayer")
-    block_layer = problem.topo_layers.index("BlockLayer")
+    topology = _topology(problem)
+    spine_layer = topology.layers.index("SpineLayer")
+    block_layer = topology.layers.index("BlockLayer")
 
     rows: list[dict[str, Any]] = []
     for u, unit_id in enumerate(problem.unit_ids):
-        if not problem.is_gather(u):
+        if not topology.is_gather(u):
             continue  # the load pods (bound, gangs of one)
         gangs = [int(g) for g in np.flatnonzero(problem.gang_unit == u)]
         size = int(sum(problem.gang_pending[g] for g in gangs))
@@ -288,7 +312,7 @@ def main() -> None:
         for _ in range(args.reps):
             free = problem.free.copy()
             t0 = time.perf_counter()
-            outcome = gather_unit(problem, u, gangs, free)
+            outcome = gather_unit(problem, topology, u, gangs, free)
             for t, nodes in outcome.pod_node.items():
                 np.subtract.at(free, nodes[nodes >= 0], problem.type_demand[t])
             times.append(time.perf_counter() - t0)
@@ -304,8 +328,8 @@ def main() -> None:
                 "pods": size,
                 "placed": int(used.size),
                 "candidate": outcome.candidate or outcome.message[:60],
-                "spines": int(np.unique(problem.node_domain[spine_layer][used]).size),
-                "blocks": int(np.unique(problem.node_domain[block_layer][used]).size),
+                "spines": int(np.unique(topology.node_domain[spine_layer][used]).size),
+                "blocks": int(np.unique(topology.node_domain[block_layer][used]).size),
                 "nodes": int(np.unique(used).size),
                 "p50_ms": float(np.percentile(times, 50) * 1000),
                 "p99_ms": float(np.percentile(times, 99) * 1000),
@@ -332,9 +356,10 @@ def main() -> None:
         "compile_s": round(compiled, 2),
         "reps": args.reps,
     }
-    (Path(__file__).parent / f"results{suffix}.json").write_text(
-        json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n"
-    )
+    if not args.smoke:
+        (Path(__file__).parent / f"results{suffix}.json").write_text(
+            json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n"
+        )
     print(
         f"git {sha} · {meta['machine']} · {problem.num_nodes} nodes, {busy:.0%} GPUs busy · "
         f"model {built:.1f} s, compile {compiled:.1f} s · {args.reps} reps per gang\n"
