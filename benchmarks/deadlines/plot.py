@@ -7,6 +7,7 @@ share of the deadline, against the deadline, one line per set-up; above 1.0 is l
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -14,10 +15,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.results import figure_path
+
 HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
+    out = figure_path(__doc__.splitlines()[0], HERE / "deadlines.png")
     result = json.loads((HERE / "results.jsonl").read_text().strip().splitlines()[-1])
     setups: dict[str, list[dict[str, float]]] = {}
     for row in result["rows"]:
@@ -38,7 +44,7 @@ def main() -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(HERE / "deadlines.png", dpi=110)
+    fig.savefig(out, dpi=110)
 
 
 if __name__ == "__main__":

@@ -103,11 +103,14 @@ def requests(
 
 
 def sweep(
-    stub: spb_grpc.PlacementServiceStub, request: spb.PlaceJobRequest, reps: int
+    stub: spb_grpc.PlacementServiceStub,
+    request: spb.PlaceJobRequest,
+    reps: int,
+    deadlines: list[float] = DEADLINES,
 ) -> list[dict[str, object]]:
-    stub.PlaceJob(request, timeout=30)  # warm
+    stub.PlaceJob(request, timeout=min(30.0, 2 * max(deadlines)))  # warm
     rows = []
-    for deadline in DEADLINES:
+    for deadline in deadlines:
         codes: Counter[str] = Counter()
         statuses: Counter[str] = Counter()
         shares = []
@@ -147,7 +150,13 @@ def git_sha() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: inline, 2 deadlines, 1 call, no results"
+    )
     args = parser.parse_args()
+    setups, deadlines = (SETUPS[:1], [0.2, 1.0]) if args.smoke else (SETUPS, DEADLINES)
+    if args.smoke:
+        args.reps = 1
     env = {**os.environ, "GANGPLAN_LOG_LEVEL": "WARNING", "GANGPLAN_SOLVER_WORKERS": "1"}
     command = [str(Path(sys.executable).with_name("gangplan")), "serve", "--port", "0"]
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
@@ -158,15 +167,17 @@ def main() -> None:
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port.group(1)}") as channel:
             stub = spb_grpc.PlacementServiceStub(channel)
-            for source, per_node in SETUPS:
+            for source, per_node in setups:
                 request = requests(stub, source, per_node)
-                for row in sweep(stub, request, args.reps):
+                for row in sweep(stub, request, args.reps, deadlines):
                     row = {"source": source, "running_pods": per_node * 400, **row}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
     finally:
         proc.terminate()
         proc.wait(30)
+    if args.smoke:
+        return
     result = {"sha": git_sha(), "machine": machine(), "reps": args.reps, "rows": rows}
     with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(result) + "\n")

@@ -328,7 +328,9 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bind-workers", type=int, default=0, help="the scheduler's (0: its default)")
-    ap.add_argument("--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods")
+    ap.add_argument(
+        "--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods, 30%% card gangs"
+    )
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--profile", help="py-spy the scheduler into this raw (collapsed) file")
     args = ap.parse_args()
@@ -343,6 +345,7 @@ def main() -> None:
         return
     if args.smoke:
         args.nodes, args.running, args.rate, args.seconds, args.no_write = 64, 200, 100, 2, True
+        args.cards = args.cards or 0.3  # the capacity-card conf and card alternatives too
     py = sys.executable
     fake = subprocess.Popen(
         [py, __file__, "serve", "--nodes", str(args.nodes), "--running", str(args.running)],
@@ -350,6 +353,7 @@ def main() -> None:
         text=True,
     )
     procs = [fake]
+    spies: set[int] = set()
     try:
         assert fake.stdout is not None
         url = fake.stdout.readline().strip()
@@ -400,8 +404,10 @@ def main() -> None:
                     ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
+                    text=True,
                 )
             )
+            spies.add(procs[-1].pid)
         cpu0 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
         m0 = _metrics(port)
         gangs = _gangs(args.rate, args.seconds, args.gather, args.cards, random.Random(args.seed))
@@ -418,7 +424,8 @@ def main() -> None:
         m1 = _metrics(port)
     finally:
         for p in reversed(procs):
-            p.send_signal(signal.SIGINT if str(p.args[0]).endswith("py-spy") else signal.SIGTERM)
+            # py-spy writes its file on SIGINT
+            p.send_signal(signal.SIGINT if p.pid in spies else signal.SIGTERM)
             p.wait(60)
     created = stats["created"]
     first = min(created[p] for p in want)

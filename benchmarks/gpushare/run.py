@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.results import provenance, write_results  # noqa: E402
+from benchmarks.results import provenance, running_pods_args, write_results  # noqa: E402
 from solver import SCHEMA, SchedulerConf, Workload, schedule  # noqa: E402
 from solver.model import Gang, Node, Pod  # noqa: E402
 from solver.snapshot import RunningPod, Snapshot  # noqa: E402
@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--engines", nargs="+", default=["greedy", "cpsat"])
     parser.add_argument("--out", default=str(HERE / "results.json"))
-    args = parser.parse_args()
+    args = running_pods_args(parser)
     base = nodes()
     names = [n.name for n in base]
     source = provenance()  # before the runs: the code they measure

@@ -193,7 +193,12 @@ def main() -> None:
     parser.add_argument("--engine", default="greedy")
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call (s)")
     parser.add_argument("--max-seconds", type=float, default=300.0, help="stop issuing after")
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: 64 nodes, 2 clients, 3 calls, no results"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.nodes, args.running, args.gang, args.clients, args.calls = 64, 100, 8, 2, 3
 
     env = {
         **os.environ,
@@ -202,7 +207,7 @@ def main() -> None:
         "GANGPLAN_MAX_QUEUED": str(args.clients + 8),
         "GANGPLAN_MAX_MESSAGE_MB": "256",
     }
-    command = [str(ROOT / ".venv" / "bin" / "gangplan"), "serve", "--port", "0"]
+    command = [str(Path(sys.executable).with_name("gangplan")), "serve", "--port", "0"]
     command += ["--metrics-port", "0"]
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as server:
         try:
@@ -215,8 +220,9 @@ def main() -> None:
             server.send_signal(signal.SIGTERM)
             server.wait(30)
     print(json.dumps(result, indent=2))
-    with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(result) + "\n")
+    if not args.smoke:
+        with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":

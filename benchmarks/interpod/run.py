@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results import running_pods_args  # noqa: E402
 from solver import SchedulerConf, Workload, schedule  # noqa: E402
 from solver.model import (  # noqa: E402
     Gang,
@@ -172,7 +173,7 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["greedy", "cpsat"])
     parser.add_argument("--unique-labels", action="store_true", help="one label set per pod")
     parser.add_argument("--out", default=str(HERE / "results.json"))
-    args = parser.parse_args()
+    args = running_pods_args(parser)
     base = nodes()
     names = [n.name for n in base]
     rows = []

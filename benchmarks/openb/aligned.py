@@ -17,15 +17,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-from online import TRACES, run  # noqa: E402
-from replay import DATA, MILLI, load_cluster, load_pods  # noqa: E402
+from benchmarks.openb.online import TRACES, run  # noqa: E402
+from benchmarks.openb.replay import DATA, MILLI, load_cluster, load_pods  # noqa: E402
 
 CREATE = re.compile(r"\[(\d+)\] attempt to create pod\([^/]+/([^)]+)\)")
 SCHEDULED = re.compile(r"pod\([^/]+/([^)]+)\) is scheduled to node\((\d{4})-([^)]+)\)")
@@ -65,16 +66,12 @@ def parse(log: Path, trace: str) -> dict[str, object]:
     return {"order": np.array(order), "rank": ranks, "simulated": simulated, "alloc": alloc}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("log", type=Path)
-    parser.add_argument("--policy", choices=("bestfit", "fgd"), default="fgd")
-    parser.add_argument("--trace", choices=TRACES, default="default")
-    args = parser.parse_args()
-    log = parse(args.log, args.trace)
-    simulated = log["simulated"]
+def compare(log: Path, policy: str, trace: str) -> None:
+    """Replay the log's arrivals with the engine and print where the two differ."""
+    parsed = parse(log, trace)
+    simulated = parsed["simulated"]
     assert isinstance(simulated, np.ndarray)
-    row = run(args.trace, args.policy, seed=0, given=(log["order"], log["rank"]))  # type: ignore[arg-type]
+    row = run(trace, policy, seed=0, given=(parsed["order"], parsed["rank"]))  # type: ignore[arg-type]
     mine = np.array(row["nodes"])
     same = int((mine == simulated).sum())
     print(
@@ -82,7 +79,9 @@ def main() -> None:
     )
     for t in np.flatnonzero(mine != simulated)[:20].tolist():
         print(f"  arrival {t}: simulator node row {simulated[t]}, engine {mine[t]}")
-    alloc = np.array(log["alloc"])  # used nodes, used GPUs, used milli, total GPUs, arrived milli
+    alloc = np.array(
+        parsed["alloc"]
+    )  # used nodes, used GPUs, used milli, total GPUs, arrived milli
     if alloc.size:
         capacity = int(alloc[0, 3]) * MILLI
         at = np.round(100.0 * alloc[:, 4] / capacity, 0) == 130
@@ -90,6 +89,45 @@ def main() -> None:
             f"GPU allocation at 130%: simulator {100 * alloc[at, 2].mean() / capacity:.2f}%, "
             f"engine {100 * row['at_130']:.2f}%"
         )
+
+
+def smoke_log(trace: str, arrivals: int = 200) -> Path:
+    """A log in the simulator's format, written from the engine's own run of the first
+    `arrivals` of a seeded order (the simulator itself does not run here)."""
+    cluster = load_cluster()
+    pods = load_pods(DATA / f"openb_pod_list_{trace}.csv", cluster.models)
+    names = [
+        line.split(",")[0]
+        for line in (DATA / "openb_node_list_gpu_node.csv").read_text().splitlines()[1:]
+    ]
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(pods.names))[:arrivals]
+    rank = rng.permutation(len(names))
+    row = run(trace, "fgd", seed=0, given=(order, rank))
+    lines = []
+    for i, (p, n) in enumerate(zip(order.tolist(), row["nodes"], strict=True)):
+        lines.append(f"[{i}] attempt to create pod(default/{pods.names[p]})")
+        if n >= 0:
+            lines.append(
+                f"pod(default/{pods.names[p]}) is scheduled to node({rank[n]:04d}-{names[n]})"
+            )
+    log = Path(tempfile.mkdtemp()) / "smoke.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("log", type=Path, nargs="?")
+    parser.add_argument("--policy", choices=("bestfit", "fgd"), default="fgd")
+    parser.add_argument("--trace", choices=TRACES, default="default")
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: a 200-arrival log made by the engine"
+    )
+    args = parser.parse_args()
+    if args.log is None and not args.smoke:
+        parser.error("the simulator's log is required (or --smoke)")
+    compare(smoke_log(args.trace) if args.smoke else args.log, args.policy, args.trace)
 
 
 if __name__ == "__main__":

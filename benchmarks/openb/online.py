@@ -50,10 +50,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from replay import (  # noqa: E402
+from benchmarks.openb.replay import (  # noqa: E402
     DATA,
     MILLI,
     Cluster,
@@ -65,8 +64,7 @@ from replay import (  # noqa: E402
     load_pods,
     typical_shapes,
 )
-from window import CANDIDATES, Window, placed_devices  # noqa: E402
-
+from benchmarks.openb.window import CANDIDATES, Window, placed_devices  # noqa: E402
 from benchmarks.results import provenance  # noqa: E402
 from solver import SCHEMA, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, SchedulerConf, TierConf  # noqa: E402
@@ -424,7 +422,10 @@ def sweep(traces: list[str], policies: list[str], seeds: list[int], jobs: int, w
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: 200 arrivals checked, the table printed"
+    )
+    sub = parser.add_subparsers(dest="command")
     one = sub.add_parser("run")
     one.add_argument("--trace", choices=TRACES, default="default")
     one.add_argument("--policy", choices=POLICIES, default="fgd")
@@ -443,6 +444,12 @@ def main() -> None:
     tabled = sub.add_parser("table")
     tabled.add_argument("--write", action="store_true", help="into README.md's online block")
     args = parser.parse_args()
+    if args.smoke:
+        print(json.dumps(run("default", "fgd", 0, 16, 200, 0.5, True)), flush=True)
+        print(table(load()))
+        return
+    if args.command is None:
+        parser.error("a command is required (run, sweep, table) unless --smoke")
     if args.command == "table":
         text = table(load())
         if args.write:

@@ -17,6 +17,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from replay import DATA, MILLI, arrivals, load_cluster, load_pods, replay  # noqa: E402
-
+from benchmarks.openb.replay import DATA, MILLI, arrivals, load_cluster, load_pods, replay  # noqa: E402
 from solver.plan import (  # noqa: E402
     PlanOptions,
     Shape,
@@ -102,7 +101,12 @@ def online(done: set[tuple[Any, ...]]) -> None:
         for seed in SEEDS:
             order = arrivals(pods, int(cluster.gpus.sum()) * MILLI, seed)
             for policy in ("bestfit", "fgd"):
-                row = {"stage": "online", "list": name, "policy": policy, "seed": seed}
+                row: dict[str, Any] = {
+                    "stage": "online",
+                    "list": name,
+                    "policy": policy,
+                    "seed": seed,
+                }
                 if key(row) in done:
                     continue
                 t = time.perf_counter()
@@ -168,7 +172,7 @@ def offline(done: set[tuple[Any, ...]]) -> None:
                 for i in placed:
                     pattern[shape_of[i]] = pattern.get(shape_of[i], 0) + 1
                 initial.append((t, pattern))
-            t = time.perf_counter()
+            started = time.perf_counter()
             r = plan(
                 inp,
                 PlanOptions(time_limit=OFFLINE_LIMIT, workers=WORKERS, seed=seed),
@@ -182,7 +186,7 @@ def offline(done: set[tuple[Any, ...]]) -> None:
                 greedy_ratio=(total - r.stats["greedy_objective"]) / capacity,
                 start_ratio=online["gpu_alloc_ratio"],
                 status=r.status,
-                seconds=time.perf_counter() - t,
+                seconds=time.perf_counter() - started,
                 shapes=int(r.stats["shapes"]),
                 columns=int(r.stats["columns"]),
             )
@@ -252,7 +256,9 @@ def catalogue(done: set[tuple[Any, ...]]) -> None:
 # ----------------------------------------------------------------------------- report
 
 
-def report() -> None:
+def report(out_dir: Path = HERE) -> None:
+    """The README's results section and the plots, into `out_dir` (the README read from
+    here)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -319,7 +325,7 @@ def report() -> None:
     ax.set_ylabel("GPU allocation ratio (%)")
     ax.set_title("openb, 130% arrived load (red: published)")
     fig.tight_layout()
-    fig.savefig(HERE / "allocation.png", dpi=110)
+    fig.savefig(out_dir / "allocation.png", dpi=110)
     plt.close(fig)
     # packing
     out.append(
@@ -363,7 +369,7 @@ def report() -> None:
     ax.set_ylabel("nodes above the best bound (%)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(HERE / "packing.png", dpi=110)
+    fig.savefig(out_dir / "packing.png", dpi=110)
     plt.close(fig)
     # catalogue
     out.append("### Capacity planning: all 8,152 pods onto the 7-model catalogue (30 s)\n")
@@ -386,7 +392,18 @@ def report() -> None:
     text = readme.read_text() if readme.exists() else "<!-- results -->\n<!-- /results -->\n"
     head, _, rest = text.partition("<!-- results -->")
     _, _, tail = rest.partition("<!-- /results -->")
-    readme.write_text(head + "<!-- results -->\n" + "\n".join(out) + "\n<!-- /results -->" + tail)
+    (out_dir / "README.md").write_text(
+        head + "<!-- results -->\n" + "\n".join(out) + "\n<!-- /results -->" + tail
+    )
+
+
+def smoke() -> None:
+    cluster = load_cluster()
+    pods = load_pods(DATA / LISTS["default"], cluster.models)
+    order = arrivals(pods, int(cluster.gpus.sum()) * MILLI, 0)[:300]
+    for policy in ("bestfit", "fgd"):
+        print(json.dumps({"policy": policy, **replay(cluster, pods, order, policy, seed=0)}))
+    report(Path(tempfile.mkdtemp()))
 
 
 SHA = sha()
@@ -399,9 +416,17 @@ if __name__ == "__main__":
     ap.add_argument(
         "--stage", action="append", choices=["online", "offline", "packing", "catalogue"]
     )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: 300 arrivals online with both policies, the report into a temporary folder",
+    )
     args = ap.parse_args()
-    if not args.report:
+    if args.smoke:
+        smoke()
+    elif not args.report:
         done = {key(r) for r in load_rows()}
         for stage in args.stage or ["online", "packing", "catalogue", "offline"]:
             globals()[stage](done)
-    report()
+    if not args.smoke:
+        report()

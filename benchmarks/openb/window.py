@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from replay import Cluster, Pods, Replay
 
+from benchmarks.openb.replay import Cluster, Pods, Replay
 from solver.decision import Decision
 from solver.model import Pod
 

@@ -8,12 +8,17 @@ zero) and labelled so.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.results import figure_path
 
 HERE = Path(__file__).resolve().parent
 CALLS = {
@@ -29,6 +34,7 @@ ZERO_AT = 1_000
 
 
 def main() -> None:
+    out = figure_path(__doc__.splitlines()[0], HERE / "scale.png")
     result = json.loads((HERE / "results.json").read_text())
     rows = result["rows"]
     xs = [max(r["running_pods"], ZERO_AT) for r in rows]
@@ -45,7 +51,7 @@ def main() -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(HERE / "scale.png", dpi=110)
+    fig.savefig(out, dpi=110)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -432,7 +433,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20, help="calls per measurement")
     parser.add_argument("--no-big", action="store_true", help="skip the 1,000-gang calls")
     parser.add_argument("--out", default=str(HERE / "results.json"))
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: 0 and 1,000 running pods, 1 rep, no big"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.running, args.reps, args.no_big = [0, 1000], 1, True
+        args.out = str(Path(tempfile.mkdtemp()) / "results.json")
     rows = []
     for running in args.running:
         msg = cluster(running)

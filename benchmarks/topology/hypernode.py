@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results import running_pods_args  # noqa: E402
 from solver import SchedulerConf, Workload, schedule  # noqa: E402
 from solver.config import PluginConf, TierConf  # noqa: E402
 from solver.features.topology.hypernode.tree import hypernode_tree_of  # noqa: E402
@@ -192,7 +193,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--engines", nargs="+", default=["greedy", "cpsat"])
     parser.add_argument("--out", default=str(HERE / "hypernode.json"))
-    args = parser.parse_args()
+    args = running_pods_args(parser)
     base = nodes()
     names = [n.name for n in base]
     topology = NetworkTopology(name="", hypernodes=hypernodes())
