@@ -182,8 +182,8 @@ def test_amounts_name_the_unit_of_each_resource() -> None:
     assert amounts({"cpu": UNLIMITED}) == "cpu ∞" and amounts({}) == "-"
 
 
-def test_the_readme_synopsis_lists_every_format(tmp_path: Path) -> None:
-    readme = Path("README.md").read_text(encoding="utf-8")
+def test_the_getting_started_synopsis_lists_every_format(tmp_path: Path) -> None:
+    readme = Path("docs/getting-started.md").read_text(encoding="utf-8")
     synopsis = readme[
         readme.index("gangplan schedule -f FILE...") : readme.index("gangplan serve ...")
     ]
