@@ -314,3 +314,18 @@ def test_a_plugin_is_named_in_one_place() -> None:
     named = [p for f in FEATURES for p in f.plugins] + [p for ps, _ in RULES for p in ps]
     assert [p for p in named if not isinstance(p, Plugin)] == []
     assert set(Plugin) == {*BUILTIN_PLUGINS, *OPTIONAL_PLUGINS}
+
+
+CROSS_CUTTING = {"fuzz", "golden"}  # hostile inputs to every reader; the recorded answers
+
+
+def test_tests_mirror_the_source_tree() -> None:
+    """tests/<path> holds the tests of solver/<path> (or of server/, clients/ at the top)."""
+    stray = []
+    for folder in sorted(p for p in (ROOT / "tests").rglob("*") if p.is_dir()):
+        rel = folder.relative_to(ROOT / "tests")
+        if rel.parts[0] in CROSS_CUTTING or "__pycache__" in rel.parts:
+            continue
+        if not ((ROOT / "solver" / rel).is_dir() or (ROOT / rel).is_dir()):
+            stray.append(str(rel))
+    assert stray == []

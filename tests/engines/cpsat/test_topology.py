@@ -18,7 +18,14 @@ from solver import SchedulerConf, compile_problem, schedule, solve, verify
 from solver.decision import Decision
 from solver.features.topology.cpsat import layout_ranks
 from tests.builders import BLOCK, SPINE, gather, model, node, pod, podgroup, spine_block_topology
-from tests.engines.test_gather import FAKE, MUST_BOTH, PREFER_BOTH, job, solver_nodes, tree_nodes
+from tests.features.topology.koordinator.test_gather import (
+    FAKE,
+    MUST_BOTH,
+    PREFER_BOTH,
+    job,
+    solver_nodes,
+    tree_nodes,
+)
 
 CONF = SchedulerConf.default()
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.builders import model, node, pod, podgroup
-from tests.features.kueue.helpers import BLOCK, HOST, RACK, REQUIRED, run
+from tests.features.topology.kueue.helpers import BLOCK, HOST, RACK, REQUIRED, run
 
 ENGINES = ("greedy", "cpsat")
 TAINT = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}

@@ -21,7 +21,15 @@ from hypothesis import strategies as st
 from solver.decision import Decision
 from solver.model import ClusterModel
 from tests.builders import model, node, pod, podgroup
-from tests.features.kueue.helpers import BLOCK, HOST, PREFERRED, RACK, REQUIRED, run, topology
+from tests.features.topology.kueue.helpers import (
+    BLOCK,
+    HOST,
+    PREFERRED,
+    RACK,
+    REQUIRED,
+    run,
+    topology,
+)
 
 GROUP = "kueue.x-k8s.io/podset-group-name"
 GPU = "example.com/gpu"

@@ -358,7 +358,7 @@ def test_parse(case: tuple[str | None, dict[str, dict[str, int]], str | None]) -
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_example_overflows_past_the_limit(engine: str) -> None:
-    examples = Path(__file__).resolve().parents[2] / "examples" / "queues"
+    examples = Path(__file__).resolve().parents[3] / "examples" / "queues"
     c = load_conf(examples / "nodegroup.conf")
     cluster = load_manifests(str(examples / "nodegroup-limits.yaml"))
     d = solve(cluster, c, engine=engine, workers=1, time_limit=20)

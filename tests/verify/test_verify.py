@@ -99,7 +99,7 @@ def test_check_raises_internal_error() -> None:
 
 
 def test_a_godel_pod_moved_out_of_its_required_domain_is_reported() -> None:
-    example = Path(__file__).resolve().parents[1] / "examples/topology/godel-job-affinity.yaml"
+    example = Path(__file__).resolve().parents[2] / "examples/topology/godel-job-affinity.yaml"
     m = load_manifests(str(example))
     conf = load_conf(None)
     d = solve(m, conf, engine="greedy")

@@ -276,7 +276,7 @@ def test_dry_run_cost_orders_the_children_of_the_chosen_domain(engine: str) -> N
 def test_example_runs() -> None:
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "preemption" / "job-preemption.yaml"
+    path = Path(__file__).resolve().parents[3] / "examples" / "preemption" / "job-preemption.yaml"
     greedy = schedule(load_manifests(str(path)), engine="greedy", preempt=True)
     # Koordinator's greedy fills node-1 (cost 1 = batch-a 0 + batch-b 1): 3 pods evicted.
     assert victims(greedy) == ["batch-a-0", "batch-a-1", "batch-b-0"]

@@ -17,8 +17,16 @@ from solver.errors import ManifestError
 from solver.kube.convert import build_model
 from solver.kube.workloads import expand_workloads
 from tests.builders import model, node, pod, podgroup, raw
-from tests.features.kueue.helpers import BLOCK, CONF, HOST, PREFERRED, RACK, REQUIRED, topology
-from tests.features.kueue.test_groups import GROUP, THREE, by_pod_set
+from tests.features.topology.kueue.helpers import (
+    BLOCK,
+    CONF,
+    HOST,
+    PREFERRED,
+    RACK,
+    REQUIRED,
+    topology,
+)
+from tests.features.topology.kueue.test_groups import GROUP, THREE, by_pod_set
 
 SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"

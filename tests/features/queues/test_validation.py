@@ -43,7 +43,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, str, str]] = {
         "spec.parent",
         "parent queue nowhere does not exist",
     ),
-    # A cycle never gets here: it is an input error (tests/test_parent_cycles.py).
+    # A cycle never gets here: it is an input error (tests/model/test_parent_cycles.py).
     "depth": (
         [queue("l1"), queue("l2", "l1"), queue("l3", "l2")],
         "l3",

@@ -32,7 +32,7 @@ from tests.builders import (
     spine_block_topology,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def labelled(name: str, spine: str | None, block: str | None) -> dict[str, object]:

@@ -24,7 +24,7 @@ from solver.errors import ManifestError
 from solver.kube.convert import build_model
 from solver.kube.workloads import expand_workloads
 from tests.builders import network_topology, raw
-from tests.features.kueue.helpers import (
+from tests.features.topology.kueue.helpers import (
     BLOCK,
     CONF,
     DEFAULT,
@@ -39,7 +39,7 @@ from tests.features.kueue.helpers import (
     topology,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "examples" / "topology" / "kueue-tas.yaml"
 
 

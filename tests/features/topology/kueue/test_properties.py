@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.features.kueue.helpers import (
+from tests.features.topology.kueue.helpers import (
     BLOCK,
     HOST,
     PREFERRED,

@@ -20,7 +20,7 @@ from solver.config import PluginConf, TierConf
 from solver.model import ClusterModel, node_cards
 from tests.builders import model, node, pod, podgroup, queue
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def card_node(name: str, product: str, count: int = 4, **extra: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 
 from solver.decision import Decision
 from tests.builders import model, pod, podgroup
-from tests.features.kueue.helpers import (
+from tests.features.topology.kueue.helpers import (
     BINARY,
     BLOCK,
     DEFAULT,
