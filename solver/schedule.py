@@ -18,8 +18,7 @@ from solver.decide import decide
 from solver.decision import Decision
 from solver.engines import ENGINES, SolveParams
 from solver.errors import InputError
-from solver.features import FACTS
-from solver.features.preemption import preemption_enabled, run_preemption
+from solver.features import FACTS, FEATURES
 from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import ANNOTATIONS, check
@@ -27,6 +26,8 @@ from solver.verify import ANNOTATIONS, check
 __all__ = ["SCHEMA", "schedule", "snapshot_of", "solve"]
 
 SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS)
+AFTER_PLACEMENT = tuple(f.after for f in FEATURES if f.after is not None)
+"""Steps on the engine's answer (preemption and reclaim), in registry order."""
 
 
 def snapshot_of(model: ClusterModel) -> Snapshot:
@@ -72,10 +73,12 @@ def solve(
     )
     result = ENGINES[engine](problem, params)
     preemption = None
-    if preemption_enabled(conf, preempt):
+    for after in AFTER_PLACEMENT:
+        if not after.wanted(conf, preempt):
+            continue
         left = max(0.05, time_limit - (time.perf_counter() - started))
         params = replace(params, time_limit=left)
-        preemption, seconds = run_preemption(
+        preemption, seconds = after.run(
             problem,
             snapshot,
             workload,

@@ -299,7 +299,7 @@ def test_every_registered_feature_lives_in_its_folder() -> None:
         home = f"{FEATURE_PACKAGE}.{feature.name}"
         assert (ROOT / "solver" / "features" / feature.name).is_dir(), feature.name
         parts = [feature.compile, feature.type_key, feature.call_type_key]
-        parts += [feature.greedy, feature.cpsat, feature.explain, feature.decide]
+        parts += [feature.greedy, feature.cpsat, feature.explain, feature.decide, feature.after]
         for fn in (f for p in parts for f in functions(p)):
             checked += 1
             module = getattr(fn, "__module__", "") or ""

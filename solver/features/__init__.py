@@ -3,7 +3,8 @@
     predicates/   kube-scheduler's node filters (cordon, readiness, taints, selector, affinity)
     interpod/     kube-scheduler's pod affinity, anti-affinity and topology spread
     gang/         PodGroups and GangGroups: minMember shares, match policies (core of the Problem)
-    topology/     Koordinator gather and Godel job-level affinity on one network tree
+    topology/     one network tree: Koordinator gather, Godel job affinity, Kueue TAS,
+                  Volcano HyperNodes, the Workload API's topology constraint
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
     nodegroup/    Volcano queue <-> node-group affinity
     cards/        Volcano GPU card types and their quotas (`capacity-card`)
@@ -15,9 +16,10 @@
 A feature package holds everything of its policy: the running-pod facts it keeps in the
 snapshot (`Feature.facts`), its memoised snapshot state, its compile step into its Problem
 block, and its parts of the greedy engine, the CP-SAT engine, the explanation and the
-Decision (`Feature.greedy`, `.cpsat`, `.explain`, `.decide`; see `_steps.py`). The engines,
-the explanation and `decide` iterate over FEATURES and never import a feature by name:
-adding a policy is adding its package and one line below.
+Decision, and a step on the engine's answer (`Feature.greedy`, `.cpsat`, `.explain`,
+`.decide`, `.after`; see `_steps.py`). The engines, the explanation, `decide` and `schedule`
+iterate over FEATURES and never import a feature by name: adding a policy is adding its
+package and one line below (docs/contributing.md).
 
 The order matters where a node fails several filters (the first one is its counted reason),
 for the order scores are summed in (nodeorder last, so it normalises over the nodes every
@@ -56,7 +58,8 @@ FEATURES: tuple[Feature, ...] = (
     gang.FEATURE,
     binpack.FEATURE,
     nodeorder.FEATURE,
+    preemption.FEATURE,
 )
 
-FACTS: tuple[Fact, ...] = (*(f for feature in FEATURES for f in feature.facts), *preemption.FACTS)
+FACTS: tuple[Fact, ...] = tuple(f for feature in FEATURES for f in feature.facts)
 """Every running-pod fact the features read: what a snapshot must keep per running pod."""

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from solver.config import SchedulerConf
-from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
+from solver.features._steps import AfterSteps, CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
 from solver.model import Pod
 from solver.problem import Block, BoolArray, FloatArray, IntArray
 from solver.snapshot import Fact, NodeTable, Snapshot, Workload
@@ -173,6 +173,7 @@ class Feature:
     cpsat: CpsatSteps = field(default_factory=CpsatSteps)
     explain: ExplainSteps = field(default_factory=ExplainSteps)
     decide: DecideSteps = field(default_factory=DecideSteps)
+    after: AfterSteps | None = None
 
     def enabled(self, conf: SchedulerConf) -> bool:
         return any(conf.enabled(p) for p in self.plugins)

@@ -14,20 +14,26 @@ feature that only compiles (filters, scores, a block the core reads).
     ExplainSteps  a constraint family guarded by one assumption literal in the "why not"
                   model, and whether that model's relaxation leaves its rule out
     DecideSteps   fields of each Placement and of the Decision it fills
+    AfterSteps    a step after placement that changes the answer (preemption, reclaim):
+                  whether the call wants it, and the step
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ortools.sat.python import cp_model
 
+from solver.config import SchedulerConf
+from solver.decision import Preemption
 from solver.problem import BoolArray, IntArray, Ledger, Problem, Tracker, UnitPlacer
 from solver.sat import PlacementVars, Term
+from solver.snapshot import Snapshot, Workload
 
 __all__ = [
+    "AfterSteps",
     "Assignment",
     "Build",
     "CpsatSteps",
@@ -109,3 +115,28 @@ class DecideSteps:
     """`placement(problem, type, node, assigned)`: Placement fields of a placed pod."""
     decision: Callable[[Problem, list[IntArray]], dict[str, Any]] | None = None
     """`decision(problem, pod_node)`: Decision fields (empty when not in play)."""
+
+
+class AfterRun(Protocol):
+    def __call__(
+        self,
+        problem: Problem,
+        snapshot: Snapshot,
+        workload: Workload,
+        conf: SchedulerConf,
+        pod_node: list[IntArray],
+        *,
+        exact: bool,
+        workers: int,
+        seed: int,
+        deadline: float,
+    ) -> tuple[Preemption, float]: ...
+
+
+@dataclass(frozen=True)
+class AfterSteps:
+    wanted: Callable[[SchedulerConf, bool], bool]
+    """`wanted(conf, asked)`: the step runs for this call (`asked`: the caller's flag)."""
+    run: AfterRun
+    """The step on the engine's answer (`exact`: the engine was not the greedy): its part
+    of the Decision and the seconds it took."""

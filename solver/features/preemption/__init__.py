@@ -36,6 +36,8 @@ import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.decision import Preemption, Victim
+from solver.features._base import CompileContext, Feature
+from solver.features._steps import AfterSteps
 from solver.features.interpod import InterPodBlock
 from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracker
 from solver.features.preemption.cpsat import cpsat_plan
@@ -56,6 +58,7 @@ from solver.snapshot import NONE, Snapshot, Workload, charged_queue
 
 __all__ = [
     "FACTS",
+    "FEATURE",
     "PreemptionInput",
     "PreemptionPlan",
     "ReclaimPlanner",
@@ -287,3 +290,16 @@ def run_preemption(
         cost += plan.cost
         evicted += len(plan.victims)
     return Preemption(tuple(victims), nominated, outcome.reasons, cost, evicted), outcome.seconds
+
+
+def _no_compile(ctx: CompileContext) -> None:
+    """Nothing per type: preemption runs on the engine's answer (`after`)."""
+
+
+FEATURE = Feature(
+    name="preemption",
+    plugins=(),  # the `preempt` / `reclaim` actions (or the caller's flag) turn it on
+    compile=_no_compile,
+    facts=FACTS,
+    after=AfterSteps(wanted=preemption_enabled, run=run_preemption),
+)
