@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -30,7 +30,6 @@ from solver.config import SchedulerConf
 from solver.decision import Preemption
 from solver.problem import BoolArray, IntArray, Ledger, Problem, Tracker, UnitPlacer
 from solver.sat import PlacementVars, Term
-from solver.snapshot import Snapshot, Workload
 
 __all__ = [
     "AfterSteps",
@@ -117,26 +116,11 @@ class DecideSteps:
     """`decision(problem, pod_node)`: Decision fields (empty when not in play)."""
 
 
-class AfterRun(Protocol):
-    def __call__(
-        self,
-        problem: Problem,
-        snapshot: Snapshot,
-        workload: Workload,
-        conf: SchedulerConf,
-        pod_node: list[IntArray],
-        *,
-        exact: bool,
-        workers: int,
-        seed: int,
-        deadline: float,
-    ) -> tuple[Preemption, float]: ...
-
-
 @dataclass(frozen=True)
 class AfterSteps:
     wanted: Callable[[SchedulerConf, bool], bool]
     """`wanted(conf, asked)`: the step runs for this call (`asked`: the caller's flag)."""
-    run: AfterRun
-    """The step on the engine's answer (`exact`: the engine was not the greedy): its part
-    of the Decision and the seconds it took."""
+    run: Callable[..., tuple[Preemption, float]]
+    """`run(problem, snapshot, workload, conf, pod_node, *, exact, workers, seed, deadline)`:
+    the step on the engine's answer (`exact`: the engine was not the greedy), its part of
+    the Decision and the seconds it took."""
