@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from solver.errors import ConfigError
-from solver.yaml_limits import safe_load
+from solver.yaml_limits import not_text, one_line, safe_load
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -194,7 +194,9 @@ def _configmap_conf(data: object, source: str) -> dict[str, Any]:
     try:
         body = safe_load(inner)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", source=source, field=f"data.{name}") from None
+        raise ConfigError(
+            f"malformed YAML: {one_line(exc)}", source=source, field=f"data.{name}"
+        ) from None
     if body is None:
         return {}
     if not isinstance(body, dict):
@@ -213,6 +215,8 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(not_text(exc), source=source) from None
     return conf_from_text(text, source)
 
 
@@ -222,7 +226,7 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
     try:
         body = safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", source=source) from None
+        raise ConfigError(f"malformed YAML: {one_line(exc)}", source=source) from None
     if body is None:
         body = {}
     if not isinstance(body, dict):

@@ -35,6 +35,7 @@ __all__ = [
     "QuantityError",
     "add_limits",
     "format_quantity",
+    "max_value",
     "parse_quantity",
     "sub_limit",
     "to_int",
@@ -108,9 +109,16 @@ def to_int(resource: str, value: object) -> int:
             raise QuantityError(f"invalid quantity {text!r}: out of range") from exc
         if parsed < 0:
             raise QuantityError(f"negative quantity {text!r}")
-        if milli > MAX_MILLI or (resource == CPU and milli >= UNLIMITED):
+        value = math.ceil(milli if resource == CPU else parsed)
+        if milli > MAX_MILLI or value > max_value(resource):
             raise QuantityError(f"quantity {text!r} is too large (the limit is 2^63-1 milli-units)")
-        return math.ceil(milli if resource == CPU else parsed)
+        return value
+
+
+def max_value(resource: str) -> int:
+    """The largest amount of `resource` in its integer unit (milli-CPU below `UNLIMITED`,
+    which means no limit; other resources within 2^63-1 milli-units, as Go's Quantity)."""
+    return UNLIMITED - 1 if resource == CPU else -(-MAX_MILLI // 1000)
 
 
 _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))

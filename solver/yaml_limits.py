@@ -29,6 +29,8 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "YAMLLimitError",
+    "not_text",
+    "one_line",
     "safe_load",
     "safe_load_all",
 ]
@@ -110,3 +112,17 @@ def safe_load_all(text: str) -> list[Any]:
     """Every document of `text`, within the limits."""
     check_limits(text)
     return list(yaml.load_all(text, Loader=_Loader))
+
+
+def one_line(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line: `line L, column C: what is wrong` (the parser's own
+    message spans lines and quotes the text)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+    return f"{where}{problem}"
+
+
+def not_text(exc: UnicodeDecodeError) -> str:
+    """Why bytes are not UTF-8 text, in one line."""
+    return f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"

@@ -38,6 +38,7 @@ from solver.codec._hypernode import (
 )
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
 from solver.model import (
+    QUEUE_WEIGHT_MAX,
     Dialect,
     Gang,
     InterPodTerms,
@@ -48,9 +49,11 @@ from solver.model import (
     Queue,
     Taint,
     TopologyLayer,
+    device_count_problem,
     parent_cycle,
 )
 from solver.model._workload import TERMINAL_PHASES
+from solver.quantity import max_value
 from solver.snapshot import EMPTY_MAP, RunningPod
 
 __all__ = [
@@ -95,6 +98,8 @@ def _quantities(values: Mapping[str, int], path: str, out: Violations) -> dict[s
             out.add(f"{path}{_key(name)}", "resource name must not be empty")
         elif value < 0:
             out.add(f"{path}{_key(name)}", f"must not be negative: {value}")
+        elif value > max_value(name):
+            out.add(f"{path}{_key(name)}", f"at most {max_value(name)}, got {value}")
         else:
             result[name] = int(value)
     return result
@@ -123,6 +128,8 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
         out.add(f"{path}.name", "must not be empty")
     allocatable = _quantities(msg.allocatable, f"{path}.allocatable", out)
     allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    if (bad := device_count_problem(allocatable)) is not None:
+        out.add(f"{path}.allocatable{_key(bad[0])}", bad[1])
     taints = []
     for i, t in enumerate(msg.taints):
         if not t.key:
@@ -296,6 +303,8 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
     if not msg.name:
         out.add(f"{path}.name", "must not be empty")
         return None
+    if not 0 <= msg.weight <= QUEUE_WEIGHT_MAX:  # the Queue CRD's range (0: unset, 1)
+        out.add(f"{path}.weight", f"must be in 1..{QUEUE_WEIGHT_MAX}, got {msg.weight}")
     affinity: dict[str, object] | None = None
     if msg.HasField("affinity"):
         # The Kubernetes shape the YAML reader keeps, so the queue policies read one format.

@@ -31,6 +31,7 @@ from solver.model import (
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
+    label_integer,
 )
 
 __all__ = ["NAMESPACE_NAME_LABEL", "PodAffinityReader", "label_selector", "node_selector_terms"]
@@ -73,8 +74,11 @@ def node_selector_terms(
 def _check_values(raw: RawObject, op: str, values: list[str], path: str) -> None:
     """Gt/Lt need one integer value; In/NotIn need values; Exists/DoesNotExist need none."""
     if op in ("Gt", "Lt"):
-        if len(values) != 1 or not values[0].lstrip("-").isdigit():
-            raise raw.error(f"operator {op} needs exactly one integer value", path)
+        if len(values) != 1 or label_integer(values[0]) is None:
+            raise raw.error(
+                f"operator {op} needs exactly one integer value (ASCII digits, within int64)",
+                path,
+            )
     elif op in ("In", "NotIn") and not values:
         raise raw.error(f"operator {op} needs at least one value", path)
     elif op in ("Exists", "DoesNotExist") and values:

@@ -50,6 +50,7 @@ from solver.model import (
     Taint,
     Toleration,
     TopologyLayer,
+    device_count_problem,
     parent_cycle,
 )
 from solver.quantity import PODS
@@ -234,6 +235,9 @@ def _priority_resolver(classes: dict[str, K8sPriorityClass]) -> Any:
 def _node(raw: RawObject, k8s: K8sNode) -> Node:
     allocatable = dict(k8s.status.allocatable or k8s.status.capacity)
     allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
+    if (bad := device_count_problem(allocatable)) is not None:
+        field = "status.allocatable" if k8s.status.allocatable else "status.capacity"
+        raise raw.error(bad[1], field=f"{field}.{bad[0]}")
     ready_conditions = [c for c in k8s.status.conditions if c.type == "Ready"]
     return Node(
         name=k8s.metadata.name,

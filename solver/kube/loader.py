@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from solver.errors import ManifestError
-from solver.yaml_limits import safe_load_all
+from solver.yaml_limits import not_text, one_line, safe_load_all
 
 __all__ = ["RawObject", "read_sources"]
 
@@ -71,7 +71,7 @@ def read_sources(paths: Iterable[str | Path]) -> list[RawObject]:
                 f"cannot read file: {exc.strerror or exc}", source=str(path)
             ) from exc
         except UnicodeDecodeError as exc:
-            raise ManifestError("file is not UTF-8 text", source=str(path)) from exc
+            raise ManifestError(f"file is {not_text(exc)}", source=str(path)) from None
         objects.extend(_parse_text(text, str(path)))
     return objects
 
@@ -82,11 +82,9 @@ def _parse_text(text: str, source: str) -> Iterator[RawObject]:
         docs = safe_load_all(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
         document = text[: mark.index].count("\n---") + 1 if mark is not None else None
         raise ManifestError(
-            f"malformed YAML: {where}{problem}", source=source, document=document
+            f"malformed YAML: {one_line(exc)}", source=source, document=document
         ) from None
     for index, doc in enumerate(docs, start=1):
         if doc is None:

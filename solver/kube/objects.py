@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator
 
+from solver.model import QUEUE_WEIGHT_MAX, label_key_problem, label_value_problem
 from solver.quantity import QuantityError, to_int
 
 __all__ = [
@@ -105,6 +106,16 @@ class Metadata(_K8s):
     annotations: StrMap = Field(default_factory=dict)
     creation_timestamp: str | None = Field(default=None, alias="creationTimestamp")
     deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        # the API server refuses an object whose label keys or values break the syntax
+        for key, value in labels.items():
+            problem = label_key_problem(key) or label_value_problem(key, value)
+            if problem:
+                raise ValueError(problem)
+        return labels
 
     @field_validator("creation_timestamp", "deletion_timestamp", mode="before")
     @classmethod
@@ -335,7 +346,7 @@ class K8sPod(_K8s):
 
 class PriorityClassBody(_K8s):
     value: Int32
-    global_default: bool = Field(default=False, alias="globalDefault")
+    global_default: StrictBool = Field(default=False, alias="globalDefault")
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
         default="PreemptLowerPriority", alias="preemptionPolicy"
     )
@@ -379,7 +390,7 @@ class QueueSpec(_K8s):
     capability: ResourceList = Field(default_factory=dict)
     deserved: ResourceList = Field(default_factory=dict)
     guarantee: QueueGuarantee = Field(default_factory=lambda: QueueGuarantee())
-    weight: Int32 | None = None
+    weight: int | None = Field(default=None, ge=1, le=QUEUE_WEIGHT_MAX)  # the Queue CRD's range
     priority: Int32 | None = None
     reclaimable: bool | None = None
     affinity: dict[str, Any] | None = None

@@ -24,6 +24,7 @@ from solver.model._devices import (
     DEVICE_ANNOTATIONS,
     GPU_MILLI,
     GPU_RESOURCE,
+    MAX_DEVICES_PER_NODE,
     SHARE_RESOURCES,
     WHOLE,
     DeviceDemand,
@@ -32,6 +33,7 @@ from solver.model._devices import (
     allocated_devices,
     any_sharing,
     assignment_annotations,
+    device_count_problem,
     device_demand,
     gpu_milli,
     in_gpu_milli,
@@ -62,6 +64,13 @@ from solver.model._kueue import (
     parse_kueue_request,
     pod_set_group_error,
 )
+from solver.model._labels import (
+    label_integer,
+    label_key_problem,
+    label_value,
+    label_value_problem,
+    qualified_name,
+)
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._topology import (
     CLUSTER_LAYER,
@@ -82,6 +91,7 @@ from solver.model._topology import (
 )
 from solver.model._workload import (
     QUEUE_ANNOTATION,
+    QUEUE_WEIGHT_MAX,
     Dialect,
     Gang,
     MatchPolicy,
@@ -101,10 +111,12 @@ __all__ = [
     "GPU_RESOURCE",
     "HOSTNAME",
     "KUEUE_ANNOTATIONS",
+    "MAX_DEVICES_PER_NODE",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
     "QUEUE_ANNOTATION",
+    "QUEUE_WEIGHT_MAX",
     "SHARE_RESOURCES",
     "WHOLE",
     "CardDemand",
@@ -153,11 +165,16 @@ __all__ = [
     "assignment_annotations",
     "card_alternatives",
     "card_demand",
+    "device_count_problem",
     "device_demand",
     "discover_cards",
     "gpu_milli",
     "in_gpu_milli",
     "job_queue",
+    "label_integer",
+    "label_key_problem",
+    "label_value",
+    "label_value_problem",
     "node_cards",
     "node_devices",
     "parent_cycle",
@@ -166,4 +183,5 @@ __all__ = [
     "parse_kueue_request",
     "parse_quota",
     "pod_set_group_error",
+    "qualified_name",
 ]

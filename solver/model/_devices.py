@@ -68,6 +68,7 @@ __all__ = [
 
 WHOLE = 1000  # milli of one device
 MIB = 1 << 20
+MAX_DEVICE_MIB = 1 << 30  # 1 PiB: a device label beyond it is not a GPU's memory
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 KOORD_CORE = "koordinator.sh/gpu-core"
@@ -150,6 +151,20 @@ class DeviceUse:
     memory_mib: int = 0
 
 
+MAX_DEVICES_PER_NODE = 4096
+"""More GPU devices than any node holds: each device is a row of the device table."""
+
+
+def device_count_problem(allocatable: Mapping[str, int]) -> tuple[str, str] | None:
+    """(resource, why) when a node's allocatable claims more devices than any node holds."""
+    for resource, per_device in ((GPU_RESOURCE, 1), (KOORD_CORE, 100), (OPENB_COUNT, 1)):
+        if allocatable.get(resource, 0) > MAX_DEVICES_PER_NODE * per_device:
+            return resource, (
+                f"more than {MAX_DEVICES_PER_NODE} GPU devices on one node: {allocatable[resource]}"
+            )
+    return None
+
+
 def node_devices(node: Node) -> tuple[int, int]:
     """(GPU devices, MiB per device — 0 when unknown) of a node."""
     alloc = node.allocatable
@@ -160,8 +175,8 @@ def node_devices(node: Node) -> tuple[int, int]:
         return 0, 0
     memory = 0
     label = node.labels.get(GPU_MEMORY_LABEL, "")
-    if label.isdigit():
-        memory = int(label)
+    if label.isascii() and label.isdigit() and int(label) <= MAX_DEVICE_MIB:
+        memory = int(label)  # anything else (not a number, beyond any device): unknown
     elif alloc.get(KOORD_MEMORY, 0) > 0:
         memory = alloc[KOORD_MEMORY] // MIB // count
     return int(count), memory

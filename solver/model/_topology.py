@@ -28,6 +28,7 @@ from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
 from solver.model._frozen import Frozen
 from solver.model._hypernode import HyperNode
 from solver.model._kueue import KueueFlavor, KueueTopology
+from solver.model._labels import label_integer
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 NODE_LAYER = "NodeTopologyLayer"
@@ -256,7 +257,7 @@ def _requirements(value: Any, field: str) -> tuple[NodeSelectorRequirement, ...]
         values = item.get("values") or []
         for j, v in enumerate(_expect(values, list, f"{where}.values", "a list")):
             _expect(v, str, f"{where}.values[{j}]", "a string")
-        if op in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+        if op in ("Gt", "Lt") and (len(values) != 1 or label_integer(values[0]) is None):
             raise JobAffinityError(f"{where}.values", f"{op} needs exactly one integer value")
         out.append(NodeSelectorRequirement(key=key, operator=op, values=tuple(values)))
     return tuple(out)

@@ -17,6 +17,9 @@ from solver.model._interpod import (
     TopologySpreadConstraint,
 )
 
+QUEUE_WEIGHT_MAX = 65535
+"""The largest Volcano Queue `spec.weight` (the Queue CRD allows 1..65535)."""
+
 
 class MatchPolicy(StrEnum):
     """When a gang counts as satisfied (Koordinator `gang.scheduling.koordinator.sh/match-policy`)."""
@@ -152,7 +155,7 @@ class Queue(Frozen):
     guarantee: dict[str, int] = Field(default_factory=dict)
     state: str = "Open"
     priority: int = 0
-    weight: int = 1
+    weight: int = 1  # 1..QUEUE_WEIGHT_MAX
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = None
     allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")

@@ -3,6 +3,7 @@ where there is one, the field or the line (`catalog.yaml: budget: must be a numb
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Collection
 from pathlib import Path
@@ -11,9 +12,13 @@ from typing import Any, TextIO
 import yaml
 
 from solver.errors import FieldError, InputError
-from solver.yaml_limits import safe_load
+from solver.yaml_limits import not_text, one_line, safe_load
 
-__all__ = ["field_error", "int_cell", "open_csv", "read_yaml", "reject_unknown"]
+__all__ = ["MAX_CELL", "field_error", "int_cell", "open_csv", "read_yaml", "reject_unknown"]
+
+MAX_CELL = 10**12
+"""The largest number a CSV cell may hold (cores, MiB, GPUs, milli-GPUs, counts): beyond it a
+value is a typo or an attack, and the arrays it goes into are int64."""
 
 
 def field_error(source: str, field: str, message: str) -> FieldError:
@@ -39,17 +44,23 @@ def read_yaml(path: str | Path) -> Any:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {not_text(exc)}") from None
     try:
         return safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: malformed YAML: {exc}") from None
+        raise InputError(f"{path}: malformed YAML: {one_line(exc)}") from None
 
 
 def open_csv(path: str | Path) -> TextIO:
     try:
-        return Path(path).open(newline="", encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from exc
+    try:
+        return io.StringIO(data.decode("utf-8"), newline="")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {not_text(exc)}") from None
 
 
 def int_cell(row: dict[str, str], column: str, source: str, line: int) -> int:
@@ -65,4 +76,8 @@ def int_cell(row: dict[str, str], column: str, source: str, line: int) -> int:
         ) from None
     if value < 0 or math.isnan(value):
         raise InputError(f"{source}: line {line}: column {column!r}: must be >= 0, got {text!r}")
+    if value > MAX_CELL:
+        raise InputError(
+            f"{source}: line {line}: column {column!r}: at most {MAX_CELL:,}, got {text!r}"
+        )
     return int(-(-value // 1))

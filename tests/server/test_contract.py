@@ -165,3 +165,28 @@ def test_a_deeply_nested_scheduler_conf_is_invalid_argument(
         _raw(port, "PlaceJob")(request.SerializeToString(), timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "options.scheduler_conf" in (err.value.details() or "")
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "field"),
+    [
+        ({"cpu": 2**63 - 1}, 'cluster.nodes[0].allocatable["cpu"]'),
+        ({"cpu": 8000, "nvidia.com/gpu": 2**63 - 1}, 'allocatable["nvidia.com/gpu"]'),
+        ({"cpu": 8000, "nvidia.com/gpu": 10**12}, 'allocatable["nvidia.com/gpu"]'),
+    ],
+)
+def test_amounts_no_node_holds_are_invalid_argument_not_internal(
+    start: Callable[..., tuple[GangplanServer, int]], allocatable: dict[str, int], field: str
+) -> None:
+    """int64's maximum of a resource (or a trillion GPU devices) is refused by field path;
+    it used to reach numpy and end in INTERNAL."""
+    _, port = start()
+    cluster = small_cluster()
+    del cluster.nodes[1:]
+    cluster.nodes[0].allocatable.clear()
+    cluster.nodes[0].allocatable.update(allocatable)
+    request = spb.PlaceJobRequest(cluster=cluster)
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "PlaceJob")(request.SerializeToString(), timeout=20)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in (err.value.details() or "")

@@ -14,47 +14,17 @@ and the pod never lands on any node through that term.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-from solver.model import NodeSelectorRequirement
+from solver.model import NodeSelectorRequirement, label_integer, label_value, qualified_name
 
 __all__ = ["label_integer", "valid_field_requirement", "valid_label_requirement"]
-
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def label_integer(value: str) -> int | None:
-    """`value` as Go's `strconv.ParseInt(value, 10, 64)` reads it; None when it cannot."""
-    if not _INTEGER.fullmatch(value):
-        return None
-    number = int(value)
-    return number if _INT64[0] <= number <= _INT64[1] else None
-
-
-def _qualified_name(key: str) -> bool:
-    parts = key.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            return False
-    name = parts[-1]
-    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
-
-
-def _label_value(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
 
 
 @lru_cache(maxsize=4096)
 def valid_label_requirement(req: NodeSelectorRequirement) -> bool:
     """A `matchExpressions` entry that `labels.NewRequirement` accepts."""
-    if not _qualified_name(req.key) or not all(_label_value(v) for v in req.values):
+    if not qualified_name(req.key) or not all(label_value(v) for v in req.values):
         return False
     match req.operator:
         case "In" | "NotIn":

@@ -1,0 +1,133 @@
+"""Hostile files get one line naming the file (and the row, column or position), never a
+traceback: binary text, numbers no machine holds, parser messages over several lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clients.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = str(ROOT / "examples" / "ganggroup-gpu.yaml")
+CATALOG = str(ROOT / "benchmarks" / "openb" / "catalog.yaml")
+TRACE_HEAD = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+    "creation_time,deletion_time,scheduled_time\n"
+)
+
+
+def _one_error_line(args: list[str], *wanted: str) -> None:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output  # clients/_exit.py: input errors exit 2
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    for text in wanted:
+        assert text in lines[0], lines[0]
+
+
+def test_a_binary_conf_is_one_line(tmp_path: Path) -> None:
+    conf = tmp_path / "bin.conf"
+    conf.write_bytes(b"\xff\xfe\x00garbage\x80")
+    _one_error_line(["schedule", "-f", EXAMPLE, "--config", str(conf)], str(conf), "UTF-8")
+
+
+def test_a_binary_manifest_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bin.yaml"
+    bad.write_bytes(b"apiVersion: v1\n\xff\xfe")
+    _one_error_line(["schedule", "-f", str(bad)], str(bad), "byte 0xff")
+
+
+def test_a_yaml_error_in_a_conf_is_one_line_with_its_position(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("actions: allocate\ntiers: [\n  - plugins: {name: gang\n")
+    _one_error_line(["schedule", "-f", EXAMPLE, "--config", str(conf)], str(conf), "line ")
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "1e30", "-inf"])
+def test_a_trace_number_no_machine_holds_is_one_line(tmp_path: Path, value: str) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE_HEAD + f"p0,1000,1024,{value},1000,,LS,Running,0,10,0\n")
+    _one_error_line(["plan", "--trace", str(trace), "--catalog", CATALOG], "line 2", "num_gpu")
+
+
+def test_a_binary_trace_is_one_line(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes(b"\xff\xfe binary")
+    _one_error_line(["plan", "--trace", str(trace), "--catalog", CATALOG], str(trace), "UTF-8")
+
+
+def test_a_gpu_memory_label_beyond_any_device_is_unknown_memory(tmp_path: Path) -> None:
+    """`nvidia.com/gpu.memory: 2^70` under capacity-card: the memory is unknown (as any
+    label that is not a device's memory), the pod is placed, no OverflowError."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        f"""apiVersion: v1
+kind: Node
+metadata:
+  name: n
+  labels: {{nvidia.com/gpu.memory: "{2**70}", nvidia.com/gpu.product: A100, nvidia.com/gpu.count: "8"}}
+status:
+  allocatable: {{cpu: "8", nvidia.com/gpu: "8"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p, annotations: {{volcano.sh/card.name: A100}}}}
+spec:
+  containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: "1"}}}}}}]
+"""
+    )
+    conf = tmp_path / "cards.conf"
+    conf.write_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: capacity-card\n"
+    )
+    result = CliRunner().invoke(app, ["schedule", "-f", str(cluster), "--config", str(conf)])
+    assert result.exit_code == 0, result.output
+    assert '"node": "n"' in result.output
+
+
+REFUSED = {
+    "a PriorityClass whose globalDefault is a string": (
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\n"
+        "value: 1000\nglobalDefault: 'yes'\n",
+        "globalDefault",
+    ),
+    "a Queue of weight -1": (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q1}\n"
+        "spec: {weight: -1}\n",
+        "spec.weight",
+    ),
+    "a label whose value is a mapping": (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {a: {b: c}}}\n"
+        "status: {allocatable: {cpu: '8'}}\n",
+        "metadata.labels",
+    ),
+    "a Gt value in Arabic-Indic digits": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
+        "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "{nodeSelectorTerms: [{matchExpressions: [{key: size, operator: Gt, values: ['٣']}]}]}}}\n",
+        "matchExpressions[0].values",
+    ),
+    "a Gt value beyond int64": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
+        "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        f"{{nodeSelectorTerms: [{{matchExpressions: [{{key: size, operator: Gt, values: ['{2**70}']}}]}}]}}}}}}\n",
+        "matchExpressions[0].values",
+    ),
+    "a node of a trillion GPUs": (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+        "status: {allocatable: {cpu: '8', nvidia.com/gpu: '1000000000000'}}\n",
+        "status.allocatable.nvidia.com/gpu",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
+def test_what_the_api_server_refuses_is_refused_in_one_line(tmp_path: Path, case: str) -> None:
+    text, field = REFUSED[case]
+    path = tmp_path / "input.yaml"
+    path.write_text(text, encoding="utf-8")
+    _one_error_line(["schedule", "-f", str(path)], str(path), field)
