@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server.admission import HEALTH_THREADS, AdmissionInterceptor
+from server.drain import Drain
 from server.interceptors import AuthInterceptor, ObservabilityInterceptor
 from server.lenient import add_lenient_service
 from server.metrics import Metrics
@@ -63,7 +64,10 @@ class GangplanServer:
             return
         self._stopped.set()
         self.health.enter_graceful_shutdown()
-        self.server.stop(self.settings.grace if grace is None else grace).wait()
+        grace = self.settings.grace if grace is None else grace
+        self.servicer.drain.begin(grace)  # admitted calls: budgets that end before the grace
+        self.server.stop(grace).wait()
+        self.servicer.drain.close()
         self.metrics.stop()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -97,7 +101,8 @@ def create_server(
         maximum_concurrent_rpcs=threads,
     )
     store = SnapshotStore(settings.max_snapshots, settings.max_snapshot_mb << 20)
-    servicer = PlacementServicer(settings, store, metrics, schedule_fn)
+    drain = Drain()
+    servicer = PlacementServicer(settings, store, metrics, schedule_fn, drain)
     metrics.watch_snapshots(store.listing)
     add_lenient_service(spb_grpc.add_PlacementServiceServicer_to_server, servicer, server)
     health_servicer = health.HealthServicer()

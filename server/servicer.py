@@ -40,6 +40,7 @@ from grpc_status import rpc_status
 
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from server.drain import Drain
 from server.metrics import Metrics
 from server.plan import plan_capacity
 from server.settings import Settings
@@ -80,6 +81,7 @@ log = logging.getLogger("gangplan.server")
 ScheduleFn = Callable[..., Decision]  # `solver.schedule`'s signature; tests pass spies
 MAX_SNAPSHOT_ID = 253  # a Kubernetes object name's limit: ids are echoed in errors
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
+DRAIN_FLOOR = 0.05  # s: a call starting as the drain ends still gets the greedy's answer
 
 
 class _Abort(Exception):
@@ -188,10 +190,12 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         store: SnapshotStore,
         metrics: Metrics,
         schedule_fn: ScheduleFn | None = None,
+        drain: Drain | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.metrics = metrics
+        self.drain = drain or Drain()
         self.schedule_fn: ScheduleFn = schedule_fn or solver_schedule
         self.default_conf = load_conf(settings.scheduler_conf)
 
@@ -367,7 +371,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         stop = threading.Event()
         context.add_callback(stop.set)
         kwargs["stop"] = stop
-        decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
+        self.drain.watch(stop)  # the drain's end stops the solver: its best answer goes out
+        try:
+            decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
+        finally:
+            self.drain.forget(stop)
         if not context.is_active():
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if left is not None:
@@ -398,6 +406,12 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
                     "the deadline left no time to solve after building the model",
                 )
         notes = []
+        draining = self.drain.remaining()
+        if draining is not None and draining < budget:
+            # an admitted call is answered before the drain ends: the greedy's answer
+            # at least, however little is left
+            budget = max(DRAIN_FLOOR, draining)
+            notes.append(f"the server is draining: {budget * 1000:.0f} ms for this call")
         if engine != "greedy" and budget < self.settings.min_cpsat_budget:
             notes.append(
                 f"deadline left {budget * 1000:.0f} ms, under the "

@@ -1,4 +1,6 @@
-"""A `gangplan serve` whose solves take `SLOW_SECONDS` (for the SIGTERM drain test).
+"""A `gangplan serve` whose solves take `SLOW_SECONDS` (for the SIGTERM drain tests), or
+with `SLOW_SECONDS=budget` their whole time limit unless stopped (as CP-SAT searching a
+hard model does); `SLOW_GRACE` is its grace (10 s).
 
 Run as `python -m tests.server.slow_server` from the repository root; it prints the
 server's "listening on" line like `gangplan serve` does.
@@ -18,9 +20,14 @@ from solver import Decision, schedule
 
 def slow_schedule(snapshot: Any, conf: Any = None, **options: Any) -> Decision:
     print("solving", file=sys.stderr, flush=True)
-    time.sleep(float(os.environ.get("SLOW_SECONDS", "1.0")))
+    seconds = os.environ.get("SLOW_SECONDS", "1.0")
+    if seconds == "budget":
+        options["stop"].wait(options["time_limit"])
+        return schedule(snapshot, conf, **{**options, "engine": "greedy"})
+    time.sleep(float(seconds))
     return schedule(snapshot, conf, **options)
 
 
 if __name__ == "__main__":
-    serve(Settings(port=0, metrics_port=None, grace=10.0), schedule_fn=slow_schedule)
+    grace = float(os.environ.get("SLOW_GRACE", "10"))
+    serve(Settings(port=0, metrics_port=None, grace=grace), schedule_fn=slow_schedule)

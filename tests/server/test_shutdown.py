@@ -36,9 +36,17 @@ def _wait_for(stream: Any, pattern: str, timeout: float = 20.0) -> re.Match[str]
 
 
 @contextlib.contextmanager
-def slow_server(seconds: float) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`tests.server.slow_server` (solves take `seconds`) and its port; killed at exit."""
-    env = {**os.environ, "SLOW_SECONDS": str(seconds), "PYTHONPATH": str(ROOT)}
+def slow_server(
+    seconds: float | str, grace: float = 10.0
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`tests.server.slow_server` (solves take `seconds`, or "budget": their time limit
+    unless stopped) and its port; killed at exit."""
+    env = {
+        **os.environ,
+        "SLOW_SECONDS": str(seconds),
+        "SLOW_GRACE": str(grace),
+        "PYTHONPATH": str(ROOT),
+    }
     with subprocess.Popen(
         [sys.executable, "-m", "tests.server.slow_server"],
         cwd=ROOT,
@@ -127,3 +135,34 @@ def test_a_second_sigterm_stops_at_once() -> None:
         proc.send_signal(signal.SIGTERM)
         # The 30 s call would hold the drain for its 10 s grace otherwise.
         assert proc.wait(5) == 1
+
+
+def test_sigterm_answers_every_admitted_call_before_the_grace_ends() -> None:
+    """16 calls with a minute of budget each, 4 running and 12 queued, then SIGTERM with a
+    3 s grace: the running solvers stop at the drain's end with their answer, the queued
+    ones start with what is left (the greedy's answer) — all 16 answered, none cancelled,
+    and the process is gone within the grace."""
+    with slow_server("budget", grace=3.0) as (proc, port):
+        results: list[Any] = []
+
+        def call() -> None:
+            with Client(f"127.0.0.1:{port}", timeout=60) as client:
+                try:
+                    results.append(client.place_job(cluster=small_cluster(), job=gang_job("g", 2)))
+                except ClientError as err:
+                    results.append(err.code)
+
+        threads = [threading.Thread(target=call) for _ in range(16)]
+        for t in threads:
+            t.start()
+        assert proc.stderr is not None
+        _wait_for(proc.stderr, "solving")
+        time.sleep(0.5)  # every call admitted: 4 solving, the rest queued
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        for t in threads:
+            t.join(30)
+        assert proc.wait(30) == 0
+        assert time.monotonic() - sent < 3.0 + 1.0
+    codes = [r for r in results if not hasattr(r, "decision")]
+    assert codes == [] and len(results) == 16
