@@ -78,8 +78,11 @@ def run(**flags: object) -> int:
         try:
             with open(str(token_file), encoding="utf-8") as f:
                 given["token"] = f.read().strip()
-        except (OSError, UnicodeDecodeError) as err:
-            print(f"error: --token-file {token_file}: cannot read: {err}", file=sys.stderr)
+        except OSError as err:
+            print(f"error: --token-file {token_file}: cannot read: {err.strerror}", file=sys.stderr)
+            return 2
+        except UnicodeDecodeError:
+            print(f"error: --token-file {token_file}: not UTF-8 text", file=sys.stderr)
             return 2
         if not given["token"]:
             print(f"error: --token-file {token_file}: the file is empty", file=sys.stderr)
@@ -87,9 +90,7 @@ def run(**flags: object) -> int:
     try:
         settings = Settings(**given)  # type: ignore[arg-type]
     except ValidationError as err:
-        for e in err.errors():
-            where = ".".join(str(x) for x in e["loc"]) or "settings"
-            print(f"error: {where}: {e['msg']}", file=sys.stderr)
+        print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2
     try:
         serve(settings)
@@ -97,3 +98,13 @@ def run(**flags: object) -> int:
         print(f"error: cannot start: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _one_line(err: ValidationError) -> str:
+    """Every bad setting in one line, named by its flag (`--tls-cert`), in our words."""
+    parts = []
+    for e in err.errors():
+        field = ".".join(str(x) for x in e["loc"])
+        flag = f"--{field.replace('_', '-')}" if field else "settings"
+        parts.append(f"{flag}: {str(e['msg']).removeprefix('Value error, ')}")
+    return "; ".join(parts)
