@@ -62,6 +62,18 @@ def check_limits(text: str) -> None:
     """Raise YAMLLimitError when `text` is beyond a limit; yaml.YAMLError when malformed."""
     if len(text) > MAX_BYTES:
         raise YAMLLimitError(f"larger than {MAX_BYTES // 2**20} MiB")
+    try:
+        _walk(text)
+    except yaml.MarkedYAMLError as exc:
+        # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) stops deep nesting itself: the limit is
+        # ours to name, in our words
+        if "nesting depth" in str(exc.problem or ""):
+            raise YAMLLimitError(f"nested deeper than {MAX_DEPTH}", exc.problem_mark) from None
+        raise
+
+
+def _walk(text: str) -> None:
+    """Every parser event of `text`: nesting depth and alias expansion within the limits."""
     # Per open collection: its expanded size so far and its anchor (None without one).
     open_sizes: list[int] = []
     open_anchors: list[str | None] = []

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from solver import yaml_limits
 from solver.config import load_conf
 from solver.errors import ConfigError, ManifestError
 from solver.kube import load_manifests
@@ -99,3 +100,20 @@ def test_a_conf_beyond_a_limit_is_a_config_error(tmp_path: Path) -> None:
     path.write_text(BILLION_LAUGHS)
     with pytest.raises(ConfigError, match="aliases expand"):
         load_conf(path)
+
+
+def test_libyaml_s_own_nesting_limit_is_said_in_our_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libyaml >= 0.2.6 (PyYAML 6.0.4) stops deep nesting before our walk counts it: the
+    error is still ours, one line with the limit."""
+
+    def deep(*_args: object, **_kwargs: object) -> object:
+        mark = yaml.Mark("<unicode string>", 1000, 0, 1000, None, None)
+        raise yaml.scanner.ScannerError(
+            "while scanning", mark, "exceeded maximum nesting depth (1000)", mark
+        )
+
+    monkeypatch.setattr(yaml_limits.yaml, "parse", deep)
+    with pytest.raises(
+        yaml_limits.YAMLLimitError, match=f"nested deeper than {yaml_limits.MAX_DEPTH}"
+    ):
+        yaml_limits.check_limits("[" * 2000)
