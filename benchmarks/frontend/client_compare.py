@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import signal
@@ -31,11 +32,17 @@ from kubernetes import config as kc  # noqa: E402
 from clients.kubefake import FakeApiServer, default_resources, kubeconfig_for  # noqa: E402
 from clients.scheduler.kube import KubeApi  # noqa: E402
 
-try:  # not a dependency: only this comparison uses it
-    from kubernetes_asyncio import client as ak8s
-    from kubernetes_asyncio import config as akc
-except ImportError:
-    ak8s = akc = None  # type: ignore[assignment]
+
+def _optional(module: str) -> Any:
+    """`kubernetes_asyncio` is not a dependency: only this comparison uses it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+ak8s = _optional("kubernetes_asyncio.client")
+akc = _optional("kubernetes_asyncio.config")
 
 
 def serve(pods: int) -> None:
@@ -88,7 +95,7 @@ def async_client(url: str, ids: range, concurrency: int) -> None:
                     await core.create_namespaced_pod_binding(
                         f"p{i}",
                         "default",
-                        _binding(i),  # type: ignore[arg-type]  # a dict body is sent as is
+                        _binding(i),  # a dict body is sent as is
                         _preload_content=False,
                     )
 
