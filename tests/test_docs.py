@@ -121,7 +121,7 @@ def test_the_contributing_example_adds_a_working_policy(tmp_path: Path) -> None:
                 "-q",
                 "-p",
                 "no:cacheprovider",
-                "tests/features/test_drain.py",
+                "tests/features/drain",
                 "tests/test_layering.py",
             ],
             cwd=checkout,
