@@ -2,8 +2,8 @@
 
 A feature lists its parts here and the consumers iterate over the registered features
 (`solver.features.FEATURES`, in that order): the greedy engine, the CP-SAT engine, the
-CP-SAT explanation and `decide`. None of them imports a feature by name, so a new policy is
-its folder plus one line in the registry. Every part is optional; an empty dataclass is a
+CP-SAT explanation, `decide` and `schedule`. None of them imports a feature by name, so a
+new policy is its folder plus one line in the registry. Every part is optional; an empty dataclass is a
 feature that only compiles (filters, scores, a block the core reads).
 
     GreedySteps   unit placers (a unit the feature governs), trackers (rules that move as
