@@ -131,3 +131,28 @@ def test_what_the_api_server_refuses_is_refused_in_one_line(tmp_path: Path, case
     path = tmp_path / "input.yaml"
     path.write_text(text, encoding="utf-8")
     _one_error_line(["schedule", "-f", str(path)], str(path), field)
+
+
+def test_an_unreadable_gpu_memory_label_is_a_note_where_devices_are_in_play(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        f"""apiVersion: v1
+kind: Node
+metadata:
+  name: n
+  labels: {{nvidia.com/gpu.memory: "{2**70}"}}
+status:
+  allocatable: {{cpu: "8", nvidia.com/gpu: "2"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  containers:
+  - name: c
+    resources: {{requests: {{koordinator.sh/gpu-core: "50", koordinator.sh/gpu-memory-ratio: "50"}}}}
+"""
+    )
+    result = CliRunner().invoke(app, ["schedule", "-f", str(cluster)])
+    assert result.exit_code == 0, result.output
+    assert "nvidia.com/gpu.memory is not a device's memory in MiB on 1 node(s) (n)" in result.output

@@ -23,6 +23,7 @@ from solver.model import (
     Toleration,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
+    requirement_values_problem,
 )
 from solver.model._cluster import TaintEffect
 
@@ -94,14 +95,8 @@ def missing_or_unknown(value: int, missing: str) -> str:
 
 
 def _check_values(op: str, values: tuple[str, ...], path: str, out: Violations) -> None:
-    """Gt/Lt need one integer value; In/NotIn need values; Exists/DoesNotExist need none."""
-    if op in ("Gt", "Lt"):
-        if len(values) != 1 or not values[0].lstrip("-").isdigit():
-            out.add(path, f"operator {op} needs exactly one integer value")
-    elif op in ("In", "NotIn") and not values:
-        out.add(path, f"operator {op} needs at least one value")
-    elif op in ("Exists", "DoesNotExist") and values:
-        out.add(path, f"operator {op} takes no values")
+    if (problem := requirement_values_problem(op, values)) is not None:
+        out.add(path, problem)
 
 
 def requirements_from_proto(

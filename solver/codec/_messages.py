@@ -50,6 +50,7 @@ from solver.model import (
     Taint,
     TopologyLayer,
     device_count_problem,
+    labels_problem,
     parent_cycle,
 )
 from solver.model._workload import TERMINAL_PHASES
@@ -142,11 +143,14 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
             )
             continue
         taints.append(Taint(key=t.key, value=t.value, effect=effect))
+    labels = dict(msg.labels)
+    if (problem := labels_problem(labels)) is not None:
+        out.add(f"{path}.labels", problem)
     if not msg.name:
         return None
     return Node(
         name=msg.name,
-        labels=dict(msg.labels),
+        labels=labels,
         taints=tuple(taints),
         allocatable=allocatable,
         ready=not msg.not_ready,
@@ -174,13 +178,16 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         out.add(f"{path}.gang", f"must be a gang id `namespace/name`, got {msg.gang!r}")
     known(pb.PreemptionPolicy, msg.preemption_policy, f"{path}.preemption_policy", out)
     check_kueue_annotations(msg, path, out)
+    labels = dict(msg.labels)
+    if (problem := labels_problem(labels)) is not None:
+        out.add(f"{path}.labels", problem)
     if not msg.name:
         return None
     never = msg.preemption_policy == pb.PREEMPTION_POLICY_NEVER
     return Pod(
         namespace=ns,
         name=msg.name,
-        labels=dict(msg.labels),
+        labels=labels,
         annotations=dict(msg.annotations),
         requests=requests,
         node_name=msg.node_name or None,
@@ -410,7 +417,7 @@ class RunningPodReader:
             requests,
             msg.priority,
             gang or None,
-            self._shared([(k, labels[k]) for k in labels]) if labels else EMPTY_MAP,
+            self._labels([(k, labels[k]) for k in labels], index) if labels else EMPTY_MAP,
             self._shared([(k, annotations[k]) for k in self.kept if k in annotations])
             if annotations
             else EMPTY_MAP,
@@ -433,6 +440,14 @@ class RunningPodReader:
         if len(self.out.items) == before:  # an invalid one is reported at every pod
             self._terms[content] = terms
         return terms
+
+    def _labels(self, items: list[tuple[str, str]], index: int) -> Mapping[str, str]:
+        """A running pod's labels, checked once per distinct label set (a snapshot of
+        100,000 pods holds few)."""
+        content = tuple(items)
+        if content not in self._maps and (problem := labels_problem(dict(content))):
+            self.out.add(f"{self.prefix}[{index}].labels", problem)
+        return self._shared(items)
 
     def _shared(self, items: list[tuple[str, str]]) -> Mapping[str, str]:
         content = tuple(items)

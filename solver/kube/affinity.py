@@ -31,7 +31,7 @@ from solver.model import (
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
-    label_integer,
+    requirement_values_problem,
 )
 
 __all__ = ["NAMESPACE_NAME_LABEL", "PodAffinityReader", "label_selector", "node_selector_terms"]
@@ -72,17 +72,8 @@ def node_selector_terms(
 
 
 def _check_values(raw: RawObject, op: str, values: list[str], path: str) -> None:
-    """Gt/Lt need one integer value; In/NotIn need values; Exists/DoesNotExist need none."""
-    if op in ("Gt", "Lt"):
-        if len(values) != 1 or label_integer(values[0]) is None:
-            raise raw.error(
-                f"operator {op} needs exactly one integer value (ASCII digits, within int64)",
-                path,
-            )
-    elif op in ("In", "NotIn") and not values:
-        raise raw.error(f"operator {op} needs at least one value", path)
-    elif op in ("Exists", "DoesNotExist") and values:
-        raise raw.error(f"operator {op} takes no values", path)
+    if (problem := requirement_values_problem(op, values)) is not None:
+        raise raw.error(problem, path)
 
 
 class PodAffinityReader:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator
 
-from solver.model import QUEUE_WEIGHT_MAX, label_key_problem, label_value_problem
+from solver.model import QUEUE_WEIGHT_MAX, labels_problem
 from solver.quantity import QuantityError, to_int
 
 __all__ = [
@@ -111,10 +111,8 @@ class Metadata(_K8s):
     @classmethod
     def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
         # the API server refuses an object whose label keys or values break the syntax
-        for key, value in labels.items():
-            problem = label_key_problem(key) or label_value_problem(key, value)
-            if problem:
-                raise ValueError(problem)
+        if (problem := labels_problem(labels)) is not None:
+            raise ValueError(problem)
         return labels
 
     @field_validator("creation_timestamp", "deletion_timestamp", mode="before")

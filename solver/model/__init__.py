@@ -22,6 +22,7 @@ from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTer
 from solver.model._cluster_model import ClusterModel
 from solver.model._devices import (
     DEVICE_ANNOTATIONS,
+    GPU_MEMORY_LABEL,
     GPU_MILLI,
     GPU_RESOURCE,
     MAX_DEVICES_PER_NODE,
@@ -35,6 +36,7 @@ from solver.model._devices import (
     assignment_annotations,
     device_count_problem,
     device_demand,
+    device_memory_label,
     gpu_milli,
     in_gpu_milli,
     node_devices,
@@ -69,7 +71,9 @@ from solver.model._labels import (
     label_key_problem,
     label_value,
     label_value_problem,
+    labels_problem,
     qualified_name,
+    requirement_values_problem,
 )
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._topology import (
@@ -107,6 +111,7 @@ __all__ = [
     "CLUSTER_LAYER",
     "DEFAULT_SCHEDULER_NAMES",
     "DEVICE_ANNOTATIONS",
+    "GPU_MEMORY_LABEL",
     "GPU_MILLI",
     "GPU_RESOURCE",
     "HOSTNAME",
@@ -167,6 +172,7 @@ __all__ = [
     "card_demand",
     "device_count_problem",
     "device_demand",
+    "device_memory_label",
     "discover_cards",
     "gpu_milli",
     "in_gpu_milli",
@@ -175,6 +181,7 @@ __all__ = [
     "label_key_problem",
     "label_value",
     "label_value_problem",
+    "labels_problem",
     "node_cards",
     "node_devices",
     "parent_cycle",
@@ -184,4 +191,5 @@ __all__ = [
     "parse_quota",
     "pod_set_group_error",
     "qualified_name",
+    "requirement_values_problem",
 ]

@@ -165,6 +165,15 @@ def device_count_problem(allocatable: Mapping[str, int]) -> tuple[str, str] | No
     return None
 
 
+def device_memory_label(node: Node) -> int | None:
+    """The node's `nvidia.com/gpu.memory` (MiB per device); None when it is absent or not
+    a device's memory (not ASCII digits, or beyond MAX_DEVICE_MIB)."""
+    label = node.labels.get(GPU_MEMORY_LABEL, "")
+    if label.isascii() and label.isdigit() and int(label) <= MAX_DEVICE_MIB:
+        return int(label)
+    return None
+
+
 def node_devices(node: Node) -> tuple[int, int]:
     """(GPU devices, MiB per device — 0 when unknown) of a node."""
     alloc = node.allocatable
@@ -174,9 +183,8 @@ def node_devices(node: Node) -> tuple[int, int]:
     if count <= 0:
         return 0, 0
     memory = 0
-    label = node.labels.get(GPU_MEMORY_LABEL, "")
-    if label.isascii() and label.isdigit() and int(label) <= MAX_DEVICE_MIB:
-        memory = int(label)  # anything else (not a number, beyond any device): unknown
+    if (label := device_memory_label(node)) is not None:
+        memory = label
     elif alloc.get(KOORD_MEMORY, 0) > 0:
         memory = alloc[KOORD_MEMORY] // MIB // count
     return int(count), memory

@@ -10,13 +10,17 @@ refuse what the API server refuses, and the predicates parse selectors with the 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 __all__ = [
     "label_integer",
     "label_key_problem",
     "label_value",
     "label_value_problem",
+    "labels_problem",
     "qualified_name",
+    "requirement_values_problem",
 ]
 
 _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
@@ -67,3 +71,31 @@ def label_value_problem(key: str, value: str) -> str | None:
         f"label {key!r}: value {value[:80]!r} must be at most 63 alphanumeric characters, "
         "'-', '_' or '.', alphanumeric at both ends"
     )
+
+
+def labels_problem(labels: Mapping[str, str]) -> str | None:
+    """Why a label map is not one the API server admits (its first bad key or value)."""
+    for key, value in labels.items():
+        if (problem := _pair_problem(key, value)) is not None:
+            return problem
+    return None
+
+
+@lru_cache(maxsize=1 << 16)
+def _pair_problem(key: str, value: str) -> str | None:
+    # nodes share most pairs (zone, product, count): each is checked once
+    return label_key_problem(key) or label_value_problem(key, value)
+
+
+def requirement_values_problem(op: str, values: Sequence[str]) -> str | None:
+    """Why a selector requirement's values do not suit its operator: Gt/Lt take exactly
+    one integer (ASCII digits, within int64), In/NotIn at least one value,
+    Exists/DoesNotExist none."""
+    if op in ("Gt", "Lt"):
+        if len(values) != 1 or label_integer(values[0]) is None:
+            return f"operator {op} needs exactly one integer value (ASCII digits, within int64)"
+    elif op in ("In", "NotIn") and not values:
+        return f"operator {op} needs at least one value"
+    elif op in ("Exists", "DoesNotExist") and values:
+        return f"operator {op} takes no values"
+    return None

@@ -13,6 +13,7 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
+from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from server import GangplanServer
 from tests.server.conftest import small_cluster
@@ -190,3 +191,54 @@ def test_amounts_no_node_holds_are_invalid_argument_not_internal(
         _raw(port, "PlaceJob")(request.SerializeToString(), timeout=20)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert field in (err.value.details() or "")
+
+
+def _gt(value: str) -> pb.NodeSelectorTerm:
+    return pb.NodeSelectorTerm(
+        match_expressions=[
+            pb.NodeSelectorRequirement(key="size", operator=pb.SELECTOR_OPERATOR_GT, values=[value])
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "words"),
+    [
+        (lambda c: c.nodes[0].labels.update({"a": "b c"}), "cluster.nodes[0].labels", "label 'a'"),
+        (
+            lambda c: c.nodes[0].labels.update({"bad key!": "x"}),
+            "cluster.nodes[0].labels",
+            "qualified name",
+        ),
+        (
+            lambda c: c.pods.add(namespace="d", name="p", labels={"x": "-y"}),
+            "cluster.pods[0].labels",
+            "label 'x'",
+        ),
+        (
+            lambda c: c.pods.add(
+                namespace="d", name="r", node_name=c.nodes[0].name, labels={"x": "y" * 64}
+            ),
+            "cluster.pods[0].labels",
+            "label 'x'",
+        ),
+        (
+            lambda c: c.pods.add(namespace="d", name="p", required_node_affinity=[_gt("٣")]),
+            "values",
+            "ASCII digits, within int64",
+        ),
+    ],
+)
+def test_what_the_reader_refuses_the_wire_refuses_in_the_same_words(
+    start: Callable[..., tuple[GangplanServer, int]],
+    mutate: Callable[[pb.Cluster], object],
+    field: str,
+    words: str,
+) -> None:
+    _, port = start()
+    cluster = small_cluster()
+    mutate(cluster)
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "PlaceJob")(spb.PlaceJobRequest(cluster=cluster).SerializeToString(), timeout=20)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in (err.value.details() or "") and words in (err.value.details() or "")

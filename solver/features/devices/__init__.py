@@ -24,6 +24,7 @@ and Volcano's deviceshare enforce it; a scheduler without either would overcommi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -41,11 +42,14 @@ from solver.features.devices.quota import SHARE_FACT
 from solver.features.devices.table import ALLOCATED_FACT, device_table
 from solver.model import (
     DEVICE_ANNOTATIONS,
+    GPU_MEMORY_LABEL,
     DeviceDemand,
     DeviceError,
+    Node,
     Pod,
     assignment_annotations,
     device_demand,
+    device_memory_label,
 )
 from solver.problem import Problem
 
@@ -56,6 +60,13 @@ __all__ = [
     "device_placement",
     "fitting_nodes",
 ]
+
+
+def _unread(nodes: Sequence[Node]) -> tuple[str, ...]:
+    """Nodes whose memory label is there but cannot be read."""
+    return tuple(
+        n.name for n in nodes if GPU_MEMORY_LABEL in n.labels and device_memory_label(n) is None
+    )
 
 
 def _type_key(pod: Pod) -> tuple[str, ...]:
@@ -83,6 +94,12 @@ def _compile(ctx: CompileContext) -> None:
         ctx.notes.append(
             f"{table.unplaced} running GPU pod device(s) not recorded in a device annotation "
             "and not located on a device"
+        )
+    if unread := ctx.nodes.memo(("devices", "memory labels"), partial(_unread, ctx.nodes.nodes)):
+        ctx.notes.append(
+            f"{GPU_MEMORY_LABEL} is not a device's memory in MiB on {len(unread)} node(s) "
+            f"({', '.join(unread[:5])}{', ...' if len(unread) > 5 else ''}): their GPU "
+            "memory is unknown"
         )
     how = scoring(ctx.snapshot, ctx.workload, ctx.conf)
     ctx.notes.extend(how.notes)
