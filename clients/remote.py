@@ -32,8 +32,8 @@ def schedule_remote(
     """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
 
     The conf file (already checked locally) is sent as text. `GANGPLAN_TOKEN` gives a bearer
-    token and `GANGPLAN_CA_CERT` a CA file for TLS; the deadline is `time_limit` plus one
-    second for the round trip. `preempt` asks the Preempt RPC, which also proposes victims.
+    token and `GANGPLAN_CA_CERT` a CA file for TLS; the call's deadline is `time_limit` (the
+    server answers within it, its engine given the rest less the round trip). `preempt` asks the Preempt RPC, which also proposes victims.
     `selection` travels as the request's scheduler names and namespaces: the server places
     only those pods, and the others (nominated ones holding their room) stay in the cluster.
     """
@@ -49,6 +49,6 @@ def schedule_remote(
             seed=seed,
             scheduler_names=sorted(selection.scheduler_names or ()) if selection else (),
             namespaces=sorted(selection.namespaces or ()) if selection else (),
-            timeout=time_limit + 1.0,
+            timeout=time_limit,
         )
     return decision_from_proto(response.decision)

@@ -9,12 +9,12 @@ for a feature) is `build(problem, model, vars) -> list[Term]`, with the math of 
 in one comment line above it.
 """
 
-from solver.sat._classes import MAX_PATTERNS, NodeClass, node_classes
+from solver.sat._classes import MAX_PATTERN_CELLS, NodeClass, node_classes
 from solver.sat._terms import SAFE_WEIGHT, Term, combine, ordered
 from solver.sat._vars import PlacementVars
 
 __all__ = [
-    "MAX_PATTERNS",
+    "MAX_PATTERN_CELLS",
     "SAFE_WEIGHT",
     "NodeClass",
     "PlacementVars",

@@ -10,7 +10,10 @@ means depends on how many pod types can use the node, and picks the class's mode
 * `patterns` — several usable types: every way one node can hold them (a pattern: a count
   per type that fits the node's free vector) is enumerated, and `n[c, p]` counts the class's
   nodes using pattern p (`Σ_p n[c, p] ≤ K`). Exact, and free of node symmetry
-  (Gilmore–Gomory style). Used while a class has at most `MAX_PATTERNS` patterns.
+  (Gilmore–Gomory style). Used while the table stays within `MAX_PATTERN_CELLS` cells
+  (patterns × types): the model's size and CP-SAT's work grow with the cells, not with
+  the pattern count alone — 12 one-pod types have 2^12 − 1 = 4,095 patterns of 12 cells
+  each, which took CP-SAT 10 s where virtual nodes take 0.03 s.
 * `virtual` — otherwise: one virtual node per node that could ever be used (at most the
   number of pods that could go there), ordered by load to break symmetry.
 
@@ -28,9 +31,9 @@ import numpy as np
 
 from solver.problem import IntArray, Problem, slots_of
 
-__all__ = ["MAX_PATTERNS", "NodeClass", "node_classes"]
+__all__ = ["MAX_PATTERN_CELLS", "NodeClass", "node_classes"]
 
-MAX_PATTERNS = 4096
+MAX_PATTERN_CELLS = 2048
 
 Mode = Literal["slots", "patterns", "virtual"]
 
@@ -69,11 +72,13 @@ def _slots(problem: Problem, free: IntArray) -> IntArray:
 def _patterns(
     demand: IntArray, limit: IntArray, free: IntArray, deadline: float = math.inf
 ) -> IntArray | None:
-    """Every non-zero count vector c ≤ limit with c·demand ≤ free; None past MAX_PATTERNS
-    or past `deadline` (perf_counter seconds; the class then uses virtual nodes)."""
+    """Every non-zero count vector c ≤ limit with c·demand ≤ free; None past
+    MAX_PATTERN_CELLS cells (patterns × len(limit)) or past `deadline` (perf_counter
+    seconds; the class then uses virtual nodes)."""
     out: list[list[int]] = []
     current = [0] * len(limit)
-    # Plain ints: this walk visits up to MAX_PATTERNS leaves, and numpy's per-call
+    most = MAX_PATTERN_CELLS // max(len(limit), 1)
+    # Plain ints: this walk visits up to `most` leaves, and numpy's per-call
     # overhead on 4-element rows made it the slowest step of building a model.
     rows = demand.tolist()
     limits = limit.tolist()
@@ -82,9 +87,9 @@ def _patterns(
         if i == len(limits):
             if any(current):
                 out.append(list(current))
-                if len(out) % 1024 == 0 and time.perf_counter() > deadline:
+                if len(out) % 256 == 0 and time.perf_counter() > deadline:
                     return False
-            return len(out) <= MAX_PATTERNS
+            return len(out) <= most
         d = rows[i]
         count = 0
         while count <= limits[i] and min(room, default=0) >= 0:

@@ -31,9 +31,17 @@ def test_best_first_orders_the_first_count_like_a_full_sort(
 
 
 def test_pattern_enumeration_gives_up_at_its_deadline() -> None:
-    demand = np.ones((3, 1), dtype=np.int64)
-    limit = np.array([11, 11, 11], dtype=np.int64)  # 12^3 - 1 = 1,727 patterns
-    free = np.array([33], dtype=np.int64)
+    demand = np.ones((2, 1), dtype=np.int64)
+    limit = np.array([31, 31], dtype=np.int64)  # 32^2 - 1 = 1,023 patterns, 2,046 cells
+    free = np.array([62], dtype=np.int64)
     patterns = _patterns(demand, limit, free)
-    assert patterns is not None and len(patterns) == 12**3 - 1
+    assert patterns is not None and len(patterns) == 32**2 - 1
     assert _patterns(demand, limit, free, deadline=0.0) is None
+
+
+def test_pattern_enumeration_stops_at_its_cell_budget() -> None:
+    """12 one-pod types: 4,095 patterns × 12 = 49,140 cells, past the budget."""
+    demand = np.ones((12, 1), dtype=np.int64)
+    limit = np.ones(12, dtype=np.int64)
+    assert _patterns(demand, limit, np.array([12], dtype=np.int64)) is None
+    assert _patterns(demand[:7], limit[:7], np.array([7], dtype=np.int64)) is not None
