@@ -84,6 +84,13 @@ NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time re
 DRAIN_FLOOR = 0.05  # s: a call starting as the drain ends still gets the greedy's answer
 
 
+def _check_id(snapshot_id: str, field: str) -> None:
+    """An id no snapshot can have is INVALID_ARGUMENT in every method, not NOT_FOUND."""
+    if len(snapshot_id) > MAX_SNAPSHOT_ID:
+        message = f"longer than {MAX_SNAPSHOT_ID} characters"
+        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [(field, message)])
+
+
 class _Abort(Exception):
     """Raised inside the servicer; turned into a status by `_guard`."""
 
@@ -205,9 +212,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def PutSnapshot(
         self, request: spb.PutSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.PutSnapshotResponse:
-        if len(request.snapshot_id) > MAX_SNAPSHOT_ID:
-            message = f"longer than {MAX_SNAPSHOT_ID} characters"
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("snapshot_id", message)])
+        _check_id(request.snapshot_id, "snapshot_id")
         with collector_paused(len(request.cluster.pods)):
             snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
             stored = self.store.put(snapshot, request.snapshot_id)
@@ -218,6 +223,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def UpdateSnapshot(
         self, request: spb.UpdateSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.UpdateSnapshotResponse:
+        _check_id(request.snapshot_id, "snapshot_id")
         with collector_paused(
             len(request.upsert_pods) + len(request.remove_pods) + len(request.bindings)
         ):
@@ -235,6 +241,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def DeleteSnapshot(
         self, request: spb.DeleteSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.DeleteSnapshotResponse:
+        _check_id(request.snapshot_id, "snapshot_id")
         self.store.delete(request.snapshot_id)
         self._snapshot_sizes()
         return spb.DeleteSnapshotResponse()
@@ -329,6 +336,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def _cluster(self, request: Any) -> tuple[Snapshot, int]:
         which = request.WhichOneof("cluster_source")
         if which == "snapshot":
+            _check_id(request.snapshot.id, "snapshot.id")
             stored = self.store.get(request.snapshot.id, request.snapshot.expected_generation)
             return stored.snapshot, stored.generation
         if which == "cluster":

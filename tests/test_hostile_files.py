@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from clients.cli import app
@@ -156,3 +157,58 @@ spec:
     result = CliRunner().invoke(app, ["schedule", "-f", str(cluster)])
     assert result.exit_code == 0, result.output
     assert "nvidia.com/gpu.memory is not a device's memory in MiB on 1 node(s) (n)" in result.output
+
+
+# JSON inside annotations, nested past what Python's parser recurses into: each reader's
+# rule for unreadable JSON, never a RecursionError traceback.
+DEEP = "[" * 100_000
+
+
+def _pod_with(annotations: dict[str, str]) -> str:
+    return yaml.safe_dump_all(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "n0"},
+                "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default", "annotations": annotations},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            },
+        ],
+        width=10**9,
+    )
+
+
+def test_a_deeply_nested_gang_groups_annotation_is_koordinators_unreadable_groups(
+    tmp_path: Path,
+) -> None:
+    """Koordinator: unreadable groups → the gang alone (reference/koordinator.md)."""
+    gang = "gang.scheduling.koordinator.sh/"
+    path = tmp_path / "deep.yaml"
+    path.write_text(
+        _pod_with({gang + "name": "g", gang + "min-available": "1", gang + "groups": DEEP})
+    )
+    result = CliRunner().invoke(app, ["schedule", "-f", str(path), "-o", "json"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert '"default/g"' in result.stdout
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "scheduling.koordinator.sh/device-allocated",
+        "volcano.sh/card.request",
+        "volcano.sh/nodegroup-limits",
+    ],
+)
+def test_deeply_nested_json_in_any_annotation_is_no_traceback(tmp_path: Path, key: str) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(_pod_with({key: DEEP}))
+    result = CliRunner().invoke(app, ["schedule", "-f", str(path), "-o", "json"])
+    assert result.exit_code in (0, 2), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception

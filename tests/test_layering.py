@@ -2,7 +2,8 @@
 
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 
-    0  solver.errors, solver.quantity, solver.arrays, gangplan.v1 (generated messages)
+    0  solver.errors, solver.quantity, solver.arrays, solver.yaml_limits,
+       solver.json_limits, gangplan.v1 (generated messages)
     1  solver.config, solver.model                      the vocabulary
     2  solver.kube, solver.snapshot, solver.decision,   readers, cluster state, answers,
        solver.plan                                      the capacity planner
@@ -44,6 +45,7 @@ LAYERS: dict[str, int] = {
     "solver.arrays": 0,
     "solver.quantity": 0,
     "solver.yaml_limits": 0,
+    "solver.json_limits": 0,
     "gangplan.v1": 0,
     "solver.config": 1,
     "solver.model": 1,

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from solver.json_limits import read_json
 from solver.kube.hypernode import read_network_topology, read_sub_group_policy
 from solver.kube.loader import RawObject
 from solver.kube.objects import K8sPod, K8sPodGroup
@@ -316,7 +317,7 @@ def _parse_groups(text: str | None, self_id: str) -> tuple[str, ...]:
     if not text:
         return (self_id,)
     try:
-        value = json.loads(text)
+        value = read_json(text)
     except json.JSONDecodeError:
         return (self_id,)
     if (

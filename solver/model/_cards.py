@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from solver.json_limits import read_json
 from solver.model._cluster import Node
 
 __all__ = [
@@ -153,7 +154,7 @@ def parse_quota(text: str | None) -> tuple[dict[str, int], str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
+        value = read_json(text)
     except json.JSONDecodeError as exc:
         return {}, f"invalid JSON ({exc.msg})"
     if not isinstance(value, dict) or not all(isinstance(v, int | float) for v in value.values()):

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
+from solver.json_limits import read_json
 from solver.model._cluster import Node
 from solver.model._workload import Pod
 from solver.quantity import parse_quantity
@@ -295,7 +296,7 @@ def allocated_devices(annotations: Mapping[str, str]) -> tuple[DeviceUse, ...] |
     text = annotations.get(KOORD_ALLOCATED)
     if text:
         try:
-            value = json.loads(text)
+            value = read_json(text)
             out = []
             for entry in value.get("gpu") or []:
                 res = entry.get("resources") or {}

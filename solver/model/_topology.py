@@ -24,6 +24,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from solver.json_limits import read_json
 from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
 from solver.model._frozen import Frozen
 from solver.model._hypernode import HyperNode
@@ -139,8 +140,8 @@ def _go_type(value: Any) -> str:
 def parse_gather_spec(text: str) -> GatherSpec:
     """Parse the annotation value; raises GatherSpecError with Go's reason when it would fail."""
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        value = read_json(text)
+    except json.JSONDecodeError as exc:
         raise GatherSpecError(f"invalid JSON: {exc}") from None
     if value is None:
         return GatherSpec()

@@ -13,11 +13,11 @@ Read here with the standard JSON parser and `solver.quantity`, apart from the po
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import numpy as np
 
+from solver.json_limits import read_json
 from solver.quantity import QuantityError, to_int
 from solver.snapshot import TERMINATING
 from solver.verify._context import VerifyContext
@@ -45,7 +45,7 @@ def _read(text: str | None) -> dict[str, dict[str, int]] | None:
     if not text:
         return {}
     try:
-        value = json.loads(text, parse_constant=lambda name: float("nan"))
+        value = read_json(text, parse_constant=lambda name: float("nan"))
         if value is None:
             return {}
         if not isinstance(value, dict):

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from solver.config import Plugin
+from solver.json_limits import read_json
 from solver.model import GPU_MILLI, Node, Pod, Queue, gpu_milli, in_gpu_milli
 from solver.verify._context import VerifyContext
 from solver.verify._shares import shares
@@ -94,7 +95,7 @@ def _real_capabilities(
             cap = dict((q.capability if q else {}).items())
             limit = {r: cap[r] if cap.get(r, 0) > 0 else unset for r in ("cpu", "memory")}
             try:
-                quota = json.loads((q.annotations if q else {}).get(CARD_QUOTA) or "{}")
+                quota = read_json((q.annotations if q else {}).get(CARD_QUOTA) or "{}")
             except json.JSONDecodeError:
                 quota = {}
             if not isinstance(quota, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from google.protobuf.message import Message
@@ -18,9 +19,8 @@ from hypothesis import strategies as st
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
+from tests.fuzz.fields import Path, scalar_paths, set_field
 from tests.fuzz.manifests import GPU, NAME
-
-Path = tuple[Any, ...]
 
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_GROUP = "kueue.x-k8s.io/podset-group-name"
@@ -282,7 +282,9 @@ OPTION_STRS: list[Path] = [
 
 @dataclass(frozen=True)
 class Door:
-    """One method: a valid request, the fields hostile values go into, the response type."""
+    """One method: a valid request, the response type, and the fields hostile values go
+    into: every scalar of the valid request (`fields.scalar_paths`) and the paths listed
+    here, which add entries the request does not have (a second pod's label, a map key)."""
 
     method: str
     base: Callable[[], Message]
@@ -293,6 +295,14 @@ class Door:
 
     def __str__(self) -> str:
         return self.method
+
+    @cached_property
+    def paths(self) -> dict[str, list[Path]]:
+        found = scalar_paths(self.base())
+        listed = {"int": self.ints, "str": self.strs, "double": self.doubles or []}
+        for kind, paths in listed.items():
+            found[kind] = sorted(set(found[kind]) | set(paths), key=repr)
+        return {kind: paths for kind, paths in found.items() if paths}
 
 
 def _solve_door(method: str, request: type[Message], response: type[Message]) -> Door:
@@ -384,36 +394,6 @@ DOORS = [
 ]
 
 
-def _clamp(value: Any, bits: int) -> Any:
-    if not isinstance(value, int) or isinstance(value, bool):
-        return value
-    half = 2 ** (bits - 1)
-    return (value + half) % (2 * half) - half
-
-
-def set_field(message: Any, path: Path, value: Any) -> None:
-    """Set a scalar, map entry or repeated string at `path`; integers the field cannot hold
-    are wrapped into its wire type, as a hostile client's encoder would send them."""
-    target = message
-    for step in path[:-1]:
-        target = target[step] if isinstance(step, int) else getattr(target, step)
-    last = path[-1]
-    if not hasattr(target, "DESCRIPTOR"):  # a map (int64 or string values) or a list
-        if isinstance(last, int) and last >= len(target):
-            target.append(value)
-        else:
-            target[last] = _clamp(value, 64)
-        return
-    field = target.DESCRIPTOR.fields_by_name[last]
-    if field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_ENUM):
-        value = _clamp(value, 32)
-    elif field.cpp_type == field.CPPTYPE_INT64:
-        value = _clamp(value, 64)
-    elif field.cpp_type == field.CPPTYPE_DOUBLE:
-        value = float(value)
-    setattr(target, last, value)
-
-
 HOSTILE_DOUBLE = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([-1.0, 0.0, 1e308, -0.0]),
@@ -424,18 +404,16 @@ HOSTILE_DOUBLE = st.one_of(
 def hostile_request(draw: st.DrawFn, door: Door) -> bytes:
     """`door`'s request with 1-4 hostile values, serialized; sometimes damaged bytes."""
     request: Any = door.base()
-    kinds = [k for k, paths in (("int", door.ints), ("str", door.strs)) if paths]
-    if door.doubles:
-        kinds.append("double")
+    values = {
+        "int": st.integers(-(2**70), 2**70),
+        "str": NAME,
+        "double": HOSTILE_DOUBLE,
+        "bool": st.booleans(),
+    }
+    kinds = sorted(door.paths)
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(kinds))
-        if kind == "int":
-            set_field(request, draw(st.sampled_from(door.ints)), draw(st.integers(-(2**70), 2**70)))
-        elif kind == "str":
-            set_field(request, draw(st.sampled_from(door.strs)), draw(NAME))
-        else:
-            assert door.doubles is not None
-            set_field(request, draw(st.sampled_from(door.doubles)), draw(HOSTILE_DOUBLE))
+        set_field(request, draw(st.sampled_from(door.paths[kind])), draw(values[kind]))
     fields = request.DESCRIPTOR.fields_by_name
     if "snapshot" in fields and draw(st.integers(0, 2)) == 0:
         # the stored snapshot instead of the inline cluster, at a hostile generation

@@ -11,22 +11,19 @@ Oracles, from issue 17:
   naming the field; the server is still SERVING at the end.
 
 The default run is bounded (the hypothesis profile's examples per test); the slow profile
-runs 5,000 manifests and 5,000 requests, split over the eight methods
+runs 5,000 manifests and 5,000 requests per method
 (`HYPOTHESIS_PROFILE=slow pytest -m slow tests/fuzz`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,7 +31,7 @@ from typer.testing import CliRunner
 
 from clients.cli import app
 from gangplan.v1 import placement_service_pb2 as spb
-from server import Settings, create_server
+from tests.fuzz.fields import set_field
 from tests.fuzz.manifests import hostile_manifest_text, invalid_manifest_text
 from tests.fuzz.requests import (
     DOORS,
@@ -43,7 +40,6 @@ from tests.fuzz.requests import (
     Door,
     base_cluster,
     hostile_request,
-    set_field,
 )
 
 SLOW_EXAMPLES = 5_000
@@ -104,22 +100,6 @@ def test_hostile_manifests_long_run(text: str) -> None:
 # ----------------------------------------------------------------------------- gRPC
 
 
-@pytest.fixture(scope="module")
-def port() -> Iterator[int]:
-    settings_ = Settings(
-        host="127.0.0.1", port=0, metrics_port=None, grace=1.0, workers=2, time_limit=2.0
-    )
-    srv, bound = create_server(settings_)
-    srv.start()
-    yield bound
-    with grpc.insecure_channel(f"127.0.0.1:{bound}") as channel:
-        health = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(), timeout=5
-        )
-    srv.stop(0)
-    assert health.status == health_pb2.HealthCheckResponse.SERVING
-
-
 def call(port: int, method: str, data: bytes) -> tuple[grpc.StatusCode, bytes | grpc.RpcError]:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = channel.unary_unary(f"/gangplan.v1.PlacementService/{method}")
@@ -127,6 +107,16 @@ def call(port: int, method: str, data: bytes) -> tuple[grpc.StatusCode, bytes | 
             return grpc.StatusCode.OK, stub(data, timeout=30)
         except grpc.RpcError as err:
             return err.code(), err
+
+
+def violations(err: grpc.RpcError) -> list[str]:
+    """The field paths of an error's BadRequest detail (empty without one)."""
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    if status is None or not status.details:
+        return []
+    bad = error_details_pb2.BadRequest()
+    status.details[0].Unpack(bad)
+    return [v.field for v in bad.field_violations]
 
 
 def store_fuzz_snapshot(port: int) -> None:
@@ -162,7 +152,7 @@ def test_hostile_requests_never_answer_unknown_or_internal(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("door", DOORS, ids=str)
-@settings(max_examples=math.ceil(SLOW_EXAMPLES / len(DOORS)))
+@settings(max_examples=SLOW_EXAMPLES)
 @given(data=st.data())
 def test_hostile_requests_long_run(port: int, door: Door, data: st.DataObject) -> None:
     check_grpc_answer(port, door, data.draw(hostile_request(door)))
@@ -181,11 +171,6 @@ def test_requests_invalid_by_construction_name_the_field(
     code, err = call(port, method, request.SerializeToString())
     assert code == grpc.StatusCode.INVALID_ARGUMENT, code
     assert isinstance(err, grpc.RpcError)
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    fields = []
-    if status is not None and status.details:
-        bad = error_details_pb2.BadRequest()
-        status.details[0].Unpack(bad)
-        fields = [v.field for v in bad.field_violations]
+    fields = violations(err)
     named = any(f.startswith(field) for f in fields) or field in (err.details() or "")
     assert named, (fields, err.details())

@@ -83,8 +83,13 @@ def test_a_snapshot_id_is_bounded_and_never_echoed_whole(
     delete = spb.DeleteSnapshotRequest(snapshot_id=huge)
     with pytest.raises(grpc.RpcError) as err:
         _raw(port, "DeleteSnapshot")(delete.SerializeToString(), timeout=10)
-    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    # an id no snapshot can have is refused as Put refuses it, not looked up
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert len(err.value.details() or "") < 200
+    delete = spb.DeleteSnapshotRequest(snapshot_id="x" * 253)
+    with pytest.raises(grpc.RpcError) as err:
+        _raw(port, "DeleteSnapshot")(delete.SerializeToString(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 def test_enum_values_the_proto_does_not_declare_are_invalid_argument(

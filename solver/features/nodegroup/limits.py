@@ -43,6 +43,7 @@ import numpy as np
 
 from solver.features._base import CompileContext
 from solver.features.nodegroup.groups import node_groups
+from solver.json_limits import read_json
 from solver.problem import Block, IntArray
 from solver.quantity import PODS, UNLIMITED, QuantityError, to_int
 from solver.snapshot import NONE, TERMINATING, Snapshot, charged_queue
@@ -93,7 +94,7 @@ def parse_limits(text: str | None) -> GroupLimits:
     if not text:
         return GroupLimits({})
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = read_json(text, parse_constant=_no_constant)
     except (json.JSONDecodeError, ValueError) as exc:
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return GroupLimits({}, f"invalid JSON ({why})")

@@ -1,0 +1,102 @@
+"""Every scalar field of a request, found from its descriptors, and a setter that writes a
+hostile value into one as a careless client's encoder would.
+
+    scalar_paths(request)      {"int": [...], "str": [...], "double": [...], "bool": [...]}
+    set_field(request, path, value)
+
+A path is the attribute names and indices from the request down to one scalar:
+`("cluster", "nodes", 0, "allocatable", "cpu")`. The walk goes into every sub-message the
+request has set (and every element of its repeated fields), and lists every scalar field
+of each, set or not, so that a field added to the .proto is fuzzed the day it is added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+Path = tuple[Any, ...]
+
+_KIND = {
+    FieldDescriptor.CPPTYPE_INT32: "int",
+    FieldDescriptor.CPPTYPE_INT64: "int",
+    FieldDescriptor.CPPTYPE_UINT32: "int",
+    FieldDescriptor.CPPTYPE_UINT64: "int",
+    FieldDescriptor.CPPTYPE_ENUM: "int",
+    FieldDescriptor.CPPTYPE_STRING: "str",
+    FieldDescriptor.CPPTYPE_DOUBLE: "double",
+    FieldDescriptor.CPPTYPE_FLOAT: "double",
+    FieldDescriptor.CPPTYPE_BOOL: "bool",
+}
+
+
+def scalar_paths(message: Message) -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = {kind: [] for kind in sorted(set(_KIND.values()))}
+    _walk(message, (), out)
+    return out
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    entry = field.message_type
+    return entry is not None and entry.GetOptions().map_entry
+
+
+def _walk(message: Message, prefix: Path, out: dict[str, list[Path]]) -> None:
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        path = (*prefix, field.name)
+        if _is_map(field):
+            kind = _KIND.get(field.message_type.fields_by_name["value"].cpp_type)
+            for key in sorted(value):
+                if kind is None:  # a map of messages
+                    _walk(value[key], (*path, key), out)
+                else:
+                    out[kind].append((*path, key))
+        elif field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
+            if _repeated(field):
+                for i, item in enumerate(value):
+                    _walk(item, (*path, i), out)
+            elif message.HasField(field.name):
+                _walk(value, path, out)
+        elif _repeated(field):
+            out[_KIND[field.cpp_type]] += [(*path, i) for i in range(max(len(value), 1))]
+        else:
+            out[_KIND[field.cpp_type]].append(path)
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+
+
+def _clamp(value: Any, bits: int) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    half = 2 ** (bits - 1)
+    return (value + half) % (2 * half) - half
+
+
+def set_field(message: Any, path: Path, value: Any) -> None:
+    """Set a scalar, map entry or repeated scalar at `path`; integers the field cannot hold
+    are wrapped into its wire type, as a hostile client's encoder would send them."""
+    target = message
+    for step in path[:-1]:
+        target = target[step] if isinstance(step, int) else getattr(target, step)
+    last = path[-1]
+    if not hasattr(target, "DESCRIPTOR"):  # a map (int64 or string values) or a list
+        if isinstance(last, int) and last >= len(target):
+            target.append(value)
+        else:
+            target[last] = _clamp(value, 64)
+        return
+    field = target.DESCRIPTOR.fields_by_name[last]
+    if field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_ENUM):
+        value = _clamp(value, 32)
+    elif field.cpp_type == field.CPPTYPE_INT64:
+        value = _clamp(value, 64)
+    elif field.cpp_type == field.CPPTYPE_DOUBLE:
+        value = float(value)
+    elif field.cpp_type == field.CPPTYPE_BOOL:
+        value = bool(value)
+    setattr(target, last, value)
