@@ -212,3 +212,19 @@ def test_deeply_nested_json_in_any_annotation_is_no_traceback(tmp_path: Path, ke
     result = CliRunner().invoke(app, ["schedule", "-f", str(path), "-o", "json"])
     assert result.exit_code in (0, 2), result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
+def test_a_node_type_with_more_gpus_than_any_node_is_one_line(tmp_path: Path) -> None:
+    """The planner keeps a row per device: 2^62 GPUs over gRPC once took 24 GB before the OOM killer; a YAML
+    catalogue's quantity stops at 2^63-1 milli-units, still 10^15 devices."""
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(
+        "nodeTypes:\n- {name: g, cost: 1, allocatable: {cpu: '8', nvidia.com/gpu: '1000000'}}\n"
+    )
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE_HEAD + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n")
+    _one_error_line(
+        ["plan", "--trace", str(trace), "--catalog", str(catalog)],
+        "nodeTypes[0].allocatable.nvidia.com/gpu",
+        "4096",
+    )

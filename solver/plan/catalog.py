@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from solver.model import device_count_problem
 from solver.plan._files import field_error, read_yaml, reject_unknown
 from solver.plan._model import GPU, NodeType
 from solver.quantity import QuantityError, to_int
@@ -134,6 +135,8 @@ def _node_type(raw: Any, source: str, where: str, seen: set[str]) -> NodeType:
         except QuantityError as exc:
             raise field_error(source, f"{where}.allocatable.{resource}", str(exc)) from None
         amounts[str(resource)] = to_plan_units(str(resource), amount, capacity=True)
+    if (bad := device_count_problem(amounts)) is not None:  # as on a node: memory bounded
+        raise field_error(source, f"{where}.allocatable.{bad[0]}", bad[1])
     gpus = amounts.pop(GPU, 0)
     model = raw.get("gpuModel")  # None: pods with a card constraint do not fit the type
     if model is not None and (not isinstance(model, str) or not model):
