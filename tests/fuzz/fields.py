@@ -3,6 +3,8 @@ hostile value into one as a careless client's encoder would.
 
     scalar_paths(request)      {"int": [...], "str": [...], "double": [...], "bool": [...]}
     set_field(request, path, value)
+    every_field(descriptor)    {(message, field)} of every scalar a request type can hold
+    fields_set(request)        {(message, field)} the walk of `scalar_paths` reaches
 
 A path is the attribute names and indices from the request down to one scalar:
 `("cluster", "nodes", 0, "allocatable", "cpu")`. The walk goes into every sub-message the
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 Path = tuple[Any, ...]
@@ -34,7 +36,32 @@ _KIND = {
 
 def scalar_paths(message: Message) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {kind: [] for kind in sorted(set(_KIND.values()))}
-    _walk(message, (), out)
+    _walk(message, (), out, set())
+    return out
+
+
+def fields_set(message: Message) -> set[tuple[str, str]]:
+    owners: set[tuple[str, str]] = set()
+    _walk(message, (), {kind: [] for kind in set(_KIND.values())}, owners)
+    return owners
+
+
+def every_field(descriptor: Descriptor) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    todo, seen = [descriptor], set()
+    while todo:
+        desc = todo.pop()
+        if desc.full_name in seen:
+            continue
+        seen.add(desc.full_name)
+        for field in desc.fields:
+            inner = field.message_type
+            if inner is not None and _is_map(field):  # a map: its values' type decides
+                inner = inner.fields_by_name["value"].message_type
+            if inner is None:
+                out.add((desc.full_name, field.name))
+            else:
+                todo.append(inner)
     return out
 
 
@@ -43,27 +70,33 @@ def _is_map(field: FieldDescriptor) -> bool:
     return entry is not None and entry.GetOptions().map_entry
 
 
-def _walk(message: Message, prefix: Path, out: dict[str, list[Path]]) -> None:
+def _walk(
+    message: Message, prefix: Path, out: dict[str, list[Path]], owners: set[tuple[str, str]]
+) -> None:
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
         path = (*prefix, field.name)
+        owner = (message.DESCRIPTOR.full_name, field.name)
         if _is_map(field):
             kind = _KIND.get(field.message_type.fields_by_name["value"].cpp_type)
             for key in sorted(value):
                 if kind is None:  # a map of messages
-                    _walk(value[key], (*path, key), out)
+                    _walk(value[key], (*path, key), out, owners)
                 else:
                     out[kind].append((*path, key))
+                    owners.add(owner)
         elif field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
             if _repeated(field):
                 for i, item in enumerate(value):
-                    _walk(item, (*path, i), out)
+                    _walk(item, (*path, i), out, owners)
             elif message.HasField(field.name):
-                _walk(value, path, out)
+                _walk(value, path, out, owners)
         elif _repeated(field):
             out[_KIND[field.cpp_type]] += [(*path, i) for i in range(max(len(value), 1))]
+            owners.add(owner)
         else:
             out[_KIND[field.cpp_type]].append(path)
+            owners.add(owner)
 
 
 def _repeated(field: FieldDescriptor) -> bool:

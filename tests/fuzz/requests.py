@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import strategies as st
 
 from gangplan.v1 import cluster_pb2 as pb
@@ -42,6 +43,28 @@ def _term(key: str) -> pb.PodAffinityTerm:
     )
 
 
+_TOLERATION = pb.Toleration(
+    key="gpu",
+    operator=pb.TOLERATION_OPERATOR_EQUAL,
+    value="yes",
+    effect=pb.TAINT_EFFECT_NO_SCHEDULE,
+)
+# A Godel gang with job-level affinity, resources and annotations: every Gang field is set
+# somewhere in the base requests, so every one is fuzzed.
+_GODEL_GANG = pb.Gang(
+    namespace="default",
+    name="godel",
+    min_member=1,
+    min_resources={"cpu": 1000},
+    annotations={"gang.scheduling.koordinator.sh/groups": '["default/godel"]'},
+    affinity=pb.GangAffinity(
+        required_topology_keys=["rack"],
+        preferred_topology_keys=["kubernetes.io/hostname"],
+        sort_rules=[pb.SortRule(resource="GPU", dimension="Capacity", order="Ascending")],
+    ),
+)
+
+
 def base_cluster() -> pb.Cluster:
     return pb.Cluster(
         nodes=[
@@ -49,6 +72,9 @@ def base_cluster() -> pb.Cluster:
                 name=f"n{i}",
                 labels={"rack": f"r{i}"},
                 allocatable={"cpu": 8000, "memory": 2**35, GPU: 4, "pods": 110},
+                taints=[pb.Taint(key="gpu", value="yes", effect=pb.TAINT_EFFECT_NO_SCHEDULE)]
+                if i == 1
+                else [],
             )
             for i in range(2)
         ],
@@ -60,13 +86,28 @@ def base_cluster() -> pb.Cluster:
                 requests={"cpu": 1000},
                 labels={"app": "g"},
                 pod_anti_affinity=pb.PodAffinity(required=[_term("rack")]),
+                tolerations=[_TOLERATION],
                 annotations={  # a running GPU share, as Koordinator records it
                     "scheduling.koordinator.sh/device-allocated": '{"gpu":[{"minor":1,'
                     '"resources":{"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory-ratio":"50"}}]}'
                 },
             )
         ],
-        queues=[pb.Queue(name="q", capability={"cpu": 16000})],
+        queues=[
+            pb.Queue(
+                name="q",
+                capability={"cpu": 16000},
+                deserved={"cpu": 8000},
+                guarantee={"cpu": 1000},
+                allocated={"cpu": 1000},
+                annotations={"volcano.sh/card.quota": '{"A100": 4}'},
+                affinity=pb.QueueAffinity(
+                    node_group_affinity=pb.NodeGroupTerms(required=["a"], preferred=["b"]),
+                    node_group_anti_affinity=pb.NodeGroupTerms(required=["c"], preferred=["d"]),
+                ),
+            )
+        ],
+        gangs=[_GODEL_GANG],
         topology=pb.NetworkTopology(
             layers=[
                 pb.TopologyLayer(name="RackLayer", label_keys=["rack"]),
@@ -117,7 +158,8 @@ def base_job() -> pb.Job:
                         ),
                     )
                 ],
-            )
+            ),
+            _GODEL_GANG,
         ],
         pods=[
             pb.Pod(
@@ -134,6 +176,9 @@ def base_job() -> pb.Job:
                     preferred=[pb.WeightedPodAffinityTerm(weight=10, term=_term("rack"))]
                 ),
                 pod_anti_affinity=pb.PodAffinity(required=[_term("kubernetes.io/hostname")]),
+                tolerations=[_TOLERATION],
+                node_selector={"rack": "r0"} if i == 1 else {},
+                creation_time=Timestamp(seconds=1_700_000_000 + i),
                 topology_spread_constraints=[
                     pb.TopologySpreadConstraint(
                         max_skew=1,
@@ -161,13 +206,33 @@ def base_job() -> pb.Job:
     )
 
 
+def full_cluster() -> pb.Cluster:
+    """`base_cluster()` with `base_job()`'s gangs and pods pending in it: every Cluster
+    field set, for the methods that take a cluster alone."""
+    cluster = base_cluster()
+    job = base_job()
+    cluster.gangs.extend(g for g in job.gangs if g.name != _GODEL_GANG.name)
+    cluster.pods.extend(job.pods)
+    return cluster
+
+
 def base_delta() -> spb.UpdateSnapshotRequest:
     """Against `FUZZ_SNAPSHOT`: a node, a queue and a gang added, a pending pod added and a
     running one reported, the running pod of `base_cluster()` removed."""
     return spb.UpdateSnapshotRequest(
         snapshot_id=FUZZ_SNAPSHOT,
-        upsert_nodes=[pb.Node(name="n2", labels={"rack": "r0"}, allocatable={"cpu": 4000})],
-        upsert_queues=[pb.Queue(name="q2", parent="q", capability={"cpu": 2000})],
+        upsert_nodes=[
+            pb.Node(
+                name="n2",
+                labels={"rack": "r0"},
+                allocatable={"cpu": 4000},
+                taints=[pb.Taint(key="k", value="v", effect=pb.TAINT_EFFECT_PREFER_NO_SCHEDULE)],
+            )
+        ],
+        upsert_queues=[
+            pb.Queue(name="q2", parent="q", capability={"cpu": 2000}),
+            *base_cluster().queues,
+        ],
         upsert_gangs=[
             pb.Gang(namespace="default", name="g2", min_member=1, queue="q2"),
             pb.Gang(
@@ -177,12 +242,15 @@ def base_delta() -> spb.UpdateSnapshotRequest:
                 topology_key="rack",
                 disruption_mode=pb.DISRUPTION_MODE_ALL,
             ),
+            *full_cluster().gangs,
         ],
         upsert_pods=[
             pb.Pod(namespace="default", name="new", gang="default/g2", requests={"cpu": 100}),
             pb.Pod(namespace="default", name="r2", node_name="n1", requests={"cpu": 100}),
+            *full_cluster().pods,
         ],
         remove_pods=["default/run"],
+        bindings=[spb.Binding(pod="default/new", node="n0")],
         topology=base_cluster().topology,
     )
 
@@ -198,6 +266,8 @@ def base_plan() -> spb.PlanCapacityRequest:
                 gpu_model="A100",
                 allocatable={"cpu": 64000, GPU: 8, "pods": 110},
                 max_count=4,
+                nodes_per_block=2,
+                labels={"rack": "new"},
             )
         ],
         card_quota={"A100": 16},
@@ -323,14 +393,14 @@ DOORS = [
     _solve_door("Enqueue", spb.EnqueueRequest, spb.EnqueueResponse),
     Door(
         "ValidateQueues",
-        lambda: spb.ValidateQueuesRequest(cluster=base_cluster()),
+        lambda: spb.ValidateQueuesRequest(cluster=full_cluster()),
         spb.ValidateQueuesResponse,
         _under(("cluster",), CLUSTER_INTS),
         _under(("cluster",), CLUSTER_STRS),
     ),
     Door(
         "PutSnapshot",
-        lambda: spb.PutSnapshotRequest(cluster=base_cluster(), snapshot_id="fuzz-put"),
+        lambda: spb.PutSnapshotRequest(cluster=full_cluster(), snapshot_id="fuzz-put"),
         spb.PutSnapshotResponse,
         _under(("cluster",), CLUSTER_INTS),
         [("snapshot_id",), *_under(("cluster",), CLUSTER_STRS)],
