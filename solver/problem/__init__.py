@@ -11,6 +11,8 @@ from solver.problem._greedy import GreedyState, Ledger, Tracker, Trackers, UnitP
 from solver.problem._objective import (
     compare_tiers,
     evaluate,
+    proven_optimal,
+    relaxed_best,
     score_units,
     tier_specs,
     tier_weights,
@@ -47,6 +49,8 @@ __all__ = [
     "fit_report",
     "format_fit_error",
     "freeze_arrays",
+    "proven_optimal",
+    "relaxed_best",
     "score_units",
     "slots_of",
     "tier_specs",

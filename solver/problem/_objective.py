@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from solver.problem._fill import slots_of
 from solver.problem._problem import IntArray, Problem, TierSpec
 
 __all__ = [
     "TierSpec",
     "compare_tiers",
     "evaluate",
+    "proven_optimal",
+    "relaxed_best",
     "score_units",
     "tier_specs",
     "tier_weights",
@@ -128,3 +131,50 @@ def compare_tiers(specs: list[TierSpec], a: dict[str, int], b: dict[str, int]) -
             better = x > y if spec.maximize else x < y
             return 1 if better else -1
     return 0
+
+
+def relaxed_best(problem: Problem) -> dict[str, int]:
+    """Per tier, a value no answer can beat: the tiers' own ranges, and two tighter ones
+    with capacity between pods and every gang rule relaxed —
+
+    * `affinity`: at most each pod on its best-scoring node among those with room for it;
+    * `opened_nodes`: the pods of types with room only on empty nodes must open some: at
+      least ⌈count / most slots of one empty node⌉ per type, and ⌈Σ demand / largest empty
+      node⌉ per resource over all of them; 0 when every type has room on a used node.
+
+    An answer reaching every tier's value is optimal: the tiers compare lexicographically,
+    and each value bounds every answer, the optimal ones included."""
+    specs = tier_specs(problem)
+    best = {s.name: s.upper if s.maximize else s.lower for s in specs}
+    empty = np.all(problem.free == problem.capacity, axis=1)
+    affinity = 0
+    volume = np.zeros(problem.free.shape[1], dtype=np.int64)
+    opened = 0
+    for t, pods in enumerate(problem.type_pods):
+        slots = slots_of(problem, t, problem.free)
+        room = slots > 0
+        if not room.any():
+            continue
+        if "affinity" in best:
+            affinity += len(pods) * max(int(_score_table(problem, t)[room].max()), 0)
+        if not room[~empty].any():  # only empty nodes take this type
+            volume += len(pods) * problem.type_demand[t]
+            opened = max(opened, -(-len(pods) // int(slots[room].max())))
+    if "affinity" in best:
+        best["affinity"] = min(best["affinity"], affinity)
+    if volume.any():
+        largest = problem.free[empty].max(axis=0)
+        need = volume > 0
+        opened = max(opened, int((-(-volume[need] // np.maximum(largest[need], 1))).max()))
+    best["opened_nodes"] = opened
+    return best
+
+
+def proven_optimal(problem: Problem, values: dict[str, int]) -> bool:
+    """Does an answer's `evaluate` reach `relaxed_best` in every tier (so no model needs
+    to be built to prove it)? Cheap: O(types × nodes) numpy."""
+    specs = tier_specs(problem)
+    if any(values[s.name] != (s.upper if s.maximize else s.lower) for s in specs[:2]):
+        return False  # not every group and pod placed: the common case, decided at once
+    best = relaxed_best(problem)
+    return all(values[s.name] == best[s.name] for s in specs)

@@ -40,7 +40,7 @@ from solver.engines.cpsat._modules import (
 from solver.engines.cpsat.infeasibility import explain_unsatisfied
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
-from solver.problem import IntArray, Problem, evaluate
+from solver.problem import IntArray, Problem, evaluate, proven_optimal
 from solver.sat import PlacementVars, combine, node_classes, ordered
 
 __all__ = ["solve_auto", "solve_cpsat"]
@@ -108,7 +108,14 @@ def _hint(
 def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat") -> EngineResult:
     started = time.perf_counter()
     greedy = solve_greedy(problem)
-    greedy_score = evaluate(problem, greedy.pod_node)["objective"]
+    tiers = evaluate(problem, greedy.pod_node)
+    greedy_score = tiers["objective"]
+    if engine == "auto" and proven_optimal(problem, tiers):
+        # Every tier at a value no answer beats: the greedy's answer is proven without a
+        # model (a pod on its best node of a busy cluster, a gang fully placed on used nodes).
+        greedy.engine, greedy.status, greedy.bound = engine, "OPTIMAL", float(greedy_score)
+        greedy.stats = {**greedy.stats, "proven_by_bound": 1}
+        return greedy
     beyond = next((why for check in UNSUPPORTED if (why := check(problem))), None)
     if beyond:
         # A rule the model does not encode: answer with the greedy (the upstream
@@ -307,5 +314,6 @@ def _solve_lexicographically(
 
 
 def solve_auto(problem: Problem, params: SolveParams) -> EngineResult:
-    """`greedy` then `cpsat` for the rest of the budget; the better answer wins."""
+    """`greedy`; its answer as OPTIMAL when it reaches every tier's relaxed bound
+    (`proven_optimal`), else `cpsat` for the rest of the budget and the better answer wins."""
     return solve_cpsat(problem, params, engine="auto")
