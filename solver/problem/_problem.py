@@ -66,6 +66,8 @@ def freeze_arrays(obj: object) -> None:
     data is shared between engines, threads and cached calls."""
     for value in vars(obj).values():
         items = value if isinstance(value, tuple) else (value,)
+        if items and isinstance(items[0], str | int | tuple):
+            continue  # names (node_names: 10,000s of them) and tuples of them, not arrays
         for item in items:
             if isinstance(item, np.ndarray):
                 item.flags.writeable = False
