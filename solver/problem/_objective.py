@@ -114,7 +114,7 @@ def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
     touched = np.zeros(problem.num_nodes, dtype=bool)
     for nodes in pod_node:
         touched[nodes[nodes >= 0]] = True
-    empty = np.all(problem.free == problem.capacity, axis=1)
+    empty = problem.empty
     values["opened_nodes"] = int((touched & empty).sum())
 
     specs = tier_specs(problem)
@@ -146,7 +146,7 @@ def relaxed_best(problem: Problem) -> dict[str, int]:
     and each value bounds every answer, the optimal ones included."""
     specs = tier_specs(problem)
     best = {s.name: s.upper if s.maximize else s.lower for s in specs}
-    empty = np.all(problem.free == problem.capacity, axis=1)
+    empty = problem.empty
     affinity = 0
     volume = np.zeros(problem.free.shape[1], dtype=np.int64)
     opened = 0

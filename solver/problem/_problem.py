@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -120,6 +121,13 @@ class Problem:
     @property
     def num_nodes(self) -> int:
         return len(self.node_names)
+
+    @cached_property
+    def empty(self) -> BoolArray:
+        """[N] nodes without any running pod's requests (placing a pod there opens them)."""
+        out: BoolArray = np.all(self.free == self.capacity, axis=1)
+        out.flags.writeable = False
+        return out
 
     @property
     def num_types(self) -> int:

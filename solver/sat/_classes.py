@@ -124,7 +124,7 @@ def node_classes(
     slots = _slots(problem, problem.free)  # [T, N]
     usable = slots > 0
     counts = np.array([len(p) for p in problem.type_pods], dtype=np.int64)
-    empty = np.all(problem.free == problem.capacity, axis=1)
+    empty = problem.empty
     # What all pods of all types could use of each resource: room beyond it is irrelevant.
     most = (problem.type_demand * counts[:, None]).sum(axis=0)
     # key: (types, slots or capped free vector, empty, scores [+ split column])
