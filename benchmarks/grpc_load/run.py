@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -23,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -95,19 +97,27 @@ def git_sha() -> str:
     return out.stdout.strip() or "unknown"
 
 
-async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
-    options = [
-        ("grpc.max_send_message_length", 256 * MB),
-        ("grpc.max_receive_message_length", 256 * MB),
-    ]
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+OPTIONS = [
+    ("grpc.max_send_message_length", 256 * MB),
+    ("grpc.max_receive_message_length", 256 * MB),
+]
+
+
+async def put(port: int, args: argparse.Namespace) -> float:
+    """Store the snapshot every call names; the seconds it took."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS) as channel:
         stub = spb_grpc.PlacementServiceStub(channel)
         started = time.perf_counter()
         await stub.PutSnapshot(
             spb.PutSnapshotRequest(cluster=cluster(args.nodes, args.running), snapshot_id="bench"),
             timeout=600,
         )
-        put_seconds = time.perf_counter() - started
+        return time.perf_counter() - started
+
+
+async def load(port: int, args: argparse.Namespace, put_seconds: float) -> dict[str, object]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS) as channel:
+        stub = spb_grpc.PlacementServiceStub(channel)
         # Warm-up: one call so imports and caches are not in the numbers.
         await stub.PlaceJob(
             spb.PlaceJobRequest(snapshot=spb.SnapshotRef(id="bench"), job=job("warm", args.gang)),
@@ -173,6 +183,70 @@ async def load(port: int, args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def matrix(args: argparse.Namespace) -> None:
+    """The per-call cost table: every size × engine × loop, on one server per running
+    level (the snapshot put once)."""
+    levels = [0, 100_000] if args.running == 0 and not args.smoke else [args.running]
+    sizes = [8] if args.smoke else [1, 8, 64]
+    for running in levels:
+        args.running = running
+        with serve(args) as port:
+            put_seconds = asyncio.run(put(port, args))
+            for size in sizes:
+                for engine in ["greedy", "auto"]:
+                    args.gang, args.engine, args.rate = size, engine, 0.0
+                    args.calls = 10**6  # bounded by --max-seconds
+                    closed = asyncio.run(load(port, args, put_seconds))
+                    rows = [closed]
+                    for share in (0.25, 0.5, 0.8):
+                        saturation = closed["calls_per_s"]
+                        assert isinstance(saturation, float)
+                        args.rate = max(1.0, round(share * saturation, 1))
+                        rows.append(asyncio.run(load(port, args, put_seconds)))
+                    for row in rows:
+                        print(json.dumps({k: row[k] for k in SHOWN}))
+                        if not args.smoke:
+                            with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
+                                f.write(json.dumps({**row, "matrix": True}) + "\n")
+
+
+SHOWN = [
+    "running_pods",
+    "gang",
+    "engine",
+    "rate",
+    "calls_per_s",
+    "pods_per_s",
+    "p50_ms",
+    "p99_ms",
+    "errors",
+]
+
+
+@contextlib.contextmanager
+def serve(args: argparse.Namespace) -> Iterator[int]:
+    """`gangplan serve` as a subprocess for the block; its port."""
+    env = {
+        **os.environ,
+        "GANGPLAN_LOG_LEVEL": "WARNING",
+        "GANGPLAN_WORKERS": str(args.workers),
+        "GANGPLAN_MAX_QUEUED": str(args.clients + 8),
+        "GANGPLAN_MAX_MESSAGE_MB": "256",
+    }
+    command = [str(Path(sys.executable).with_name("gangplan")), "serve", "--port", "0"]
+    command += ["--metrics-port", "0"]
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            match = re.search(r"127\.0\.0\.1:(\d+)", server.stdout.readline())
+            if not match:
+                sys.exit("server did not start")
+            yield int(match.group(1))
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=10_240)
@@ -194,31 +268,25 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call (s)")
     parser.add_argument("--max-seconds", type=float, default=300.0, help="stop issuing after")
     parser.add_argument(
-        "--smoke", action="store_true", help="seconds: 64 nodes, 2 clients, 3 calls, no results"
+        "--matrix",
+        action="store_true",
+        help="per --running value given (default 0 and 100,000): 1-, 8- and 64-pod calls, "
+        "greedy and auto, closed loop then open loop at 25/50/80 %% of that saturation "
+        "(--max-seconds each); one row per cell",
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: a tiny matrix (64 nodes), no results"
     )
     args = parser.parse_args()
-    if args.smoke:
-        args.nodes, args.running, args.gang, args.clients, args.calls = 64, 100, 8, 2, 3
+    if args.smoke:  # the matrix, tiny: every code path in seconds
+        args.nodes, args.running, args.clients, args.max_seconds = 64, 100, 2, 0.5
+        args.matrix = True
+    if args.matrix:
+        matrix(args)
+        return
 
-    env = {
-        **os.environ,
-        "GANGPLAN_LOG_LEVEL": "WARNING",
-        "GANGPLAN_WORKERS": str(args.workers),
-        "GANGPLAN_MAX_QUEUED": str(args.clients + 8),
-        "GANGPLAN_MAX_MESSAGE_MB": "256",
-    }
-    command = [str(Path(sys.executable).with_name("gangplan")), "serve", "--port", "0"]
-    command += ["--metrics-port", "0"]
-    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as server:
-        try:
-            assert server.stdout is not None
-            match = re.search(r"127\.0\.0\.1:(\d+)", server.stdout.readline())
-            if not match:
-                sys.exit("server did not start")
-            result = asyncio.run(load(int(match.group(1)), args))
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(30)
+    with serve(args) as port:
+        result = asyncio.run(load(port, args, asyncio.run(put(port, args))))
     print(json.dumps(result, indent=2))
     if not args.smoke:
         with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
