@@ -4,6 +4,9 @@ day brings, and a SIGTERM and restart every `--restart-every` seconds.
     .venv/bin/python benchmarks/soak/run.py              # 30 minutes
     .venv/bin/python benchmarks/soak/run.py --smoke      # 25 s, nothing written
 
+Every restart imports the tree as it is then: run it from a checkout nobody edits for the
+half hour (`git worktree add`), or the lives measure different commits.
+
 The server runs as a subprocess on a fixed loopback port with `--grace`; one snapshot of
 `--nodes` 8-GPU nodes and `--running` running pods is put at every start. Then, at once:
 
@@ -150,6 +153,7 @@ class Soak:
         self.next_pod = args.running
         self.oldest = 0
         self.updates = Counter[str]()
+        self.source = provenance()  # at the start: restarts import the tree as it is then
 
     # ------------------------------------------------------------------ the server's lives
 
@@ -324,7 +328,7 @@ class Soak:
                 }
             )
         return {
-            **provenance(),
+            **self.source,
             "minutes": self.args.minutes,
             "nodes": self.args.nodes,
             "running_pods": self.args.running,
@@ -368,7 +372,7 @@ def main() -> None:
         with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
         samples = [{"started_s": life.started, "rss": life.rss} for life in soak.lives]
-        (HERE / "samples.json").write_text(json.dumps({**provenance(), "lives": samples}) + "\n")
+        (HERE / "samples.json").write_text(json.dumps({**soak.source, "lives": samples}) + "\n")
     if row["lost"]:
         sys.exit(1)
 
