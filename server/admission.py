@@ -8,6 +8,11 @@ admits at most `workers + max_queued` calls of the placement service (more get
 RESOURCE_EXHAUSTED at once) and lets `workers` of them run, the rest waiting on a
 semaphore in their own thread — so health, reflection and the waiting calls always have a
 thread. A waiting call whose client has gone stops waiting.
+
+On SIGTERM `close()` refuses every new placement call with UNAVAILABLE (what clients and
+gRPC retry policies retry on another replica) while the admitted ones finish, and
+`wait_idle` tells the drain when none is left: only then does grpc's own stop run, which
+would end a call still on its way in with CANCELLED.
 """
 
 from __future__ import annotations
@@ -33,6 +38,18 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         self._limit = workers + max_queued
         self._admitted = 0
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._closed = False
+
+    def close(self) -> None:
+        """From now on, refuse new placement calls with UNAVAILABLE."""
+        with self._lock:
+            self._closed = True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no admitted call is left (or `timeout` s); True when none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._admitted == 0, max(0.0, timeout))
 
     def intercept_service(
         self, continuation: Continuation, details: grpc.HandlerCallDetails
@@ -45,9 +62,14 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
     def _admit(self, behaviour: Callable[..., Any]) -> Callable[..., Any]:
         def call(request: Any, context: grpc.ServicerContext) -> Any:
             with self._lock:
+                closed = self._closed
                 full = self._admitted >= self._limit
-                if not full:
+                if not full and not closed:
                     self._admitted += 1
+            if closed:
+                context.abort(
+                    grpc.StatusCode.UNAVAILABLE, "the server is shutting down; retry elsewhere"
+                )
             if full:
                 context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -62,7 +84,9 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                 finally:
                     self._running.release()
             finally:
-                with self._lock:
+                with self._idle:
                     self._admitted -= 1
+                    if self._admitted == 0:
+                        self._idle.notify_all()
 
         return call

@@ -4,6 +4,7 @@ interceptors, TLS and metrics, bound but not started (as grpc's own examples do)
 from __future__ import annotations
 
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass, field
 
@@ -38,6 +39,7 @@ class GangplanServer:
     metrics: Metrics
     store: SnapshotStore
     servicer: PlacementServicer
+    admission: AdmissionInterceptor | None = None
     metrics_port: int | None = None
     _stopped: threading.Event = field(default_factory=threading.Event)
 
@@ -65,8 +67,14 @@ class GangplanServer:
         self._stopped.set()
         self.health.enter_graceful_shutdown()
         grace = self.settings.grace if grace is None else grace
+        end = time.monotonic() + grace
         self.servicer.drain.begin(grace)  # admitted calls: budgets that end before the grace
-        self.server.stop(grace).wait()
+        if self.admission is not None:
+            # New calls get UNAVAILABLE from admission while the admitted ones finish; grpc's
+            # own stop comes after, when it can no longer cut an admitted call short.
+            self.admission.close()
+            self.admission.wait_idle(end - time.monotonic())
+        self.server.stop(max(0.0, end - time.monotonic())).wait()
         self.servicer.drain.close()
         self.metrics.stop()
 
@@ -88,7 +96,8 @@ def create_server(
     interceptors: list[grpc.ServerInterceptor] = [ObservabilityInterceptor(metrics)]
     if settings.token is not None:
         interceptors.append(AuthInterceptor(settings.token.get_secret_value()))
-    interceptors.append(AdmissionInterceptor(settings.workers, settings.max_queued))
+    admission = AdmissionInterceptor(settings.workers, settings.max_queued)
+    interceptors.append(admission)
     threads = settings.max_concurrent_rpcs + HEALTH_THREADS  # every admitted call has one
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gangplan"),
@@ -128,6 +137,8 @@ def create_server(
     if port == 0:
         raise OSError(f"cannot bind {address}")
     return (
-        GangplanServer(server, port, settings, health_servicer, metrics, store, servicer),
+        GangplanServer(
+            server, port, settings, health_servicer, metrics, store, servicer, admission
+        ),
         port,
     )

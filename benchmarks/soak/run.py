@@ -272,12 +272,13 @@ class Soak:
             asyncio.get_running_loop().call_later(cancel_after, rpc.cancel)
         try:
             await rpc
-            code = "OK"
+            code, details = "OK", ""
             self.tally.latencies.append(time.monotonic() - sent)
         except asyncio.CancelledError:
-            code = "CANCELLED"
+            code, details = "CANCELLED", ""
         except grpc.aio.AioRpcError as err:
             code = err.code().name
+            details = err.details() or ""
         self.tally.codes[f"{fault}:{code}"] += 1
         expected = {
             "none": {"OK"},
@@ -286,9 +287,15 @@ class Soak:
         }
         if code in expected[fault] or code == "RESOURCE_EXHAUSTED":
             return
-        if code in ("UNAVAILABLE", "NOT_FOUND") and self.restarting(sent):
-            return  # refused while draining, or before the next server had its snapshot
-        self.tally.lost.append(f"{k} {fault} {size}-pod {engine}: {code} at {sent - self.t0:.2f} s")
+        if code in ("UNAVAILABLE", "NOT_FOUND", "CANCELLED") and self.restarting(sent):
+            # refused while draining (UNAVAILABLE; CANCELLED when grpc's own stop met it on
+            # its way in), or sent before the next server had its snapshot (NOT_FOUND)
+            return
+        self.tally.lost.append(
+            f"{k} {fault} {size}-pod {engine}: {code} ({details[:120]}) sent at "
+            f"{sent - self.t0:.2f} s, SIGTERMs at "
+            f"{[round(start + SETTLE - self.t0, 2) for start, _ in self.windows]}"
+        )
 
     async def run(self) -> dict[str, object]:
         options = [
@@ -374,7 +381,7 @@ def main() -> None:
         samples = [{"started_s": life.started, "rss": life.rss} for life in soak.lives]
         (HERE / "samples.json").write_text(json.dumps({**soak.source, "lives": samples}) + "\n")
     if row["lost"]:
-        sys.exit(1)
+        sys.exit(f"{row['lost']} lost call(s): {row['lost_examples']}")
 
 
 if __name__ == "__main__":

@@ -166,3 +166,33 @@ def test_sigterm_answers_every_admitted_call_before_the_grace_ends() -> None:
         assert time.monotonic() - sent < 3.0 + 1.0
     codes = [r for r in results if not hasattr(r, "decision")]
     assert codes == [] and len(results) == 16
+
+
+def test_calls_arriving_during_the_drain_are_refused_with_unavailable_never_cancelled() -> None:
+    """While the admitted call finishes, every new call gets UNAVAILABLE from admission
+    (what clients retry on another replica); grpc's own stop, which ends a call on its way
+    in with CANCELLED, runs only when no admitted call is left."""
+    with slow_server(1.5) as (proc, port):
+        codes: list[grpc.StatusCode] = []
+        details: list[str] = []
+        with Client(f"127.0.0.1:{port}", retries=0, timeout=15) as client:
+            in_flight = threading.Thread(
+                target=lambda: client.place_job(gang_job("j", 2), cluster=small_cluster())
+            )
+            in_flight.start()
+            _wait_for(proc.stderr, "solving")
+            proc.send_signal(signal.SIGTERM)
+            with Client(f"127.0.0.1:{port}", retries=0, timeout=2) as late:
+                deadline = time.monotonic() + 1.0
+                while time.monotonic() < deadline:
+                    try:
+                        late.place_job(gang_job("k", 1), cluster=small_cluster())
+                        codes.append(grpc.StatusCode.OK)
+                    except ClientError as err:
+                        codes.append(err.code)
+                        details.append(err.details)
+                    time.sleep(0.01)
+            in_flight.join(15)
+        assert codes and set(codes) <= {grpc.StatusCode.UNAVAILABLE}, set(codes)
+        assert any("shutting down" in d for d in details), details[:3]
+        assert proc.wait(15) == 0
