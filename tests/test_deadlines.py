@@ -110,3 +110,20 @@ def test_a_grpc_deadline_gets_an_answer_before_it(
         except ClientError as err:
             pytest.fail(f"{err} after {time.perf_counter() - started:.3f} s")
         assert time.perf_counter() - started <= limit + MARGIN
+
+
+@given(SEEDS, st.sampled_from([0.5, 1.0]))
+@settings(TRIES, max_examples=4)
+def test_the_cli_asking_a_server_answers_within_its_time_limit(
+    server: str, seed: int, limit: float
+) -> None:
+    """`--server`: the call's gRPC deadline is what `--time-limit` leaves after reading."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "cluster.yaml"
+        path.write_text(yaml.safe_dump_all(instance(seed)), encoding="utf-8")
+        args = ["schedule", "-f", str(path), "--server", server, "--time-limit", str(limit)]
+        started = time.perf_counter()
+        result = CliRunner().invoke(app, [*args, "--workers", "1"])
+        seconds = time.perf_counter() - started
+    assert result.exit_code == 0, result.output
+    assert seconds <= limit + MARGIN

@@ -196,6 +196,7 @@ def test_a_deeply_nested_gang_groups_annotation_is_koordinators_unreadable_group
     result = CliRunner().invoke(app, ["schedule", "-f", str(path), "-o", "json"])
     assert result.exit_code == 0 and result.exception is None, result.output
     assert '"default/g"' in result.stdout
+    assert "is not a JSON array of 'namespace/name' strings" in result.stderr  # noted
 
 
 @pytest.mark.parametrize(

@@ -208,6 +208,14 @@ class GangLinks:
         for pg_id, (raw, pg) in self.pod_groups.items():
             if pg_id not in self.gangs:
                 self.gangs[pg_id] = gang_from_pod_group(raw, pg, self.priority_of)
+        for gang_id, gang in sorted(self.gangs.items()):
+            text = gang.annotations.get(GANG_ANNOTATIONS.GROUPS)
+            if text and _read_groups(text) is None:
+                notes.append(
+                    f"gang {gang_id}: annotation {GANG_ANNOTATIONS.GROUPS} {text[:60]!r} is not "
+                    "a JSON array of 'namespace/name' strings: the gang is a group of its own "
+                    "(Koordinator's rule)"
+                )
         return notes
 
 
@@ -313,21 +321,26 @@ def _koordinator_gang(
 
 
 def _parse_groups(text: str | None, self_id: str) -> tuple[str, ...]:
-    """JSON array of `ns/name`; empty or unparseable -> just this gang (Koordinator's rule)."""
-    if not text:
-        return (self_id,)
+    """JSON array of `ns/name`; empty or unreadable -> just this gang (Koordinator's rule;
+    `Links.finish` notes the unreadable ones)."""
+    value = _read_groups(text) if text else None
+    return (self_id,) if value is None else tuple(sorted(set(value) | {self_id}))
+
+
+def _read_groups(text: str) -> list[str] | None:
+    """The gang ids of a `groups` annotation; None when it is not a non-empty JSON array of
+    `namespace/name` strings (bad JSON at any depth included)."""
     try:
         value = read_json(text)
     except json.JSONDecodeError:
-        return (self_id,)
+        return None
     if (
         not isinstance(value, list)
         or not value
         or not all(isinstance(v, str) and "/" in v for v in value)
     ):
-        return (self_id,)
-    ids = set(value) | {self_id}
-    return tuple(sorted(ids))
+        return None
+    return value
 
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi's digits
