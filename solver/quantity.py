@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation, localcontext
+from functools import lru_cache
 
 __all__ = [
     "CPU",
@@ -95,6 +96,17 @@ def parse_quantity(text: str) -> Decimal:
 
 def to_int(resource: str, value: object) -> int:
     """Parse `value` (a quantity string or a number) for `resource` into its integer unit."""
+    if type(value) is str and len(value) <= MAX_TEXT:
+        return _text_to_int(resource, value)  # the same few strings recur in every pod
+    return _to_int(resource, value)
+
+
+@lru_cache(maxsize=4096)
+def _text_to_int(resource: str, text: str) -> int:
+    return _to_int(resource, text)  # an error is raised each time, never kept
+
+
+def _to_int(resource: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
         raise QuantityError(f"invalid quantity {value!r}: not a string or a number")
     if isinstance(value, float) and not math.isfinite(value):

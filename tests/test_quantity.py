@@ -192,3 +192,14 @@ def test_values_beyond_int64_milli_units_negative_or_not_quantities_are_refused(
 ) -> None:
     with pytest.raises(QuantityError):
         to_int(resource, value)
+
+
+def test_a_kept_string_parse_is_per_resource_and_an_error_is_raised_every_time() -> None:
+    # strings are parsed once and kept (every pod repeats "1" and "4Gi"): the unit still
+    # follows the resource, and a refused string is refused again, not remembered as a value
+    for _ in range(2):
+        assert to_int("cpu", "1") == 1000
+        assert to_int("memory", "1") == 1
+        assert to_int("memory", "4Gi") == 4 << 30
+        with pytest.raises(QuantityError):
+            to_int("cpu", "-1")

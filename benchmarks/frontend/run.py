@@ -333,6 +333,7 @@ def main() -> None:
     )
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--profile", help="py-spy the scheduler into this raw (collapsed) file")
+    ap.add_argument("--profile-fake", help="py-spy the fake API server into this raw file")
     args = ap.parse_args()
     if args.mode == "serve":
         serve(args.nodes, args.running)
@@ -393,14 +394,16 @@ def main() -> None:
                 pass
             time.sleep(0.2)
         startup = time.monotonic() - t0
-        if args.profile:
+        for pid, out in ((sched.pid, args.profile), (fake.pid, args.profile_fake)):
+            if not out:
+                continue
             # py-spy is not a dependency: install it to profile (pip install py-spy)
             procs.append(
                 subprocess.Popen(
                     [
                         *(str(Path(py).with_name("py-spy")), "record", "--gil", "--nonblocking"),
-                        *("--pid", str(sched.pid), "--rate", "200"),
-                        *("--format", "raw", "--output", args.profile),
+                        *("--pid", str(pid), "--rate", "200"),
+                        *("--format", "raw", "--output", out),
                     ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -414,14 +417,19 @@ def main() -> None:
         members, created_in = drive(url, gangs)
         want = {p for ps in members.values() for p in ps}
         deadline = time.monotonic() + 120
+        # every bind the fake counts is one of the driver's pods (the running ones were
+        # created bound); the whole record is read once, after the CPU is counted
         while True:
-            stats = json.loads(urllib.request.urlopen(url + "/fake/stats", timeout=60).read())
-            bound = {p: t for p, _, code, t in stats["binds"] if code == 201 and p in want}
-            if len(bound) == len(want) or time.monotonic() > deadline:
+            counts = json.loads(
+                urllib.request.urlopen(url + "/fake/stats?count", timeout=60).read()
+            )
+            if counts["bound"] >= len(want) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         cpu1 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
         m1 = _metrics(port)
+        stats = json.loads(urllib.request.urlopen(url + "/fake/stats", timeout=60).read())
+        bound = {p: t for p, _, code, t in stats["binds"] if code == 201 and p in want}
     finally:
         for p in reversed(procs):
             # py-spy writes its file on SIGINT

@@ -4,9 +4,11 @@ Cluster message (the CLI as a client: `gangplan schedule --server`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
@@ -89,10 +91,24 @@ _DISRUPTION_CODES = {v: k for k, v in DISRUPTION_MODES.items()}
 
 def _set_timestamp(msg: Message, name: str, text: str | None) -> None:
     if text:
-        try:
-            getattr(msg, name).FromJsonString(text)
-        except ValueError:
+        parsed = _timestamp(text) if len(text) <= 64 else None
+        if parsed is None:
             msg.ClearField(name)  # not RFC 3339: ordering falls back to ids
+        else:
+            field = getattr(msg, name)
+            field.seconds, field.nanos = parsed
+
+
+@lru_cache(maxsize=4096)
+def _timestamp(text: str) -> tuple[int, int] | None:
+    """(seconds, nanos) of an RFC 3339 time, None when it is not one (kept: pods created in
+    the same second share their creationTimestamp)."""
+    stamp = Timestamp()
+    try:
+        stamp.FromJsonString(text)
+    except ValueError:
+        return None
+    return stamp.seconds, stamp.nanos
 
 
 def _queue_affinity(affinity: Mapping[str, object]) -> pb.QueueAffinity:

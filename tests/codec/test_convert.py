@@ -187,3 +187,37 @@ def test_workload_api_gang_fields_travel_and_are_checked() -> None:
         "cluster.gangs[0].topology_key",
         "cluster.gangs[1].disruption_mode",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-27T10:00:00Z", (1795773600, 0)),
+        ("2026-11-27T10:00:00.5+01:00", (1795770000, 500_000_000)),
+        ("yesterday", None),  # not RFC 3339: no time, ordering falls back to ids
+    ],
+)
+def test_creation_times_travel_and_a_bad_one_is_left_out(
+    text: str, expected: tuple[int, int] | None, tmp_path: Path
+) -> None:
+    # parsed times are kept per text (pods created in one second share it): each pod still
+    # gets its own field, twice in a row from the same text
+    body = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: a, creationTimestamp: "{text}"}}
+spec: {{containers: [{{name: c, image: x}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: b, creationTimestamp: "{text}"}}
+spec: {{containers: [{{name: c, image: x}}]}}
+"""
+    (tmp_path / "pods.yaml").write_text(body)
+    for _ in range(2):
+        pods = cluster_to_proto(load_manifests(str(tmp_path / "pods.yaml"))).pods
+        for p in pods:
+            if expected is None:
+                assert not p.HasField("creation_time")
+            else:
+                assert (p.creation_time.seconds, p.creation_time.nanos) == expected
