@@ -7,12 +7,30 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["Files", "Output", "OutputFormat"]
+__all__ = ["Context", "Files", "Kubeconfig", "LiveFiles", "Output", "OutputFormat"]
 
 Files = Annotated[
     list[str],
     typer.Option("-f", "--filename", help="Manifest file, directory, or - for stdin. Repeatable."),
 ]
+LiveFiles = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-f",
+        "--filename",
+        help="Manifest file, directory, or - for stdin. Repeatable. With --kubeconfig: added "
+        "to the live cluster's objects (one the cluster has by the same name is replaced).",
+    ),
+]
+Kubeconfig = Annotated[
+    str | None,
+    typer.Option(
+        "--kubeconfig",
+        help="Read the live cluster's current state through this kubeconfig (read-only: "
+        "nothing is submitted), as `gangplan dump` writes it.",
+    ),
+]
+Context = Annotated[str | None, typer.Option("--context", help="Kubeconfig context.")]
 
 
 class Output(StrEnum):

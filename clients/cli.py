@@ -3,7 +3,9 @@
     gangplan schedule -f FILE... [--config CONF] [--engine auto|cpsat|greedy]
                       [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
                       [--scheduler-name NAME]... [-n NAMESPACE]... [-A] [--server HOST:PORT]
+                      [--kubeconfig F [--context C]]   (the live cluster, plus the files)
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|yaml|table]
+                      [--kubeconfig F [--context C]]
     gangplan topology -f FILE... [-o json|yaml|table] [--nodes]
     gangplan config show [--config CONF] [-o json|yaml|table]
     gangplan expand   -f FILE... [-o json|yaml|table]
@@ -18,6 +20,7 @@
                       [--config CONF | --config-map NS/NAME[:KEY]] [--engine E] [--dry-run]
                       [--http-port N] [--bind-workers N]       (clients/scheduler/)
     gangplan kube-fake -f FILE... [--port N] [--kubeconfig OUT]  (clients/kubefake/)
+    gangplan dump     [--kubeconfig F] [--context C] [-o yaml|json]   (the live cluster)
     gangplan --version
 
 Every `-o` is the one option of `clients._options`: json and yaml carry the same data in
@@ -39,7 +42,7 @@ import typer
 from rich.console import Console
 
 from clients._exit import fail
-from clients._options import Files, Output, OutputFormat
+from clients._options import Context, Files, Kubeconfig, LiveFiles, Output, OutputFormat
 from clients.cards_cli import cards_cmd
 from clients.client import ClientError
 from clients.config_cli import config_app
@@ -49,7 +52,7 @@ from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
 from clients.remote import schedule_remote
 from clients.render import explain_table, schedule_table, write_data
-from clients.scheduler_cli import kube_fake_cmd, scheduler_cmd
+from clients.scheduler_cli import dump_cmd, kube_fake_cmd, live_model, scheduler_cmd
 from gangplan import __version__
 from server.main import run
 from solver import (
@@ -146,6 +149,15 @@ def _selection(
     )
 
 
+def _model(files: list[str] | None, kubeconfig: str | None, context: str | None) -> ClusterModel:
+    """The files, or the live cluster plus the files with `--kubeconfig`."""
+    if kubeconfig is not None:
+        return live_model(files or [], kubeconfig, context)
+    if not files:
+        raise InputError("give the manifests with -f FILE (or read a live cluster: --kubeconfig)")
+    return load_manifests(*files)
+
+
 def _notes(notes: tuple[str, ...]) -> None:
     for note in notes:
         stderr.print(f"note: {note}", markup=False, soft_wrap=True)
@@ -153,7 +165,7 @@ def _notes(notes: tuple[str, ...]) -> None:
 
 @app.command("schedule")
 def schedule_cmd(
-    files: Files,
+    files: LiveFiles = None,
     config: Config = None,
     engine: Annotated[
         str, typer.Option("--engine", help=f"Engine: {', '.join(sorted(ENGINES))}.")
@@ -199,13 +211,16 @@ def schedule_cmd(
     scheduler_names: SchedulerNames = None,
     namespaces: Namespaces = None,
     all_namespaces: AllNamespaces = False,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
 ) -> None:
-    """Simulate one scheduling cycle for every pending pod in the manifests."""
+    """Simulate one scheduling cycle for every pending pod in the manifests (with
+    --kubeconfig: in the live cluster, with the manifests added; nothing is submitted)."""
     started = time.perf_counter()
     try:
         conf = load_conf(config)
         selection = _selection(scheduler_names, namespaces, all_namespaces)
-        cluster = load_manifests(*files)
+        cluster = _model(files, kubeconfig, context)
         if server is not None:
             left_s = _left(started, time_limit)
             decision = _schedule_remote(
@@ -239,16 +254,19 @@ def schedule_cmd(
 
 @app.command("explain")
 def explain_cmd(
-    files: Files,
     pod: Annotated[str, typer.Option("--pod", help="The pending pod, as namespace/name.")],
+    files: LiveFiles = None,
     config: Config = None,
     output: OutputFormat = Output.json,
     scheduler_names: SchedulerNames = None,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
 ) -> None:
-    """Every node's verdict and scores for one pending pod."""
+    """Every node's verdict and scores for one pending pod (with --kubeconfig: in the live
+    cluster, with the manifests added)."""
     try:
         conf = load_conf(config)
-        model = _selection(scheduler_names, None, False).apply(load_manifests(*files))
+        model = _selection(scheduler_names, None, False).apply(_model(files, kubeconfig, context))
         data = explain(model, conf, pod if "/" in pod else f"default/{pod}")
     except GangplanError as err:
         fail(err)
@@ -403,6 +421,7 @@ app.command("expand")(expand_cmd)
 app.command("health")(health_cmd)
 app.command("scheduler")(scheduler_cmd)
 app.command("kube-fake")(kube_fake_cmd)
+app.command("dump")(dump_cmd)
 
 
 def main() -> None:

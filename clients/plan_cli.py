@@ -1,6 +1,6 @@
 """`gangplan plan`: capacity planning and what-if sweeps.
 
-    gangplan plan -f WORKLOAD... --catalog CATALOG.yaml [--cluster FILE...]
+    gangplan plan -f WORKLOAD... --catalog CATALOG.yaml [--cluster FILE... | --kubeconfig F]
                   [--trace CSV [--trace-mapping FIELD=COLUMN,...]]
                   [-o json|yaml|table] [--plot out.png] [--time-limit S] [--workers N] [--seed N]
     gangplan plan --sweep sweep.yaml [--executor process|ray|dask] [--max-workers N]
@@ -23,8 +23,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clients._exit import fail
-from clients._options import Output, OutputFormat
+from clients._options import Context, Kubeconfig, Output, OutputFormat
 from clients.render import human, write_data
+from clients.scheduler_cli import live_model
 from solver import GangplanError, InputError, load_manifests
 from solver.plan import (
     PlanInput,
@@ -62,13 +63,20 @@ def build_plan_input(
     cluster: list[str],
     trace: str | None,
     trace_mapping: str | None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
 ) -> PlanInput:
-    """Workload (manifests and/or a trace) + current cluster + catalogue -> PlanInput."""
+    """Workload (manifests and/or a trace) + current cluster (files, or the live one with
+    `kubeconfig`) + catalogue -> PlanInput."""
     manifests = [*files, *(c for c in cluster if not c.endswith(".csv"))]
     workload = Workload()
     existing = []
-    if manifests:
-        model = load_manifests(*manifests)
+    if manifests or kubeconfig is not None:
+        model = (
+            live_model(manifests, kubeconfig, context)
+            if kubeconfig is not None
+            else load_manifests(*manifests)
+        )
         workload_from_model(model, workload)
         existing.extend(cluster_from_model(model))
         workload.notes.extend(model.notes)
@@ -77,7 +85,7 @@ def build_plan_input(
             existing.extend(cluster_from_csv(c))
     if trace:
         workload_from_trace(trace, parse_mapping(trace_mapping), workload)
-    if not manifests and not trace:
+    if not manifests and not trace and kubeconfig is None:
         raise InputError("name a workload: -f manifests and/or --trace CSV")
     return make_input(workload, None if catalog is None else load_catalog(catalog), existing)
 
@@ -153,6 +161,8 @@ def plan_cmd(
         list[str] | None,
         typer.Option("--cluster", help="Current cluster: manifests or an openb node CSV."),
     ] = None,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
     trace: Annotated[str | None, typer.Option("--trace", help="Pod-list CSV.")] = None,
     trace_mapping: Annotated[
         str | None,
@@ -223,12 +233,14 @@ def plan_cmd(
         if sweep is not None:
             _sweep(sweep, executor, max_workers, address, results, out_dir, plot, output, quiet)
             return
-        if catalog is None and not cluster:
+        if catalog is None and not cluster and kubeconfig is None:
             raise InputError(
-                "--catalog is required (or --cluster alone: what fits on the current cluster; "
-                "or --sweep)"
+                "--catalog is required (or --cluster / --kubeconfig alone: what fits on the "
+                "current cluster; or --sweep)"
             )
-        inp = build_plan_input(files or [], catalog, cluster or [], trace, trace_mapping)
+        inp = build_plan_input(
+            files or [], catalog, cluster or [], trace, trace_mapping, kubeconfig, context
+        )
         inp = valued(inp, value.value)
         options = PlanOptions(time_limit=time_limit, workers=workers, seed=seed, parts=parts)
         bar, task = _progress(quiet)

@@ -1,8 +1,9 @@
-"""`gangplan scheduler` (a Kubernetes scheduler for the pods that name it) and
-`gangplan kube-fake` (the fake API server its tests use, to try it without a cluster).
+"""`gangplan scheduler` (a Kubernetes scheduler for the pods that name it), `gangplan
+kube-fake` (the fake API server its tests use, to try it without a cluster), `gangplan dump`
+(the live cluster as gangplan reads it) and `live_model` (the other commands' `--kubeconfig`).
 
-The commands load their packages when they run: the Kubernetes client's import (a quarter
-of a second) is paid by these two commands only."""
+They load their packages when they run: the Kubernetes client's import (a quarter of a
+second) is paid only by the commands that talk to a cluster."""
 
 from __future__ import annotations
 
@@ -10,17 +11,59 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["kube_fake_cmd", "scheduler_cmd"]
+from clients._exit import fail
+from clients._options import Context, Output
+from clients.render import write_data
+from solver import ClusterModel, GangplanError, load_objects
+from solver.errors import InputError
+
+__all__ = ["dump_cmd", "kube_fake_cmd", "live_model", "scheduler_cmd"]
+
+ClusterKubeconfig = Annotated[
+    str | None,
+    typer.Option(
+        "--kubeconfig", help="Kubeconfig file (default: in-cluster, else ~/.kube/config)."
+    ),
+]
+
+
+def live_model(files: list[str], kubeconfig: str, context: str | None) -> ClusterModel:
+    """The live cluster's objects plus the files' (a file's object replaces the cluster's
+    of the same name), read as `-f` reads files; InputError when the cluster cannot be
+    read."""
+    from clients.scheduler.live import merged_sources, read_cluster
+
+    objects, notes = read_cluster(kubeconfig, context)
+    raws, replaced = merged_sources(objects, files)
+    return load_objects(raws, (*notes, *replaced))
+
+
+def dump_cmd(
+    kubeconfig: ClusterKubeconfig = None,
+    context: Context = None,
+    output: Annotated[
+        Output, typer.Option("-o", "--output", help="yaml or json (a v1 List).")
+    ] = Output.yaml,
+) -> None:
+    """Write the cluster as gangplan reads it (every kind `gangplan scheduler` watches, one
+    v1 List): attach it to a bug report, or replay it with `-f dump.yaml`. Read-only."""
+    from clients.scheduler.live import cluster_list, read_cluster
+
+    if output is Output.table:
+        fail(InputError("-o table: a dump is data; use -o yaml or -o json"))
+    try:
+        objects, notes = read_cluster(kubeconfig, context)
+    except GangplanError as err:
+        fail(err)
+        return
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    write_data(cluster_list(objects), output)
 
 
 def scheduler_cmd(
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option(
-            "--kubeconfig", help="Kubeconfig file (default: in-cluster, else ~/.kube/config)."
-        ),
-    ] = None,
-    context: Annotated[str | None, typer.Option("--context", help="Kubeconfig context.")] = None,
+    kubeconfig: ClusterKubeconfig = None,
+    context: Context = None,
     scheduler_name: Annotated[
         list[str] | None,
         typer.Option("--scheduler-name", help="Schedule pods naming this (repeatable)."),

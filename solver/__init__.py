@@ -13,7 +13,7 @@ from solver.config import SchedulerConf, conf_from_text, load_conf
 from solver.decision import Decision, GroupOutcome, Placement, Victim
 from solver.errors import ConfigError, GangplanError, InputError, InternalError, ManifestError
 from solver.explain import explain
-from solver.kube import load_manifests
+from solver.kube import load_manifests, load_objects
 from solver.model import ClusterModel
 from solver.problem import Problem
 from solver.schedule import SCHEMA, schedule, snapshot_of, solve
@@ -43,6 +43,7 @@ __all__ = [
     "explain",
     "load_conf",
     "load_manifests",
+    "load_objects",
     "schedule",
     "snapshot_of",
     "solve",

@@ -194,6 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self._body()
                 raise ApiError(injected, "InternalError", "injected fault")
             if url.path == "/fake/stats" and method == "GET":  # the benchmark's measurements
+                stats: dict[str, Any]
                 with store.cond:
                     if url.query == "count":  # cheap enough to poll while the scheduler works
                         bound = sum(1 for b in store.binds if b[2] == 201)
