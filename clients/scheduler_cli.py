@@ -101,6 +101,33 @@ def scheduler_cmd(
         str, typer.Option("--snapshot-id", help="The snapshot's id on the service.")
     ] = "gangplan-scheduler",
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
+    leader_elect: Annotated[
+        bool,
+        typer.Option(
+            "--leader-elect",
+            help="Of several replicas only the holder of a coordination.k8s.io Lease writes; "
+            "the others keep their snapshot warm and take over when it stops.",
+        ),
+    ] = False,
+    lease_duration: Annotated[
+        float, typer.Option("--leader-elect-lease-duration", min=1, help="Seconds.")
+    ] = 15.0,
+    renew_deadline: Annotated[
+        float, typer.Option("--leader-elect-renew-deadline", min=0.1, help="Seconds.")
+    ] = 10.0,
+    retry_period: Annotated[
+        float, typer.Option("--leader-elect-retry-period", min=0.05, help="Seconds.")
+    ] = 2.0,
+    lease_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--leader-elect-resource-namespace",
+            help="The Lease's namespace (default: the pod's own, else default).",
+        ),
+    ] = None,
+    lease_name: Annotated[
+        str, typer.Option("--leader-elect-resource-name", help="The Lease's name.")
+    ] = "gangplan-scheduler",
 ) -> None:
     """Run a Kubernetes scheduler for the pods whose schedulerName is one of yours."""
     from clients.scheduler.main import run
@@ -121,6 +148,11 @@ def scheduler_cmd(
         bind_workers=bind_workers,
         snapshot_id=snapshot_id,
         log_level=log_level,
+        lease=(
+            (lease_namespace, lease_name, lease_duration, renew_deadline, retry_period)
+            if leader_elect
+            else None
+        ),
     )
     if status:
         raise typer.Exit(status)

@@ -30,13 +30,14 @@ __all__ = [
 
 EVENTS = Kind("", ("v1",), "events", "Event", True)
 CONFIG_MAPS = Kind("", ("v1",), "configmaps", "ConfigMap", True)
+LEASES = Kind("coordination.k8s.io", ("v1",), "leases", "Lease", True)  # leader election
 
 
 def default_resources(groups: Iterable[str] | None = None) -> list[Resource]:
     """Core kinds and events, plus every kind gangplan reads whose group is in `groups`
     (None: all of them), each at its first listed version."""
     wanted = None if groups is None else set(groups) | {""}
-    out = [Resource(EVENTS, "v1"), Resource(CONFIG_MAPS, "v1")]
+    out = [Resource(EVENTS, "v1"), Resource(CONFIG_MAPS, "v1"), Resource(LEASES, "v1")]
     for kind in KINDS:
         if (
             (

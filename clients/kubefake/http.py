@@ -33,6 +33,7 @@ from clients.kubefake.store import ApiError, Resource, Store
 __all__ = ["FakeApiServer"]
 
 BOOKMARK_EVERY = 1.0
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 MAX_BODY = 64 << 20
 
 
@@ -229,6 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
         plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2:] or [""]
+        self._audit(method, group, plural, name, sub[0], query)
         res = self.store.resource(group, plural)
         if res.version != version:
             raise ApiError(404, "NotFound", f"the server could not find {path}")
@@ -280,6 +282,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, store.delete(group, plural, ns, name))
         else:
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed")
+
+    def _audit(
+        self, method: str, group: str, plural: str, name: str, sub: str, query: dict[str, list[str]]
+    ) -> None:
+        """Count the request as RBAC sees it: (user agent, verb, group, resource[/sub])."""
+        if method == "GET":
+            watch = query.get("watch", [""])[0] in ("true", "1")
+            verb = "get" if name else ("watch" if watch else "list")
+        else:
+            verb = _VERBS.get(method, method.lower())
+        resource = f"{plural}/{sub}" if sub else plural
+        key = (self.headers.get("User-Agent") or "", verb, group, resource)
+        with self.store.cond:
+            self.store.audit[key] = self.store.audit.get(key, 0) + 1
 
     def _watch(self, res: Resource, namespace: str | None, query: dict[str, list[str]]) -> None:
         store = self.store

@@ -104,6 +104,8 @@ class Store:
         self.watchers = {key: threading.Condition(lock) for key in self.resources}
         self.faults = Faults()
         self.counts: dict[str, int] = {}  # requests by verb (the tests read them)
+        # requests as RBAC sees them: (user agent, verb, group, resource[/subresource]) -> count
+        self.audit: dict[tuple[str, str, str, str], int] = {}
         self.binds: list[tuple[str, str, int, float]] = []  # (ns/pod, node, code, time.time())
         self.created_at: dict[str, float] = {}  # ns/pod -> time.time() of its creation
 

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from clients.scheduler.kube import STRATEGIC_PATCH, ApiException, KubeApi
+from clients.scheduler.leader import Gate
 from clients.scheduler.mirror import Mirror, ObjKey
 
 __all__ = ["Assignment", "BindResult", "Binder"]
@@ -62,9 +63,12 @@ class _GangBind:
 
 
 class Binder:
-    def __init__(self, api: KubeApi, mirror: Mirror, workers: int = 16) -> None:
+    def __init__(
+        self, api: KubeApi, mirror: Mirror, workers: int = 16, gate: Gate | None = None
+    ) -> None:
         self.api = api
         self.mirror = mirror
+        self.gate = gate or Gate()  # closed: this replica lost its lease, nothing is sent
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
         self.inflight: set[Future[None]] = set()
         self.lock = threading.Lock()
@@ -118,7 +122,7 @@ class Binder:
 
     def _bind(self, a: Assignment, state: _GangBind) -> None:
         result = state.result
-        if state.stop.is_set():
+        if state.stop.is_set() or not self.gate.is_open():
             with state.lock:
                 result.skipped.append(a)
             return

@@ -27,6 +27,7 @@ from typing import Any
 
 from clients.client import Client, ClientError
 from clients.scheduler.binder import Assignment, Binder, BindResult
+from clients.scheduler.leader import Gate
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Changes, Mirror, ObjKey
 from clients.scheduler.report import Reporter
@@ -74,6 +75,7 @@ class Cycle:
     _last_asked: tuple[int, frozenset[ObjKey]] | None = None
     _sent: _Sent = field(default_factory=lambda: _Sent(set(), set(), set()))
     _noted: set[str] = field(default_factory=set)
+    gate: Gate = field(default_factory=Gate)  # closed: a follower (keeps its snapshot warm)
 
     # ------------------------------------------------------------------ loop
 
@@ -102,6 +104,8 @@ class Cycle:
         t0 = time.perf_counter()
         self.sync()
         t1 = time.perf_counter()
+        if not self.gate.is_open():
+            return False  # a follower: its snapshot is current, the leader decides
         pending = self.mirror.pending(self.options.scheduler_names)
         self.metrics.pending_pods.set(len(pending))
         if not pending:

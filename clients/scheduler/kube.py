@@ -20,12 +20,14 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from clients.scheduler.kinds import Kind
+from gangplan import __version__
 
 __all__ = ["ApiException", "KubeApi", "connect", "now_rfc3339", "path_of"]
 
 Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+USER_AGENT = f"gangplan-scheduler/{__version__}"
 AUTH_SECONDS = 10.0  # a refreshed credential (an exec plugin's token) is used within this
 
 
@@ -50,7 +52,9 @@ def connect(kubeconfig: str | None, *, pool: int = 64, context: str | None = Non
                 context=context, client_configuration=conf
             )
     conf.connection_pool_maxsize = pool
-    return KubeApi(k8s.ApiClient(conf))
+    api = k8s.ApiClient(conf)
+    api.user_agent = USER_AGENT  # what audit logs and the API server's metrics show
+    return KubeApi(api)
 
 
 def path_of(kind: Kind, version: str, namespace: str | None = None, name: str = "") -> str:

@@ -9,11 +9,15 @@ from pathlib import Path
 
 from clients.scheduler.cycle import CycleOptions
 from clients.scheduler.kube import ApiException, KubeApi, connect
+from clients.scheduler.leader import LeaseOptions
 from clients.scheduler.service import SchedulerService, setup_logging
 from solver import GangplanError, conf_from_text, load_conf
 from solver.errors import InputError
 
 __all__ = ["run"]
+
+
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 def _conf_from_config_map(api: KubeApi, ref: str) -> str:
@@ -42,6 +46,23 @@ def _checked_conf(text: str, where: str) -> str:
     return text
 
 
+def _lease_options(
+    lease: tuple[str | None, str, float, float, float] | None, dry_run: bool
+) -> LeaseOptions | None:
+    if lease is None:
+        return None
+    if dry_run:
+        raise InputError("--leader-elect writes a Lease; --dry-run writes nothing: give one")
+    namespace, name, duration, deadline, retry = lease
+    if namespace is None:
+        found = Path(SERVICE_ACCOUNT_NAMESPACE)
+        namespace = found.read_text().strip() if found.is_file() else "default"
+    options = LeaseOptions(namespace, name, duration, deadline, retry)
+    if why := options.check():
+        raise InputError(why)
+    return options
+
+
 def run(
     *,
     kubeconfig: str | None,
@@ -59,12 +80,15 @@ def run(
     bind_workers: int,
     snapshot_id: str,
     log_level: str,
+    lease: tuple[str | None, str, float, float, float] | None = None,
 ) -> int:
-    """Schedule until SIGTERM; 0 after the drain, 2 for invalid input."""
+    """Schedule until SIGTERM; 0 after the drain, 2 for invalid input. `lease`:
+    --leader-elect's (namespace, name, lease duration, renew deadline, retry period)."""
     setup_logging(log_level)
     try:
         if config and config_map:
             raise InputError("--config and --config-map: give one")
+        lease_options = _lease_options(lease, dry_run)
         conf_text = ""
         if config:  # a local file: checked before anything reaches for the cluster
             load_conf(config)
@@ -103,6 +127,7 @@ def run(
         token=os.environ.get("GANGPLAN_TOKEN") or None,
         http_port=http_port,
         bind_workers=bind_workers,
+        lease=lease_options,
     )
     service.run()
     return 0

@@ -76,3 +76,9 @@ class SchedulerMetrics:
             "Conditions and events not written because the report queue was full.",
             registry=r,
         )
+        self.leader = Gauge(
+            "gangplan_scheduler_leader",
+            "1 while this replica may write (holds the Lease; always 1 without --leader-elect).",
+            registry=r,
+        )
+        self.leader.set(1)

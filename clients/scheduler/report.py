@@ -28,6 +28,7 @@ from typing import Any
 
 from clients.scheduler.kinds import Kind
 from clients.scheduler.kube import MERGE_PATCH, STRATEGIC_PATCH, KubeApi, now_rfc3339, path_of
+from clients.scheduler.leader import Gate
 
 __all__ = ["Reporter"]
 
@@ -40,7 +41,8 @@ Obj = dict[str, Any]
 class _Lane:
     """A bounded queue of writes and the thread that sends them."""
 
-    def __init__(self, name: str, capacity: int) -> None:
+    def __init__(self, name: str, capacity: int, gate: Gate) -> None:
+        self.gate = gate
         self.queue: queue.Queue[tuple[Callable[..., None], tuple[Any, ...]] | None] = queue.Queue(
             capacity
         )
@@ -54,6 +56,8 @@ class _Lane:
                 if item is None:
                     return
                 fn, args = item
+                if not self.gate.is_open():  # this replica lost its lease: not said
+                    continue
                 try:
                     fn(*args)
                 except Exception as err:
@@ -76,10 +80,12 @@ class Reporter:
         status_capacity: int = 10_000,
         event_capacity: int = 1_000,
         on_drop: Callable[[], None] = lambda: None,
+        gate: Gate | None = None,
     ) -> None:
         self.api = api
-        self.status = _Lane("status", status_capacity)
-        self.events = _Lane("events", event_capacity)
+        gate = gate or Gate()
+        self.status = _Lane("status", status_capacity, gate)
+        self.events = _Lane("events", event_capacity, gate)
         self.last: dict[tuple[str, ...], tuple[str, float]] = {}
         self.on_drop = on_drop
 

@@ -26,6 +26,7 @@ from clients.scheduler.binder import Binder
 from clients.scheduler.cycle import Cycle, CycleOptions
 from clients.scheduler.kinds import KINDS, Kind
 from clients.scheduler.kube import KubeApi
+from clients.scheduler.leader import Gate, LeaderElector, LeaseOptions, default_identity
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Mirror
 from clients.scheduler.reflector import Reflector, discover_kinds
@@ -63,10 +64,13 @@ class SchedulerService:
     token: str | None = None
     http_port: int | None = 10259  # kube-scheduler's secure port number; None: no HTTP
     bind_workers: int = 16
+    lease: LeaseOptions | None = None  # --leader-elect: only the Lease's holder writes
+    identity: str = field(default_factory=default_identity)
     metrics: SchedulerMetrics = field(default_factory=SchedulerMetrics)
     stop_event: threading.Event = field(default_factory=threading.Event)
     embedded: GangplanServer | None = None
     cycle: Cycle | None = None
+    elector: LeaderElector | None = None
     reflectors: list[Reflector] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ready: threading.Event = field(default_factory=threading.Event)
@@ -86,16 +90,29 @@ class SchedulerService:
         for note in self.notes:
             log.info(note)
         mirror = Mirror(served)
-        reporter = Reporter(self.api, on_drop=self.metrics.reports_dropped.inc)
+        gate = Gate(open_=self.lease is None)
+        reporter = Reporter(self.api, on_drop=self.metrics.reports_dropped.inc, gate=gate)
         self.cycle = Cycle(
             client,
             mirror,
-            Binder(self.api, mirror, self.bind_workers),
+            Binder(self.api, mirror, self.bind_workers, gate),
             reporter,
             self.metrics,
             self.options,
             versions=dict(served),
+            gate=gate,
         )
+        if self.lease is not None:
+            self.metrics.leader.set(0)
+
+            def leading(now: bool) -> None:
+                self.metrics.leader.set(1 if now else 0)
+                with mirror.lock:  # wake the cycle: it decides from now on (or stops)
+                    mirror.lock.notify_all()
+
+            self.elector = LeaderElector(
+                self.api, self.lease, gate, self.identity, on_change=leading
+            ).start()
 
         def restarted(kind: str, reason: str) -> None:
             self.metrics.watch_restarts.labels(kind=kind, reason=reason).inc()
@@ -154,6 +171,8 @@ class SchedulerService:
             self.cycle.binder.close()
             self.cycle.reporter.close()
             self.cycle.client.close()
+        if self.elector is not None:  # after the binds in flight: then the Lease is let go
+            self.elector.stop()
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
