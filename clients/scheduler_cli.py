@@ -94,6 +94,9 @@ def scheduler_cmd(
     http_port: Annotated[
         int, typer.Option("--http-port", min=0, help="/healthz, /readyz, /metrics (0: any).")
     ] = 10259,
+    http_host: Annotated[
+        str, typer.Option("--http-host", help="Address of the HTTP port (0.0.0.0 in a pod).")
+    ] = "127.0.0.1",
     bind_workers: Annotated[
         int, typer.Option("--bind-workers", min=1, help="Binds in flight at once.")
     ] = 16,
@@ -145,6 +148,7 @@ def scheduler_cmd(
         seed=seed,
         dry_run=dry_run,
         http_port=http_port,
+        http_host=http_host,
         bind_workers=bind_workers,
         snapshot_id=snapshot_id,
         log_level=log_level,

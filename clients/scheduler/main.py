@@ -78,6 +78,7 @@ def run(
     dry_run: bool,
     http_port: int,
     bind_workers: int,
+    http_host: str = "127.0.0.1",
     snapshot_id: str,
     log_level: str,
     lease: tuple[str | None, str, float, float, float] | None = None,
@@ -126,6 +127,7 @@ def run(
         server=server,
         token=os.environ.get("GANGPLAN_TOKEN") or None,
         http_port=http_port,
+        http_host=http_host,
         bind_workers=bind_workers,
         lease=lease_options,
     )

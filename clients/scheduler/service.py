@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any
@@ -63,6 +64,7 @@ class SchedulerService:
     server: str | None = None  # HOST:PORT of a gangplan service; None: embedded
     token: str | None = None
     http_port: int | None = 10259  # kube-scheduler's secure port number; None: no HTTP
+    http_host: str = "127.0.0.1"  # 0.0.0.0 in a pod, for the kubelet's probes
     bind_workers: int = 16
     lease: LeaseOptions | None = None  # --leader-elect: only the Lease's holder writes
     identity: str = field(default_factory=default_identity)
@@ -89,6 +91,11 @@ class SchedulerService:
         served, self.notes = self._discover()
         for note in self.notes:
             log.info(note)
+        if self.lease is not None and self.server is not None:
+            # replicas share that service: each keeps its own snapshot there
+            self.options = replace(
+                self.options, snapshot_id=f"{self.options.snapshot_id}-{socket.gethostname()}"
+            )
         mirror = Mirror(served)
         gate = Gate(open_=self.lease is None)
         reporter = Reporter(self.api, on_drop=self.metrics.reports_dropped.inc, gate=gate)
@@ -235,7 +242,7 @@ class SchedulerService:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", self.http_port or 0), Handler)
+        self._http = ThreadingHTTPServer((self.http_host, self.http_port or 0), Handler)
         self._http.daemon_threads = True
         self.http_port = self._http.server_address[1]
         threading.Thread(
