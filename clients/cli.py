@@ -18,7 +18,8 @@
                       [--workers N] [--grace S] [--max-snapshot-mb MB]
     gangplan scheduler [--kubeconfig F] [--scheduler-name NAME]... [--server HOST:PORT]
                       [--config CONF | --config-map NS/NAME[:KEY]] [--engine E] [--dry-run]
-                      [--http-port N] [--bind-workers N]       (clients/scheduler/)
+                      [--preempt] [--leader-elect ...] [--http-host H] [--http-port N]
+                      [--bind-workers N]       (clients/scheduler/)
     gangplan kube-fake -f FILE... [--port N] [--kubeconfig OUT]  (clients/kubefake/)
     gangplan dump     [--kubeconfig F] [--context C] [-o yaml|json]   (the live cluster)
     gangplan --version

@@ -91,6 +91,14 @@ def scheduler_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Shadow mode: decide and log, write nothing.")
     ] = False,
+    preempt: Annotated[
+        bool,
+        typer.Option(
+            "--preempt",
+            help="A gang that does not fit may evict lower-priority pods (pods/eviction, "
+            "PodDisruptionBudgets honoured); also on when the conf lists preempt/reclaim.",
+        ),
+    ] = False,
     http_port: Annotated[
         int, typer.Option("--http-port", min=0, help="/healthz, /readyz, /metrics (0: any).")
     ] = 10259,
@@ -147,6 +155,7 @@ def scheduler_cmd(
         workers=workers,
         seed=seed,
         dry_run=dry_run,
+        preempt=preempt,
         http_port=http_port,
         http_host=http_host,
         bind_workers=bind_workers,

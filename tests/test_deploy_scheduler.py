@@ -3,7 +3,8 @@ least privilege it needs. The manifests are valid against the Kubernetes schemas
 with each other and with the command line; the RBAC rules are compared, both ways, with
 every request the scheduler makes against the fake API server in a scenario that takes
 every path that writes (a bind, GPU-sharing annotations, a waiting pod's condition and
-Events, the status of each kind of PodGroup that has one, the Lease): nothing it calls is
+Events, the status of each kind of PodGroup that has one, a preemption's eviction and
+nomination, the Lease): nothing it calls is
 missing, nothing granted goes unused."""
 
 from __future__ import annotations
@@ -117,6 +118,21 @@ def _scenario(api: FakeApiServer) -> set[tuple[str, str, str]]:
     x_pod = pod("xg-0", labels={"scheduling.x-k8s.io/pod-group": "xg"})
     assert load(api.store, [*shares, node("n1"), node("n2")]) == []
     harness.create(gang("g", 2), volcano, *too_big, x_group, x_pod)
+    return _run(harness, {"g-0", "g-1", "xg-0", "kai-0"}, statuses=True)
+
+
+def _preemption(api: FakeApiServer) -> set[tuple[str, str, str]]:
+    """A preemption: `high` fits only where `low` runs, and evicts it."""
+    harness = Harness(api)
+    low = pod("low", 8, scheduler="default-scheduler", node_name="big")
+    high = pod("high", 8)
+    low["spec"]["priority"], high["spec"]["priority"] = 0, 1000
+    harness.create(node("big", gpus=8), low, high)
+    return _run(harness, {"high"}, statuses=False)
+
+
+def _run(harness: Harness, bound: set[str], *, statuses: bool) -> set[tuple[str, str, str]]:
+    api = harness.api
     kube = harness.kube()
     kube.api_client.user_agent = AGENT
     lease = LeaseOptions(
@@ -124,7 +140,7 @@ def _scenario(api: FakeApiServer) -> set[tuple[str, str, str]]:
     )
     service = SchedulerService(
         kube,
-        CycleOptions(scheduler_names=frozenset({"gangplan", "default-scheduler"})),
+        CycleOptions(scheduler_names=frozenset({"gangplan", "default-scheduler"}), preempt=True),
         http_port=None,
         bind_workers=4,
         lease=lease,
@@ -132,10 +148,12 @@ def _scenario(api: FakeApiServer) -> set[tuple[str, str, str]]:
     )
     service.start()
     try:
-        wait_until(lambda: {"g-0", "g-1", "xg-0", "kai-0"} <= set(harness.bound()), what="binds")
+        wait_until(lambda: bound <= set(harness.bound()), what="binds")
+        if not statuses:
+            return _audited(api)
         wait_until(lambda: harness.condition("vc-0"), what="a waiting pod's condition")
 
-        def statuses() -> bool:
+        def written() -> bool:
             return all(
                 (api.store.get(group, "podgroups", "default", name).get("status") or {})
                 for group, name in (
@@ -145,10 +163,14 @@ def _scenario(api: FakeApiServer) -> set[tuple[str, str, str]]:
                 )
             )
 
-        wait_until(statuses, what="every PodGroup's status")
+        wait_until(written, what="every PodGroup's status")
         time.sleep(2 * lease.retry_period)  # a renewal of the Lease
     finally:
         service.stop(timeout=5)  # a release of the Lease
+    return _audited(api)
+
+
+def _audited(api: FakeApiServer) -> set[tuple[str, str, str]]:
     return {
         (verb, group, resource)
         for (agent, verb, group, resource) in api.store.audit
@@ -159,6 +181,8 @@ def _scenario(api: FakeApiServer) -> set[tuple[str, str, str]]:
 def test_the_rbac_grants_exactly_what_the_scheduler_calls() -> None:
     with FakeApiServer(default_resources()) as api:
         used = _scenario(api)
+    with FakeApiServer(default_resources()) as api:
+        used |= _preemption(api)
     granted = _granted()
     assert used - granted == set(), "called but not granted"
     assert granted - used == set(), "granted but never called"

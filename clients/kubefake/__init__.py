@@ -31,13 +31,14 @@ __all__ = [
 EVENTS = Kind("", ("v1",), "events", "Event", True)
 CONFIG_MAPS = Kind("", ("v1",), "configmaps", "ConfigMap", True)
 LEASES = Kind("coordination.k8s.io", ("v1",), "leases", "Lease", True)  # leader election
+BUDGETS = Kind("policy", ("v1",), "poddisruptionbudgets", "PodDisruptionBudget", True)
 
 
 def default_resources(groups: Iterable[str] | None = None) -> list[Resource]:
     """Core kinds and events, plus every kind gangplan reads whose group is in `groups`
     (None: all of them), each at its first listed version."""
     wanted = None if groups is None else set(groups) | {""}
-    out = [Resource(EVENTS, "v1"), Resource(CONFIG_MAPS, "v1"), Resource(LEASES, "v1")]
+    out = [Resource(k, "v1") for k in (EVENTS, CONFIG_MAPS, LEASES, BUDGETS)]
     for kind in KINDS:
         if (
             (

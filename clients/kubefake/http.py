@@ -6,6 +6,7 @@
     GET/PUT/PATCH/DELETE .../PLURAL/NAME[/status]             one object
     POST .../PLURAL                                           create
     POST /api/v1/namespaces/NS/pods/NAME/binding              bind
+    POST /api/v1/namespaces/NS/pods/NAME/eviction             evict (PodDisruptionBudgets: 429)
     GET  /fake/stats[?count]                                  pod creation and bind times
                                                               (?count: how many created, bound)
 
@@ -262,6 +263,10 @@ class _Handler(BaseHTTPRequestHandler):
             if not target.get("name"):
                 raise ApiError(422, "Invalid", "target.name: Required value")
             store.bind(ns, name, str(target["name"]))
+            self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+        elif sub[0] == "eviction" and plural == "pods" and method == "POST":
+            self._body()
+            store.evict(ns, name)
             self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
         elif sub[0] not in ("", "status"):
             raise ApiError(404, "NotFound", f"the server could not find {path}")

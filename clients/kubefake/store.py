@@ -11,7 +11,10 @@ Semantics kept from the real API server (k8s.io/apiserver, pkg/registry/core/pod
 - writes that carry `metadata.resourceVersion` fail with `409` unless it is the current one
   (optimistic concurrency);
 - status patches change only `status` (conditions merged by `type`, as the strategic merge
-  patch of PodStatus does).
+  patch of PodStatus does);
+- `pods/eviction`: `429` when a PodDisruptionBudget selecting the pod allows no disruption,
+  else the budget is spent and the pod deleted gracefully (terminating for
+  `termination_seconds`, the kubelet's part).
 
 A stored object is never changed in place: every write stores a new dict (a patch or a
 bind copies first), so reads hand out the stored dicts themselves; callers must not
@@ -20,6 +23,7 @@ mutate what they get.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 import time
@@ -108,6 +112,11 @@ class Store:
         self.audit: dict[tuple[str, str, str, str], int] = {}
         self.binds: list[tuple[str, str, int, float]] = []  # (ns/pod, node, code, time.time())
         self.created_at: dict[str, float] = {}  # ns/pod -> time.time() of its creation
+        # an evicted pod terminates this long (deletionTimestamp set) before it is gone: the
+        # kubelet's part, which the fake plays; 0 deletes it at once
+        self.termination_seconds = 0.0
+        self.evictions: list[tuple[str, int, float]] = []  # (ns/pod, code, time.time())
+        self.deleted_at: dict[str, float] = {}  # ns/pod -> time.time() it was gone
 
     # -------------------------------------------------------------------- internals
 
@@ -214,13 +223,70 @@ class Store:
 
     def delete(self, group: str, plural: str, namespace: str, name: str) -> Obj:
         with self.cond:
-            current = self._current(group, plural, namespace, name)
-            key = (namespace if self.resource(group, plural).kind.namespaced else "", name)
-            del self.objects[(group, plural)][key]
-            current = {**current, "metadata": dict(current["metadata"])}
-            self._bump(current)
-            self._emit((group, plural), "DELETED", current)
-            return current
+            return self._delete(group, plural, namespace, name)
+
+    def _delete(self, group: str, plural: str, namespace: str, name: str) -> Obj:
+        """(with `cond` held)"""
+        current = self._current(group, plural, namespace, name)
+        key = (namespace if self.resource(group, plural).kind.namespaced else "", name)
+        del self.objects[(group, plural)][key]
+        if plural == "pods" and not group:
+            self.deleted_at[f"{namespace}/{name}"] = time.time()
+        current = {**current, "metadata": dict(current["metadata"])}
+        self._bump(current)
+        self._emit((group, plural), "DELETED", current)
+        return current
+
+    def evict(self, namespace: str, name: str) -> None:
+        """POST pods/NAME/eviction (policy/v1): `429` when a PodDisruptionBudget of the
+        pod's namespace selecting it (`spec.selector.matchLabels`) allows no disruption now
+        (its `status.disruptionsAllowed`: the fake runs no disruption controller, so the
+        test sets it), else every such budget is spent by one and the pod deleted
+        gracefully, as the eviction API does. A pod already terminating is accepted."""
+        try:
+            self._evict(namespace, name)
+        except ApiError as err:
+            self.evictions.append((f"{namespace}/{name}", err.code, time.time()))
+            raise
+        self.evictions.append((f"{namespace}/{name}", 201, time.time()))
+
+    def _evict(self, namespace: str, name: str) -> None:
+        with self.cond:
+            pod = self._current("", "pods", namespace, name)
+            if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                return
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            budgets = [
+                b
+                for (ns, _), b in self.objects.get(("policy", "poddisruptionbudgets"), {}).items()
+                if ns == namespace and _selects(b, labels)
+            ]
+            for b in budgets:
+                if int((b.get("status") or {}).get("disruptionsAllowed") or 0) <= 0:
+                    raise ApiError(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    )
+            for b in budgets:
+                spent = copy.deepcopy(b)
+                spent["status"]["disruptionsAllowed"] -= 1
+                self._replace(
+                    "policy", "poddisruptionbudgets", namespace, b["metadata"]["name"], spent
+                )
+            if self.termination_seconds <= 0:
+                self._delete("", "pods", namespace, name)
+                return
+            terminating = copy.deepcopy(pod)
+            terminating["metadata"]["deletionTimestamp"] = now_rfc3339()
+            self._replace("", "pods", namespace, name, terminating)
+        timer = threading.Timer(self.termination_seconds, self._gone, (namespace, name))
+        timer.daemon = True
+        timer.start()
+
+    def _gone(self, namespace: str, name: str) -> None:
+        with contextlib.suppress(ApiError):  # deleted meanwhile
+            self.delete("", "pods", namespace, name)
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """POST pods/NAME/binding, with the pod registry's checks."""
@@ -316,3 +382,11 @@ def _merge(into: Obj, patch: Obj) -> None:
             _merge(into[key], value)
         else:
             into[key] = copy.deepcopy(value)
+
+
+def _selects(budget: Obj, labels: Obj) -> bool:
+    """A PodDisruptionBudget's `matchLabels` selector (an empty one selects every pod, as
+    policy/v1 has it); `matchExpressions` are not implemented."""
+    selector = (budget.get("spec") or {}).get("selector") or {}
+    wanted = selector.get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items())

@@ -27,6 +27,7 @@ from typing import Any
 
 from clients.client import Client, ClientError
 from clients.scheduler.binder import Assignment, Binder, BindResult
+from clients.scheduler.evict import Evictor, Plan, PlanResult, plans_of
 from clients.scheduler.leader import Gate
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Changes, Mirror, ObjKey
@@ -36,6 +37,8 @@ from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 
 __all__ = ["Cycle", "CycleOptions"]
+
+NOT_PREEMPTIBLE = "scheduling.koordinator.sh/disable-preemptible"  # the reader honours it
 
 log = logging.getLogger("gangplan.scheduler")
 # PodGroup kinds whose status upstream's controllers write and gangplan writes too
@@ -53,6 +56,7 @@ class CycleOptions:
     workers: int = 1
     seed: int = 0
     dry_run: bool = False
+    preempt: bool = False  # Preempt instead of PlaceJob (a conf listing preempt does too)
     snapshot_id: str = "gangplan-scheduler"
     idle_wait: float = 1.0
 
@@ -76,6 +80,7 @@ class Cycle:
     _sent: _Sent = field(default_factory=lambda: _Sent(set(), set(), set()))
     _noted: set[str] = field(default_factory=set)
     gate: Gate = field(default_factory=Gate)  # closed: a follower (keeps its snapshot warm)
+    evictor: Evictor | None = None  # carries out preemption plans (victims in a Decision)
 
     # ------------------------------------------------------------------ loop
 
@@ -122,11 +127,15 @@ class Cycle:
         if response is None:
             return True
         placed, waiting = self._gangs(response.decision)
+        plans = plans_of(response.decision, self.gang_of)
+        for gang in plans:
+            waiting.pop(gang, None)  # waiting for its victims, not for room
         self.metrics.pending_gangs.set(len(waiting))
         if self.options.dry_run:
-            self._shadow(response.decision, placed, waiting)
+            self._shadow(response.decision, placed, waiting, plans)
         else:
             self._bind(placed)
+            self._preempt(plans)
         t3 = time.perf_counter()
         if not self.options.dry_run:
             self._report(response.decision, placed, waiting)
@@ -189,9 +198,12 @@ class Cycle:
         with self.mirror.lock:  # pods bound by us that the watch has not shown bound yet
             assumed = dict(self.mirror.assumed)
             devices = dict(self.mirror.assumed_annotations)
+        protected = self.evictor.protected() if self.evictor is not None else set()
         live = set()
         for p in req.upsert_pods:
             live.add(f"{p.namespace or 'default'}/{p.name}")
+            if (p.namespace, p.name) in protected:  # a PodDisruptionBudget kept it: no victim
+                p.labels[NOT_PREEMPTIBLE] = "true"
             if not p.node_name and (node := assumed.get((p.namespace, p.name))):
                 p.node_name = node
                 p.annotations.update(devices.get((p.namespace, p.name), {}))
@@ -235,11 +247,12 @@ class Cycle:
 
     # ------------------------------------------------------------------ 2. decide
 
-    def decide(self) -> spb.PlaceJobResponse | None:
+    def decide(self) -> spb.PlaceJobResponse | spb.PreemptResponse | None:
         opts = self.options
+        call = self.client.preempt if opts.preempt else self.client.place_job
         for _attempt in range(3):
             try:
-                return self.client.place_job(
+                return call(
                     snapshot=opts.snapshot_id,
                     expected_generation=self.generation,
                     engine=opts.engine,
@@ -330,6 +343,28 @@ class Cycle:
                 self.pending_bindings[:] = [b for b in self.pending_bindings if b.pod not in keys]
             self.mirror.unassume(undone)
 
+    def _preempt(self, plans: dict[str, Plan]) -> None:
+        """Hand each preemption plan to the evictor (one at a time per gang)."""
+        if self.evictor is None:
+            return
+        for gang, plan in plans.items():
+            if plan.victims and not self.evictor.busy(gang):
+                self.evictor.submit(plan, self._evicted)
+
+    def _evicted(self, result: PlanResult) -> None:
+        self.metrics.evictions.labels(result="evicted").inc(len(result.evicted))
+        if result.refused is not None:
+            self.metrics.evictions.labels(result="refused").inc()
+            log.info(
+                "preemption plan refused by a PodDisruptionBudget",
+                extra={"gang": result.plan.gang, "pod": "/".join(result.refused)},
+            )
+        elif result.failed:
+            self.metrics.evictions.labels(result="failed").inc()
+            log.warning(
+                "preemption plan stopped", extra={"gang": result.plan.gang, "error": result.failed}
+            )
+
     # ------------------------------------------------------------------ 4. report
 
     def _report(
@@ -366,8 +401,20 @@ class Cycle:
             self.reporter.pod_group(kind, version, obj, ok, why)
 
     def _shadow(
-        self, decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]
+        self,
+        decision: spb.Decision,
+        placed: dict[str, list[Assignment]],
+        waiting: dict[str, str],
+        plans: dict[str, Plan],
     ) -> None:
+        for gang, plan in plans.items():
+            entry = {
+                "gang": gang,
+                "placed": False,
+                "nominated": {f"{p[0]}/{p[1]}": node for p, node in plan.nominated},
+                "evict": [f"{p[0]}/{p[1]}" for p, _ in plan.victims],
+            }
+            self._shadow_entry(gang, entry)
         for gang, assignments in placed.items():
             entry = {
                 "gang": gang,
@@ -377,14 +424,16 @@ class Cycle:
             self._shadow_entry(gang, entry)
         for gang, reason in waiting.items():
             self._shadow_entry(gang, {"gang": gang, "placed": False, "reason": reason})
-        for gang in self.shadow.keys() - placed.keys() - waiting.keys():
+        for gang in self.shadow.keys() - placed.keys() - waiting.keys() - plans.keys():
             del self.shadow[gang]  # no longer pending (bound by the real scheduler, deleted)
 
     def _shadow_entry(self, gang: str, entry: dict[str, Any]) -> None:
         if self.shadow.get(gang) != entry:
             self.shadow[gang] = entry
             log.info(
-                "would place" if entry["placed"] else "would wait",
+                "would place"
+                if entry["placed"]
+                else ("would evict" if "evict" in entry else "would wait"),
                 extra={"decision": json.dumps(entry, sort_keys=True)},
             )
 

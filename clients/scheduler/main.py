@@ -77,6 +77,7 @@ def run(
     seed: int,
     dry_run: bool,
     http_port: int,
+    preempt: bool = False,
     bind_workers: int,
     http_host: str = "127.0.0.1",
     snapshot_id: str,
@@ -119,6 +120,7 @@ def run(
         workers=workers,
         seed=seed,
         dry_run=dry_run,
+        preempt=preempt,
         snapshot_id=snapshot_id,
     )
     service = SchedulerService(

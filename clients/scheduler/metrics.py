@@ -76,6 +76,13 @@ class SchedulerMetrics:
             "Conditions and events not written because the report queue was full.",
             registry=r,
         )
+        self.evictions = Counter(
+            "gangplan_scheduler_evictions_total",
+            "Preemption victims evicted (result=evicted), plans a PodDisruptionBudget refused "
+            "(refused) or another error stopped (failed).",
+            ["result"],
+            registry=r,
+        )
         self.leader = Gauge(
             "gangplan_scheduler_leader",
             "1 while this replica may write (holds the Lease; always 1 without --leader-elect).",

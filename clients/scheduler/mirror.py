@@ -238,6 +238,36 @@ class Mirror:
                     self.changes.upserted.setdefault(kinds[0], set()).add(pod)
             self._bump()
 
+    def touch(self, pods: Iterable[ObjKey]) -> None:
+        """Send these pods to the snapshot again (what the cycle adds to them changed)."""
+        with self.lock:
+            kinds = [k for k in self.kinds if k.kind == "Pod"]
+            known = self.objects_of("Pod")
+            for pod in pods:
+                if pod in known and kinds:
+                    self.changes.upserted.setdefault(kinds[0], set()).add(pod)
+            self._bump()
+
+    def assume_terminating(self, pod: ObjKey, condition: Obj) -> None:
+        """An evicted pod is terminating from now on (its `deletionTimestamp` and
+        `DisruptionTarget` condition), until the watch shows what the API server did."""
+        with self.lock:
+            kinds = [k for k in self.kinds if k.kind == "Pod"]
+            current = self.objects_of("Pod").get(pod)
+            if current is None or not kinds:
+                return
+            meta = dict(current.get("metadata") or {})
+            if meta.get("deletionTimestamp"):
+                return
+            meta["deletionTimestamp"] = condition["lastTransitionTime"]
+            status = dict(current.get("status") or {})
+            others = [
+                c for c in status.get("conditions") or [] if c.get("type") != condition["type"]
+            ]
+            status["conditions"] = [*others, condition]
+            self._upsert(kinds[0], pod, {**current, "metadata": meta, "status": status})
+            self._bump()
+
     def objects_of(self, name: str) -> dict[ObjKey, Obj]:
         for kind, objs in self.objects.items():
             if kind.kind == name:

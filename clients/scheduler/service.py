@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from clients.client import Client
 from clients.scheduler.binder import Binder
 from clients.scheduler.cycle import Cycle, CycleOptions
+from clients.scheduler.evict import Evictor
 from clients.scheduler.kinds import KINDS, Kind
 from clients.scheduler.kube import KubeApi
 from clients.scheduler.leader import Gate, LeaderElector, LeaseOptions, default_identity
@@ -108,6 +109,7 @@ class SchedulerService:
             self.options,
             versions=dict(served),
             gate=gate,
+            evictor=Evictor(self.api, mirror, gate),
         )
         if self.lease is not None:
             self.metrics.leader.set(0)
@@ -176,6 +178,8 @@ class SchedulerService:
             t.join(timeout)
         if self.cycle is not None:
             self.cycle.binder.close()
+            if self.cycle.evictor is not None:
+                self.cycle.evictor.close()
             self.cycle.reporter.close()
             self.cycle.client.close()
         if self.elector is not None:  # after the binds in flight: then the Lease is let go
