@@ -106,9 +106,11 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
     num_units = len(plan.unit_ids)
     unit_priority = np.full(num_units, np.iinfo(np.int64).min, dtype=np.int64)
     unit_created = ["~"] * num_units  # "~" sorts after every timestamp
+    unit_nominated = [False] * num_units
     for pod in workload.pods:
         u = plan.unit[g_index[pod.gang]]
         unit_priority[u] = max(unit_priority[u], pod.priority)
+        unit_nominated[u] = unit_nominated[u] or pod.nominated_node is not None
     for gid, gang in workload.gangs.items():
         u = plan.unit[g_index[gid]]
         if gang.created:
@@ -126,6 +128,7 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
         type_demand=np.array(type_demand, dtype=np.int64).reshape(len(type_pods), len(resources)),
         unit_priority=unit_priority,
         unit_created=unit_created,
+        unit_nominated=unit_nominated,
     )
     for feature in FEATURES:
         if feature.enabled(conf):

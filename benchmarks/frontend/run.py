@@ -32,19 +32,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import urllib3
 import yaml
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.frontend.report import RESULTS, plot, preemption_table, table  # noqa: E402
 from clients.kubefake import FakeApiServer, default_resources, kubeconfig_for  # noqa: E402
 
-RESULTS = Path(__file__).with_name("results.jsonl")
 SIZES = (
     [1] * 50
     + [2] * 10
@@ -57,6 +53,7 @@ SIZES = (
     + [512] * 1
 )
 GPU = "nvidia.com/gpu"
+TERMINATION = 0.5  # seconds an evicted pod takes to go (`--preempt`; the kubelet's part)
 TOPOLOGY = {
     "apiVersion": "scheduling.koordinator.sh/v1alpha1",
     "kind": "ClusterNetworkTopology",
@@ -117,7 +114,14 @@ def _node(i: int) -> dict[str, Any]:
 
 
 def _pod(
-    name: str, *, node: str = "", gpus: int = 0, gang: str = "", index: int = -1, card: str = ""
+    name: str,
+    *,
+    node: str = "",
+    gpus: int = 0,
+    gang: str = "",
+    index: int = -1,
+    card: str = "",
+    priority: int | None = None,
 ) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": "1", "memory": "4Gi"}
     if gpus:
@@ -134,6 +138,8 @@ def _pod(
     }
     if node:
         spec["nodeName"] = node
+    if priority is not None:
+        spec["priority"] = priority
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -143,8 +149,10 @@ def _pod(
     }
 
 
-def serve(nodes: int, running: int) -> None:
-    """The fake API server with the synthetic cluster, until SIGTERM."""
+def serve(nodes: int, running: int, full: bool = False) -> None:
+    """The fake API server with the synthetic cluster, until SIGTERM. `full`: every GPU is
+    taken by a 1-GPU pod of priority 0 (preemption's victims), which terminates for
+    TERMINATION seconds once evicted."""
     fake = FakeApiServer(default_resources())
     store = fake.store
     for i in range(nodes):
@@ -152,6 +160,12 @@ def serve(nodes: int, running: int) -> None:
     store.create("scheduling.koordinator.sh", "clusternetworktopologies", "", TOPOLOGY)
     for j in range(running):
         store.create("", "pods", "default", _pod(f"run-{j}", node=f"n{j % nodes:05d}"))
+    if full:
+        store.termination_seconds = TERMINATION
+        for i in range(nodes):
+            for k in range(8):
+                low = _pod(f"low-{i}-{k}", node=f"n{i:05d}", gpus=1, priority=0)
+                store.create("", "pods", "default", low)
     fake.start()
     print(fake.url, flush=True)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
@@ -213,7 +227,7 @@ def _gangs(
 
 
 def drive(
-    url: str, gangs: list[tuple[float, str, int, str, str]]
+    url: str, gangs: list[tuple[float, str, int, str, str]], priority: int | None = None
 ) -> tuple[dict[str, list[str]], float]:
     http = urllib3.PoolManager(maxsize=4)
     members: dict[str, list[str]] = {}
@@ -247,69 +261,28 @@ def drive(
         )
         members[name] = []
         for i in range(size):
-            pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i, card=card)
+            pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i, card=card, priority=priority)
             post("/api/v1/namespaces/default/pods", pod)
             members[name].append(f"default/{name}-{i}")
     return members, time.monotonic() - start
 
 
+def _evictions(evictions: list[tuple[str, int, float]]) -> dict[str, Any]:
+    """The preemption row's extra columns: pods evicted, and per second from the first
+    eviction to the last."""
+    done = sorted(t for _, code, t in evictions if code == 201)
+    span = done[-1] - done[0] if len(done) > 1 else 0.0
+    return {
+        "preempt": True,
+        "evicted": len(done),
+        "evictions_refused": sum(1 for _, code, _ in evictions if code != 201),
+        "evictions_per_s": round(len(done) / span, 1) if span > 0 else None,
+    }
+
+
 def _pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
-
-
-def table() -> str:
-    """results.jsonl as the README's Markdown table."""
-    head = (
-        "| git | nodes | running | gather / cards | offered pods/s | pods | bound pods/s "
-        "| lag p50 s | lag p99 s "
-        "| 512-pod gang s | cycles | sync ms | decide ms | CPU s fake / scheduler / driver |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| --- |"
-    )
-    rows = [head]
-    for line in RESULTS.read_text().splitlines():
-        r = json.loads(line)
-        ph, cpu = r["phases"], r["cpu_s"]
-        rows.append(
-            f"| {r['git']} | {r['nodes']:,} | {r['running']:,} "
-            f"| {r.get('gather', 0.3):.0%} / {r.get('cards', 0.0):.0%} "
-            f"| {r['offered_pods_per_s']:,.0f} "
-            f"| {r['pods']:,} | {r['bound_pods_per_s']:,.0f} | {r['lag_p50_s']} | {r['lag_p99_s']} "
-            f"| {r['lag_512_max_s']} | {ph['total']['cycles']} | {ph['sync']['mean_ms']} "
-            f"| {ph['decide']['mean_ms']} | {cpu['fake']} / {cpu['scheduler']} / {cpu['driver']} |"
-        )
-    return "\n".join(rows)
-
-
-def plot(out: Path) -> None:
-    """Bound vs offered pods/s and the gang lag, per node count, from results.jsonl (the
-    rows with 100,000 running pods and no card alternatives, the latest per point)."""
-    rows: dict[tuple[int, float], dict[str, Any]] = {}
-    for line in RESULTS.read_text().splitlines():
-        r = json.loads(line)
-        if r["running"] == 100_000 and not r.get("cards"):
-            rows[(r["nodes"], r["offered_pods_per_s"])] = r
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for nodes in sorted({n for n, _ in rows}):
-        points = sorted((rate, r) for (n, rate), r in rows.items() if n == nodes)
-        rates = [rate for rate, _ in points]
-        left.plot(rates, [r["bound_pods_per_s"] for _, r in points], "o-", label=f"{nodes:,} nodes")
-        right.plot(rates, [r["lag_p99_s"] for _, r in points], "o-", label=f"{nodes:,} nodes")
-    left.plot([0, 1000], [0, 1000], ":", color="grey", label="bound = offered")
-    left.set(xlabel="offered pods/s", ylabel="bound pods/s", title="throughput (100k running)")
-    right.set(
-        xlabel="offered pods/s",
-        ylabel="seconds",
-        yscale="log",
-        title="last pod created -> last pod bound, p99",
-    )
-    left.legend()
-    right.legend()
-    sha = json.loads(RESULTS.read_text().splitlines()[-1])["git"]
-    fig.suptitle(f"gangplan scheduler vs the fake API server, 2 cores (rows up to {sha})")
-    fig.tight_layout()
-    fig.savefig(out, dpi=90)
 
 
 def main() -> None:
@@ -331,15 +304,22 @@ def main() -> None:
     ap.add_argument(
         "--smoke", action="store_true", help="a few seconds: 64 nodes, 200 pods, 30%% card gangs"
     )
+    ap.add_argument(
+        "--preempt",
+        action="store_true",
+        help="every GPU taken by priority-0 pods; the gangs (priority 1000) evict their way in",
+    )
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--profile", help="py-spy the scheduler into this raw (collapsed) file")
     ap.add_argument("--profile-fake", help="py-spy the fake API server into this raw file")
     args = ap.parse_args()
     if args.mode == "serve":
-        serve(args.nodes, args.running)
+        serve(args.nodes, args.running, args.preempt)
         return
     if args.mode == "table":
         print(table())
+        print()
+        print(preemption_table())
         return
     if args.mode == "plot":
         plot(RESULTS.with_name("throughput.png"))
@@ -349,7 +329,10 @@ def main() -> None:
         args.cards = args.cards or 0.3  # the capacity-card conf and card alternatives too
     py = sys.executable
     fake = subprocess.Popen(
-        [py, __file__, "serve", "--nodes", str(args.nodes), "--running", str(args.running)],
+        [
+            *(py, __file__, "serve", "--nodes", str(args.nodes), "--running", str(args.running)),
+            *(["--preempt"] if args.preempt else []),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -374,6 +357,7 @@ def main() -> None:
                 "--log-level",
                 "warning",
                 *(["--bind-workers", str(args.bind_workers)] if args.bind_workers else []),
+                *(["--preempt"] if args.preempt else []),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -414,7 +398,7 @@ def main() -> None:
         cpu0 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
         m0 = _metrics(port)
         gangs = _gangs(args.rate, args.seconds, args.gather, args.cards, random.Random(args.seed))
-        members, created_in = drive(url, gangs)
+        members, created_in = drive(url, gangs, 1000 if args.preempt else None)
         want = {p for ps in members.values() for p in ps}
         deadline = time.monotonic() + 120
         # every bind the fake counts is one of the driver's pods (the running ones were
@@ -487,6 +471,7 @@ def main() -> None:
         "lag_512_max_s": round(max(big), 3) if big else None,
         "cpu_s": {k: round(cpu1[k] - cpu0[k], 1) for k in cpu0},
         "phases": phases,
+        **(_evictions(stats["evictions"]) if args.preempt else {}),
     }
     print(json.dumps(row, indent=1))
     if not args.no_write:

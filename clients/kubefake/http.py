@@ -202,7 +202,11 @@ class _Handler(BaseHTTPRequestHandler):
                         bound = sum(1 for b in store.binds if b[2] == 201)
                         stats = {"created": len(store.created_at), "bound": bound}
                     else:
-                        stats = {"created": dict(store.created_at), "binds": list(store.binds)}
+                        stats = {
+                            "created": dict(store.created_at),
+                            "binds": list(store.binds),
+                            "evictions": list(store.evictions),
+                        }
                 self._send(200, stats)
                 return
             found = _discovery(store, url.path) if method == "GET" else None

@@ -107,6 +107,7 @@ class Cycle:
     def run_once(self) -> bool:
         """One cycle; False when there was nothing to decide."""
         t0 = time.perf_counter()
+        seen = self.mirror.generation  # what this cycle's decision knows of
         self.sync()
         t1 = time.perf_counter()
         if not self.gate.is_open():
@@ -135,7 +136,7 @@ class Cycle:
             self._shadow(response.decision, placed, waiting, plans)
         else:
             self._bind(placed)
-            self._preempt(plans)
+            self._preempt(plans, seen)
         t3 = time.perf_counter()
         if not self.options.dry_run:
             self._report(response.decision, placed, waiting)
@@ -343,12 +344,13 @@ class Cycle:
                 self.pending_bindings[:] = [b for b in self.pending_bindings if b.pod not in keys]
             self.mirror.unassume(undone)
 
-    def _preempt(self, plans: dict[str, Plan]) -> None:
-        """Hand each preemption plan to the evictor (one at a time per gang)."""
+    def _preempt(self, plans: dict[str, Plan], seen: int) -> None:
+        """Hand each preemption plan to the evictor: one at a time per gang, and not one
+        decided before the gang's last plan ended (`seen`: the mirror's generation then)."""
         if self.evictor is None:
             return
         for gang, plan in plans.items():
-            if plan.victims and not self.evictor.busy(gang):
+            if plan.victims and not self.evictor.busy(gang, seen):
                 self.evictor.submit(plan, self._evicted)
 
     def _evicted(self, result: PlanResult) -> None:

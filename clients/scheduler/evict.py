@@ -61,14 +61,17 @@ class Evictor:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evict")
         self.lock = threading.Lock()
         self.in_flight: set[str] = set()  # gangs whose plan is being carried out
+        self._finished: dict[str, int] = {}  # gang -> mirror generation its last plan ended at
         self._protected: dict[ObjKey, float] = {}  # pod -> until (monotonic)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
 
-    def busy(self, gang: str) -> bool:
+    def busy(self, gang: str, seen: int) -> bool:
+        """A plan of this gang is under way, or one ended after the mirror generation
+        `seen` the new plan was decided from (that plan did not know of the evictions)."""
         with self.lock:
-            return gang in self.in_flight
+            return gang in self.in_flight or self._finished.get(gang, -1) > seen
 
     def protected(self) -> set[ObjKey]:
         """Pods not to be proposed as victims now; the ones whose time ran out are sent to
@@ -97,6 +100,7 @@ class Evictor:
         finally:
             with self.lock:
                 self.in_flight.discard(plan.gang)
+                self._finished[plan.gang] = self.mirror.generation
             done(result)
 
     def _carry_out(self, result: PlanResult) -> None:
@@ -157,6 +161,8 @@ class Evictor:
                 )
             except Exception as err:  # the pod is gone: nothing to nominate
                 result.failed = str(getattr(err, "status", "") or type(err).__name__)
+                continue
+            self.mirror.assume_nominated(pod, node)
         result.nominated = not result.failed
 
 

@@ -268,6 +268,19 @@ class Mirror:
             self._upsert(kinds[0], pod, {**current, "metadata": meta, "status": status})
             self._bump()
 
+    def assume_nominated(self, pod: ObjKey, node: str) -> None:
+        """A preemptor's `status.nominatedNodeName` is written: the snapshot holds its room
+        from the next sync on, before the watch brings the write back (else the next cycle
+        would plan a second preemption for it while its victims terminate)."""
+        with self.lock:
+            kinds = [k for k in self.kinds if k.kind == "Pod"]
+            current = self.objects_of("Pod").get(pod)
+            if current is None or not kinds:
+                return
+            status = {**(current.get("status") or {}), "nominatedNodeName": node}
+            self._upsert(kinds[0], pod, {**current, "status": status})
+            self._bump()
+
     def objects_of(self, name: str) -> dict[ObjKey, Obj]:
         for kind, objs in self.objects.items():
             if kind.kind == name:

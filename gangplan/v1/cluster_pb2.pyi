@@ -641,6 +641,7 @@ class Pod(_message.Message):
     POD_AFFINITY_FIELD_NUMBER: _builtins.int
     POD_ANTI_AFFINITY_FIELD_NUMBER: _builtins.int
     TOPOLOGY_SPREAD_CONSTRAINTS_FIELD_NUMBER: _builtins.int
+    PREEMPTED_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`."""
     name: _builtins.str
@@ -665,6 +666,11 @@ class Pod(_message.Message):
     """metadata.deletionTimestamp is set."""
     scheduler_name: _builtins.str
     """spec.schedulerName; empty means `default-scheduler`."""
+    preempted: _builtins.bool
+    """status.conditions holds DisruptionTarget=True with reason PreemptionByScheduler: a
+    victim of an earlier preemption (while it terminates, a preemptor nominated to its node
+    preempts no further).
+    """
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Pod labels."""
@@ -735,10 +741,11 @@ class Pod(_message.Message):
         pod_affinity: Global___PodAffinity | None = ...,
         pod_anti_affinity: Global___PodAffinity | None = ...,
         topology_spread_constraints: _abc.Iterable[Global___TopologySpreadConstraint] | None = ...,
+        preempted: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preempted", b"preempted", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

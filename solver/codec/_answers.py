@@ -207,6 +207,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             ],
             gang="" if model.gangs[p.gang].implicit else p.gang,
             terminating=p.terminating,
+            preempted=p.preempted,
             scheduler_name=p.scheduler_name,
             preferred_node_affinity=preferred_to_proto(p.preferred_node_affinity),
             topology_spread_constraints=spread_to_proto(p.spread),

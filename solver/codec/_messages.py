@@ -204,6 +204,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         gang=gang,
         created=_timestamp(msg, "creation_time", path, out),
         terminating=msg.terminating,
+        preempted=msg.preempted,
         scheduler_name=msg.scheduler_name or "default-scheduler",
     )
 
@@ -422,6 +423,7 @@ class RunningPodReader:
             if annotations
             else EMPTY_MAP,
             msg.terminating,
+            msg.preempted,
             terms=terms,
         )
 

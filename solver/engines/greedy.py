@@ -4,8 +4,10 @@ Gang groups (units) are placed in `Problem.unit_order`:
 
 1. Volcano's queue order when queues are in play (`features/queues/order.py`);
 2. highest pending-pod priority first;
-3. earliest PodGroup creationTimestamp first (missing timestamps last);
-4. GangGroup id, as the stable tie-break.
+3. a unit with a nominated pod (`status.nominatedNodeName`, after a preemption) first: the
+   room its victims freed is its own, as kube-scheduler holds it for nominated pods;
+4. earliest PodGroup creationTimestamp first (missing timestamps last);
+5. GangGroup id, as the stable tie-break.
 
 A unit a feature governs is placed by that feature's step (`UNIT_PLACERS`: the network
 topology's gather and Godel groups). Otherwise each gang first gets its `need` pods (its

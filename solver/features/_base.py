@@ -65,6 +65,8 @@ class CompileContext:
     type_demand: IntArray  # [T, R]
     unit_priority: IntArray  # [U]
     unit_created: list[str]  # [U] earliest PodGroup creationTimestamp ("~" when none)
+    unit_nominated: list[bool] = field(default_factory=list)  # [U] a pending pod of the unit
+    #   is nominated (status.nominatedNodeName: a preemption made room for it)
     filters: list[list[tuple[BoolArray | IntArray, int]]] = field(default_factory=list)
     scores: list[list[FloatArray]] = field(default_factory=list)
     reason_texts: list[str] = field(default_factory=lambda: [""])
@@ -111,9 +113,18 @@ class CompileContext:
             out.setdefault(gang, []).append(t)
         return out
 
-    def unit_key(self, u: int) -> tuple[int, str, str]:
-        """Job order inside a queue: priority ↓, creation ↑, id (stable tie-break)."""
-        return (-int(self.unit_priority[u]), self.unit_created[u], self.gangs.unit_ids[u])
+    def unit_key(self, u: int) -> tuple[int, bool, str, str]:
+        """Job order inside a queue: priority ↓, nominated first, creation ↑, id (stable
+        tie-break). A nominated unit goes before the others of its priority: the room its
+        victims freed is its own (kube-scheduler holds it for nominated pods against pods of
+        no higher priority; in one call the nominated pods are placed, so they go first)."""
+        nominated = bool(self.unit_nominated and self.unit_nominated[u])
+        return (
+            -int(self.unit_priority[u]),
+            not nominated,
+            self.unit_created[u],
+            self.gangs.unit_ids[u],
+        )
 
     # ------------------------------------------------------------------ outputs
 

@@ -221,3 +221,24 @@ spec: {{containers: [{{name: c, image: x}}]}}
                 assert not p.HasField("creation_time")
             else:
                 assert (p.creation_time.seconds, p.creation_time.nanos) == expected
+
+
+def test_a_preemption_victim_stays_one_over_grpc(tmp_path: Path) -> None:
+    # DisruptionTarget=True (PreemptionByScheduler) on a terminating pod: the eligibility
+    # rule "no second preemption while a victim terminates on the nominated node" needs it
+    (tmp_path / "v.yaml").write_text(
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: v, deletionTimestamp: "2026-01-01T00:00:00Z"}
+spec: {nodeName: n, containers: [{name: c, image: x}]}
+status:
+  phase: Running
+  conditions: [{type: DisruptionTarget, status: "True", reason: PreemptionByScheduler}]
+"""
+    )
+    model = load_manifests(str(tmp_path / "v.yaml"))
+    (msg,) = cluster_to_proto(model).pods
+    assert msg.preempted and msg.terminating
+    snapshot = snapshot_from_proto(cluster_to_proto(model), "cluster", SCHEMA)
+    assert snapshot.running.pod(0).preempted  # its only running pod

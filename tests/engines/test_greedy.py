@@ -229,3 +229,16 @@ def test_decision_json_shape_is_stable() -> None:
     assert data["podgroups"]["default/w"] == {"enqueued": True, "placed": True, "reason": ""}
     assert (data["engine"], data["status"], data["victims"]) == ("greedy", "HEURISTIC", [])
     assert data["tiers"] == {"placed_groups": 1, "placed_pods": 2, "opened_nodes": 1}
+
+
+#   n1 [1 GPU]: room a preemption freed for b (nominated to n1); a has the same priority
+#   and an earlier name: b goes first (order criterion 3), as kube-scheduler holds a
+#   nominated pod's room against pods of no higher priority
+def test_a_nominated_pod_goes_first_among_its_priority() -> None:
+    a = pod("a").requests(cpu="1", gpu=1).priority(1000).obj()
+    b = pod("b").requests(cpu="1", gpu=1).priority(1000).nominated("n1").obj()
+    d = run(*gpu_nodes(1), a, b)
+    assert nodes_of(d, "") == {"default/a": None, "default/b": "n1"}
+    higher = pod("c").requests(cpu="1", gpu=1).priority(2000).obj()
+    d = run(*gpu_nodes(1), higher, b)  # a higher priority still goes first
+    assert nodes_of(d, "") == {"default/c": "n1", "default/b": None}

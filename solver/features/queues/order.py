@@ -8,8 +8,9 @@ Units (gang groups) are ordered by their queue first, then as jobs:
    (allocated / deserved, the largest ratio over deserved resources) first;
 4. there, the child with a deserved share before one without;
 5. queue name, ascending;
-6. then, inside one queue (or without queues): job priority higher first, earlier
-   PodGroup creationTimestamp first, GangGroup id (the stable tie-break).
+6. then, inside one queue (or without queues): job priority higher first, a job with a
+   nominated pod first (after a preemption), earlier PodGroup creationTimestamp first,
+   GangGroup id (the stable tie-break).
 
 Shares are those at the start of the cycle (Volcano re-sorts after every job).
 """
@@ -48,7 +49,7 @@ def _queue_cmp(tree: QueueTree, a: str, b: str) -> int:
 def queue_order(
     tree: QueueTree,
     unit_queue: Sequence[str | None],
-    unit_key: Callable[[int], tuple[int, str, str]],
+    unit_key: Callable[[int], tuple[int, bool, str, str]],
 ) -> list[int]:
     """Unit indices in Volcano's order (see the module docstring)."""
 
