@@ -2,6 +2,7 @@
 group, evict little.
 
     victims.py  who may be evicted, as columns of the snapshot
+    pool.py     the potential victims of one priority, kept by deltas across a call's plans
     reclaim.py  Volcano's hierarchy-aware reclaim: who may reclaim, victim order, eligibility
     greedy.py   Koordinator's dry run and reprieve; reclaim in victim order
     cpsat.py    victims and nodes chosen together, exactly
@@ -43,6 +44,7 @@ from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracke
 from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
 from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
+from solver.features.preemption.pool import CandidatePool
 from solver.features.preemption.reclaim import ReclaimPlanner, reclaim_planner
 from solver.features.preemption.victims import (
     JOB_FACT,
@@ -95,6 +97,7 @@ def preempt(
         placed = nodes[nodes >= 0]
         np.subtract.at(free, placed, problem.type_demand[t])
     removed = np.zeros(len(pre.rows), dtype=bool)
+    pools: dict[int, CandidatePool] = {}  # priority -> its potential victims, kept by deltas
     quota_block = problem.block(QuotaBlock)
     ledger: Ledger = QuotaLedger(problem, quota_block) if quota_block is not None else NoLimits()
     ledger.charge_plan(dict(enumerate(pod_node)))
@@ -146,9 +149,12 @@ def preempt(
                 for g in gangs:
                     result.reasons[g] = f"reclaim: {plan}"
                 plan = None
-        candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
+        pool = pools.get(priority)
+        if pool is None:
+            candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
+            pool = pools[priority] = CandidatePool.build(pre, problem.num_nodes, candidates)
         if plan is None:
-            plan = greedy_plan(problem, pre, u, gangs, required, free, candidates)
+            plan = greedy_plan(problem, pre, u, gangs, required, free, pool)
         if isinstance(plan, str):
             for g in gangs:
                 earlier = result.reasons.get(g)
@@ -162,7 +168,7 @@ def preempt(
         ):
             budget = max(0.05, deadline - time.perf_counter() - 0.05)
             better = cpsat_plan(
-                problem, pre, u, required, free, candidates, plan, workers, seed, budget
+                problem, pre, u, required, free, pool.candidates(), plan, workers, seed, budget
             )
             if better is not None:
                 plan = better
@@ -181,6 +187,8 @@ def preempt(
             continue
         ledger.charge_plan(nominated)  # (`refuses` has counted the plan in the limits)
         removed[plan.victims] = True
+        for kept in pools.values():
+            kept.remove(plan.victims)
         for v in plan.victims:
             free[pre.victim_node[v]] += pre.victim_demand[v]
         for t, targets in nominated.items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver.features.preemption.plans import PreemptionPlan, plan_cost, whole_gangs
+from solver.features.preemption.pool import CandidatePool
 from solver.features.preemption.reclaim import ReclaimPlanner
 from solver.features.preemption.victims import PreemptionInput
 from solver.features.queues import QuotaBlock
@@ -105,19 +106,14 @@ def greedy_plan(
     gangs: list[int],
     required: dict[int, int],
     free: IntArray,
-    candidates: IntArray,
+    pool: CandidatePool,
 ) -> PreemptionPlan | str:
     """Koordinator's dry run, min-cost nodes, and per-node reprieve; a reason when it fails."""
-    if candidates.size == 0:
+    if pool.size == 0:
         return "preemption not helpful: no potential victims"
-    room = free.copy()
-    np.add.at(room, pre.victim_node[candidates], pre.victim_demand[candidates])
+    room = free + pool.room
     # job-aware cost per node: Σ over distinct candidate jobs on the node of their rank
-    jobs = len(pre.job_rank)
-    pairs = np.unique(pre.victim_node[candidates] * jobs + pre.victim_job[candidates])
-    node_cost = np.bincount(
-        pairs // jobs, weights=pre.job_rank[pairs % jobs], minlength=problem.num_nodes
-    ).astype(np.int64)
+    node_cost = pool.node_cost.copy()
     nominated: dict[int, list[int]] = {}
     topology = problem.block(TopologyBlock)
     if topology is not None and topology.is_gather(u):
@@ -155,7 +151,7 @@ def greedy_plan(
     victims: set[int] = set()
     used_nodes = {n for nodes in nominated.values() for n in nodes}
     per_node: dict[int, list[int]] = {}
-    on_used = candidates[np.isin(pre.victim_node[candidates], sorted(used_nodes))]
+    on_used = pool.on_nodes(sorted(used_nodes))
     for v in on_used.tolist():
         per_node.setdefault(int(pre.victim_node[v]), []).append(v)
     for n in sorted(used_nodes):
