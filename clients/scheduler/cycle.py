@@ -177,6 +177,8 @@ class Cycle:
             if not self.options.dry_run:
                 self.reporter.refused(r.obj, r.error)
         req = delta.request
+        # a pending pod held back for its PodGroup leaves the snapshot if it was there
+        req.remove_pods.extend(k for k in delta.held if k in self.gang_of)
         # a pending pod now refused leaves the snapshot (it must not be placed as it was)
         req.remove_pods.extend(
             key

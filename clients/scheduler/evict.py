@@ -34,6 +34,7 @@ from gangplan.v1 import placement_service_pb2 as spb
 __all__ = ["PROTECT_SECONDS", "Evictor", "Plan", "PlanResult", "plans_of"]
 
 PROTECT_SECONDS = 60.0  # a pod a PodDisruptionBudget kept is not a victim for this long
+KEPT_FINISHED = 10_000  # gangs whose last plan's end is remembered (to drop stale plans)
 REASON = "PreemptionByScheduler"  # the DisruptionTarget reason kube-scheduler writes
 
 
@@ -100,7 +101,10 @@ class Evictor:
         finally:
             with self.lock:
                 self.in_flight.discard(plan.gang)
+                self._finished.pop(plan.gang, None)
                 self._finished[plan.gang] = self.mirror.generation
+                if len(self._finished) > KEPT_FINISHED:  # the oldest are long decided again
+                    del self._finished[next(iter(self._finished))]
             done(result)
 
     def _carry_out(self, result: PlanResult) -> None:

@@ -57,6 +57,16 @@ def gang_hint(pod: Obj) -> ObjKey | None:
     return None
 
 
+# the links that name a PodGroup object, and the API groups serving such objects
+_OBJECT_LINKS = (
+    ("label", LABEL_POD_GROUP, ("scheduling.sigs.k8s.io",)),
+    ("label", LABEL_POD_GROUP_X, ("scheduling.x-k8s.io",)),
+    ("annotation", ANNOTATION_VOLCANO_GROUP, ("scheduling.volcano.sh",)),
+    ("label", GODEL_GROUP, ("scheduling.godel.kubewharf.io",)),
+    ("annotation", GODEL_GROUP, ("scheduling.godel.kubewharf.io",)),
+)
+
+
 @dataclass
 class Changes:
     """What changed since the last delta, by kind label."""
@@ -280,6 +290,29 @@ class Mirror:
             status = {**(current.get("status") or {}), "nominatedNodeName": node}
             self._upsert(kinds[0], pod, {**current, "status": status})
             self._bump()
+
+    def awaited_group(self, pod: Obj) -> ObjKey | None:
+        """The PodGroup a pending pod names that the cluster serves but the watch has not
+        delivered (yet): the pod waits for it, as upstream's coscheduling and Volcano make
+        it wait ("pod group not found"), instead of being read as a gang of the pods seen
+        so far (the rule for a dump without its PodGroups). Call under `lock`."""
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        ns = str(meta.get("namespace") or "default")
+        served = {k.group for k in self.kinds if k.kind == "PodGroup"}
+        found: tuple[str, tuple[str, ...]] | None = None
+        group = spec.get("schedulingGroup") or {}
+        if isinstance(group, dict) and group.get("podGroupName"):
+            found = (str(group["podGroupName"]), ("scheduling.k8s.io",))
+        else:
+            labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+            for where, key, groups in _OBJECT_LINKS:
+                source = labels if where == "label" else annotations
+                if isinstance(source, dict) and source.get(key):
+                    found = (str(source[key]), groups)
+                    break
+        if found is None or not served.intersection(found[1]):
+            return None
+        return None if (ns, found[0]) in self.gang_objects else (ns, found[0])
 
     def objects_of(self, name: str) -> dict[ObjKey, Obj]:
         for kind, objs in self.objects.items():

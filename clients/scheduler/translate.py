@@ -13,7 +13,11 @@ from the cluster gets the Decision the same objects get from files. A delta read
 5. every topology object when one of them changed (the topology is sent whole).
 
 An object the reader refuses is left out with its error (one line naming the object and
-the field), and the rest of the cluster is read without it.
+the field), and the rest of the cluster is read without it. A pending pod naming a PodGroup
+that the cluster serves but the watch has not delivered yet is held back (`held`): it
+waits for its PodGroup, as upstream's coscheduling and Volcano make it wait, rather than
+being read as a gang of the pods seen so far (the watches of pods and PodGroups are
+separate streams: the pods may come first).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Delta:
     refused: list[Refused] = field(default_factory=list)
     notes: tuple[str, ...] = ()
     removed_pods: list[str] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)  # pending pods waiting for their PodGroup
 
 
 def _pod_key(key: ObjKey) -> str:
@@ -61,14 +66,25 @@ def translate(mirror: Mirror, changes: Changes, *, whole: bool = False) -> Delta
     """The delta for `changes` (every object when `whole`: a PutSnapshot's cluster)."""
     with mirror.lock:
         batch, upsert_nodes = _batch(mirror, changes, whole)
-    delta = Delta(spb.UpdateSnapshotRequest())
+    with mirror.lock:  # pending pods whose PodGroup the watch has not delivered yet
+        held = {
+            _pod_key(key_of(o))
+            for kind, o in batch
+            if kind.kind == "Pod"
+            and not (o.get("spec") or {}).get("nodeName")
+            and mirror.awaited_group(o) is not None
+        }
+    delta = Delta(spb.UpdateSnapshotRequest(), held=held)
     req = delta.request
     cluster = _read(batch, delta)
     req.upsert_nodes.extend(n for n in cluster.nodes if n.name in upsert_nodes)
-    req.upsert_pods.extend(cluster.pods)
+    req.upsert_pods.extend(
+        p for p in cluster.pods if f"{p.namespace or 'default'}/{p.name}" not in held
+    )
     req.upsert_gangs.extend(cluster.gangs)
     for p in cluster.pods:
-        delta.gang_of[f"{p.namespace or 'default'}/{p.name}"] = p.gang
+        if (key := f"{p.namespace or 'default'}/{p.name}") not in held:
+            delta.gang_of[key] = p.gang
     req.upsert_queues.extend(cluster.queues)
     for kind, gone in changes.deleted.items():
         if kind.kind == "Node":

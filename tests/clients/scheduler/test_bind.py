@@ -159,3 +159,19 @@ def test_a_gang_that_waits_is_not_decided_again_until_something_changes(
     cluster.create(node("b"))  # room: decided again, and bound
     wait_until(lambda: len(cluster.bound()) == 5, what="bound once there is room")
     assert decisions() > before
+
+
+def test_pods_that_come_before_their_pod_group_wait_for_it(cluster: Harness) -> None:
+    # the pods' and the PodGroups' watches are separate streams: a gang's pods can be seen
+    # first, and must not be bound as a gang of the pods seen so far (minMember 3, 2 pods)
+    objs = gang("g", 3)
+    group, pods = objs[0], objs[1:]
+    cluster.create(node("n1"), *pods[:2])
+    cluster.scheduler()
+    time.sleep(0.8)
+    assert cluster.bound() == {}
+    cluster.create(pods[2])
+    time.sleep(0.5)
+    assert cluster.bound() == {}  # all three, but no PodGroup: they still wait
+    cluster.create(group)
+    wait_until(lambda: len(cluster.bound()) == 3, what="the gang bound once its PodGroup came")

@@ -9,13 +9,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from clients.kubefake import kubeconfig_for
+from clients.kubefake import FakeApiServer, default_resources, kubeconfig_for
 from clients.scheduler import cycle as cycle_module
 from tests.clients.scheduler.conftest import Harness, gang, node, pod, pod_group, wait_until
 
@@ -207,17 +208,36 @@ def test_what_was_said_is_forgotten_with_the_objects(cluster: Harness) -> None:
     wait_until(lambda: not [k for k in reporter.last if k[0] == "pod"], what="forgotten")
 
 
-def test_what_the_reader_skips_is_logged_once(
-    cluster: Harness, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_what_the_reader_skips_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="gangplan.scheduler")
-    volcano = {"scheduling.k8s.io/group-name": "vc"}  # names a PodGroup that is not there
-    cluster.create(node("a"), pod("vc-0", annotations=volcano))
-    cluster.scheduler()
-    wait_until(lambda: "vc-0" in cluster.bound(), what="bound")
+    # a cluster without Volcano's CRDs: a pod naming a Volcano PodGroup is read as the
+    # reader reads a dump without its PodGroups (a gang of its pods), and says so once
+    with FakeApiServer(default_resources(groups=["scheduling.sigs.k8s.io"])) as api:
+        cluster = Harness(api)
+        volcano = {"scheduling.k8s.io/group-name": "vc"}
+        cluster.create(node("a"), pod("vc-0", annotations=volcano))
+        service = cluster.scheduler()
+        try:
+            wait_until(lambda: "vc-0" in cluster.bound(), what="bound")
+        finally:
+            service.stop(timeout=5)
     notes = [r.note for r in caplog.records if getattr(r, "note", None)]  # type: ignore[attr-defined]
     assert any("PodGroup 'default/vc' is not in the input" in n for n in notes), notes
     assert len(notes) == len(set(notes))
+
+
+def test_a_pod_naming_a_pod_group_the_cluster_serves_but_lacks_waits(cluster: Harness) -> None:
+    # Volcano's CRDs are there but not this PodGroup: upstream waits for it ("pod group not
+    # found"), so does gangplan, until it comes
+    volcano = {"scheduling.k8s.io/group-name": "vc"}
+    cluster.create(node("a"), pod("vc-0", annotations=volcano))
+    cluster.scheduler()
+    time.sleep(0.8)
+    assert cluster.bound() == {}
+    group = pod_group("vc", 1)
+    group["apiVersion"] = "scheduling.volcano.sh/v1beta1"
+    cluster.create(group)
+    wait_until(lambda: "vc-0" in cluster.bound(), what="bound once its PodGroup came")
 
 
 def test_a_fault_inside_a_cycle_does_not_stop_the_scheduler(
