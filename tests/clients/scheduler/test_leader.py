@@ -70,8 +70,10 @@ def test_of_two_replicas_only_the_lease_holder_binds(cluster: Harness) -> None:
     assert _writes_by(cluster, follower.identity) == 0  # no status, no Event either
     assert follower.metrics.leader._value.get() == 0
     # the follower kept its snapshot warm, and never decided (nor would it bind)
-    assert follower.cycle is not None and follower.cycle.generation > 0
-    assert follower.cycle._last_asked is None
+    cycle = follower.cycle
+    assert cycle is not None
+    wait_until(lambda: cycle.generation > 0, what="the follower's snapshot put")
+    assert cycle._last_asked is None
 
 
 def test_the_follower_takes_over_when_the_leader_stops(cluster: Harness) -> None:
