@@ -177,8 +177,10 @@ class Cycle:
             if not self.options.dry_run:
                 self.reporter.refused(r.obj, r.error)
         req = delta.request
-        # a pending pod held back for its PodGroup leaves the snapshot if it was there
+        # a pending pod held back for its PodGroup leaves the snapshot if it was there, and
+        # says why (as upstream says "pod group not found")
         req.remove_pods.extend(k for k in delta.held if k in self.gang_of)
+        self._say_held(delta.held)
         # a pending pod now refused leaves the snapshot (it must not be placed as it was)
         req.remove_pods.extend(
             key
@@ -232,6 +234,23 @@ class Cycle:
             log.info("snapshot out of step, putting it whole", extra={"error": err.code.name})
             self.metrics.resyncs.labels(reason=err.code.name).inc()
             self.sync(whole=True)
+
+    def _say_held(self, held: set[str]) -> None:
+        if self.options.dry_run or not self.gate.is_open():
+            return
+        for key in held:
+            ns, _, name = key.partition("/")
+            pod = self.mirror.pod((ns, name)) or self.mirror.pod(("", name))
+            if pod is None or (pod.get("spec") or {}).get("schedulerName") not in (
+                self.options.scheduler_names
+            ):
+                continue
+            with self.mirror.lock:
+                group = self.mirror.awaited_group(pod)
+            if group is not None:
+                self.reporter.unschedulable(
+                    pod, f"pod group {group[0]}/{group[1]} not found: waiting for it"
+                )
 
     def _only_known_removals(self, req: spb.UpdateSnapshotRequest) -> None:
         """Removals of what the snapshot never got (an object the reader refused, then

@@ -90,6 +90,7 @@ class Mirror:
 
     def __init__(self, kinds: Iterable[Kind] = KINDS) -> None:
         self.kinds = tuple(kinds)
+        self.pod_kind = next((k for k in self.kinds if k.kind == "Pod"), None)
         self.objects: dict[Kind, dict[ObjKey, Obj]] = {k: {} for k in self.kinds}
         self.synced: set[Kind] = set()
         self.lock = threading.Condition()
@@ -228,43 +229,40 @@ class Mirror:
         snapshot charges its devices before the binder's writes come back."""
         with self.lock:
             known = self.objects_of("Pod")
-            kinds = [k for k in self.kinds if k.kind == "Pod"]
             for pod, node, annotations in pods:
                 if pod in known:
                     self.assumed[pod] = node
-                    if annotations and kinds:
+                    if annotations:
                         self.assumed_annotations[pod] = annotations
-                        self.changes.upserted.setdefault(kinds[0], set()).add(pod)
+                        self._resend(pod)
 
     def unassume(self, pods: list[ObjKey]) -> None:
         """Their binds failed: pending again, and re-sent to the snapshot as pending."""
         with self.lock:
-            kinds = [k for k in self.kinds if k.kind == "Pod"]
-            known = self.objects_of("Pod")
             for pod in pods:
                 self.assumed.pop(pod, None)
                 self.assumed_annotations.pop(pod, None)
-                if pod in known and kinds:
-                    self.changes.upserted.setdefault(kinds[0], set()).add(pod)
+                self._resend(pod)
             self._bump()
 
     def touch(self, pods: Iterable[ObjKey]) -> None:
         """Send these pods to the snapshot again (what the cycle adds to them changed)."""
         with self.lock:
-            kinds = [k for k in self.kinds if k.kind == "Pod"]
-            known = self.objects_of("Pod")
             for pod in pods:
-                if pod in known and kinds:
-                    self.changes.upserted.setdefault(kinds[0], set()).add(pod)
+                self._resend(pod)
             self._bump()
+
+    def _resend(self, pod: ObjKey) -> None:
+        """Mark a known pod changed, so the next sync reads it again (lock held)."""
+        if self.pod_kind is not None and pod in self.objects[self.pod_kind]:
+            self.changes.upserted.setdefault(self.pod_kind, set()).add(pod)
 
     def assume_terminating(self, pod: ObjKey, condition: Obj) -> None:
         """An evicted pod is terminating from now on (its `deletionTimestamp` and
         `DisruptionTarget` condition), until the watch shows what the API server did."""
         with self.lock:
-            kinds = [k for k in self.kinds if k.kind == "Pod"]
             current = self.objects_of("Pod").get(pod)
-            if current is None or not kinds:
+            if current is None or self.pod_kind is None:
                 return
             meta = dict(current.get("metadata") or {})
             if meta.get("deletionTimestamp"):
@@ -275,7 +273,7 @@ class Mirror:
                 c for c in status.get("conditions") or [] if c.get("type") != condition["type"]
             ]
             status["conditions"] = [*others, condition]
-            self._upsert(kinds[0], pod, {**current, "metadata": meta, "status": status})
+            self._upsert(self.pod_kind, pod, {**current, "metadata": meta, "status": status})
             self._bump()
 
     def assume_nominated(self, pod: ObjKey, node: str) -> None:
@@ -283,12 +281,11 @@ class Mirror:
         from the next sync on, before the watch brings the write back (else the next cycle
         would plan a second preemption for it while its victims terminate)."""
         with self.lock:
-            kinds = [k for k in self.kinds if k.kind == "Pod"]
             current = self.objects_of("Pod").get(pod)
-            if current is None or not kinds:
+            if current is None or self.pod_kind is None:
                 return
             status = {**(current.get("status") or {}), "nominatedNodeName": node}
-            self._upsert(kinds[0], pod, {**current, "status": status})
+            self._upsert(self.pod_kind, pod, {**current, "status": status})
             self._bump()
 
     def awaited_group(self, pod: Obj) -> ObjKey | None:

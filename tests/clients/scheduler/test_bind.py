@@ -168,7 +168,8 @@ def test_pods_that_come_before_their_pod_group_wait_for_it(cluster: Harness) -> 
     group, pods = objs[0], objs[1:]
     cluster.create(node("n1"), *pods[:2])
     cluster.scheduler()
-    time.sleep(0.8)
+    condition = wait_until(lambda: cluster.condition("g-0"), what="the pod says why it waits")
+    assert condition["message"] == "pod group default/g not found: waiting for it"
     assert cluster.bound() == {}
     cluster.create(pods[2])
     time.sleep(0.5)
