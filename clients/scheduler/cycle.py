@@ -32,8 +32,8 @@ from clients.scheduler.leader import Gate
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Changes, Mirror, ObjKey
 from clients.scheduler.report import Reporter
+from clients.scheduler.sent import Sent, as_cluster, is_empty
 from clients.scheduler.translate import translate
-from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 
 __all__ = ["Cycle", "CycleOptions"]
@@ -77,7 +77,7 @@ class Cycle:
     stopping: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _last_asked: tuple[int, frozenset[ObjKey]] | None = None
-    _sent: _Sent = field(default_factory=lambda: _Sent(set(), set(), set()))
+    _sent: Sent = field(default_factory=lambda: Sent.empty())
     _noted: set[str] = field(default_factory=set)
     gate: Gate = field(default_factory=Gate)  # closed: a follower (keeps its snapshot warm)
     evictor: Evictor | None = None  # carries out preemption plans (victims in a Decision)
@@ -217,11 +217,14 @@ class Cycle:
         req.bindings.extend(b for b in bindings if b.pod not in live and b.pod in self.gang_of)
         try:
             if whole:
-                cluster = _as_cluster(req)
+                cluster = as_cluster(req)
                 answer = self.client.put_snapshot(cluster, self.options.snapshot_id)
                 self.generation = answer.generation
-                self._sent = _Sent.of(req)
+                self._sent = Sent.of(req)
             else:
+                self._sent.drop_unchanged(req)
+                if is_empty(req):
+                    return  # nothing gangplan reads has changed: the generation stays
                 req.expected_generation = self.generation
                 self.generation = self.client.update_snapshot(req).generation
                 self._sent.apply(req)
@@ -459,38 +462,3 @@ class Cycle:
                 else ("would evict" if "evict" in entry else "would wait"),
                 extra={"decision": json.dumps(entry, sort_keys=True)},
             )
-
-
-@dataclass
-class _Sent:
-    """Names of the nodes, gangs and queues the snapshot holds (pods: `Cycle.gang_of`)."""
-
-    nodes: set[str]
-    gangs: set[str]
-    queues: set[str]
-
-    @classmethod
-    def of(cls, req: spb.UpdateSnapshotRequest) -> _Sent:
-        sent = cls(set(), set(), set())
-        sent.apply(req)
-        return sent
-
-    def apply(self, req: spb.UpdateSnapshotRequest) -> None:
-        self.nodes.difference_update(req.remove_nodes)
-        self.nodes.update(n.name for n in req.upsert_nodes)
-        self.gangs.difference_update(req.remove_gangs)
-        self.gangs.update(f"{g.namespace or 'default'}/{g.name}" for g in req.upsert_gangs)
-        self.queues.difference_update(req.remove_queues)
-        self.queues.update(q.name for q in req.upsert_queues)
-
-
-def _as_cluster(req: spb.UpdateSnapshotRequest) -> pb.Cluster:
-    cluster = pb.Cluster(
-        nodes=req.upsert_nodes,
-        pods=req.upsert_pods,
-        gangs=req.upsert_gangs,
-        queues=req.upsert_queues,
-    )
-    if req.HasField("topology"):
-        cluster.topology.CopyFrom(req.topology)
-    return cluster
