@@ -119,6 +119,12 @@ class Metrics:
         self.solves = Counter(
             "gangplan_solves", "Decisions returned.", ["engine", "status"], registry=r
         )
+        self.verify_fallbacks = Counter(
+            "gangplan_verify_fallbacks",
+            "Decisions whose engine's answer failed verification, answered by another engine.",
+            ["engine"],
+            registry=r,
+        )
         self.solve_seconds = Histogram(
             "gangplan_solve_duration_seconds",
             "Model build, solve and verify.",
@@ -187,6 +193,8 @@ class Metrics:
 
     def solved(self, decision: Decision, seconds: float) -> None:
         self.solves.labels(decision.engine, decision.status).inc()
+        if decision.stats.get("verify_fallback"):
+            self.verify_fallbacks.labels(decision.engine).inc()
         self.solve_seconds.labels(decision.engine, decision.status).observe(seconds)
         gap = decision.gap
         if gap is not None:

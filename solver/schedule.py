@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import replace
@@ -17,15 +18,19 @@ from solver.config import SchedulerConf
 from solver.decide import decide
 from solver.decision import Decision
 from solver.engines import ENGINES, SolveParams
-from solver.errors import InputError
+from solver.errors import InputError, InternalError
 from solver.features import FACTS, FEATURES
 from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
-from solver.verify import ANNOTATIONS, check
+from solver.verify import ANNOTATIONS, verify
 
 __all__ = ["SCHEMA", "schedule", "snapshot_of", "solve"]
 
 SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS)
+LOG = logging.getLogger("gangplan")
+LOG.addHandler(logging.NullHandler())  # a library's logger: the service or caller configures it
+FALLBACK = ("greedy", "cpsat")
+"""The engines tried, in order, when an answer fails verification (the failed one skipped)."""
 AFTER_PLACEMENT = tuple(f.after for f in FEATURES if f.after is not None)
 """Steps on the engine's answer (preemption and reclaim), in registry order."""
 
@@ -105,21 +110,57 @@ def schedule(
     preempt: bool = False,
     stop: threading.Event | None = None,
 ) -> Decision:
-    """`solve` (same parameters), then `verify`: the Decision returned has passed it;
-    InternalError names what failed if not."""
+    """`solve` (same parameters), then `verify`: the Decision returned has passed it.
+
+    A decision never fails verification in front of a user: when the engine's answer
+    fails, the other engines' answers are tried in turn (`FALLBACK`, within what is left
+    of `time_limit`) and the first that passes is returned with status HEURISTIC, a note
+    naming the first violation, and `stats["verify_fallback"] = 1` (logged; the service
+    counts it). Only when none passes is InternalError raised, naming what failed."""
     conf = conf or SchedulerConf.default()
+    started = time.perf_counter()
     snapshot = question if isinstance(question, Snapshot) else snapshot_of(question)
     workload = workload or Workload.everything(snapshot)
-    decision = solve(
-        snapshot,
-        conf,
-        workload=workload,
-        engine=engine,
-        time_limit=time_limit,
-        workers=workers,
-        seed=seed,
-        preempt=preempt,
-        stop=stop,
-    )
-    check(snapshot, conf, decision, workload)
-    return decision
+    def run(name: str, limit: float) -> Decision:
+        return solve(
+            snapshot,
+            conf,
+            workload=workload,
+            engine=name,
+            time_limit=limit,
+            workers=workers,
+            seed=seed,
+            preempt=preempt,
+            stop=stop,
+        )
+
+    decision = run(engine, time_limit)
+    problems = verify(snapshot, conf, decision, workload)
+    if not problems:
+        return decision
+    for other in (e for e in FALLBACK if e != engine):
+        left = max(0.05, time_limit - (time.perf_counter() - started))
+        again = run(other, left)
+        if verify(snapshot, conf, again, workload):
+            continue
+        LOG.warning(
+            "the %s engine's decision failed verification (%d): %s; returning the %s "
+            "engine's verified decision",
+            engine,
+            len(problems),
+            problems[0],
+            other,
+        )
+        note = (
+            f"the {engine} engine's answer failed verification ({problems[0]}); the {other} "
+            "engine's verified answer is given instead (please report this)"
+        )
+        return replace(
+            again,
+            status="HEURISTIC",
+            bound=None,
+            notes=(*again.notes, note),
+            stats={**again.stats, "verify_fallback": 1},
+        )
+    listed = "\n  ".join(problems[:20])
+    raise InternalError(f"decision failed verification ({len(problems)}):\n  {listed}")

@@ -185,9 +185,13 @@ class Feature:
     explain: ExplainSteps = field(default_factory=ExplainSteps)
     decide: DecideSteps = field(default_factory=DecideSteps)
     after: AfterSteps | None = None
+    always: bool = False
+    """On whatever the conf lists: the feature carries rules the objects themselves ask
+    for (as kube-scheduler enforces a Workload API PodGroup's topology with no plugin
+    named), and `plugins` turn on only the parts that name them."""
 
     def enabled(self, conf: SchedulerConf) -> bool:
-        return any(conf.enabled(p) for p in self.plugins)
+        return self.always or any(conf.enabled(p) for p in self.plugins)
 
 
 def combine_filters(filters: list[tuple[BoolArray | IntArray, int]], num_nodes: int) -> IntArray:

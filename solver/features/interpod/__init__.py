@@ -49,7 +49,11 @@ FEATURE = Feature(
     compile=compile_interpod,
     call_type_key=type_key_of_call,
     greedy=GreedySteps(trackers=(interpod_tracker,)),
-    cpsat=CpsatSteps(modules=(cpsat.build,), per_node=(cpsat.virtual_types,)),
+    cpsat=CpsatSteps(
+        modules=(cpsat.build,),
+        class_splits=(cpsat.class_split,),  # a class lies in one domain of every row's key
+        per_node=(cpsat.virtual_types,),
+    ),
     explain=ExplainSteps(
         class_splits=(cpsat.class_split,),
         per_node=cpsat.virtual_types,

@@ -291,6 +291,7 @@ def decision_fields(problem: Problem, pod_node: list[IntArray]) -> dict[str, Any
 FEATURE = Feature(
     name="topology",
     plugins=(Plugin.NETWORK_TOPOLOGY, Plugin.JOB_AFFINITY, Plugin.NETWORK_TOPOLOGY_AWARE),
+    always=True,  # Kueue TAS, the Workload API's topology and HyperNodes: always (verify too)
     compile=_compile,
     facts=(SELECTOR_FACT,),
     type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),

@@ -175,3 +175,19 @@ def test_mixed_shapes_with_anti_affinity_and_spread(engine: str) -> None:
     assert len(set(ps_nodes)) == 3
     per_zone = Counter(str(p.node)[0] for p in d.placements.values())
     assert sorted(per_zone.values()) == [3, 3, 3]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_self_affine_gang_that_no_zone_holds_waits_whole(engine: str) -> None:
+    """A gang whose pods require affinity to their own labels per zone (the first pod of the
+    series exempt, kube-scheduler's interpodaffinity `TestRequiredAffinitySingleNode`
+    "satisfies the PodAffinity with labelSelector because of the pod itself"): each zone
+    holds 3 of its 4 pods, so it waits. CP-SAT's node classes straddled the zones (the
+    interpod rows did not split them), put pods in two zones and failed verification."""
+    shape = pod("x").requests(cpu="5").label("app", "x").pod_affinity("zone", app="x")
+    cluster = model(*zones(cpu="8"), *gang("g", 4, shape))
+    conf = SchedulerConf.default()
+    d = solve(cluster, conf, engine=engine, workers=1, time_limit=10)  # no fallback
+    assert not verify(cluster, conf, d)
+    assert nodes_of(d, "g") == [None] * 4
+    assert "fits on the cluster" not in d.podgroups["default/g"].reason
