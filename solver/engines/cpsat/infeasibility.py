@@ -13,7 +13,8 @@ an assumption literal:
 If CP-SAT proves it infeasible, `sufficient_assumptions_for_infeasibility()` names the
 families that together make it so, and each is put in words with its numbers
 ("gang default/train needs 16 × 1 nvidia.com/gpu, eligible nodes offer 12"). If the closure
-fits on its own, the room went to other pending gang groups. The greedy's counted per-node
+fits on its own and other gangs were placed, the room went to them (with no other gang
+placed, the fit proves a rule the model leaves out, and nothing is claimed). The greedy's counted per-node
 reasons are kept alongside.
 """
 
@@ -66,8 +67,13 @@ def _subproblem(problem: Problem, types: list[int]) -> Problem:
     )
 
 
-def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> str | None:
-    """Words for why gang g (with its required gangs) cannot be placed; None if it could."""
+def explain_gang(
+    problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS, *, rivals: bool = True
+) -> str | None:
+    """Words for why gang g (with its required gangs) cannot be placed; None if it could.
+    `rivals`: other gangs took room in this cycle's answer; without them, a closure that
+    fits on its own proves a rule the model relaxes, not competition, and no words are
+    given (the greedy's counted reason stands)."""
     gangs = _closure(problem, g)
     types = [t for h in gangs for t in problem.gang_types(h)]
     if not types:
@@ -116,6 +122,8 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     solver.parameters.num_workers = 1
     status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if not rivals:
+            return None
         if any(step.relaxed and step.relaxed(problem, g, types) for step in _STEPS):
             return None  # the relaxation drops a feature's rule (one domain, node-group
             #   limits): "fits" would be untrue
@@ -211,10 +219,14 @@ def explain_unsatisfied(
             reasons[g] = problem.gang_blocked[g] or ""
             continue
         left = deadline - time.perf_counter()
-        words = explain_gang(problem, g, min(EXPLAIN_SECONDS, left)) if left > 0.05 else None
-        counted = greedy_reasons.get(g, "")
-        reasons[g] = (
-            "; ".join(p for p in (words, f"greedy: {counted}" if counted else "") if p)
-            or "not placed"
+        rivals = int(placed.sum()) > int(placed[_closure(problem, g)].sum())
+        words = (
+            explain_gang(problem, g, min(EXPLAIN_SECONDS, left), rivals=rivals)
+            if left > 0.05
+            else None
         )
+        counted = greedy_reasons.get(g, "")
+        if words and counted:
+            counted = f"greedy: {counted}"  # the counts beside CP-SAT's proof, told apart
+        reasons[g] = "; ".join(p for p in (words, counted) if p) or "not placed"
     return reasons

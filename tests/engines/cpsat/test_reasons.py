@@ -1,0 +1,52 @@
+"""Reasons from the right engine: CP-SAT's "fits on its own, the room went to other pending
+gangs" is said only when other gangs took room in the answer. Alone in the cluster, a gang
+whose closure "fits" is held back by a rule the explanation model leaves out (a queue's
+capability, a Kueue pod set's one domain), and the greedy's counted reason stands."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver import SchedulerConf, schedule
+from solver.kube import load_objects
+from tests.builders import model, node, queue, raw, volcano_job
+
+ENGINES = ["greedy", "cpsat", "auto"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_gang_blocked_by_its_queue_alone_is_told_the_quota(engine: str) -> None:
+    """A Volcano job of 3 x 1 cpu in a queue capped at 2 cpu, alone on a 16-cpu node. CP-SAT
+    said "fits on the cluster on its own; the room went to other pending gang groups"."""
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "vj"},
+        "spec": {
+            "minAvailable": 3,
+            "queue": "small",
+            "tasks": [{"name": "t", "replicas": 3, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "1"}}}
+            ]}}}],
+        },
+    }  # fmt: skip
+    cluster = load_objects(
+        raw(node("n").cpu("16").obj(), queue("small", capability={"cpu": "2"}), job)
+    )
+    d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, time_limit=10)
+    reason = d.podgroups["default/vj"].reason
+    assert "quota" in reason.lower(), reason
+    assert "fits on the cluster" not in reason and "greedy:" not in reason
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "auto"])
+def test_competition_is_still_named_when_a_rival_took_the_room(engine: str) -> None:
+    """Two 3-cpu gangs, room for one: the one left out fits on its own."""
+    cluster = model(
+        node("n").cpu("4").obj(),
+        queue("q"),
+        *volcano_job("a", "q", 1, gpu=0, cpu=3, priority=10),
+        *volcano_job("b", "q", 1, gpu=0, cpu=3),
+    )
+    d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, time_limit=10)
+    assert "the room went to other pending gang groups" in d.podgroups["default/b"].reason
