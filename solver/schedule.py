@@ -121,6 +121,7 @@ def schedule(
     started = time.perf_counter()
     snapshot = question if isinstance(question, Snapshot) else snapshot_of(question)
     workload = workload or Workload.everything(snapshot)
+
     def run(name: str, limit: float) -> Decision:
         return solve(
             snapshot,

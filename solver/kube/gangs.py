@@ -49,6 +49,7 @@ __all__ = [
     "GangLinks",
     "api_group",
     "gang_from_pod_group",
+    "gang_link",
 ]
 
 DEFAULT_NAMESPACE = "default"
@@ -88,6 +89,37 @@ POD_GROUP_DIALECTS: dict[str, Dialect] = {
 }
 
 
+# The pod metadata that links a pod to a gang, in the order tried after the Workload API's
+# `spec.schedulingGroup` (module docstring): (labels | annotations, key, the dialect of the
+# PodGroup object it names; None: no object needed).
+LINK_KEYS: tuple[tuple[str, str, Dialect | None], ...] = (
+    ("labels", LABEL_POD_GROUP, SIGS),
+    ("labels", LABEL_POD_GROUP_X, SIGS),
+    ("labels", LABEL_LIGHTWEIGHT_NAME, None),
+    ("annotations", GANG_ANNOTATIONS.NAME, None),
+    ("annotations", ANNOTATION_VOLCANO_GROUP, VOLCANO),
+    ("annotations", GODEL_GROUP, GODEL),
+    ("labels", GODEL_GROUP, GODEL),
+)
+
+
+def gang_link(body: dict[str, Any]) -> str:
+    """The first gang link of a pod as read (a mapping), `where.key=name`; "" for none (a
+    gang of one)."""
+    spec = body.get("spec")
+    group = spec.get("schedulingGroup") if isinstance(spec, dict) else None
+    if isinstance(group, dict) and group.get("podGroupName"):
+        return f"spec.schedulingGroup.podGroupName={group['podGroupName']}"
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        return ""
+    for where, key, _ in LINK_KEYS:
+        values = meta.get(where)
+        if isinstance(values, dict) and values.get(key):
+            return f"{where}.{key}={values[key]}"
+    return ""
+
+
 def api_group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
@@ -116,25 +148,14 @@ class GangLinks:
                 (group.pod_group_name or "") if group else "",
                 WORKLOAD_API,
             ),
-            (f"metadata.labels.{LABEL_POD_GROUP}", labels.get(LABEL_POD_GROUP, ""), SIGS),
-            (f"metadata.labels.{LABEL_POD_GROUP_X}", labels.get(LABEL_POD_GROUP_X, ""), SIGS),
-            (
-                f"metadata.labels.{LABEL_LIGHTWEIGHT_NAME}",
-                labels.get(LABEL_LIGHTWEIGHT_NAME, ""),
-                None,
+            *(
+                (
+                    f"metadata.{where}.{key}",
+                    (labels if where == "labels" else annotations).get(key, ""),
+                    dialect,
+                )
+                for where, key, dialect in LINK_KEYS
             ),
-            (
-                f"metadata.annotations.{GANG_ANNOTATIONS.NAME}",
-                annotations.get(GANG_ANNOTATIONS.NAME, ""),
-                None,
-            ),
-            (
-                f"metadata.annotations.{ANNOTATION_VOLCANO_GROUP}",
-                annotations.get(ANNOTATION_VOLCANO_GROUP, ""),
-                VOLCANO,
-            ),
-            (f"metadata.annotations.{GODEL_GROUP}", annotations.get(GODEL_GROUP, ""), GODEL),
-            (f"metadata.labels.{GODEL_GROUP}", labels.get(GODEL_GROUP, ""), GODEL),
         ]
         for field_path, name, dialect in links:
             if not name:

@@ -16,9 +16,11 @@ from solver.kube.gangs import DEFAULT_NAMESPACE, api_group
 from solver.kube.loader import RawObject
 from solver.kube.workloads._apps import expand_deployment, expand_stateful_set
 from solver.kube.workloads._batch import expand_batch_job
+from solver.kube.workloads._generate_name import generated_names
 from solver.kube.workloads._jobset import expand_jobset
 from solver.kube.workloads._kubeflow import KUBEFLOW_KINDS, expand_kubeflow_job
 from solver.kube.workloads._kueue import expand_kueue_workload
+from solver.kube.workloads._kueue_jobs import kueue_workloads
 from solver.kube.workloads._lws import expand_leader_worker_set
 from solver.kube.workloads._template import Expansion
 from solver.kube.workloads._volcano import expand_volcano_job
@@ -46,17 +48,19 @@ def _namespace(body: dict[str, Any]) -> str:
 
 def expand_workloads(objects: Iterable[RawObject]) -> tuple[list[RawObject], list[str]]:
     """The input with each workload replaced by what it expands to, and the notes."""
-    objects = list(objects)
+    objects, notes = generated_names(objects)
     pods = [o.body for o in objects if o.kind == "Pod" and api_group(o.api_version) == ""]
     out: list[RawObject] = []
-    notes: list[str] = []
     for raw in objects:
         expander = EXPANDERS.get((api_group(raw.api_version), raw.kind))
         if expander is None:
             out.append(raw)
             continue
         expansion = expander(raw)
+        kueue_workloads(raw, expansion)
         notes.extend(expansion.notes)
+        if expansion.ungrouped:
+            notes.append(expansion.ungrouped)
         ns = _namespace(raw.body)
         if any(_namespace(p) == ns and expansion.owns(p) for p in pods):
             notes.append(f"{raw.label}: its pods are in the input, not expanded")

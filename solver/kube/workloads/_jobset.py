@@ -48,6 +48,7 @@ JOBSET_NAME = f"{PREFIX}jobset-name"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 WAS_API = "scheduling.k8s.io/v1beta1"
 READ = {"replicatedJobs", "scheduling", "startupPolicy", "suspend", "network"}
+RJOB_READ = {"name", "replicas", "template", "groupName"}  # dependsOn: noted, not acted on
 POLICY_FIELDS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode")
 MAX_TEMPLATES = 8  # podGroupTemplates per Workload (the JobSet webhook rejects more)
 
@@ -119,7 +120,7 @@ def expand_jobset(raw: RawObject) -> Expansion:
             )  # fmt: skip
     scheduling = spec.get("scheduling")
     if scheduling is None:
-        out.notes.append(
+        out.ungrouped = (
             f"JobSet {f.namespace}/{f.name}: no spec.scheduling: no gang is made, its pods are "
             "placed one by one unless their templates name one"
         )
@@ -138,6 +139,8 @@ def expand_jobset(raw: RawObject) -> Expansion:
             f"JobSet {f.namespace}/{f.name}: {EXCLUSIVE} (exclusive placement by pod "
             "affinity) is not enforced"
         )
+    for i, rjob in enumerate(rjobs):
+        out.notes += f.unread(RJOB_READ, rjob, f"spec.replicatedJobs[{i}]")
     out.notes += f.unread(READ)
     return out
 

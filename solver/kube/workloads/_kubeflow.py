@@ -97,7 +97,7 @@ def _gang(
     names = {p["spec"].get("schedulerName") or DEFAULT_SCHEDULER for _, p in pods}
     gang_names = sorted(names - {DEFAULT_SCHEDULER})
     if not gang_names:
-        out.notes.append(
+        out.ungrouped = (
             f"{f.raw.kind} {f.namespace}/{f.name}: no gang scheduler named in its templates' "
             "schedulerName: pods placed one by one"
         )

@@ -20,7 +20,7 @@ from solver.model import (
     pod_set_group_error,
 )
 
-__all__ = ["PODSET_LABEL", "expand_kueue_workload"]
+__all__ = ["PODSET_LABEL", "WORKLOAD_LABEL", "expand_kueue_workload"]
 
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"  # coscheduling: the expanded pods' one gang
 WORKLOAD_LABEL = "kueue.x-k8s.io/workload-name"

@@ -12,6 +12,8 @@ constructWorkerStatefulSetApplyConfiguration, `pkg/webhooks/pod_webhook.go` Defa
 - workers `<lws>-<group>-<j>`, j = 1 .. size-1 (the group's worker StatefulSet starts its
   ordinals at 1), from `workerTemplate`, the same labels with `worker-index: j`, and
   annotations `.../size` and `.../leader-name`;
+- with the annotation `leaderworkerset.sigs.k8s.io/exclusive-topology: <key>` on the LWS,
+  every pod gets the webhook's exclusive terms (`_exclusive`): one group per `<key>` domain;
 - `group-key` is sha1("<namespace>/<leader>"); the revision hash (an FNV hash of the
   controller revision upstream) stands in as the first 10 hex digits of the SHA-1 of the
   LWS spec.
@@ -42,6 +44,9 @@ __all__ = ["expand_leader_worker_set"]
 PREFIX = "leaderworkerset.sigs.k8s.io/"
 SET_NAME = f"{PREFIX}name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+EXCLUSIVE = f"{PREFIX}exclusive-topology"
+SUBGROUP_EXCLUSIVE = f"{PREFIX}subgroup-exclusive-topology"
+GROUP_KEY = f"{PREFIX}group-key"
 READ = {"replicas", "leaderWorkerTemplate", "startupPolicy", "rolloutStrategy", "networkConfig"}
 
 
@@ -68,6 +73,28 @@ class _GroupMember:
         )
 
 
+def _exclusive(pod: dict[str, Any], key: str, group: str) -> None:
+    """LWS's exclusive placement (`pkg/webhooks/pod_webhook.go` SetExclusiveAffinities): the
+    group's pods share a `key` domain (required affinity to their group key) that no other
+    group's pod is in (required anti-affinity to every other group key)."""
+    pod["metadata"]["annotations"][EXCLUSIVE] = key
+    affinity = pod["spec"]["affinity"] = dict(pod["spec"].get("affinity") or {})
+    same = {"matchExpressions": [{"key": GROUP_KEY, "operator": "In", "values": [group]}]}
+    others = {
+        "matchExpressions": [
+            {"key": GROUP_KEY, "operator": "Exists"},
+            {"key": GROUP_KEY, "operator": "NotIn", "values": [group]},
+        ]
+    }
+    for field, selector in (("podAffinity", same), ("podAntiAffinity", others)):
+        part = affinity[field] = dict(affinity.get(field) or {})
+        required = "requiredDuringSchedulingIgnoredDuringExecution"
+        part[required] = [
+            *(part.get(required) or []),
+            {"labelSelector": selector, "topologyKey": key},
+        ]
+
+
 def expand_leader_worker_set(raw: RawObject) -> Expansion:
     f = Fields(raw)
     spec = f.spec
@@ -83,6 +110,12 @@ def expand_leader_worker_set(raw: RawObject) -> Expansion:
     meta = f.dict(raw.body.get("metadata") or {}, "metadata")
     lws_annotations = f.map(meta, "metadata.annotations")
     out = Expansion(owns=lambda pod: meta_value(pod, "labels", SET_NAME) == f.name)
+    exclusive = lws_annotations.get(EXCLUSIVE, "")
+    if SUBGROUP_EXCLUSIVE in lws_annotations:
+        out.notes.append(
+            f"LeaderWorkerSet {f.namespace}/{f.name}: {SUBGROUP_EXCLUSIVE} (sub-groups, "
+            "spec.leaderWorkerTemplate.subGroupPolicy) is not enforced"
+        )
     groups: list[list[dict[str, Any]]] = []
     for i in range(replicas):
         leader = f"{f.name}-{i}"
@@ -98,6 +131,9 @@ def expand_leader_worker_set(raw: RawObject) -> Expansion:
             member("workerTemplate", f"{leader}-{j}", j, j, **{"leader-name": leader})
             for j in range(1, size)
         ]
+        if exclusive:
+            for p in pods:
+                _exclusive(p, exclusive, common[GROUP_KEY])
         groups.append(pods)
     if any(p["spec"].get("schedulerName") == "volcano" for pods in groups for p in pods):
         min_member = 1 if startup == "LeaderReady" else size
@@ -124,7 +160,7 @@ def expand_leader_worker_set(raw: RawObject) -> Expansion:
                 }
             )
     else:
-        out.notes.append(
+        out.ungrouped = (
             f"LeaderWorkerSet {f.namespace}/{f.name}: no gang scheduler named in its templates' "
             "schedulerName: pods placed one by one"
         )

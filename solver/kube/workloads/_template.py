@@ -24,6 +24,7 @@ class Expansion:
     objects: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     owns: Callable[[dict[str, Any]], bool] = lambda _pod: False  # a pod already made from it
+    ungrouped: str = ""  # the note that its pods make no gang (dropped when Kueue makes one)
 
 
 class Fields:
@@ -42,13 +43,17 @@ class Fields:
         self.uid: str = str(meta.get("uid") or "")
         self.spec: dict[str, Any] = self.dict(raw.body.get("spec") or {}, "spec")
 
-    def unread(self, read: set[str]) -> list[str]:
-        """A note naming the spec fields an expansion does not read (none: no note)."""
-        ignored = sorted(set(self.spec) - read)
+    def unread(
+        self, read: set[str], item: builtins.dict[str, Any] | None = None, path: str = ""
+    ) -> builtins.list[str]:
+        """A note naming the fields an expansion does not read: of the spec, or of `item`
+        at `path` (a task, a replicated job); none: no note."""
+        ignored = sorted(set(self.spec if item is None else item) - read)
         if not ignored:
             return []
         where = f"{self.raw.api_version} {self.raw.kind} {self.namespace}/{self.name}"
-        return [f"{where}: ignored {', '.join(ignored)}"]
+        at = f" {path}:" if path else ""
+        return [f"{where}:{at} ignored {', '.join(ignored)}"]
 
     def map(self, parent: dict[str, Any], path: str) -> dict[str, str]:
         value = parent.get(path.rsplit(".", 1)[-1]) or {}

@@ -36,6 +36,8 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 QUEUE_NAME = "volcano.sh/queue-name"
 READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName", "networkTopology"}
+TASK_READ = {"name", "replicas", "minAvailable", "template"}  # dependsOn, partitionPolicy,
+#   topologyPolicy, policies, maxRetry: noted, not acted on
 
 
 def expand_volcano_job(raw: RawObject) -> Expansion:
@@ -54,6 +56,7 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
         task_name = f.text(task.get("name"), f"{where}.name") or f"default{i}"
         replicas = f.count(task.get("replicas"), f"{where}.replicas", 1)
         min_task[task_name] = f.count(task.get("minAvailable"), f"{where}.minAvailable", replicas)
+        out.notes += f.unread(TASK_READ, task, where)
         for index in range(replicas):
             common = {JOB_NAME: f.name, TASK_SPEC: task_name, QUEUE_NAME: queue}
             common[TASK_INDEX] = str(index)

@@ -1,0 +1,102 @@
+"""Workload fields gangplan does not act on are named in a note with their path, and the
+ones it does act on hold: LeaderWorkerSet exclusive topology (one group per domain)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver import SchedulerConf, schedule
+from solver.kube import load_objects
+from solver.kube.workloads import expand_workloads
+from tests.builders import node, raw
+
+HOST = "kubernetes.io/hostname"
+CONTAINER = {"name": "c", "resources": {"requests": {"cpu": "1"}}}
+
+
+def lws(replicas: int, size: int, annotations: dict[str, str]) -> dict[str, Any]:
+    """LeaderWorkerSet's exclusive-placement sample (kubernetes-sigs/lws
+    docs/examples/sample/lws-exclusive-placement.yaml), on hostnames here."""
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "annotations": annotations},
+        "spec": {
+            "replicas": replicas,
+            "leaderWorkerTemplate": {
+                "size": size,
+                "workerTemplate": {"spec": {"containers": [CONTAINER]}},
+            },
+        },
+    }
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_lws_exclusive_topology_puts_one_group_per_domain(engine: str) -> None:
+    """3 groups of 4 one-cpu pods, 3 nodes of 16 cpu: all 12 fit on one node, but each group
+    gets a node of its own. They were put on one node, the annotation ignored."""
+    nodes = [node(f"n{i}").cpu("16").label(HOST, f"n{i}").obj() for i in range(3)]
+    exclusive = {"leaderworkerset.sigs.k8s.io/exclusive-topology": HOST}
+    cluster = load_objects(raw(*nodes, lws(3, 4, exclusive)))
+    d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, time_limit=10)
+    by_group: dict[str, set[str | None]] = {}
+    for key, p in d.placements.items():
+        group = key.removeprefix("default/lws-").split("-")[0]
+        by_group.setdefault(group, set()).add(p.node)
+    assert all(len(nodes) == 1 and None not in nodes for nodes in by_group.values()), by_group
+    assert len({n for nodes in by_group.values() for n in nodes}) == 3
+
+
+def test_lws_subgroup_exclusive_is_noted() -> None:
+    annotated = {"leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": HOST}
+    _, notes = expand_workloads(raw(lws(1, 2, annotated)))
+    assert any("subgroup-exclusive-topology" in n and "not enforced" in n for n in notes)
+
+
+def test_volcano_task_fields_not_acted_on_are_noted_with_their_path() -> None:
+    """volcano-sh/volcano example/job-dependency (dependsOn) and the partition samples
+    (partitionPolicy): 11 pods were placed at once with no word."""
+    template = {"spec": {"containers": [CONTAINER]}}
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "dep"},
+        "spec": {
+            "tasks": [
+                {"name": "master", "replicas": 1, "template": template},
+                {
+                    "name": "worker",
+                    "replicas": 10,
+                    "template": template,
+                    "dependsOn": {"name": ["master"]},
+                    "partitionPolicy": {"totalPartitions": 2, "partitionSize": 5},
+                },
+            ]
+        },
+    }
+    _, notes = expand_workloads(raw(job))
+    assert any("spec.tasks[1]: ignored dependsOn, partitionPolicy" in n for n in notes), notes
+    assert not any("spec.tasks[0]" in n for n in notes)
+
+
+def test_jobset_replicated_job_depends_on_is_noted() -> None:
+    job_template = {"spec": {"template": {"spec": {"containers": [CONTAINER]}}}}
+    js = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js"},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "init", "template": job_template},
+                {
+                    "name": "main",
+                    "template": job_template,
+                    "dependsOn": [{"name": "init", "status": "Complete"}],
+                },
+            ]
+        },
+    }
+    _, notes = expand_workloads(raw(js))
+    assert any("spec.replicatedJobs[1]: ignored dependsOn" in n for n in notes), notes
