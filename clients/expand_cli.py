@@ -13,7 +13,9 @@ from clients._options import Files, Output, OutputFormat
 from clients.render import write_data
 from solver import GangplanError
 from solver.kube import read_sources
-from solver.kube.workloads import expand_workloads
+from solver.kube.convert import reads
+from solver.kube.gangs import api_group
+from solver.kube.workloads import EXPANDERS, expand_workloads, generated_names
 
 __all__ = ["expand_cmd"]
 
@@ -26,13 +28,20 @@ def expand_cmd(
     jobs, StatefulSet, Deployment) expands to: its pods and PodGroups (and a JobSet's
     Workload), as its controller would create them. Other objects are left out."""
     try:
-        objects = read_sources(files)
+        objects, named = generated_names(read_sources(files))  # named first: kept as they are
         expanded, notes = expand_workloads(objects)
+        notes = named + notes
     except GangplanError as err:
         fail(err)
         return
     kept = {id(o) for o in objects}
     made = [o.body for o in expanded if id(o) not in kept]
+    notes += [
+        f"{o.source}: document {o.document}: skipped {o.api_version} {o.kind} (not a "
+        "workload gangplan expands, nor an object it reads)"
+        for o in expanded
+        if id(o) in kept and not reads(o) and (api_group(o.api_version), o.kind) not in EXPANDERS
+    ]
     for note in notes:
         sys.stderr.write(f"note: {note}\n")
     if output is not Output.table:

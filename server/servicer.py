@@ -82,6 +82,7 @@ ScheduleFn = Callable[..., Decision]  # `solver.schedule`'s signature; tests pas
 MAX_SNAPSHOT_ID = 253  # a Kubernetes object name's limit: ids are echoed in errors
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
 DRAIN_FLOOR = 0.05  # s: a call starting as the drain ends still gets the greedy's answer
+MIN_REMAINING = 0.005  # s: with less left at the solve, the call is DEADLINE_EXCEEDED
 
 
 def _check_id(snapshot_id: str, field: str) -> None:
@@ -408,7 +409,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             budget = self.settings.time_limit
         else:
             budget = self.settings.budget(remaining)
-            if budget <= 0:
+            if budget <= 0 and remaining > MIN_REMAINING:
+                # less left than the margin it keeps, yet time left: an admitted call is
+                # answered, by the greedy in half of what is left
+                budget = remaining / 2
+            elif budget <= 0:
                 raise _Abort(
                     grpc.StatusCode.DEADLINE_EXCEEDED,
                     "the deadline left no time to solve after building the model",

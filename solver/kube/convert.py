@@ -39,6 +39,7 @@ from solver.kube.objects import (
 from solver.kube.validate import validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
+    KUEUE_ANNOTATIONS,
     QUEUE_ANNOTATION,
     ClusterModel,
     Gang,
@@ -55,7 +56,7 @@ from solver.model import (
 )
 from solver.quantity import PODS
 
-__all__ = ["build_model", "effective_requests"]
+__all__ = ["READ_KINDS", "build_model", "effective_requests", "reads"]
 
 DEFAULT_MAX_PODS = 110  # kubelet's default maxPods, used when a node omits allocatable.pods
 
@@ -94,6 +95,14 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         pods.append(pod)
         members.setdefault(gang_id, []).append(pod.key)
     inputs.notes.extend(links.finish(members))
+    inputs.notes.extend(_unread_kueue_annotations(pods))
+    claiming = sum(1 for p in pods if p.node_name is None and DRA_CLAIMS in p.requests)
+    if claiming:
+        inputs.notes.append(
+            f"{claiming} pending pod(s) claim devices through DRA (spec.resourceClaims), which "
+            f"gangplan does not model yet: they wait, as needing {DRA_CLAIMS}, which no node "
+            "offers"
+        )
     gangs = {
         gid: g.model_copy(update={"members": tuple(sorted(members.get(gid, [])))})
         for gid, g in sorted(links.gangs.items())
@@ -124,6 +133,30 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     )
 
 
+READ_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Node"),
+        ("", "Pod"),
+        ("", "Namespace"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("scheduling.volcano.sh", "Queue"),
+        ("scheduling.koordinator.sh", "ClusterNetworkTopology"),
+        (KUEUE_GROUP, "Topology"),
+        (KUEUE_GROUP, "ResourceFlavor"),
+        (HYPERNODE_GROUP, "HyperNode"),
+        *((group, "PodGroup") for group in POD_GROUP_DIALECTS),
+    }
+)
+"""(API group, kind) of the objects `build_model` reads, besides the Workload API's."""
+
+
+def reads(raw: RawObject) -> bool:
+    """Whether `build_model` reads an object of this kind (others are skipped, noted)."""
+    if raw.kind in ("PodGroup", "Workload") and raw.api_version in WORKLOAD_API_VERSIONS:
+        return True
+    return (api_group(raw.api_version), raw.kind) in READ_KINDS
+
+
 def _classify(objects: Iterable[RawObject]) -> _Inputs:
     out = _Inputs()
     seen: dict[tuple[str, str], RawObject] = {}
@@ -131,6 +164,12 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
         kind, group = raw.kind, api_group(raw.api_version)
         if not raw.api_version:
             raise raw.error("missing required field", field="apiVersion")
+        if not reads(raw):
+            out.notes.append(
+                f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "
+                "(not read by gangplan)"
+            )
+            continue
         parsed: BaseModel
         if kind == "Node" and group == "":
             parsed = validate(K8sNode, raw)
@@ -190,12 +229,8 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             hypernode = read_hypernode(raw, out.notes)
             out.hypernodes.append(hypernode)
             ident = hypernode.name
-        else:
-            out.notes.append(
-                f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "
-                "(not read by gangplan)"
-            )
-            continue
+        else:  # pragma: no cover - `reads` let through a kind no branch takes
+            raise AssertionError(f"READ_KINDS lists {group}/{kind}, which no branch reads")
         key = (kind, ident)
         if key in seen:
             first = seen[key]
@@ -261,6 +296,29 @@ def _container_request(c: Container) -> dict[str, int]:
     return out
 
 
+def _unread_kueue_annotations(pods: list[Pod]) -> list[str]:
+    """A note per Kueue pod-set annotation gangplan does not act on (multi-layer slices,
+    topology spreading, ...), with the number of pending pods carrying it."""
+    counts: dict[str, int] = {}
+    for p in pods:
+        if p.node_name is None:
+            for key in p.annotations:
+                if key.startswith(KUEUE_PODSET_PREFIX) and key not in KUEUE_ANNOTATIONS.ALL:
+                    counts[key] = counts.get(key, 0) + 1
+    return [
+        f"annotation {key} on {n} pending pod(s) is not acted on (Kueue TAS reads it; "
+        "gangplan does not yet)"
+        for key, n in sorted(counts.items())
+    ]
+
+
+KUEUE_PODSET_PREFIX = "kueue.x-k8s.io/podset-"
+DRA_CLAIMS = "resource.k8s.io/claims"
+"""What a pending pod with DRA resource claims is counted as needing: no node offers it, so
+the pod waits ("Insufficient resource.k8s.io/claims", with a note) rather than being placed
+without the devices it claims. DRA is the next input to model."""
+
+
 def effective_requests(k8s: K8sPod) -> dict[str, int]:
     """A pod's requests as kube-scheduler computes them (component-helpers/resource
     `PodRequests`, KEP-753): app containers plus restartable (sidecar) init containers, which
@@ -287,6 +345,8 @@ def effective_requests(k8s: K8sPod) -> dict[str, int]:
     for r, v in k8s.spec.overhead.items():
         total[r] = total.get(r, 0) + v
     total[PODS] = 1
+    if k8s.spec.resource_claims and not k8s.spec.node_name:
+        total[DRA_CLAIMS] = len(k8s.spec.resource_claims)  # refused, with a note (build_model)
     return {r: v for r, v in sorted(total.items()) if v > 0}
 
 

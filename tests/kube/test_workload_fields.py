@@ -3,10 +3,14 @@ ones it does act on hold: LeaderWorkerSet exclusive topology (one group per doma
 
 from __future__ import annotations
 
+import tempfile
 from typing import Any
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
+from clients.cli import app
 from solver import SchedulerConf, schedule
 from solver.kube import load_objects
 from solver.kube.workloads import expand_workloads
@@ -100,3 +104,73 @@ def test_jobset_replicated_job_depends_on_is_noted() -> None:
     }
     _, notes = expand_workloads(raw(js))
     assert any("spec.replicatedJobs[1]: ignored dependsOn" in n for n in notes), notes
+
+
+def test_dra_claims_keep_a_pod_pending_with_a_note() -> None:
+    """Volcano's, Kueue's, KAI's and JobSet's DRA samples (spec.resourceClaims): the pods
+    were placed as if they claimed nothing."""
+    claimer = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [CONTAINER],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}],
+        },
+    }
+    cluster = load_objects(raw(node("n").cpu("4").obj(), claimer))
+    d = schedule(cluster, SchedulerConf.default(), engine="auto", workers=1)
+    assert d.placements["default/p"].node is None
+    assert "resource.k8s.io/claims" in d.placements["default/p"].reason
+    assert any("DRA" in n for n in cluster.notes)
+
+
+def test_kueue_annotations_not_acted_on_are_noted_once() -> None:
+    multi = {"kueue.x-k8s.io/podset-slice-required-topology-constraints": "[]"}
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "annotations": multi},
+            "spec": {"containers": [CONTAINER]},
+        }
+        for i in range(3)
+    ]
+    cluster = load_objects(raw(*pods))
+    (note,) = [n for n in cluster.notes if "slice-required-topology-constraints" in n]
+    assert "3 pending pod(s)" in note
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "pods"),
+    [
+        ("apps/v1 ReplicaSet", {"replicas": 2, "template": {"spec": {"containers": [CONTAINER]}}}, 2),
+        (
+            "kubeflow.org/v1 JAXJob",
+            {"jaxReplicaSpecs": {"Worker": {"replicas": 3, "template": {"spec": {"containers": [CONTAINER]}}}}},
+            3,
+        ),
+    ],
+)  # fmt: skip
+def test_replica_sets_and_jax_jobs_are_expanded(kind: str, spec: dict[str, Any], pods: int) -> None:
+    api_version, k = kind.split(" ")
+    objects, _ = expand_workloads(
+        raw({"apiVersion": api_version, "kind": k, "metadata": {"name": "w"}, "spec": spec})
+    )
+    assert sum(1 for o in objects if o.kind == "Pod") == pods
+
+
+def test_expand_notes_the_kinds_it_skips() -> None:
+    """`expand` printed an empty List for a CronJob, with no word (schedule noted it)."""
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "cj"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {}},
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump_all([cron, node("n").obj()], f)
+    result = CliRunner().invoke(app, ["expand", "-f", f.name])
+    assert result.exit_code == 0
+    assert "skipped batch/v1 CronJob" in result.stderr
+    assert "Node" not in result.stderr

@@ -147,7 +147,7 @@ def _per_node(problem: Problem) -> np.ndarray | None:
 
 def _words(
     problem: Problem, gangs: list[int], types: list[int], core: set[str], families: list[str]
-) -> str:
+) -> str | None:
     eligible_any = np.any(problem.eligible[np.array(types)], axis=0)
     parts: list[str] = []
     if "eligibility" in core:
@@ -190,9 +190,7 @@ def _words(
             f"{format_quantity(name, offered)} before this cycle"
         )
     parts.extend(families)
-    if not parts:
-        parts.append("the gang's minMember share cannot be met")
-    return "; ".join(parts)
+    return "; ".join(parts) or None  # nothing to name: the greedy's counted reason stands
 
 
 def explain_unsatisfied(

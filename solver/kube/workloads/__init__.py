@@ -25,7 +25,7 @@ from solver.kube.workloads._lws import expand_leader_worker_set
 from solver.kube.workloads._template import Expansion
 from solver.kube.workloads._volcano import expand_volcano_job
 
-__all__ = ["EXPANDERS", "expand_workloads"]
+__all__ = ["EXPANDERS", "expand_workloads", "generated_names"]
 
 Expander = Callable[[RawObject], Expansion]
 EXPANDERS: dict[tuple[str, str], Expander] = {
@@ -33,6 +33,7 @@ EXPANDERS: dict[tuple[str, str], Expander] = {
     ("batch", "Job"): expand_batch_job,
     ("apps", "StatefulSet"): expand_stateful_set,
     ("apps", "Deployment"): expand_deployment,
+    ("apps", "ReplicaSet"): expand_deployment,  # a Deployment's pods are its ReplicaSet's
     ("jobset.x-k8s.io", "JobSet"): expand_jobset,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): expand_leader_worker_set,
     ("kueue.x-k8s.io", "Workload"): expand_kueue_workload,

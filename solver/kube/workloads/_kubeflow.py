@@ -1,6 +1,6 @@
 """Kubeflow training jobs -> their pods and PodGroup.
 
-`kubeflow.org/v1` PyTorchJob, TFJob, XGBoostJob, PaddleJob (kubeflow/training-operator,
+`kubeflow.org/v1` PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob (kubeflow/training-operator,
 `pkg/controller.v1/common/pod.go` createNewPod, `util.go` GenGeneralName / GenLabels,
 `scheduler.go` the Volcano and scheduler-plugins PodGroup controls):
 
@@ -52,6 +52,7 @@ KUBEFLOW_KINDS: dict[str, tuple[str, str, str]] = {
     "XGBoostJob": ("xgbReplicaSpecs", "Master", "xgboostjob-controller"),
     "PaddleJob": ("paddleReplicaSpecs", "Master", "paddlejob-controller"),
     "MPIJob": ("mpiReplicaSpecs", "Launcher", "mpi-operator"),
+    "JAXJob": ("jaxReplicaSpecs", "Master", "jaxjob-controller"),  # Worker replicas only
 }
 READ = {"runPolicy", "mpiImplementation", "slotsPerWorker", "elasticPolicy"} | {
     field for field, _, _ in KUBEFLOW_KINDS.values()

@@ -70,6 +70,7 @@ INTEGRATIONS: dict[tuple[str, str], PodSetOf] = {
     ("batch", "Job"): _one,
     ("apps", "StatefulSet"): _one,
     ("apps", "Deployment"): lambda _b, pod: (str(pod["metadata"]["name"]), "main"),
+    ("apps", "ReplicaSet"): lambda _b, pod: (str(pod["metadata"]["name"]), "main"),
     ("jobset.x-k8s.io", "JobSet"): lambda _b, pod: ("", _label(pod, JOBSET_REPLICATED_JOB)),
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _lws,
     **{
