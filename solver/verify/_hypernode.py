@@ -11,8 +11,8 @@ HyperNodes) holding every node. `soft` never fails (the root always holds the jo
 `subGroupPolicy`: the job's placed pods are split into sub-groups again from the policies
 (the first policy whose labelSelector matches and whose matchLabelKeys the pod carries
 non-empty; one sub-group per value tuple); a sub-group with placed pods has at least
-`subGroupSize` of them, a hard sub-group `networkTopology` holds them in one HyperNode of
-tier <= its limit, and each policy has at least `minSubGroups` placed sub-groups.
+`subGroupSize` of them, a hard sub-group `networkTopology` holds them, with its running
+members, in one HyperNode of tier <= its limit, and each policy has at least `minSubGroups` placed sub-groups.
 """
 
 from __future__ import annotations
@@ -164,6 +164,12 @@ def _subgroups(
                 placed[key].append(ctx.target[p.key])
     if not any(p.key in ctx.target for p in members):
         return []
+    running = ctx.snapshot.running
+    ran: dict[tuple[int, tuple[str, ...]], set[str]] = {}  # running members' nodes
+    for row in ctx.snapshot.rows_of_gang(gid).tolist():
+        key = _subgroup_of(gang, running.labels(row))
+        if key is not None and running.node[row] >= 0:
+            ran.setdefault(key, set()).add(running.node_name(row))
     out: list[str] = []
     ready = [0] * len(gang.sub_group_policy)
     for (i, values), nodes in sorted(placed.items()):
@@ -178,10 +184,12 @@ def _subgroups(
         ready[i] += len(nodes) >= size
         spec = policy.network_topology
         limit = _hard_limit(spec, hypernodes) if spec is not None else None
-        if nodes and limit is not None and not holds(set(nodes), limit):
+        used = set(nodes) | ran.get((i, values), set())
+        if nodes and limit is not None and not holds(used, limit):
             out.append(
                 f"PodGroup {gid}: sub-group {name} networkTopology hard (tier <= {limit}) but "
-                f"its pods on {sorted(set(nodes))} are in no single HyperNode of tier <= {limit}"
+                f"its pods on {sorted(used)} (running ones included) are in no single "
+                f"HyperNode of tier <= {limit}"
             )
     for i, policy in enumerate(gang.sub_group_policy):
         if ready[i] < policy.min_sub_groups:

@@ -12,7 +12,8 @@ As upstream HEAD `ed72c7c8` builds them (`job_info.go` `getOrCreateSubJob`,
   placed sub-groups of each policy (`MinSubJobs`), besides its `minMember`.
 * **tier** — a sub-group's `networkTopology` hard with `highestTierAllowed` (or a
   `highestTierName` some HyperNode carries) puts all its pods inside ONE HyperNode of tier
-  <= that limit. `soft` becomes hard at the job's limit (`convertSoftToHardTopology`): no
+  <= that limit; with running members, the one that holds them (`recoverAllocatedHyperNode`
+  per sub-job: its new pods join them there, or are not placed). `soft` becomes hard at the job's limit (`convertSoftToHardTopology`): no
   rule beyond the job's, as a sub-group without `networkTopology`.
 
 Pods of different sub-groups never share a pod type (`subgroup_type_key`), so a sub-group
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.features._base import CompileContext
@@ -109,22 +111,54 @@ def compile_subgroups(
     by_key: dict[SubGroupKey | None, list[int]] = {}
     for t in types:
         by_key.setdefault(subgroup_of(gang, ctx.first_pod(t).labels), []).append(t)
+    running = _running_nodes(ctx.snapshot, gang)
     out: list[SubGroupPlan] = []
     for key, members in sorted(by_key.items(), key=lambda kv: (kv[0] is None, kv[0] or (0, ()))):
         policy = -1 if key is None else key[0]
         spec = gang.sub_group_policy[policy] if policy >= 0 else None
         limit = _own_limit(gang, policy, tree, job_limit, ctx.notes)
+        name = "(default)" if key is None else f"{spec.name}-{'-'.join(key[1])}"  # type: ignore[union-attr]
+        domain = None if limit is None else tree.top_within(limit)
+        if domain is not None and key in running:
+            domain = _recovered(domain, running[key], gang, name, ctx.notes)
         out.append(
             SubGroupPlan(
-                name="(default)" if key is None else f"{spec.name}-{'-'.join(key[1])}",  # type: ignore[union-attr]
+                name=name,
                 policy=policy,
                 types=tuple(members),
                 size=1 if spec is None or spec.sub_group_size is None else spec.sub_group_size,
                 limit=limit,
-                domain=None if limit is None else tree.top_within(limit),
+                domain=domain,
             )
         )
     return tuple(out)
+
+
+def _running_nodes(snapshot: Snapshot, gang: Gang) -> dict[SubGroupKey | None, list[int]]:
+    """The nodes of the job's running pods, by sub-group."""
+    out: dict[SubGroupKey | None, list[int]] = {}
+    running = snapshot.running
+    for row in snapshot.rows_of_gang(gang.id).tolist():
+        node = int(running.node[row])
+        if node >= 0:
+            out.setdefault(subgroup_of(gang, running.labels(row)), []).append(node)
+    return out
+
+
+def _recovered(
+    domain: IntArray, nodes: list[int], gang: Gang, name: str, notes: list[str]
+) -> IntArray:
+    """`recoverAllocatedHyperNode` for a sub-group: its new pods stay in the HyperNode of
+    tier <= its limit that holds its running pods; none holds them all: nowhere (upstream:
+    "allocated hyperNode tier is greater than highest allowed tier")."""
+    held = set(domain[nodes].tolist())
+    if len(held) == 1 and (h := held.pop()) >= 0:
+        return np.where(domain == h, domain, -1)
+    notes.append(
+        f"PodGroup {gang.id}: sub-group {name}'s running pods are in no one HyperNode within "
+        "its tier limit: its pending pods are not placed"
+    )
+    return np.full_like(domain, -1)
 
 
 def subgroup_constraints(

@@ -58,6 +58,8 @@ def _place_subgroup(
     groups = [[h]] if sub.limit is None else gradients(tree, h, sub.limit, None)
     sub_t = seq_t[idx]
     for group in groups:
+        if sub.domain is not None:  # inside the HyperNode holding its running members
+            group = [h2 for h2 in group if bool(np.all(sub.domain[tree.covers[h2]] >= 0))]
         for count in counts:
             found: dict[int, list[tuple[int, int]]] = {}
             for h2 in group:

@@ -296,3 +296,59 @@ def test_cpsat_is_never_worse_than_the_greedy_with_sub_groups(seed: int) -> None
     greedy = run(objects, "greedy")
     cpsat = run(objects, "cpsat")
     assert cpsat.objective >= greedy.objective
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sub_group_with_a_running_member_stays_in_its_hypernode(engine: str) -> None:
+    """upstream `recoverAllocatedHyperNode` per sub-job: sub-group `a` has a pod running
+    on s1-n3 and s1-n4 is taken by another job, so its pending pod cannot join it and
+    waits; sub-group `b` (no running member) may go anywhere. `a1` was placed in s0,
+    split from its running member."""
+    objects = [
+        *FOUR,
+        *TWO_TIERS,
+        group("pg1", 2, "hard", 2, policy("part", [INSTANCE], "hard", 1)),
+        pod("busy", "c1").requests(cpu="2", memory="4G").on("s1-n4").obj(),
+        member("a0", INSTANCE, "a", on="s1-n3"),
+        member("a1", INSTANCE, "a"),
+        member("b0", INSTANCE, "b"),
+    ]
+    placed = run(objects, engine).placed
+    assert "c1/a1" not in placed
+    assert placed["c1/b0"].startswith("s0")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sub_group_whose_members_span_two_hypernodes_is_not_placed(engine: str) -> None:
+    objects = [
+        *FOUR,
+        *TWO_TIERS,
+        group("pg1", 2, "hard", 2, policy("part", [INSTANCE], "hard", 1)),
+        member("a0", INSTANCE, "a", on="s0-n1"),
+        member("a1", INSTANCE, "a", on="s1-n3"),
+        member("a2", INSTANCE, "a"),
+    ]
+    assert "c1/a2" not in run(objects, engine).placed
+
+
+def test_verify_holds_a_sub_group_to_its_running_members() -> None:
+    """A pending pod of sub-group `a` in s0 while `a` runs in s1: a violation."""
+    objects = [
+        *FOUR,
+        *TWO_TIERS,
+        group("pg1", 2, "hard", 2, policy("part", [INSTANCE], "hard", 1)),
+        member("a0", INSTANCE, "a", on="s1-n3"),
+        member("a1", INSTANCE, "a"),
+    ]
+    cluster_model = cluster(objects)
+    decision = run(objects, "greedy")
+    moved = replace(
+        decision,
+        placements={
+            **decision.placements,
+            "c1/a1": replace(decision.placements["c1/a1"], node="s0-n1"),
+        },
+    )
+    problems = verify(cluster_model, conf(), moved)
+    assert any("sub-group part-a" in p and "running ones included" in p for p in problems)
+    assert not verify(cluster_model, conf(), decision)
