@@ -46,6 +46,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1"), "topologies", "Topology", False),
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "resourceflavors", "ResourceFlavor", False),
     Kind("topology.volcano.sh", ("v1alpha1",), "hypernodes", "HyperNode", False),
+    Kind("scheduling.run.ai", ("v2alpha2",), "podgroups", "PodGroup", True),
+    Kind("scheduling.run.ai", ("v2",), "queues", "Queue", False),
+    Kind("kai.scheduler", ("v1alpha1",), "topologies", "Topology", False),
     Kind(
         "scheduling.koordinator.sh",
         ("v1alpha1",),
@@ -56,7 +59,8 @@ KINDS: tuple[Kind, ...] = (
 )
 
 # Kinds read again whenever a pod, node or gang object changes (few objects each): what
-# a pod's priority, gang and affinity namespaces are resolved against.
-CONTEXT_KINDS = frozenset({"Namespace", "PriorityClass", "Queue", "Workload"})
+# a pod's priority, gang (a KAI PodGroup's Topology levels) and affinity namespaces are
+# resolved against.
+CONTEXT_KINDS = frozenset({"Namespace", "PriorityClass", "Queue", "Workload", "Topology"})
 # Kinds that make up the network topology; any change re-sends it whole.
 TOPOLOGY_KINDS = frozenset({"Topology", "ResourceFlavor", "HyperNode", "ClusterNetworkTopology"})

@@ -18,6 +18,13 @@ from solver.kube.gangs import (
     api_group,
 )
 from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
+from solver.kube.kai import (
+    KAI_GROUP,
+    KAI_TOPOLOGY_GROUP,
+    K8sKaiTopology,
+    kai_gang_fields,
+    kai_queue_note,
+)
 from solver.kube.kueue import (
     KUEUE_GROUP,
     K8sKueueFlavor,
@@ -72,6 +79,7 @@ class _Inputs:
     kueue: list[tuple[RawObject, K8sKueueTopology | K8sKueueFlavor]] = field(default_factory=list)
     hypernodes: list[HyperNode] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
+    kai_topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> levels
     notes: list[str] = field(default_factory=list)
 
 
@@ -95,6 +103,10 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         pods.append(pod)
         members.setdefault(gang_id, []).append(pod.key)
     inputs.notes.extend(links.finish(members))
+    for gid, (pg_raw, _) in inputs.pod_groups.items():
+        if api_group(pg_raw.api_version) == KAI_GROUP and gid in links.gangs:
+            fields = kai_gang_fields(pg_raw, gid, inputs.kai_topologies, inputs.notes)
+            links.gangs[gid] = links.gangs[gid].model_copy(update=fields)
     inputs.notes.extend(_unread_kueue_annotations(pods))
     claiming = sum(1 for p in pods if p.node_name is None and DRA_CLAIMS in p.requests)
     if claiming:
@@ -144,6 +156,8 @@ READ_KINDS: frozenset[tuple[str, str]] = frozenset(
         (KUEUE_GROUP, "Topology"),
         (KUEUE_GROUP, "ResourceFlavor"),
         (HYPERNODE_GROUP, "HyperNode"),
+        (KAI_TOPOLOGY_GROUP, "Topology"),
+        (KAI_GROUP, "Queue"),
         *((group, "PodGroup") for group in POD_GROUP_DIALECTS),
     }
 )
@@ -225,6 +239,13 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             )
             ident = kueue_object.metadata.name
             out.kueue.append((raw, kueue_object))
+        elif kind == "Topology" and group == KAI_TOPOLOGY_GROUP:
+            kai = validate(K8sKaiTopology, raw)
+            ident = f"kai:{kai.metadata.name}"  # beside a Kueue Topology of the same name
+            out.kai_topologies[kai.metadata.name] = tuple(lv.node_label for lv in kai.spec.levels)
+        elif kind == "Queue" and group == KAI_GROUP:
+            ident = f"kai:{(raw.body.get('metadata') or {}).get('name')}"  # beside Volcano's
+            out.notes.append(kai_queue_note(raw))
         elif kind == "HyperNode" and group == HYPERNODE_GROUP:
             hypernode = read_hypernode(raw, out.notes)
             out.hypernodes.append(hypernode)

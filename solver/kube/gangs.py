@@ -11,8 +11,9 @@ Links, in the order they are tried (the first present wins):
    annotation `.../min-available` when no PodGroup object exists)
 4. annotation `scheduling.k8s.io/group-name: <pg>` (Volcano)
 5. annotation or label `godel.bytedance.com/pod-group-name: <pg>` (Godel)
+6. annotation `pod-group-name: <pg>` (KAI-Scheduler)
 
-A pod with none of them is a gang of one. Links 0, 1, 4 and 5 name a PodGroup object; when a
+A pod with none of them is a gang of one. Links 0, 1, 4, 5 and 6 name a PodGroup object; when a
 dump lacks it (`kubectl get pods` without `podgroups`), the pods naming it form one gang
 that needs all of them, with a note saying so.
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 from solver.json_limits import read_json
 from solver.kube.hypernode import read_network_topology, read_sub_group_policy
+from solver.kube.kai import KAI_GROUP, KAI_POD_GROUP_ANNOTATION
 from solver.kube.loader import RawObject
 from solver.kube.objects import K8sPod, K8sPodGroup
 from solver.kube.workload_api import WORKLOAD_API, K8sWorkloadPodGroup, workload_gang_fields
@@ -86,6 +88,7 @@ POD_GROUP_DIALECTS: dict[str, Dialect] = {
     "scheduling.x-k8s.io": "scheduling.sigs.k8s.io",
     "scheduling.volcano.sh": "scheduling.volcano.sh",
     "scheduling.godel.kubewharf.io": "scheduling.godel.kubewharf.io",
+    KAI_GROUP: "scheduling.sigs.k8s.io",  # a minMember gang (kai.py reads the rest)
 }
 
 
@@ -100,6 +103,7 @@ LINK_KEYS: tuple[tuple[str, str, Dialect | None], ...] = (
     ("annotations", ANNOTATION_VOLCANO_GROUP, VOLCANO),
     ("annotations", GODEL_GROUP, GODEL),
     ("labels", GODEL_GROUP, GODEL),
+    ("annotations", KAI_POD_GROUP_ANNOTATION, SIGS),  # KAI-Scheduler (kai.py)
 )
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "KUEUE_GROUP",
     "K8sKueueFlavor",
     "K8sKueueTopology",
+    "LevelsSpec",
     "check_kueue_pod",
     "kueue_flavor",
     "kueue_topologies",
@@ -47,7 +48,9 @@ class _Level(_K8s):
     node_label: str = Field(alias="nodeLabel", min_length=1, max_length=316)
 
 
-class _TopologySpec(_K8s):
+class LevelsSpec(_K8s):
+    """A Topology's `spec` (Kueue's, which KAI's repeats): node-label levels, coarse first."""
+
     levels: list[_Level] = Field(min_length=1, max_length=MAX_LEVELS)
 
     @field_validator("levels")
@@ -64,7 +67,7 @@ class _TopologySpec(_K8s):
 
 class K8sKueueTopology(_K8s):
     metadata: Metadata
-    spec: _TopologySpec
+    spec: LevelsSpec
 
 
 class _FlavorSpec(_K8s):

@@ -15,9 +15,9 @@ from solver.model._workload import Pod
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "PodSelection"]
 
 # The front ends gangplan speaks for, under their default names: kube-scheduler (and its
-# coscheduling / scheduler-plugins profile), Volcano, Koordinator and Godel.
+# coscheduling / scheduler-plugins profile), Volcano, Koordinator, Godel and KAI-Scheduler.
 DEFAULT_SCHEDULER_NAMES = frozenset(
-    {"default-scheduler", "volcano", "koord-scheduler", "godel-scheduler"}
+    {"default-scheduler", "volcano", "koord-scheduler", "godel-scheduler", "kai-scheduler"}
 )
 
 

@@ -90,7 +90,8 @@ def base_manifests() -> list[dict[str, Any]]:
     7 topology, 8 a Volcano Job, 9 an Indexed batch Job, 10 a PyTorchJob, 11 a StatefulSet,
     12 a JobSet with Workload API gangs, 13 a LeaderWorkerSet (workloads expanded into
     pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 a Kueue Topology
-    and TAS ResourceFlavor, 19 a Kueue Workload asking for them, 20-21 HyperNodes."""
+    and TAS ResourceFlavor, 19 a Kueue Workload asking for them, 20-21 HyperNodes, 22-25
+    KAI-Scheduler's objects, 26 a Kueue-managed Job (`_kai`)."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(
@@ -238,6 +239,54 @@ def base_manifests() -> list[dict[str, Any]]:
         },
         *_kueue(),
         *_hypernodes(),
+        *_kai(),
+    ]
+
+
+def _kai() -> list[dict[str, Any]]:
+    """22-25: a KAI Topology, Queue and PodGroup (zone required) with its pod, which also
+    claims a DRA device; 26: a Kueue-managed Job named by generateName."""
+    member = pod("kai-0").requests(cpu=1).annotate("pod-group-name", "kpg").obj()
+    member["spec"]["schedulerName"] = "kai-scheduler"
+    member["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one"}]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"generateName": "tas-", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "parallelism": 2,
+            "template": {
+                "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}},
+                "spec": _volcano_template()["spec"],
+            },
+        },
+    }
+    return [
+        {
+            "apiVersion": "kai.scheduler/v1alpha1",
+            "kind": "Topology",
+            "metadata": {"name": "kt"},
+            "spec": {"levels": [{"nodeLabel": "rack"}]},
+        },
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": "kq"},
+            "spec": {"resources": {"gpu": {"quota": 1, "limit": 2, "overQuotaWeight": 1}}},
+        },
+        {
+            "apiVersion": "scheduling.run.ai/v2alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "kpg"},
+            "spec": {
+                "minMember": 1,
+                "queue": "kq",
+                "topologyConstraint": {"topology": "kt", "requiredTopologyLevel": "rack"},
+                "subGroups": [{"name": "a", "minMember": 1}],
+            },
+        },
+        member,
+        job,
     ]
 
 
