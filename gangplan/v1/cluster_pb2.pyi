@@ -1074,6 +1074,7 @@ class Gang(_message.Message):
     DISRUPTION_MODE_FIELD_NUMBER: _builtins.int
     NETWORK_TOPOLOGY_FIELD_NUMBER: _builtins.int
     SUB_GROUP_POLICY_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -1098,6 +1099,11 @@ class Gang(_message.Message):
     """Kubernetes Workload API PodGroup `disruptionMode` as a victim: SINGLE, a pod may be
     evicted alone; ALL, evicting one evicts the group. Unspecified: the gang's dialect rule
     (a victim gang left below min_member is evicted whole).
+    """
+    refused: _builtins.str
+    """Why the gang is not placed at all, when its own input says it cannot be (a KAI
+    PodGroup level its Topology lacks, a Workload API parent gangplan does not enforce);
+    empty for none. At most 1024 characters.
     """
     @_builtins.property
     def groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -1154,10 +1160,11 @@ class Gang(_message.Message):
         disruption_mode: Global___DisruptionMode.ValueType = ...,
         network_topology: Global___VolcanoNetworkTopology | None = ...,
         sub_group_policy: _abc.Iterable[Global___VolcanoSubGroupPolicy] | None = ...,
+        refused: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "network_topology", b"network_topology", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "priority", b"priority", "queue", b"queue", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015

@@ -240,6 +240,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         if affinity is not None:
             gang.affinity.CopyFrom(affinity)
         gang.topology_key = g.topology_key or ""
+        gang.refused = g.refused or ""
         if g.network_topology is not None:
             gang.network_topology.CopyFrom(network_topology_to_proto(g.network_topology))
         gang.sub_group_policy.extend(sub_group_policy_to_proto(g.sub_group_policy))

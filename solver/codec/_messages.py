@@ -212,6 +212,9 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
 # ----------------------------------------------------------------------------- gangs, queues
 
 
+MAX_REFUSED = 1024  # Gang.refused: a one-line reason
+
+
 def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
     if not msg.name:
         out.add(f"{path}.name", "must not be empty")
@@ -238,9 +241,12 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         dialect = "scheduling.godel.kubewharf.io"
     elif workload_api:
         dialect = "scheduling.k8s.io"
+    if len(msg.refused) > MAX_REFUSED:
+        out.add(f"{path}.refused", f"must be at most {MAX_REFUSED} characters")
     return Gang(
         affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
         topology_key=msg.topology_key or None,
+        refused=msg.refused[:MAX_REFUSED] or None,
         network_topology=network_topology_from_proto(
             msg.network_topology, f"{path}.network_topology", out
         )

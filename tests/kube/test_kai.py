@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from solver import SchedulerConf, schedule
+from solver.codec import Violations, cluster_to_proto, gang_from_proto
 from solver.kube import load_objects
 from solver.model import PodSelection
 from solver.schedule import snapshot_of
@@ -134,3 +135,13 @@ def test_a_missing_podgroup_makes_its_pods_one_gang() -> None:
     objects = [o for o in EXAMPLE if o["kind"] != "PodGroup"]
     cluster = load_objects(raw(*objects))
     assert cluster.gangs["default/train"].min_member == 3
+
+
+def test_a_refused_job_stays_refused_over_grpc() -> None:
+    """The codec carries Gang.refused (field 25): a KAI level its Topology lacks, and a
+    Workload API parent, were dropped on the way and the job was placed."""
+    cluster = load_objects(raw(*with_constraint(requiredTopologyLevel="nonexistent")))
+    (msg,) = [g for g in cluster_to_proto(cluster).gangs if g.name == "train"]
+    again = gang_from_proto(msg, "cluster.gangs[0]", Violations())
+    assert again is not None and again.refused == cluster.gangs["default/train"].refused
+    assert "nonexistent" in (again.refused or "")
