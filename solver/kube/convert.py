@@ -20,9 +20,11 @@ from solver.kube.gangs import (
 from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
 from solver.kube.kai import (
     KAI_GROUP,
+    KAI_SUBGROUP_LABEL,
     KAI_TOPOLOGY_GROUP,
     K8sKaiTopology,
     kai_gang_fields,
+    kai_leaf_gangs,
     kai_queue_note,
 )
 from solver.kube.kueue import (
@@ -103,10 +105,10 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         pods.append(pod)
         members.setdefault(gang_id, []).append(pod.key)
     inputs.notes.extend(links.finish(members))
-    for gid, (pg_raw, _) in inputs.pod_groups.items():
-        if api_group(pg_raw.api_version) == KAI_GROUP and gid in links.gangs:
-            fields = kai_gang_fields(pg_raw, gid, inputs.kai_topologies, inputs.notes)
-            links.gangs[gid] = links.gangs[gid].model_copy(update=fields)
+    pods = _kai_podgroups(inputs, links.gangs, pods)
+    members = {}
+    for pod in pods:
+        members.setdefault(pod.gang, []).append(pod.key)
     inputs.notes.extend(_unread_kueue_annotations(pods))
     claiming = sum(1 for p in pods if p.node_name is None and DRA_CLAIMS in p.requests)
     if claiming:
@@ -143,6 +145,32 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         topology=topology,
         notes=tuple(inputs.notes),
     )
+
+
+def _kai_podgroups(inputs: _Inputs, gangs: dict[str, Gang], pods: list[Pod]) -> list[Pod]:
+    """KAI PodGroups' own fields on their gangs, and the pods of a PodGroup with leaf
+    sub-groups moved to their leaf's gang (`solver.kube.kai`)."""
+    moves: dict[tuple[str, str], str] = {}  # (gang, sub-group) -> leaf gang
+    for gid, (pg_raw, _) in inputs.pod_groups.items():
+        if api_group(pg_raw.api_version) != KAI_GROUP or gid not in gangs:
+            continue
+        fields = kai_gang_fields(pg_raw, gid, inputs.kai_topologies, inputs.notes)
+        gangs[gid] = gangs[gid].model_copy(update=fields)
+        update, leaves = kai_leaf_gangs(pg_raw, gangs[gid], inputs.kai_topologies, inputs.notes)
+        gangs[gid] = gangs[gid].model_copy(update=update)
+        for sub, leaf in leaves.items():
+            gangs[leaf.id] = leaf
+            moves[(gid, sub)] = leaf.id
+    if not moves:
+        return pods
+    out = []
+    for pod in pods:
+        leaf_id = moves.get((pod.gang, pod.labels.get(KAI_SUBGROUP_LABEL, "")))
+        out.append(pod.model_copy(update={"gang": leaf_id}) if leaf_id else pod)
+    for gid in {g for g, _ in moves}:
+        if not any(p.gang == gid for p in out):
+            del gangs[gid]  # every pod went to a leaf: the PodGroup is its leaves' group
+    return out
 
 
 READ_KINDS: frozenset[tuple[str, str]] = frozenset(

@@ -13,9 +13,16 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   does not list keeps the job pending with KAI's own message
   (`calculateRelevantDomainLevels`), a Topology not in the input is noted and the level
   is enforced as given;
-- `topologyConstraint.preferredTopologyLevel`, `subGroups` (each sub-group's own
-  `minMember`), the Queue's quotas, limits and over-quota weights, `preemptibility`: read
-  and noted, not acted on yet (fair share across queues is its own feature).
+- `subGroups` (docs/topology/multilevel.md): pods join a leaf sub-group by the label
+  `kai.scheduler/subgroup-name`; each leaf sub-group is a gang of its own `minMember`,
+  and the leaves are placed together or not at all (one gang group). The one-domain rule
+  holds per gang and not yet per gang of a group, so leaves with required levels make
+  the PodGroup one gang in one domain of the finest leaf level (stricter than KAI, never
+  looser), and a constraint above the leaves (the PodGroup's, or a parent sub-group's)
+  keeps it one gang under that constraint; both are noted;
+- `topologyConstraint.preferredTopologyLevel`, the Queue's quotas, limits and over-quota
+  weights, `preemptibility`: read and noted, not acted on yet (fair share across queues
+  is its own feature).
 """
 
 from __future__ import annotations
@@ -27,19 +34,23 @@ from pydantic import Field
 from solver.kube.kueue import LevelsSpec
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
+from solver.model import Gang
 
 __all__ = [
     "KAI_GROUP",
     "KAI_POD_GROUP_ANNOTATION",
+    "KAI_SUBGROUP_LABEL",
     "KAI_TOPOLOGY_GROUP",
     "K8sKaiTopology",
     "kai_gang_fields",
+    "kai_leaf_gangs",
     "kai_queue_note",
 ]
 
 KAI_GROUP = "scheduling.run.ai"
 KAI_TOPOLOGY_GROUP = "kai.scheduler"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"  # commonconstants.PodGroupAnnotationForPod
+KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"  # commonconstants.SubGroupLabelKey
 
 
 class K8sKaiTopology(_K8s):
@@ -55,17 +66,64 @@ class _Constraint(_K8s):
     preferred: str = Field(default="", alias="preferredTopologyLevel")
 
 
-def _constraint(raw: RawObject) -> _Constraint:
-    spec = raw.body.get("spec")
-    value = spec.get("topologyConstraint") if isinstance(spec, dict) else None
+def _constraint(raw: RawObject, owner: Any = None, path: str = "spec") -> _Constraint:
+    """`<path>.topologyConstraint` of the PodGroup (or of `owner`, a sub-group)."""
+    if owner is None:
+        owner = raw.body.get("spec")
+    value = owner.get("topologyConstraint") if isinstance(owner, dict) else None
     if value is None:
         return _Constraint()
+    where = f"{path}.topologyConstraint"
     if not isinstance(value, dict):
-        raise raw.error("must be a mapping", field="spec.topologyConstraint")
+        raise raw.error("must be a mapping", field=where)
     for key in ("topology", "requiredTopologyLevel", "preferredTopologyLevel"):
         if not isinstance(value.get(key, ""), str):
-            raise raw.error("must be a string", field=f"spec.topologyConstraint.{key}")
+            raise raw.error("must be a string", field=f"{where}.{key}")
     return _Constraint.model_validate(value)
+
+
+def _level_error(c: _Constraint, topologies: dict[str, tuple[str, ...]], job: str) -> str | None:
+    """KAI's `calculateRelevantDomainLevels` refusal, when a level is not its Topology's."""
+    levels = topologies.get(c.topology)
+    for kind, level in (("required", c.required), ("preferred", c.preferred)):
+        if level and levels is not None and level not in levels:
+            return (
+                f"the topology {c.topology} doesn't have a level matching the {kind}({level}) "
+                f"specified for the job {job}"
+            )
+    return None
+
+
+class SubGroup(_K8s):
+    name: str = Field(min_length=1, max_length=63)
+    min_member: int = Field(default=0, ge=0, le=1 << 31, alias="minMember")
+    parent: str | None = None
+
+
+def _sub_groups(raw: RawObject) -> list[tuple[SubGroup, _Constraint]]:
+    spec = raw.body.get("spec") or {}
+    items = spec.get("subGroups") or []
+    if not isinstance(items, list):
+        raise raw.error("must be a list", field="spec.subGroups")
+    out = []
+    for i, item in enumerate(items):
+        where = f"spec.subGroups[{i}]"
+        if not isinstance(item, dict):
+            raise raw.error("must be a mapping", field=where)
+        try:
+            sub = SubGroup.model_validate(item)
+        except ValueError as err:
+            raise raw.error(f"not a sub-group: {str(err).splitlines()[0]}", field=where) from None
+        out.append((sub, _constraint(raw, item, where)))
+    names = [s.name for s, _ in out]
+    for i, (sub, _) in enumerate(out):
+        if names.index(sub.name) != i:
+            raise raw.error(f"sub-group {sub.name!r} is listed twice", field="spec.subGroups")
+        if sub.parent is not None and sub.parent not in names:
+            raise raw.error(
+                f"parent {sub.parent!r} is not a sub-group", field=f"spec.subGroups[{i}].parent"
+            )
+    return out
 
 
 def kai_gang_fields(
@@ -80,29 +138,18 @@ def kai_gang_fields(
             f"KAI PodGroup {gang_id}: queue {spec['queue']!r} is read, its quota, limit and "
             "over-quota weight are not acted on yet"
         )
-    if spec.get("subGroups"):
-        notes.append(
-            f"KAI PodGroup {gang_id}: subGroups' own minMember are not enforced yet; the "
-            "PodGroup's minMember is"
-        )
     if spec.get("preemptibility"):
         notes.append(f"KAI PodGroup {gang_id}: preemptibility is not acted on yet")
     if not c.required and not c.preferred:
         return out
-    job = gang_id.split("/", 1)[1]
-    levels = topologies.get(c.topology)
-    if levels is None:
+    if c.topology not in topologies:
         notes.append(
             f"KAI PodGroup {gang_id}: Topology {c.topology!r} is not in the input; its levels "
             "are taken as given"
         )
-    for kind, level in (("required", c.required), ("preferred", c.preferred)):
-        if level and levels is not None and level not in levels:
-            out["refused"] = (
-                f"the topology {c.topology} doesn't have a level matching the {kind}({level}) "
-                f"specified for the job {job}"
-            )
-            return out
+    if why := _level_error(c, topologies, gang_id.split("/", 1)[1]):
+        out["refused"] = why
+        return out
     if c.preferred:
         notes.append(
             f"KAI PodGroup {gang_id}: preferredTopologyLevel {c.preferred!r} is not acted on "
@@ -111,6 +158,76 @@ def kai_gang_fields(
     if c.required:
         out["topology_key"] = c.required
     return out
+
+
+def kai_leaf_gangs(
+    raw: RawObject, gang: Gang, topologies: dict[str, tuple[str, ...]], notes: list[str]
+) -> tuple[dict[str, Any], dict[str, Gang]]:
+    """(an update of the PodGroup's gang, leaf sub-group name -> its gang) per the module
+    docstring; no leaves when the PodGroup stays one gang."""
+    subs = _sub_groups(raw)
+    if not subs:
+        return {}, {}
+    parents = {s.parent for s, _ in subs if s.parent is not None}
+    above = [s.name for s, c in subs if s.name in parents and c.required]
+    if gang.topology_key is not None or above:
+        where = "the PodGroup's" if gang.topology_key is not None else f"sub-group {above[0]}'s"
+        notes.append(
+            f"KAI PodGroup {gang.id}: {where} required level spans several leaf sub-groups: "
+            "the PodGroup is placed as one gang under its own constraint; the sub-groups' "
+            "minMember and levels are not enforced separately yet"
+        )
+        return {}, {}
+    leaves = [(s, c) for s, c in subs if s.name not in parents]
+    placed_levels = [c for _, c in leaves if c.required]
+    if placed_levels:
+        return _one_domain(gang, leaves, placed_levels, topologies, notes), {}
+    ids = tuple(f"{gang.id}.{s.name}" for s, _ in leaves)
+    out: dict[str, Gang] = {}
+    for (sub, c), leaf_id in zip(leaves, ids, strict=True):
+        if c.preferred:
+            notes.append(
+                f"KAI PodGroup {gang.id}: sub-group {sub.name} preferredTopologyLevel "
+                f"{c.preferred!r} is not acted on yet (a preference)"
+            )
+        out[sub.name] = gang.model_copy(
+            update={
+                "id": leaf_id,
+                "name": leaf_id.split("/", 1)[1],
+                "min_member": sub.min_member,
+                "total_number": sub.min_member,
+                "groups": tuple(sorted(ids)),
+            }
+        )
+    return {}, out
+
+
+def _one_domain(
+    gang: Gang,
+    leaves: list[tuple[SubGroup, _Constraint]],
+    placed: list[_Constraint],
+    topologies: dict[str, tuple[str, ...]],
+    notes: list[str],
+) -> dict[str, Any]:
+    """Leaf sub-groups with required levels: the one-domain rule holds per gang, and a gang
+    group's gangs cannot each take their own domain yet, so the PodGroup is one gang in one
+    domain of the finest leaf level: stricter than KAI (whose sub-groups may take different
+    domains), never looser. The PodGroup gang's update."""
+    levels = topologies.get(placed[0].topology, ())
+    finest = max(placed, key=lambda c: levels.index(c.required) if c.required in levels else -1)
+    minimum = sum(s.min_member for s, _ in leaves)
+    refused = next((w for c in placed if (w := _level_error(c, topologies, gang.name))), None)
+    notes.append(
+        f"KAI PodGroup {gang.id}: its leaf sub-groups' required levels are met by placing the "
+        f"whole PodGroup in one {finest.required} domain (stricter than KAI, which lets each "
+        f"sub-group take its own); minMember {gang.min_member or minimum}"
+    )
+    return {
+        "topology_key": finest.required,
+        "min_member": gang.min_member or minimum,
+        "total_number": max(gang.total_number, gang.min_member or minimum),
+        "refused": gang.refused or refused,
+    }
 
 
 def kai_queue_note(raw: RawObject) -> str:

@@ -145,3 +145,101 @@ def test_a_refused_job_stays_refused_over_grpc() -> None:
     again = gang_from_proto(msg, "cluster.gangs[0]", Violations())
     assert again is not None and again.refused == cluster.gangs["default/train"].refused
     assert "nonexistent" in (again.refused or "")
+
+
+RACKS = [
+    {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"{rack}-{i}", "labels": {"topology/rack": rack}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"}},
+    }
+    for rack in ("r1", "r2")
+    for i in range(3)
+]
+
+
+def multilevel(sizes: dict[str, int], **top: str) -> list[dict[str, Any]]:
+    """KAI docs/topology/multilevel.md "Independent Subgroup Constraints" (sample1): leaf
+    sub-groups, each of its own minMember in one rack; pods join by label."""
+    level = {"topology": "cluster-topology", "requiredTopologyLevel": "topology/rack"}
+    pg: dict[str, Any] = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "sample1"},
+        "spec": {
+            "queue": "test",
+            "subGroups": [
+                {"name": f"subgroup-{s}", "minMember": n, "topologyConstraint": level}
+                for s, n in sizes.items()
+            ],
+        },
+    }
+    if top:
+        pg["spec"]["topologyConstraint"] = {"topology": "cluster-topology", **top}
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"pod-{s}{i}",
+                "annotations": {"pod-group-name": "sample1"},
+                "labels": {"kai.scheduler/subgroup-name": f"subgroup-{s}"},
+            },
+            "spec": {
+                "schedulerName": "kai-scheduler",
+                "containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            },
+        }
+        for s, n in sizes.items()
+        for i in range(n)
+    ]
+    topology = {
+        "apiVersion": "kai.scheduler/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": "cluster-topology"},
+        "spec": {"levels": [{"nodeLabel": "topology/zone"}, {"nodeLabel": "topology/rack"}]},
+    }
+    return [*RACKS, topology, pg, *pods]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_leaf_levels_put_the_podgroup_in_one_rack_stricter_than_kai(engine: str) -> None:
+    """sample1 with a (1 pod) and b (2 pods), each required in one rack: one rack holds
+    all 3, and gangplan puts the PodGroup there, which meets both leaves' levels (KAI may
+    also use two racks; gangplan does not yet, and says so)."""
+    cluster, d = run(multilevel({"a": 1, "b": 2}), engine)
+    racks = {(p.node or "?")[:2] for p in d.placements.values()}
+    assert len(racks) == 1 and "?" not in racks, racks
+    assert any("stricter than KAI" in n for n in cluster.notes)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_leaf_sub_groups_are_placed_together_or_not_at_all(engine: str) -> None:
+    """Without levels, each leaf is a gang of its own minMember and the leaves go together:
+    b needs 4 GPUs more than the 6-GPU cluster leaves after a's 3, so nothing is placed."""
+    objects = multilevel({"a": 3, "b": 4})
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    for sub in pg["spec"]["subGroups"]:
+        del sub["topologyConstraint"]
+    _, d = run(objects, engine)
+    assert not any(p.node for p in d.placements.values())
+
+
+def test_a_constraint_above_the_leaves_keeps_one_gang_with_a_note() -> None:
+    cluster = load_objects(
+        raw(*multilevel({"a": 1, "b": 2}, requiredTopologyLevel="topology/zone"))
+    )
+    assert {p.gang for p in cluster.pods} == {"default/sample1"}
+    assert any("spans several leaf sub-groups" in n for n in cluster.notes)
+
+
+def test_leaf_gangs_are_one_group() -> None:
+    objects = multilevel({"a": 2, "b": 3})
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    for sub in pg["spec"]["subGroups"]:
+        del sub["topologyConstraint"]
+    cluster = load_objects(raw(*objects))
+    a, b = "default/sample1.subgroup-a", "default/sample1.subgroup-b"
+    assert set(cluster.gangs) == {a, b}
+    assert cluster.gangs[a].groups == (a, b) and cluster.gangs[b].min_member == 3
