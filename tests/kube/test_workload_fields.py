@@ -80,12 +80,17 @@ def test_volcano_task_fields_not_acted_on_are_noted_with_their_path() -> None:
             ]
         },
     }
-    _, notes = expand_workloads(raw(job))
-    assert any("spec.tasks[1]: ignored dependsOn, partitionPolicy" in n for n in notes), notes
+    objects, notes = expand_workloads(raw(job))
+    assert any("spec.tasks[1]: ignored partitionPolicy" in n for n in notes), notes
     assert not any("spec.tasks[0]" in n for n in notes)
+    # dependsOn acts: the workers' pods come once the master runs (Volcano's job controller)
+    assert [o.body["metadata"]["name"] for o in objects if o.kind == "Pod"] == ["dep-master-0"]
+    (group,) = [o.body for o in objects if o.kind == "PodGroup"]
+    assert group["spec"]["minMember"] == 1
+    assert any("worker on master" in n and "not placed now" in n for n in notes)
 
 
-def test_jobset_replicated_job_depends_on_is_noted() -> None:
+def test_jobset_replicated_job_waits_for_what_it_depends_on() -> None:
     job_template = {"spec": {"template": {"spec": {"containers": [CONTAINER]}}}}
     js = {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -102,8 +107,10 @@ def test_jobset_replicated_job_depends_on_is_noted() -> None:
             ]
         },
     }
-    _, notes = expand_workloads(raw(js))
-    assert any("spec.replicatedJobs[1]: ignored dependsOn" in n for n in notes), notes
+    objects, notes = expand_workloads(raw(js))
+    pods = [o.body["metadata"]["name"] for o in objects if o.kind == "Pod"]
+    assert pods == ["js-init-0-0"], pods
+    assert any("replicated job main depends on init Complete" in n for n in notes), notes
 
 
 def test_dra_claims_keep_a_pod_pending_with_a_note() -> None:

@@ -23,6 +23,10 @@ PodGroups (`scheduling.k8s.io/v1beta1`), every pod joined by `spec.schedulingGro
   entry (its targets' names joined by `-`), or with `job`, one per child Job (the
   KEP's gang of gangs: "one gang per replica").
 
+A replicated job with `dependsOn` (`pkg/controllers/depends_on.go`: its Jobs are created
+once the jobs it names are Ready or Complete) gets no pods here: nothing of it is placed
+now, with a note.
+
 The KEP suffixes each name with a 10-character SHA-1 of the object's identity; the hash
 input is not specified, so here it is sha1("<kind>/<namespace>/<name>[/<index>]") — the
 names only link pods to their group. The JobSet's exclusive-placement annotation
@@ -48,7 +52,7 @@ JOBSET_NAME = f"{PREFIX}jobset-name"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 WAS_API = "scheduling.k8s.io/v1beta1"
 READ = {"replicatedJobs", "scheduling", "startupPolicy", "suspend", "network"}
-RJOB_READ = {"name", "replicas", "template", "groupName"}  # dependsOn: noted, not acted on
+RJOB_READ = {"name", "replicas", "template", "groupName", "dependsOn"}
 POLICY_FIELDS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode")
 MAX_TEMPLATES = 8  # podGroupTemplates per Workload (the JobSet webhook rejects more)
 
@@ -91,6 +95,15 @@ def expand_jobset(raw: RawObject) -> Expansion:
             raise raw.error("missing required field", field=where)
         job_spec = f.dict(template.get("spec") or {}, f"{where}.spec")
         pods.append([])
+        if rjob.get("dependsOn"):
+            deps = f.dicts(rjob["dependsOn"], f"spec.replicatedJobs[{i}].dependsOn")
+            waits = ", ".join(f"{d.get('name')} {d.get('status', 'Ready')}" for d in deps)
+            out.notes.append(
+                f"JobSet {f.namespace}/{f.name}: replicated job {names[i]} depends on {waits}: "
+                "the JobSet controller creates its Jobs once that holds, so it is not placed now"
+            )
+            pods[i] = [[] for _ in range(replicas[i])]
+            continue
         for j in range(replicas[i]):
             job = f"{f.name}-{names[i]}-{j}"
             marks = {

@@ -16,7 +16,11 @@ defaults from `pkg/webhooks/admission/jobs/mutate`):
   replicas), `minTaskMember` = each task's `minAvailable`, `queue` (`default`),
   `priorityClassName`, `networkTopology` (mode; `highestTierAllowed`, else
   `highestTierName`: HyperNode tiers, which gangplan does not enforce yet, so a hard one
-  keeps the job pending with that reason). Pod and task fields the controller sets for other plugins
+  keeps the job pending with that reason). A task with `dependsOn` gets no pods: the
+  controller creates them once the tasks it depends on run (`docs/design/
+  task-launch-order-within-job.md`, `task-minavailable-and-dependson.md`), so nothing of
+  it is placed now, and the PodGroup counts the created tasks, as Volcano's gang check
+  skips tasks not created yet (noted). Pod and task fields the controller sets for other plugins
   (job-version, template-uid, retry count, partitions) are not modelled.
 """
 
@@ -36,7 +40,7 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 QUEUE_NAME = "volcano.sh/queue-name"
 READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName", "networkTopology"}
-TASK_READ = {"name", "replicas", "minAvailable", "template"}  # dependsOn, partitionPolicy,
+TASK_READ = {"name", "replicas", "minAvailable", "template", "dependsOn"}  # partitionPolicy,
 #   topologyPolicy, policies, maxRetry: noted, not acted on
 
 
@@ -50,13 +54,18 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     priority_class = f.text(spec.get("priorityClassName"), "spec.priorityClassName")
     out = Expansion(owns=lambda pod: meta_value(pod, "annotations", JOB_NAME) == f.name)
     min_task: dict[str, int] = {}
+    deferred: dict[str, list[str]] = {}  # task -> the tasks it depends on
     for i, task in enumerate(tasks):
         where = f"spec.tasks[{i}]"
         task = f.dict(task, where)
         task_name = f.text(task.get("name"), f"{where}.name") or f"default{i}"
         replicas = f.count(task.get("replicas"), f"{where}.replicas", 1)
-        min_task[task_name] = f.count(task.get("minAvailable"), f"{where}.minAvailable", replicas)
         out.notes += f.unread(TASK_READ, task, where)
+        if task.get("dependsOn") is not None:
+            depends = f.dict(task["dependsOn"], f"{where}.dependsOn")
+            deferred[task_name] = f.texts(depends.get("name"), f"{where}.dependsOn.name")
+            continue  # created once what it depends on runs: nothing to place yet
+        min_task[task_name] = f.count(task.get("minAvailable"), f"{where}.minAvailable", replicas)
         for index in range(replicas):
             common = {JOB_NAME: f.name, TASK_SPEC: task_name, QUEUE_NAME: queue}
             common[TASK_INDEX] = str(index)
@@ -72,8 +81,16 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
             if priority_class and not pod["spec"].get("priorityClassName"):
                 pod["spec"]["priorityClassName"] = priority_class
             out.objects.append(pod)
+    if deferred:
+        waits = "; ".join(f"{t} on {', '.join(d) or '-'}" for t, d in sorted(deferred.items()))
+        out.notes.append(
+            f"Volcano Job {f.namespace}/{f.name}: tasks depend on others ({waits}): the job "
+            "controller creates their pods once those run, so they are not placed now; the "
+            f"PodGroup counts the created tasks (minMember {sum(min_task.values())}), as "
+            "Volcano's gang check skips tasks not created yet"
+        )
     pod_group: dict[str, Any] = {
-        "minMember": f.count(spec.get("minAvailable"), "spec.minAvailable", 0)
+        "minMember": (0 if deferred else f.count(spec.get("minAvailable"), "spec.minAvailable", 0))
         or sum(min_task.values()),
         "minTaskMember": min_task,
         "queue": queue,
