@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from solver.kube.affinity import PodAffinityReader
+from solver.kube.fields import unmodelled_notes
 from solver.kube.gangs import (
     DEFAULT_NAMESPACE,
     POD_GROUP_DIALECTS,
@@ -110,6 +111,7 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     for pod in pods:
         members.setdefault(pod.gang, []).append(pod.key)
     inputs.notes.extend(_unread_kueue_annotations(pods))
+    inputs.notes.extend(unmodelled_notes(raw.body for raw, _ in inputs.pods))
     claiming = sum(1 for p in pods if p.node_name is None and DRA_CLAIMS in p.requests)
     if claiming:
         inputs.notes.append(
@@ -362,6 +364,8 @@ def _unread_kueue_annotations(pods: list[Pod]) -> list[str]:
 
 
 KUEUE_PODSET_PREFIX = "kueue.x-k8s.io/podset-"
+POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"}) | {f"hugepages-{s}" for s in ("2Mi", "1Gi")}
+"""What pod-level `spec.resources` may set (component-helpers `supportedPodLevelResources`)."""
 DRA_CLAIMS = "resource.k8s.io/claims"
 """What a pending pod with DRA resource claims is counted as needing: no node offers it, so
 the pod waits ("Insufficient resource.k8s.io/claims", with a note) rather than being placed
@@ -372,7 +376,9 @@ def effective_requests(k8s: K8sPod) -> dict[str, int]:
     """A pod's requests as kube-scheduler computes them (component-helpers/resource
     `PodRequests`, KEP-753): app containers plus restartable (sidecar) init containers, which
     keep running; each regular init container needs its own request plus the sidecars
-    started before it; the pod needs the largest of those; then `spec.overhead`."""
+    started before it; the pod needs the largest of those; pod-level `spec.resources`
+    (KEP-2837) replace that for the resources it sets (cpu, memory, hugepages; a limit
+    alone is its request); then `spec.overhead`."""
     total: dict[str, int] = {}
     for c in k8s.spec.containers:
         _add(total, _container_request(c))
@@ -391,6 +397,9 @@ def effective_requests(k8s: K8sPod) -> dict[str, int]:
             init_peak[r] = max(init_peak.get(r, 0), v)
     for r, v in init_peak.items():
         total[r] = max(total.get(r, 0), v)
+    if k8s.spec.resources is not None:  # pod-level resources win where set (KEP-2837)
+        pod_level = dict(k8s.spec.resources.limits) | dict(k8s.spec.resources.requests)
+        total |= {r: v for r, v in pod_level.items() if r in POD_LEVEL_RESOURCES}
     for r, v in k8s.spec.overhead.items():
         total[r] = total.get(r, 0) + v
     total[PODS] = 1

@@ -315,6 +315,7 @@ class PodSpec(_K8s):
         default_factory=list
     )
     scheduling_group: PodSchedulingGroup | None = Field(default=None, alias="schedulingGroup")
+    resources: ResourceRequirements | None = None  # pod-level (KEP-2837)
     resource_claims: Annotated[list[PodResourceClaim], BeforeValidator(_none_to_empty_list)] = (
         Field(default_factory=list, alias="resourceClaims")
     )  # DRA (KEP-4381): not modelled; a pending pod with claims waits (convert.DRA_CLAIMS)

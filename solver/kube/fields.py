@@ -1,0 +1,171 @@
+"""What gangplan does with every field of the core objects it reads, so that nothing is
+dropped in silence: each upstream field (the API's OpenAPI schema, which
+`tests/kube/test_fields.py` walks) is read (the pydantic model in `objects.py` names it),
+noted when present (`NOTED`: it can change where kube-scheduler puts a pod, and gangplan
+does not model it yet), or not scheduling input (`IGNORED`, with why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["IGNORED", "NOTED", "unmodelled_notes"]
+
+NOTED: dict[str, dict[str, str]] = {
+    "PodSpec": {
+        "hostNetwork": "host-network pods' ports (kube-scheduler's NodePorts) are not modelled",
+        "volumes": "volumes' topology, binding and per-node volume limits (VolumeBinding, "
+        "VolumeZone, NodeVolumeLimits) are not modelled",
+        "schedulingGates": "kube-scheduler does not place a gated pod until its gates are "
+        "removed; gangplan places it",
+        "runtimeClassName": "a RuntimeClass's overhead and scheduling (added at admission) are "
+        "not in a manifest; spec.overhead, nodeSelector and tolerations are read",
+    },
+    "Container": {
+        "ports": "host ports (kube-scheduler's NodePorts) are not modelled",
+        "resizePolicy": "in-place resize is not modelled",
+    },
+    "PodStatus": {
+        "allocatedResources": "a resized running pod is counted at its spec's requests",
+        "resources": "a resized running pod is counted at its spec's requests",
+    },
+}
+"""Fields that can change placement and are not modelled yet: a note when a pending pod
+(or a node) carries them."""
+
+IGNORED: dict[str, dict[str, str]] = {
+    "PodSpec": dict.fromkeys(
+        (
+            "activeDeadlineSeconds",
+            "automountServiceAccountToken",
+            "dnsConfig",
+            "dnsPolicy",
+            "enableServiceLinks",
+            "ephemeralContainers",
+            "evictionResponders",
+            "hostAliases",
+            "hostIPC",
+            "hostPID",
+            "hostUsers",
+            "hostname",
+            "hostnameOverride",
+            "imagePullSecrets",
+            "os",
+            "readinessGates",
+            "restartPolicy",
+            "securityContext",
+            "serviceAccount",
+            "serviceAccountName",
+            "setHostnameAsFQDN",
+            "shareProcessNamespace",
+            "subdomain",
+            "terminationGracePeriodSeconds",
+        ),
+        "the kubelet's, not a scheduling input",
+    ),
+    "Container": dict.fromkeys(
+        (
+            "args",
+            "command",
+            "env",
+            "envFrom",
+            "image",
+            "imagePullPolicy",
+            "lifecycle",
+            "livenessProbe",
+            "readinessProbe",
+            "restartPolicyRules",
+            "securityContext",
+            "startupProbe",
+            "stdin",
+            "stdinOnce",
+            "terminationMessagePath",
+            "terminationMessagePolicy",
+            "tty",
+            "volumeDevices",
+            "volumeMounts",
+            "workingDir",
+        ),
+        "the kubelet's, not a scheduling input",
+    ),
+    "NodeSpec": {
+        **dict.fromkeys(
+            ("configSource", "externalID", "podCIDR", "podCIDRs", "providerID"),
+            "not a scheduling input",
+        ),
+        "podPreemptionPolicy": "the kubelet's node-pressure eviction, not the scheduler's",
+    },
+    "NodeStatus": dict.fromkeys(
+        (
+            "addresses",
+            "config",
+            "daemonEndpoints",
+            "declaredFeatures",
+            "features",
+            "images",
+            "nodeInfo",
+            "phase",
+            "runtimeHandlers",
+            "volumesAttached",
+            "volumesInUse",
+        ),
+        "not a scheduling input (images: kube-scheduler's ImageLocality score, not modelled)",
+    ),
+    "PodStatus": dict.fromkeys(
+        (
+            "containerStatuses",
+            "ephemeralContainerStatuses",
+            "extendedResourceClaimStatus",
+            "hostIP",
+            "hostIPs",
+            "initContainerStatuses",
+            "message",
+            "nodeAllocatableResourceClaimStatuses",
+            "observedGeneration",
+            "podIP",
+            "podIPs",
+            "qosClass",
+            "reason",
+            "resize",
+            "resourceClaimStatuses",
+            "startTime",
+            "volumeHealth",
+        ),
+        "the kubelet's report, not a scheduling input",
+    ),
+}
+
+
+def _present(value: Any) -> bool:
+    return value not in (None, False, "", [], {})
+
+
+def unmodelled_notes(pods: Iterable[dict[str, Any]]) -> list[str]:
+    """A note per NOTED field that pending pods carry, with how many do (a container's
+    `ports` only when one sets a `hostPort`)."""
+    counts: dict[tuple[str, str], int] = {}
+    for body in pods:
+        spec = body.get("spec")
+        if not isinstance(spec, dict) or spec.get("nodeName"):
+            continue
+        seen: set[tuple[str, str]] = set()
+        for field in NOTED["PodSpec"]:
+            if _present(spec.get(field)):
+                seen.add(("spec", field))
+        for key in ("containers", "initContainers"):
+            for c in spec.get(key) or []:
+                if not isinstance(c, dict):
+                    continue
+                ports = c.get("ports") or []
+                if any(isinstance(p, dict) and p.get("hostPort") for p in ports):
+                    seen.add(("spec.containers[]", "ports"))
+                if _present(c.get("resizePolicy")):
+                    seen.add(("spec.containers[]", "resizePolicy"))
+        for key in seen:
+            counts[key] = counts.get(key, 0) + 1
+    out = []
+    for (path, field), n in sorted(counts.items()):
+        kind = "PodSpec" if path == "spec" else "Container"
+        out.append(f"{n} pending pod(s) set {path}.{field}, not acted on: {NOTED[kind][field]}")
+    return out
