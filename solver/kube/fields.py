@@ -162,8 +162,8 @@ def unmodelled_notes(pods: Iterable[dict[str, Any]]) -> list[str]:
                     seen.add(("spec.containers[]", "ports"))
                 if _present(c.get("resizePolicy")):
                     seen.add(("spec.containers[]", "resizePolicy"))
-        for key in seen:
-            counts[key] = counts.get(key, 0) + 1
+        for found in seen:
+            counts[found] = counts.get(found, 0) + 1
     out = []
     for (path, field), n in sorted(counts.items()):
         kind = "PodSpec" if path == "spec" else "Container"
