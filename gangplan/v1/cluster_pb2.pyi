@@ -642,6 +642,7 @@ class Pod(_message.Message):
     POD_ANTI_AFFINITY_FIELD_NUMBER: _builtins.int
     TOPOLOGY_SPREAD_CONSTRAINTS_FIELD_NUMBER: _builtins.int
     PREEMPTED_FIELD_NUMBER: _builtins.int
+    SCHEDULING_GATES_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`."""
     name: _builtins.str
@@ -717,6 +718,12 @@ class Pod(_message.Message):
     def topology_spread_constraints(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySpreadConstraint]:
         """spec.topologySpreadConstraints, with matchLabelKeys already merged into the selectors."""
 
+    @_builtins.property
+    def scheduling_gates(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """spec.schedulingGates names: a gated pod is not placed until they are removed (it is
+        left pending, counted in a note). At most 32, each at most 316 characters.
+        """
+
     def __init__(
         self,
         *,
@@ -742,10 +749,11 @@ class Pod(_message.Message):
         pod_anti_affinity: Global___PodAffinity | None = ...,
         topology_spread_constraints: _abc.Iterable[Global___TopologySpreadConstraint] | None = ...,
         preempted: _builtins.bool = ...,
+        scheduling_gates: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preempted", b"preempted", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preempted", b"preempted", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -209,6 +209,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             terminating=p.terminating,
             preempted=p.preempted,
             scheduler_name=p.scheduler_name,
+            scheduling_gates=list(p.scheduling_gates),
             preferred_node_affinity=preferred_to_proto(p.preferred_node_affinity),
             topology_spread_constraints=spread_to_proto(p.spread),
         )

@@ -206,7 +206,20 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         terminating=msg.terminating,
         preempted=msg.preempted,
         scheduler_name=msg.scheduler_name or "default-scheduler",
+        scheduling_gates=_gates(msg, path, out),
     )
+
+
+MAX_GATES, MAX_GATE = 32, 316
+
+
+def _gates(msg: pb.Pod, path: str, out: Violations) -> tuple[str, ...]:
+    if len(msg.scheduling_gates) > MAX_GATES:
+        out.add(f"{path}.scheduling_gates", f"at most {MAX_GATES} gates")
+    for i, gate in enumerate(msg.scheduling_gates[:MAX_GATES]):
+        if not gate or len(gate) > MAX_GATE:
+            out.add(f"{path}.scheduling_gates[{i}]", f"must be 1 to {MAX_GATE} characters")
+    return tuple(msg.scheduling_gates[:MAX_GATES])
 
 
 # ----------------------------------------------------------------------------- gangs, queues

@@ -445,6 +445,7 @@ def _pod(
             for c in k8s.status.conditions
         ),
         scheduler_name=k8s.spec.scheduler_name,
+        scheduling_gates=tuple(g.name for g in k8s.spec.scheduling_gates),
     )
 
 

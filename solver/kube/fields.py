@@ -17,8 +17,6 @@ NOTED: dict[str, dict[str, str]] = {
         "hostNetwork": "host-network pods' ports (kube-scheduler's NodePorts) are not modelled",
         "volumes": "volumes' topology, binding and per-node volume limits (VolumeBinding, "
         "VolumeZone, NodeVolumeLimits) are not modelled",
-        "schedulingGates": "kube-scheduler does not place a gated pod until its gates are "
-        "removed; gangplan places it",
         "runtimeClassName": "a RuntimeClass's overhead and scheduling (added at admission) are "
         "not in a manifest; spec.overhead, nodeSelector and tolerations are read",
     },

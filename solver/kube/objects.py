@@ -290,6 +290,12 @@ class PodSchedulingGroup(_K8s):
     pod_group_name: str | None = Field(default=None, alias="podGroupName")
 
 
+class SchedulingGate(_K8s):
+    """`spec.schedulingGates[]`: the pod waits until every gate is removed."""
+
+    name: str = Field(min_length=1, max_length=316)
+
+
 class PodResourceClaim(_K8s):
     """`spec.resourceClaims[]` (DRA): the claim's name in the pod."""
 
@@ -316,6 +322,9 @@ class PodSpec(_K8s):
     )
     scheduling_group: PodSchedulingGroup | None = Field(default=None, alias="schedulingGroup")
     resources: ResourceRequirements | None = None  # pod-level (KEP-2837)
+    scheduling_gates: Annotated[list[SchedulingGate], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list, alias="schedulingGates", max_length=32
+    )
     resource_claims: Annotated[list[PodResourceClaim], BeforeValidator(_none_to_empty_list)] = (
         Field(default_factory=list, alias="resourceClaims")
     )  # DRA (KEP-4381): not modelled; a pending pod with claims waits (convert.DRA_CLAIMS)

@@ -29,10 +29,11 @@ class PodSelection:
     namespaces: frozenset[str] | None = None
 
     def takes(self, pod: Pod) -> bool:
-        """A pending pod of ours to place."""
+        """A pending pod of ours to place (a gated one waits for its gates, as kube-scheduler's
+        SchedulingGates plugin makes it)."""
         in_scope = self.namespaces is None or pod.namespace in self.namespaces
         ours = self.scheduler_names is None or pod.scheduler_name in self.scheduler_names
-        return in_scope and ours
+        return in_scope and ours and not pod.scheduling_gates
 
     def note(self, left: Iterable[Pod]) -> str | None:
         """What was left pending, counted by why (None: nothing)."""
@@ -40,6 +41,10 @@ class PodSelection:
         for pod in left:
             if self.namespaces is not None and pod.namespace not in self.namespaces:
                 why[f"namespace {pod.namespace}"] += 1
+            elif pod.scheduling_gates and (
+                self.scheduler_names is None or pod.scheduler_name in self.scheduler_names
+            ):
+                why[f"scheduling gates {', '.join(pod.scheduling_gates)}"] += 1
             else:
                 why[f"schedulerName {pod.scheduler_name}"] += 1
         if not why:

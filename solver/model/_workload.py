@@ -67,6 +67,9 @@ class Pod(Frozen):
         description="condition DisruptionTarget=True with reason PreemptionByScheduler",
     )
     scheduler_name: str = "default-scheduler"
+    scheduling_gates: tuple[str, ...] = Field(
+        default=(), description="spec.schedulingGates: not placed until they are removed"
+    )
 
     @property
     def key(self) -> str:

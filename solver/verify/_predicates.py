@@ -52,6 +52,8 @@ def label_expression_holds(
 
 
 def _predicate_violation(pod: Pod, node: Node) -> str | None:
+    if pod.scheduling_gates:
+        return f"pod has scheduling gates ({', '.join(pod.scheduling_gates)})"
     if node.unschedulable and not _tolerated(
         pod, "node.kubernetes.io/unschedulable", "", "NoSchedule"
     ):

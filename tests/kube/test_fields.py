@@ -14,6 +14,8 @@ import kubernetes_validate
 import pytest
 from pydantic import BaseModel
 
+from solver import SchedulerConf, schedule
+from solver.codec import Violations, cluster_to_proto, pod_from_proto
 from solver.kube import load_objects
 from solver.kube.fields import IGNORED, NOTED
 from solver.kube.objects import Container, NodeSpec, NodeStatus, PodSpec, PodStatus
@@ -52,16 +54,14 @@ def test_a_field_is_classified_once(kind: str) -> None:
 
 
 def test_a_pending_pod_with_an_unmodelled_field_is_noted_once() -> None:
-    """A hostPort, a volume and scheduling gates were dropped in silence."""
+    """A hostPort and a volume were dropped in silence."""
     pods: list[dict[str, Any]] = [pod(f"p{i}").requests(cpu="1").obj() for i in range(3)]
     for p in pods:
         p["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
         p["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]
-    pods[0]["spec"]["schedulingGates"] = [{"name": "wait"}]
     notes = load_objects(raw(node("n").cpu("4").obj(), *pods)).notes
     assert any(n.startswith("3 pending pod(s) set spec.containers[].ports") for n in notes)
     assert any(n.startswith("3 pending pod(s) set spec.volumes") for n in notes)
-    assert any(n.startswith("1 pending pod(s) set spec.schedulingGates") for n in notes)
 
 
 def test_pod_level_resources_replace_the_containers_sum() -> None:
@@ -71,3 +71,20 @@ def test_pod_level_resources_replace_the_containers_sum() -> None:
     p["spec"]["overhead"] = {"cpu": "100m"}
     (read,) = load_objects(raw(p)).pods
     assert read.requests["cpu"] == 3100 and read.requests["memory"] == 2 * 1024**3
+
+
+def test_a_gated_pod_waits_for_its_gates_on_every_path() -> None:
+    """kube-scheduler's SchedulingGates: a pod with spec.schedulingGates is not placed until
+    they are removed; it was placed. Over gRPC the gates travel (Pod field 23)."""
+    gated = pod("g").requests(cpu="1").obj()
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    cluster = load_objects(
+        raw(node("n").cpu("4").obj(), gated, pod("free").requests(cpu="1").obj())
+    )
+    for engine in ("greedy", "cpsat"):
+        d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1)
+        assert d.placements["default/g"].node is None and d.placements["default/free"].node
+        assert "scheduling gates (example.com/wait)" in d.placements["default/g"].reason
+    (msg,) = [p for p in cluster_to_proto(cluster).pods if p.name == "g"]
+    again = pod_from_proto(msg, "cluster.pods[0]", Violations())
+    assert again is not None and again.scheduling_gates == ("example.com/wait",)

@@ -57,7 +57,12 @@ __all__ = [
 
 def eligibility_signature(pod: Pod) -> Hashable:
     """What the verdict depends on: pods with equal signatures get equal rows."""
-    return (tuple(sorted(pod.node_selector.items())), pod.required_affinity, pod.tolerations)
+    return (
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_affinity,
+        pod.tolerations,
+        pod.scheduling_gates,
+    )
 
 
 class _Texts:
@@ -95,8 +100,15 @@ def verdict_row(nodes: NodeTable, pod: Pod) -> tuple[IntArray, list[str]]:
         return row, list(texts.texts)
 
 
+REASON_GATED = "pod has scheduling gates ({gates}): not placed until they are removed"
+
+
 def _compile(ctx: CompileContext) -> None:
     for t in range(ctx.num_types):
+        if gates := ctx.first_pod(t).scheduling_gates:  # kube-scheduler's SchedulingGates
+            nowhere = np.zeros(len(ctx.nodes), dtype=bool)
+            ctx.restrict([t], nowhere, REASON_GATED.format(gates=", ".join(gates)))
+            continue
         row, texts = verdict_row(ctx.nodes, ctx.first_pod(t))
         if row.any():
             ctx.restrict_codes(
