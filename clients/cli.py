@@ -267,8 +267,13 @@ def explain_cmd(
     cluster, with the manifests added)."""
     try:
         conf = load_conf(config)
-        model = _selection(scheduler_names, None, False).apply(_model(files, kubeconfig, context))
-        data = explain(model, conf, pod if "/" in pod else f"default/{pod}")
+        selection = _selection(scheduler_names, None, False)
+        whole = _model(files, kubeconfig, context)
+        key = pod if "/" in pod else f"default/{pod}"
+        left = next((p for p in whole.pods if p.key == key and p.pending), None)
+        if left is not None and (why := selection.why_not(left)):
+            raise InputError(f"pod {key!r} is left pending, not placed by gangplan: {why}")
+        data = explain(selection.apply(whole), conf, key)
     except GangplanError as err:
         fail(err)
         return

@@ -35,18 +35,21 @@ class PodSelection:
         ours = self.scheduler_names is None or pod.scheduler_name in self.scheduler_names
         return in_scope and ours and not pod.scheduling_gates
 
+    def why_not(self, pod: Pod) -> str | None:
+        """Why a pending pod is not taken (None: it is)."""
+        if self.takes(pod):
+            return None
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            return f"namespace {pod.namespace}"
+        if self.scheduler_names is not None and pod.scheduler_name not in self.scheduler_names:
+            return f"schedulerName {pod.scheduler_name}"
+        return f"scheduling gates {', '.join(pod.scheduling_gates)}"
+
     def note(self, left: Iterable[Pod]) -> str | None:
         """What was left pending, counted by why (None: nothing)."""
         why: Counter[str] = Counter()
         for pod in left:
-            if self.namespaces is not None and pod.namespace not in self.namespaces:
-                why[f"namespace {pod.namespace}"] += 1
-            elif pod.scheduling_gates and (
-                self.scheduler_names is None or pod.scheduler_name in self.scheduler_names
-            ):
-                why[f"scheduling gates {', '.join(pod.scheduling_gates)}"] += 1
-            else:
-                why[f"schedulerName {pod.scheduler_name}"] += 1
+            why[self.why_not(pod) or "taken"] += 1
         if not why:
             return None
         counted = ", ".join(f"{n} ({reason})" for reason, n in sorted(why.items()))

@@ -12,8 +12,11 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 from pydantic import BaseModel
+from typer.testing import CliRunner
 
+from clients.cli import app
 from solver import SchedulerConf, schedule
 from solver.codec import Violations, cluster_to_proto, pod_from_proto
 from solver.kube import load_objects
@@ -88,3 +91,16 @@ def test_a_gated_pod_waits_for_its_gates_on_every_path() -> None:
     (msg,) = [p for p in cluster_to_proto(cluster).pods if p.name == "g"]
     again = pod_from_proto(msg, "cluster.pods[0]", Violations())
     assert again is not None and again.scheduling_gates == ("example.com/wait",)
+
+
+def test_explain_says_why_a_gated_pod_is_not_placed(tmp_path: Path) -> None:
+    """It said the pod was not in the input."""
+    gated = pod("g").requests(cpu="1").obj()
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    path = tmp_path / "gated.yaml"
+    path.write_text(yaml.safe_dump_all([node("n").cpu("4").obj(), gated]))
+    result = CliRunner().invoke(app, ["explain", "-f", str(path), "--pod", "default/g"])
+    assert result.exit_code == 2
+    assert "left pending, not placed by gangplan: scheduling gates example.com/wait" in (
+        result.output + result.stderr
+    )
