@@ -19,21 +19,14 @@ from solver.kube.gangs import (
     api_group,
 )
 from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
-from solver.kube.kai import (
-    KAI_GROUP,
-    KAI_SUBGROUP_LABEL,
-    KAI_TOPOLOGY_GROUP,
-    K8sKaiTopology,
-    kai_gang_fields,
-    kai_leaf_gangs,
-    kai_queue_note,
-)
+from solver.kube.kai import KAI_GROUP, KAI_TOPOLOGY_GROUP, K8sKaiTopology, apply_kai, kai_queue_note
 from solver.kube.kueue import (
     KUEUE_GROUP,
     K8sKueueFlavor,
     K8sKueueTopology,
     check_kueue_pod,
     kueue_topologies,
+    unread_kueue_annotations,
 )
 from solver.kube.loader import RawObject
 from solver.kube.objects import (
@@ -49,7 +42,6 @@ from solver.kube.objects import (
 from solver.kube.validate import validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
-    KUEUE_ANNOTATIONS,
     QUEUE_ANNOTATION,
     ClusterModel,
     Gang,
@@ -106,11 +98,11 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         pods.append(pod)
         members.setdefault(gang_id, []).append(pod.key)
     inputs.notes.extend(links.finish(members))
-    pods = _kai_podgroups(inputs, links.gangs, pods)
+    pods = apply_kai(inputs.pod_groups, inputs.kai_topologies, links.gangs, pods, inputs.notes)
     members = {}
     for pod in pods:
         members.setdefault(pod.gang, []).append(pod.key)
-    inputs.notes.extend(_unread_kueue_annotations(pods))
+    inputs.notes.extend(unread_kueue_annotations(pods))
     inputs.notes.extend(unmodelled_notes(raw.body for raw, _ in inputs.pods))
     claiming = sum(1 for p in pods if p.node_name is None and DRA_CLAIMS in p.requests)
     if claiming:
@@ -147,32 +139,6 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         topology=topology,
         notes=tuple(inputs.notes),
     )
-
-
-def _kai_podgroups(inputs: _Inputs, gangs: dict[str, Gang], pods: list[Pod]) -> list[Pod]:
-    """KAI PodGroups' own fields on their gangs, and the pods of a PodGroup with leaf
-    sub-groups moved to their leaf's gang (`solver.kube.kai`)."""
-    moves: dict[tuple[str, str], str] = {}  # (gang, sub-group) -> leaf gang
-    for gid, (pg_raw, _) in inputs.pod_groups.items():
-        if api_group(pg_raw.api_version) != KAI_GROUP or gid not in gangs:
-            continue
-        fields = kai_gang_fields(pg_raw, gid, inputs.kai_topologies, inputs.notes)
-        gangs[gid] = gangs[gid].model_copy(update=fields)
-        update, leaves = kai_leaf_gangs(pg_raw, gangs[gid], inputs.kai_topologies, inputs.notes)
-        gangs[gid] = gangs[gid].model_copy(update=update)
-        for sub, leaf in leaves.items():
-            gangs[leaf.id] = leaf
-            moves[(gid, sub)] = leaf.id
-    if not moves:
-        return pods
-    out = []
-    for pod in pods:
-        leaf_id = moves.get((pod.gang, pod.labels.get(KAI_SUBGROUP_LABEL, "")))
-        out.append(pod.model_copy(update={"gang": leaf_id}) if leaf_id else pod)
-    for gid in {g for g, _ in moves}:
-        if not any(p.gang == gid for p in out):
-            del gangs[gid]  # every pod went to a leaf: the PodGroup is its leaves' group
-    return out
 
 
 READ_KINDS: frozenset[tuple[str, str]] = frozenset(
@@ -347,23 +313,6 @@ def _container_request(c: Container) -> dict[str, int]:
     return out
 
 
-def _unread_kueue_annotations(pods: list[Pod]) -> list[str]:
-    """A note per Kueue pod-set annotation gangplan does not act on (multi-layer slices,
-    topology spreading, ...), with the number of pending pods carrying it."""
-    counts: dict[str, int] = {}
-    for p in pods:
-        if p.node_name is None:
-            for key in p.annotations:
-                if key.startswith(KUEUE_PODSET_PREFIX) and key not in KUEUE_ANNOTATIONS.ALL:
-                    counts[key] = counts.get(key, 0) + 1
-    return [
-        f"annotation {key} on {n} pending pod(s) is not acted on (Kueue TAS reads it; "
-        "gangplan does not yet)"
-        for key, n in sorted(counts.items())
-    ]
-
-
-KUEUE_PODSET_PREFIX = "kueue.x-k8s.io/podset-"
 POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"}) | {f"hugepages-{s}" for s in ("2Mi", "1Gi")}
 """What pod-level `spec.resources` may set (component-helpers `supportedPodLevelResources`)."""
 DRA_CLAIMS = "resource.k8s.io/claims"

@@ -27,6 +27,7 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -34,7 +35,7 @@ from pydantic import Field
 from solver.kube.kueue import LevelsSpec
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
-from solver.model import Gang
+from solver.model import Gang, Pod
 
 __all__ = [
     "KAI_GROUP",
@@ -42,6 +43,7 @@ __all__ = [
     "KAI_SUBGROUP_LABEL",
     "KAI_TOPOLOGY_GROUP",
     "K8sKaiTopology",
+    "apply_kai",
     "kai_gang_fields",
     "kai_leaf_gangs",
     "kai_queue_note",
@@ -228,6 +230,38 @@ def _one_domain(
         "total_number": max(gang.total_number, gang.min_member or minimum),
         "refused": gang.refused or refused,
     }
+
+
+def apply_kai(
+    pod_groups: Mapping[str, tuple[RawObject, Any]],
+    topologies: dict[str, tuple[str, ...]],
+    gangs: dict[str, Gang],
+    pods: list[Pod],
+    notes: list[str],
+) -> list[Pod]:
+    """KAI PodGroups' own fields on their gangs, and the pods of a PodGroup with leaf
+    sub-groups moved to their leaf's gang (`solver.kube.kai`)."""
+    moves: dict[tuple[str, str], str] = {}  # (gang, sub-group) -> leaf gang
+    for gid, (pg_raw, _) in pod_groups.items():
+        if pg_raw.api_version.split("/", 1)[0] != KAI_GROUP or gid not in gangs:
+            continue
+        fields = kai_gang_fields(pg_raw, gid, topologies, notes)
+        gangs[gid] = gangs[gid].model_copy(update=fields)
+        update, leaves = kai_leaf_gangs(pg_raw, gangs[gid], topologies, notes)
+        gangs[gid] = gangs[gid].model_copy(update=update)
+        for sub, leaf in leaves.items():
+            gangs[leaf.id] = leaf
+            moves[(gid, sub)] = leaf.id
+    if not moves:
+        return pods
+    out = []
+    for pod in pods:
+        leaf_id = moves.get((pod.gang, pod.labels.get(KAI_SUBGROUP_LABEL, "")))
+        out.append(pod.model_copy(update={"gang": leaf_id}) if leaf_id else pod)
+    for gid in {g for g, _ in moves}:
+        if not any(p.gang == gid for p in out):
+            del gangs[gid]  # every pod went to a leaf: the PodGroup is its leaves' group
+    return out
 
 
 def kai_queue_note(raw: RawObject) -> str:

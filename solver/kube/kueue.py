@@ -20,10 +20,12 @@ from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, StrMap, Taint, Toleration, _K8s
 from solver.model import (
     HOSTNAME,
+    KUEUE_ANNOTATIONS,
     KueueFlavor,
     KueueRequestError,
     KueueTopology,
     NetworkTopology,
+    Pod,
     parse_kueue_request,
 )
 from solver.model import Taint as ModelTaint
@@ -38,6 +40,7 @@ __all__ = [
     "kueue_flavor",
     "kueue_topologies",
     "kueue_topology",
+    "unread_kueue_annotations",
 ]
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -168,3 +171,22 @@ def kueue_topologies(
             "kueue_flavors": tuple(sorted((f for _, f in flavors), key=lambda f: f.name)),
         }
     )
+
+
+PODSET_PREFIX = "kueue.x-k8s.io/podset-"
+
+
+def unread_kueue_annotations(pods: list[Pod]) -> list[str]:
+    """A note per Kueue pod-set annotation gangplan does not act on (multi-layer slices,
+    topology spreading, ...), with the number of pending pods carrying it."""
+    counts: dict[str, int] = {}
+    for p in pods:
+        if p.node_name is None:
+            for key in p.annotations:
+                if key.startswith(PODSET_PREFIX) and key not in KUEUE_ANNOTATIONS.ALL:
+                    counts[key] = counts.get(key, 0) + 1
+    return [
+        f"annotation {key} on {n} pending pod(s) is not acted on (Kueue TAS reads it; "
+        "gangplan does not yet)"
+        for key, n in sorted(counts.items())
+    ]
