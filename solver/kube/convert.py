@@ -19,7 +19,15 @@ from solver.kube.gangs import (
     api_group,
 )
 from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
-from solver.kube.kai import KAI_GROUP, KAI_TOPOLOGY_GROUP, K8sKaiTopology, apply_kai, kai_queue_note
+from solver.kube.kai import (
+    KAI_GROUP,
+    KAI_TOPOLOGY_GROUP,
+    K8sKaiTopology,
+    apply_kai,
+    kai_node_selector,
+    kai_pod_notes,
+    kai_queue_note,
+)
 from solver.kube.kueue import (
     KUEUE_GROUP,
     K8sKueueFlavor,
@@ -103,6 +111,7 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     for pod in pods:
         members.setdefault(pod.gang, []).append(pod.key)
     inputs.notes.extend(unread_kueue_annotations(pods))
+    inputs.notes.extend(kai_pod_notes(pods))
     inputs.notes.extend(unmodelled_notes(raw.body for raw, _ in inputs.pods))
     claiming = sum(1 for p in pods if p.node_name is None and DRA_CLAIMS in p.requests)
     if claiming:
@@ -375,7 +384,7 @@ def _pod(
         phase=k8s.status.phase,
         priority=priority,
         preemption_policy=k8s.spec.preemption_policy or class_policy or "PreemptLowerPriority",
-        node_selector=dict(k8s.spec.node_selector),
+        node_selector=kai_node_selector(k8s.metadata.labels, dict(k8s.spec.node_selector)),
         required_affinity=required,
         tolerations=tuple(
             Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)

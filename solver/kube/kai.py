@@ -20,6 +20,8 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   the PodGroup one gang in one domain of the finest leaf level (stricter than KAI, never
   looser), and a constraint above the leaves (the PodGroup's, or a parent sub-group's)
   keeps it one gang under that constraint; both are noted;
+- a pod's `runai/node-pool` label confines it to the nodes of that pool (read as a node
+  selector); its queue labels, `mps` and `runai-gpu-limit` annotations are noted;
 - `topologyConstraint.preferredTopologyLevel`, the Queue's quotas, limits and over-quota
   weights, `preemptibility`: read and noted, not acted on yet (fair share across queues
   is its own feature).
@@ -27,7 +29,7 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import Field
@@ -46,6 +48,8 @@ __all__ = [
     "apply_kai",
     "kai_gang_fields",
     "kai_leaf_gangs",
+    "kai_node_selector",
+    "kai_pod_notes",
     "kai_queue_note",
 ]
 
@@ -262,6 +266,39 @@ def apply_kai(
         if not any(p.gang == gid for p in out):
             del gangs[gid]  # every pod went to a leaf: the PodGroup is its leaves' group
     return out
+
+
+NODE_POOL_LABEL = "runai/node-pool"  # commonconstants.NodePoolNameLabel (the default key)
+UNREAD_POD_KEYS: dict[tuple[str, str], str] = {
+    ("labels", "kai.scheduler/queue"): "KAI queues' quotas are not acted on yet",
+    ("labels", "runai/queue"): "KAI queues' quotas are not acted on yet",
+    ("annotations", "mps"): "KAI's MPS sharing is not modelled",
+    ("annotations", "runai-gpu-limit"): "KAI's GPU limit is not modelled",
+}
+"""KAI pod metadata gangplan does not act on yet: a note with how many pending pods carry it."""
+
+
+def kai_node_selector(labels: Mapping[str, str], selector: dict[str, str]) -> dict[str, str]:
+    """A pod's node selector with its KAI node pool: a pod labelled `runai/node-pool: P`
+    goes to the nodes of pool P (labelled the same), as the shard of that pool places it."""
+    pool = labels.get(NODE_POOL_LABEL)
+    if not pool or NODE_POOL_LABEL in selector:
+        return selector
+    return {**selector, NODE_POOL_LABEL: pool}
+
+
+def kai_pod_notes(pods: Iterable[Pod]) -> list[str]:
+    counts: dict[tuple[str, str], int] = {}
+    for p in pods:
+        if p.node_name is not None:
+            continue
+        for where, key in UNREAD_POD_KEYS:
+            if key in (p.labels if where == "labels" else p.annotations):
+                counts[(where, key)] = counts.get((where, key), 0) + 1
+    return [
+        f"{n} pending pod(s) carry {where[:-1]} {key}, not acted on: {UNREAD_POD_KEYS[(where, key)]}"
+        for (where, key), n in sorted(counts.items())
+    ]
 
 
 def kai_queue_note(raw: RawObject) -> str:

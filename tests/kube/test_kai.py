@@ -243,3 +243,20 @@ def test_leaf_gangs_are_one_group() -> None:
     a, b = "default/sample1.subgroup-a", "default/sample1.subgroup-b"
     assert set(cluster.gangs) == {a, b}
     assert cluster.gangs[a].groups == (a, b) and cluster.gangs[b].min_member == 3
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_node_pool_label_confines_the_job_to_its_pool(engine: str) -> None:
+    """KAI's node pools (commonconstants.NodePoolNameLabel `runai/node-pool`): the example
+    job labelled for pool `b`, whose nodes are zone B's, lands in zone B though A is
+    tighter. The label was dropped in silence."""
+    objects = copy.deepcopy(EXAMPLE)
+    for o in objects:
+        if o["kind"] == "Node" and o["metadata"]["name"].startswith("b"):
+            o["metadata"]["labels"]["runai/node-pool"] = "b"
+        if o["kind"] == "Pod":
+            o["metadata"].setdefault("labels", {})["runai/node-pool"] = "b"
+            o["metadata"]["labels"]["kai.scheduler/queue"] = "team-a"
+    cluster, d = run(objects, engine)
+    assert {zone_of(p.node) for p in d.placements.values()} == {"b"}
+    assert any("kai.scheduler/queue, not acted on" in n for n in cluster.notes)
