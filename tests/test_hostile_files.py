@@ -118,6 +118,47 @@ REFUSED = {
         f"{{nodeSelectorTerms: [{{matchExpressions: [{{key: size, operator: Gt, values: ['{2**70}']}}]}}]}}}}}}\n",
         "matchExpressions[0].values",
     ),
+    # the input paths this session added: each bad shape is one line naming its field (a
+    # KAI Queue whose metadata is a string raised AttributeError)
+    "a KAI Queue whose metadata is a string": (
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: x\n",
+        "metadata",
+    ),
+    "a KAI Topology with no levels": (
+        "apiVersion: kai.scheduler/v1alpha1\nkind: Topology\nmetadata: {name: t}\n"
+        "spec: {levels: []}\n",
+        "spec.levels",
+    ),
+    "a KAI PodGroup whose required level is a number": (
+        "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: p}\n"
+        "spec: {minMember: 1, topologyConstraint: {requiredTopologyLevel: 5}}\n",
+        "spec.topologyConstraint.requiredTopologyLevel",
+    ),
+    "a KAI sub-group of a negative minMember": (
+        "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: p}\n"
+        "spec: {minMember: 1, subGroups: [{name: a, minMember: -1}]}\n",
+        "spec.subGroups[0]",
+    ),
+    "a KAI sub-group whose parent is missing": (
+        "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: p}\n"
+        "spec: {minMember: 1, subGroups: [{name: a, parent: b}]}\n",
+        "spec.subGroups[0].parent",
+    ),
+    "a scheduling gate without a name": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
+        "  schedulingGates: [{}]\n",
+        "schedulingGates",
+    ),
+    "a DRA claim that is not a mapping": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
+        "  resourceClaims: [x]\n",
+        "resourceClaims",
+    ),
+    "a Volcano task dependsOn that is a string": (
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+        "  tasks: [{name: w, dependsOn: master, template: {spec: {containers: [{name: c}]}}}]\n",
+        "spec.tasks[0].dependsOn",
+    ),
     "a node of a trillion GPUs": (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
         "status: {allocatable: {cpu: '8', nvidia.com/gpu: '1000000000000'}}\n",

@@ -22,6 +22,7 @@ from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
 from solver.kube.kai import (
     KAI_GROUP,
     KAI_TOPOLOGY_GROUP,
+    K8sKaiQueue,
     K8sKaiTopology,
     apply_kai,
     kai_node_selector,
@@ -249,8 +250,9 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             ident = f"kai:{kai.metadata.name}"  # beside a Kueue Topology of the same name
             out.kai_topologies[kai.metadata.name] = tuple(lv.node_label for lv in kai.spec.levels)
         elif kind == "Queue" and group == KAI_GROUP:
-            ident = f"kai:{(raw.body.get('metadata') or {}).get('name')}"  # beside Volcano's
-            out.notes.append(kai_queue_note(raw))
+            kai_queue = validate(K8sKaiQueue, raw)
+            ident = f"kai:{kai_queue.metadata.name}"  # beside a Volcano Queue of the same name
+            out.notes.append(kai_queue_note(raw, kai_queue))
         elif kind == "HyperNode" and group == HYPERNODE_GROUP:
             hypernode = read_hypernode(raw, out.notes)
             out.hypernodes.append(hypernode)

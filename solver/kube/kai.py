@@ -44,6 +44,7 @@ __all__ = [
     "KAI_POD_GROUP_ANNOTATION",
     "KAI_SUBGROUP_LABEL",
     "KAI_TOPOLOGY_GROUP",
+    "K8sKaiQueue",
     "K8sKaiTopology",
     "apply_kai",
     "kai_gang_fields",
@@ -295,15 +296,21 @@ def kai_pod_notes(pods: Iterable[Pod]) -> list[str]:
         for where, key in UNREAD_POD_KEYS:
             if key in (p.labels if where == "labels" else p.annotations):
                 counts[(where, key)] = counts.get((where, key), 0) + 1
-    return [
-        f"{n} pending pod(s) carry {where[:-1]} {key}, not acted on: {UNREAD_POD_KEYS[(where, key)]}"
-        for (where, key), n in sorted(counts.items())
-    ]
+    out = []
+    for (where, key), n in sorted(counts.items()):
+        why = UNREAD_POD_KEYS[(where, key)]
+        out.append(f"{n} pending pod(s) carry {where[:-1]} {key}, not acted on: {why}")
+    return out
 
 
-def kai_queue_note(raw: RawObject) -> str:
-    meta = raw.body.get("metadata") or {}
+class K8sKaiQueue(_K8s):
+    """`scheduling.run.ai/v2` Queue: its name is checked; the rest is noted (`kai_queue_note`)."""
+
+    metadata: Metadata
+
+
+def kai_queue_note(raw: RawObject, queue: K8sKaiQueue) -> str:
     return (
-        f"{raw.source}: document {raw.document}: KAI Queue {meta.get('name')!r} read; its "
+        f"{raw.source}: document {raw.document}: KAI Queue {queue.metadata.name!r} read; its "
         "quota, limit, over-quota weight and priority are not acted on yet"
     )

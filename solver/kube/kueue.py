@@ -173,9 +173,6 @@ def kueue_topologies(
     )
 
 
-PODSET_PREFIX = "kueue.x-k8s.io/podset-"
-
-
 def unread_kueue_annotations(pods: list[Pod]) -> list[str]:
     """A note per Kueue pod-set annotation gangplan does not act on (multi-layer slices,
     topology spreading, ...), with the number of pending pods carrying it."""
@@ -183,7 +180,7 @@ def unread_kueue_annotations(pods: list[Pod]) -> list[str]:
     for p in pods:
         if p.node_name is None:
             for key in p.annotations:
-                if key.startswith(PODSET_PREFIX) and key not in KUEUE_ANNOTATIONS.ALL:
+                if key.startswith(KUEUE_ANNOTATIONS.PREFIX) and key not in KUEUE_ANNOTATIONS.ALL:
                     counts[key] = counts.get(key, 0) + 1
     return [
         f"annotation {key} on {n} pending pod(s) is not acted on (Kueue TAS reads it; "

@@ -44,6 +44,7 @@ class KUEUE_ANNOTATIONS:
     SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
     SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
     GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+    PREFIX = "kueue.x-k8s.io/podset-"  # every pod-set annotation, read or not
     ALL = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
 
 

@@ -14,8 +14,8 @@ If CP-SAT proves it infeasible, `sufficient_assumptions_for_infeasibility()` nam
 families that together make it so, and each is put in words with its numbers
 ("gang default/train needs 16 × 1 nvidia.com/gpu, eligible nodes offer 12"). If the closure
 fits on its own and other gangs were placed, the room went to them (with no other gang
-placed, the fit proves a rule the model leaves out, and nothing is claimed). The greedy's counted per-node
-reasons are kept alongside.
+placed, the fit proves a rule the model leaves out, and nothing is claimed). The
+greedy's counted per-node reasons are kept alongside.
 """
 
 from __future__ import annotations

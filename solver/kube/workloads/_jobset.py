@@ -45,10 +45,11 @@ from solver.kube.loader import RawObject
 from solver.kube.workloads._batch import job_pods
 from solver.kube.workloads._template import Expansion, Fields, meta_value
 
-__all__ = ["expand_jobset"]
+__all__ = ["REPLICATED_JOB", "expand_jobset"]
 
 PREFIX = "jobset.sigs.k8s.io/"
 JOBSET_NAME = f"{PREFIX}jobset-name"
+REPLICATED_JOB = f"{PREFIX}replicatedjob-name"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 WAS_API = "scheduling.k8s.io/v1beta1"
 READ = {"replicatedJobs", "scheduling", "startupPolicy", "suspend", "network"}
@@ -109,7 +110,7 @@ def expand_jobset(raw: RawObject) -> Expansion:
             marks = {
                 JOBSET_NAME: f.name,
                 f"{PREFIX}jobset-uid": f.uid,
-                f"{PREFIX}replicatedjob-name": names[i],
+                REPLICATED_JOB: names[i],
                 f"{PREFIX}restart-attempt": "0",
                 f"{PREFIX}replicatedjob-replicas": str(replicas[i]),
                 f"{PREFIX}global-replicas": str(sum(replicas)),

@@ -35,7 +35,7 @@ from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP, LABEL_POD_GROUP_X
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 
-__all__ = ["KUBEFLOW_KINDS", "expand_kubeflow_job"]
+__all__ = ["KUBEFLOW_KINDS", "REPLICA_TYPE", "expand_kubeflow_job"]
 
 JOB_NAME = "training.kubeflow.org/job-name"
 OPERATOR = "training.kubeflow.org/operator-name"

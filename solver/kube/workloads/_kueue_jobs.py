@@ -32,17 +32,16 @@ from typing import Any
 
 from solver.kube.gangs import LABEL_POD_GROUP_X, api_group, gang_link
 from solver.kube.loader import RawObject
+from solver.kube.workloads._jobset import REPLICATED_JOB
+from solver.kube.workloads._kubeflow import KUBEFLOW_KINDS, REPLICA_TYPE
 from solver.kube.workloads._kueue import PODSET_LABEL, WORKLOAD_LABEL
+from solver.kube.workloads._lws import GROUP_INDEX, WORKER_INDEX
 from solver.kube.workloads._template import Expansion, meta_value
 from solver.model import KUEUE_ANNOTATIONS
 
 __all__ = ["QUEUE_LABEL", "kueue_workloads"]
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
-LWS_GROUP = "leaderworkerset.sigs.k8s.io/group-index"
-LWS_WORKER = "leaderworkerset.sigs.k8s.io/worker-index"
-KUBEFLOW_REPLICA_TYPE = "training.kubeflow.org/replica-type"
 
 # (Workload suffix, pod set name) of an expanded pod, per integration.
 PodSetOf = Callable[[dict[str, Any], dict[str, Any]], tuple[str, str]]
@@ -56,10 +55,10 @@ def _label(pod: dict[str, Any], key: str) -> str:
 def _lws(body: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str]:
     spec = body.get("spec") or {}
     lwt = spec.get("leaderWorkerTemplate") or {}
-    group = _label(pod, LWS_GROUP)
+    group = _label(pod, GROUP_INDEX)
     if lwt.get("leaderTemplate") is None:
         return group, "main"
-    return group, "leader" if _label(pod, LWS_WORKER) == "0" else "worker"
+    return group, "leader" if _label(pod, WORKER_INDEX) == "0" else "worker"
 
 
 def _one(_body: dict[str, Any], _pod: dict[str, Any]) -> tuple[str, str]:
@@ -71,18 +70,18 @@ INTEGRATIONS: dict[tuple[str, str], PodSetOf] = {
     ("apps", "StatefulSet"): _one,
     ("apps", "Deployment"): lambda _b, pod: (str(pod["metadata"]["name"]), "main"),
     ("apps", "ReplicaSet"): lambda _b, pod: (str(pod["metadata"]["name"]), "main"),
-    ("jobset.x-k8s.io", "JobSet"): lambda _b, pod: ("", _label(pod, JOBSET_REPLICATED_JOB)),
+    ("jobset.x-k8s.io", "JobSet"): lambda _b, pod: ("", _label(pod, REPLICATED_JOB)),
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _lws,
     **{
-        ("kubeflow.org", kind): (lambda _b, pod: ("", _label(pod, KUBEFLOW_REPLICA_TYPE)))
-        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "MPIJob", "JAXJob")
+        ("kubeflow.org", kind): (lambda _b, pod: ("", _label(pod, REPLICA_TYPE)))
+        for kind in KUBEFLOW_KINDS
     },
 }
 
 
 def _has_tas(pod: dict[str, Any]) -> bool:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return any(key.startswith("kueue.x-k8s.io/podset-") for key in annotations)
+    return any(key.startswith(KUEUE_ANNOTATIONS.PREFIX) for key in annotations)
 
 
 def kueue_workloads(raw: RawObject, expansion: Expansion) -> None:

@@ -39,9 +39,11 @@ from solver.kube.loader import RawObject
 from solver.kube.workloads._apps import POD_INDEX, POD_NAME
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 
-__all__ = ["expand_leader_worker_set"]
+__all__ = ["GROUP_INDEX", "WORKER_INDEX", "expand_leader_worker_set"]
 
 PREFIX = "leaderworkerset.sigs.k8s.io/"
+GROUP_INDEX = f"{PREFIX}group-index"
+WORKER_INDEX = f"{PREFIX}worker-index"
 SET_NAME = f"{PREFIX}name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 EXCLUSIVE = f"{PREFIX}exclusive-topology"
@@ -62,7 +64,7 @@ class _GroupMember:
 
     def __call__(self, field: str, name: str, worker: int, ordinal: int, **notes: str) -> Any:
         """A pod from template `field`, worker index `worker`, StatefulSet ordinal `ordinal`."""
-        labels = {**self.common, f"{PREFIX}worker-index": str(worker)}
+        labels = {**self.common, WORKER_INDEX: str(worker)}
         labels |= {POD_NAME: name, POD_INDEX: str(ordinal)}
         annotations = {f"{PREFIX}size": str(self.size)}
         annotations |= {f"{PREFIX}{key}": value for key, value in notes.items()}
@@ -121,7 +123,7 @@ def expand_leader_worker_set(raw: RawObject) -> Expansion:
         leader = f"{f.name}-{i}"
         common = {
             SET_NAME: f.name,
-            f"{PREFIX}group-index": str(i),
+            GROUP_INDEX: str(i),
             f"{PREFIX}group-key": hashlib.sha1(f"{f.namespace}/{leader}".encode()).hexdigest(),
             f"{PREFIX}template-revision-hash": revision,
         }

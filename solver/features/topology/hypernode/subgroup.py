@@ -13,8 +13,9 @@ As upstream HEAD `ed72c7c8` builds them (`job_info.go` `getOrCreateSubJob`,
 * **tier** — a sub-group's `networkTopology` hard with `highestTierAllowed` (or a
   `highestTierName` some HyperNode carries) puts all its pods inside ONE HyperNode of tier
   <= that limit; with running members, the one that holds them (`recoverAllocatedHyperNode`
-  per sub-job: its new pods join them there, or are not placed). `soft` becomes hard at the job's limit (`convertSoftToHardTopology`): no
-  rule beyond the job's, as a sub-group without `networkTopology`.
+  per sub-job: its new pods join them there, or are not placed). `soft` becomes hard at
+  the job's limit (`convertSoftToHardTopology`): no rule beyond the job's, as a sub-group
+  without `networkTopology`.
 
 Pods of different sub-groups never share a pod type (`subgroup_type_key`), so a sub-group
 is a set of types. CP-SAT (`build`):
@@ -117,7 +118,7 @@ def compile_subgroups(
         policy = -1 if key is None else key[0]
         spec = gang.sub_group_policy[policy] if policy >= 0 else None
         limit = _own_limit(gang, policy, tree, job_limit, ctx.notes)
-        name = "(default)" if key is None else f"{spec.name}-{'-'.join(key[1])}"  # type: ignore[union-attr]
+        name = "(default)" if spec is None or key is None else f"{spec.name}-{'-'.join(key[1])}"
         domain = None if limit is None else tree.top_within(limit)
         if domain is not None and key in running:
             domain = _recovered(domain, running[key], gang, name, ctx.notes)

@@ -32,6 +32,7 @@ from solver.features.predicates import tolerates
 from solver.features.topology.kueue.tas import KueueTree, LeaderLeaves, TasRequest
 from solver.model import (
     HOSTNAME,
+    KUEUE_ANNOTATIONS,
     KueueFlavor,
     KueueRequest,
     KueueTopology,
@@ -95,7 +96,7 @@ class KueuePodSet:
 
 def pod_set_key(pod: Pod) -> tuple[str, ...]:
     """What pods of one type must agree on for Kueue: the pod set and its request."""
-    keys = sorted(k for k in pod.annotations if k.startswith("kueue.x-k8s.io/podset-"))
+    keys = sorted(k for k in pod.annotations if k.startswith(KUEUE_ANNOTATIONS.PREFIX))
     if not keys:
         return ()
     return (pod.labels.get(PODSET_LABEL, ""), *(f"{k}={pod.annotations[k]}" for k in keys))
