@@ -58,6 +58,9 @@ KAI_GROUP = "scheduling.run.ai"
 KAI_TOPOLOGY_GROUP = "kai.scheduler"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"  # commonconstants.PodGroupAnnotationForPod
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"  # commonconstants.SubGroupLabelKey
+READ_SPEC = {"minMember", "priorityClassName", "topologyConstraint", "subGroups"}
+"""PodGroup spec fields acted on; `queue` and `preemptibility` get their own notes, the rest
+(parallelism, completions, backoffLimit, markUnschedulable, schedulingBackoff) one note."""
 
 
 class K8sKaiTopology(_K8s):
@@ -147,6 +150,8 @@ def kai_gang_fields(
         )
     if spec.get("preemptibility"):
         notes.append(f"KAI PodGroup {gang_id}: preemptibility is not acted on yet")
+    if unread := sorted(set(spec) - READ_SPEC - {"preemptibility", "queue"}):
+        notes.append(f"KAI PodGroup {gang_id}: ignored spec {', '.join(unread)}")
     if not c.required and not c.preferred:
         return out
     if c.topology not in topologies:

@@ -260,3 +260,13 @@ def test_a_node_pool_label_confines_the_job_to_its_pool(engine: str) -> None:
     cluster, d = run(objects, engine)
     assert {zone_of(p.node) for p in d.placements.values()} == {"b"}
     assert any("kai.scheduler/queue, not acted on" in n for n in cluster.notes)
+
+
+def test_podgroup_fields_not_acted_on_are_noted() -> None:
+    objects = copy.deepcopy(EXAMPLE)
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    pg["spec"] |= {"markUnschedulable": True, "schedulingBackoff": 1, "backoffLimit": 3}
+    notes = load_objects(raw(*objects)).notes
+    assert any(
+        "ignored spec backoffLimit, markUnschedulable, schedulingBackoff" in n for n in notes
+    )
