@@ -22,6 +22,7 @@ from server.reflection import enable_reflection
 from server.servicer import PlacementServicer, ScheduleFn
 from server.settings import Settings
 from server.store import SnapshotStore, settle
+from server.warmup import warm_up
 
 __all__ = ["SERVICE_NAME", "GangplanServer", "create_server"]
 
@@ -44,8 +45,10 @@ class GangplanServer:
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
-        # Modules, descriptors and schemas live as long as the process: frozen now, the
+        # The first call's lazy initialisation paid before serving; then modules,
+        # descriptors and schemas, which live as long as the process, are frozen: the
         # collector's full passes (~30 ms, enough to miss a 50 ms deadline) skip them.
+        warm_up()
         settle()
         # /metrics first: an address it cannot bind fails the start before any RPC is served
         if self.settings.metrics_port is not None:

@@ -15,8 +15,10 @@ its nodes and its own pods, never for the pods already running. Status codes:
     InternalError and anything unexpected -> INTERNAL (logged; never UNKNOWN)
 
 Deadlines: the solver budget is the call's time remaining after decoding, less
-`deadline_share` of it and `deadline_margin` (`Settings.budget`); CP-SAT's model building
-checks that budget and answers greedy when it is gone. A non-greedy engine gets greedy
+`deadline_share` of it, `deadline_margin` and `deadline_per_pod` for each pod of the call
+(`Settings.budget`); the greedy stops at that budget (the gang groups it has not reached
+wait, with a reason saying so), and CP-SAT's model building checks it and answers greedy
+when it is gone. A non-greedy engine gets greedy
 instead (with a note) when the budget is under `min_cpsat_budget`. Cancellation: the RPC's
 end (cancelled, disconnected, or done) sets the call's stop event; CP-SAT's building and
 search stop at once (`stop_search`), and a cancelled call's answer is dropped.
@@ -370,7 +372,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             workload, left = workload.select(selection)
         conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf
-        engine, kwargs, notes = self._budget(options, context)
+        engine, kwargs, notes = self._budget(options, context, len(workload.pods))
         if not context.is_active():
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if preempt:
@@ -396,9 +398,10 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         return _Answer(decision, closed, generation, singles)
 
     def _budget(
-        self, options: spb.SolveOptions, context: grpc.ServicerContext
+        self, options: spb.SolveOptions, context: grpc.ServicerContext, pods: int
     ) -> tuple[str, dict[str, Any], list[str]]:
-        """(engine, extra schedule() arguments, notes) for the time this call has left."""
+        """(engine, extra schedule() arguments, notes) for the time this call has left to
+        place `pods` pods."""
         _check_search_options(options)
         engine = options.engine or self.settings.engine
         if engine not in ENGINES:
@@ -408,7 +411,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         if remaining is None or remaining > NO_DEADLINE:
             budget = self.settings.time_limit
         else:
-            budget = self.settings.budget(remaining)
+            budget = self.settings.budget(remaining, pods)
             if budget <= 0 and remaining > MIN_REMAINING:
                 # less left than the margin it keeps, yet time left: an admitted call is
                 # answered, by the greedy in half of what is left

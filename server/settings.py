@@ -82,9 +82,18 @@ class Settings(BaseSettings):
         "CP-SAT overrunning its limit grow with the instance; benchmarks/deadlines measures it)",
     )
 
-    def budget(self, remaining: float) -> float:
-        """The engine's time limit when `remaining` seconds are left before the deadline."""
-        return remaining * (1 - self.deadline_share) - self.deadline_margin
+    deadline_per_pod: float = Field(
+        default=15e-6,
+        ge=0,
+        description="seconds per pod of the call also kept back: the work after the engine "
+        "(the Decision, verify, encoding) grows with them, ~15 us a pod on 2 cores",
+    )
+
+    def budget(self, remaining: float, pods: int = 0) -> float:
+        """The engine's time limit when `remaining` seconds are left before the deadline
+        for a call placing `pods` pods."""
+        kept = self.deadline_margin + pods * self.deadline_per_pod
+        return remaining * (1 - self.deadline_share) - kept
 
     min_cpsat_budget: float = Field(
         default=0.1, ge=0, description="below this budget (s) a CP-SAT request gets greedy"

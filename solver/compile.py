@@ -15,6 +15,7 @@ Nothing here walks the running pods: a call costs its nodes and its own pods.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,17 @@ def _type_keys(snapshot: Snapshot, workload: Workload) -> list[Callable[[Pod], H
     return keys
 
 
+_SHAPE_FIELDS = operator.itemgetter(*(f for f in Pod.model_fields if f not in ("name", "gang")))
+
+
+def _shape(pod: Pod) -> tuple[object, ...]:
+    """A pod's gang and the identity of each of its other fields but the name: pods the
+    codec copies from one template (a gang's members) share those objects, so their type
+    key is computed once. Equal shapes imply equal fields, never the converse; a type key
+    reads no pod's name (pods of one type differ only in it)."""
+    return (pod.gang, *map(id, _SHAPE_FIELDS(pod.__dict__)))
+
+
 def _nominated_room(snapshot: Snapshot, workload: Workload, resources: tuple[str, ...]) -> IntArray:
     """Room held for pods nominated elsewhere in the cluster (not placed by this call).
 
@@ -93,9 +105,13 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
     type_gang: list[int] = []
     type_pods: list[list[str]] = []
     type_keys = _type_keys(snapshot, workload)
+    by_shape: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[Hashable, ...]]] = {}
     for pod in workload.pods:  # sorted by key, so pods of a type stay in name order
-        demand = tuple(pod.requests.get(r, 0) for r in resources)
-        key = (pod.gang, demand, *(f(pod) for f in type_keys))
+        shape = _shape(pod)
+        if shape not in by_shape:
+            demand = tuple(pod.requests.get(r, 0) for r in resources)
+            by_shape[shape] = demand, (pod.gang, demand, *(f(pod) for f in type_keys))
+        demand, key = by_shape[shape]
         if key not in types:
             types[key] = len(type_pods)
             type_demand.append(demand)

@@ -71,7 +71,9 @@ def solve(
     workload = workload or Workload.everything(snapshot)
     problem = compile_problem(snapshot, conf, workload)
     params = SolveParams(
-        time_limit=max(0.05, time_limit - (time.perf_counter() - started)),
+        # what compiling left: the greedy stops at the limit (trying one gang group at
+        # least), CP-SAT is not built without time for it
+        time_limit=max(0.0, time_limit - (time.perf_counter() - started)),
         workers=workers,
         seed=seed,
         stop=stop,

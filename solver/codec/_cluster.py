@@ -28,7 +28,7 @@ def _is_running(msg: pb.Pod) -> bool:
 def _gang_known(
     gang: str | None, key: str, gangs: Mapping[str, Gang], path: str, out: Violations
 ) -> None:
-    if path in out.paths:
+    if out.items and path in out.paths:
         return  # the gang id itself is malformed: one error per field
     if gang is not None and gang != key and gang not in gangs:
         out.add(path, f"gang {gang!r} is not in the request or the snapshot")

@@ -505,9 +505,7 @@ class PendingPodReader:
         template = self._templates.get(rest)
         if template is not None and msg.name:
             ns = template.namespace
-            return template.model_copy(
-                update={"name": msg.name, "gang": msg.gang or f"{ns}/{msg.name}"}
-            )
+            return template.replaced(name=msg.name, gang=msg.gang or f"{ns}/{msg.name}")
         clean = not out.items
         pod = pod_from_proto(msg, path, out)
         if pod is not None and clean and not out.items:

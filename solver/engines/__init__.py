@@ -6,6 +6,7 @@
 * `auto`   — greedy, then CP-SAT for the rest of the time budget; the better answer wins.
 """
 
+import time
 from collections.abc import Callable
 
 from solver.engines._params import SolveParams, default_workers
@@ -24,7 +25,7 @@ __all__ = [
 
 
 def _greedy(problem: Problem, params: SolveParams) -> EngineResult:
-    return solve_greedy(problem)
+    return solve_greedy(problem, deadline=time.perf_counter() + params.time_limit, stop=params.stop)
 
 
 ENGINES: dict[str, Callable[[Problem, SolveParams], EngineResult]] = {

@@ -16,6 +16,10 @@ then the remaining members are placed where they still fit. If some gang ends be
 need, everything placed for the unit is rolled back, that gang and every gang requiring it
 are dropped, and the rest of the unit is tried again (so a group never ends half-placed).
 
+A `deadline` makes the greedy an anytime step, like a scheduling cycle that ends: once it
+has passed, the units not yet tried stay pending with a reason saying so (the first unit
+is always tried, so a stream of calls with tight deadlines still makes progress).
+
 A pod goes to the node with the highest score (static policy scores + usage-dependent
 scores such as binpack) among the nodes where it fits, lowest node name on ties; pods of
 one type are placed in one vectorised step (`solver.problem.fill`), within the queue
@@ -24,6 +28,7 @@ limits of the ledger in play (the queue quotas when a QuotaBlock is present).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -68,7 +73,12 @@ def ledger_for(problem: Problem) -> Ledger:
     return next((ledger for make in LEDGERS if (ledger := make(problem))), NoLimits())
 
 
-def solve_greedy(problem: Problem) -> EngineResult:
+def solve_greedy(
+    problem: Problem, deadline: float | None = None, stop: threading.Event | None = None
+) -> EngineResult:
+    """Place the Problem's units in order; `deadline` (a `time.perf_counter()` instant) or
+    `stop` being set (the caller has gone) ends the cycle early, leaving the units not
+    reached pending (`stats["units_unreached"]`)."""
     started = time.perf_counter()
     tracker = Trackers.of(*(make(problem) for make in TRACKERS))
     state = GreedyState.start(problem, ledger_for(problem), tracker)
@@ -78,9 +88,14 @@ def solve_greedy(problem: Problem) -> EngineResult:
     for g, u in enumerate(problem.gang_unit.tolist()):  # gangs required by pending ones
         if u in unit_gangs and g not in unit_gangs[u]:
             unit_gangs[u].append(g)
-    for u in problem.unit_order.tolist():
-        if u not in unit_gangs:
-            continue  # nothing pending in this gang group
+    order = [u for u in problem.unit_order.tolist() if u in unit_gangs]
+    unreached = 0
+    for tried, u in enumerate(order):
+        late = deadline is not None and time.perf_counter() > deadline
+        if tried and (late or (stop is not None and stop.is_set())):
+            unreached = len(order) - tried
+            _not_reached(problem, order[tried:], unit_gangs, tried, state.gang_reason)
+            break
         active = []
         for g in sorted(unit_gangs[u]):
             if problem.gang_blocked[g] is not None:
@@ -100,9 +115,28 @@ def solve_greedy(problem: Problem) -> EngineResult:
         status="HEURISTIC",
         pod_node=state.pod_node,
         gang_reason=state.gang_reason,
-        stats={"seconds": time.perf_counter() - started},
+        stats={"seconds": time.perf_counter() - started, "units_unreached": unreached},
         devices=tracker.assignment(state.pod_node) if tracker is not None else None,
     )
+
+
+def _not_reached(
+    problem: Problem,
+    units: list[int],
+    unit_gangs: dict[int, list[int]],
+    tried: int,
+    gang_reason: dict[int, str],
+) -> None:
+    """The reason of every gang of `units`: the cycle's time ran out before their turn."""
+    total = tried + len(units)
+    why = (
+        f"not tried: the call's time limit ran out after {tried} of {total} gang group(s) "
+        "in queue order; it waits for the next cycle"
+    )
+    for u in units:
+        for g in unit_gangs[u]:
+            blocked = problem.gang_blocked[g]
+            gang_reason[g] = why if blocked is None else blocked
 
 
 def _fill_type(

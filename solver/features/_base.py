@@ -178,6 +178,7 @@ class Feature:
     compile: Callable[[CompileContext], None]
     facts: tuple[Fact, ...] = ()
     type_key: Callable[[Pod], Hashable] | None = None  # pods of one type agree on this
+    #   (it reads no pod's name: compile computes it once per pod shape, `compile._shape`)
     call_type_key: Callable[[Snapshot, Workload], Callable[[Pod], Hashable]] | None = None
     #   the same, when what pods must agree on depends on the call (labels its selectors read)
     greedy: GreedySteps = field(default_factory=GreedySteps)

@@ -375,7 +375,12 @@ def gpu_milli(requests: Mapping[str, int], annotations: Mapping[str, str]) -> tu
 
 def any_sharing(pods: Iterable[Pod]) -> bool:
     """Some pod asks for GPUs the device-sharing way (an invalid request does not count)."""
+    seen: set[tuple[int, int]] = set()
     for pod in pods:
+        maps = (id(pod.requests), id(pod.annotations))  # a gang's members share theirs
+        if maps in seen:
+            continue
+        seen.add(maps)
         try:
             demand = device_demand(pod.requests, pod.annotations)
         except DeviceError:

@@ -107,7 +107,10 @@ def _hint(
 
 def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat") -> EngineResult:
     started = time.perf_counter()
-    greedy = solve_greedy(problem)
+    greedy = solve_greedy(problem, deadline=started + params.time_limit, stop=params.stop)
+    if greedy.stats["units_unreached"]:
+        # the greedy used the whole budget: no time to build a model
+        return _greedy_instead(greedy, engine, "cpsat_build_abandoned")
     tiers = evaluate(problem, greedy.pod_node)
     greedy_score = tiers["objective"]
     if engine == "auto" and proven_optimal(problem, tiers):
@@ -225,7 +228,7 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         result_status = "INFEASIBLE"  # proven: not a single gang group can be placed
 
     reasons = explain_unsatisfied(
-        problem, pod_node, greedy.gang_reason, deadline=started + params.time_limit
+        problem, pod_node, greedy.gang_reason, deadline=started + params.time_limit - _MARGIN
     )
     return EngineResult(
         engine=engine,
