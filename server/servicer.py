@@ -11,7 +11,7 @@ its nodes and its own pods, never for the pods already running. Status codes:
     NotFound                              -> NOT_FOUND
     StaleGeneration                       -> FAILED_PRECONDITION
     TooManySnapshots                      -> RESOURCE_EXHAUSTED
-    no time left for greedy               -> DEADLINE_EXCEEDED
+    no time left to answer (answer_floor)  -> DEADLINE_EXCEEDED, at once
     InternalError and anything unexpected -> INTERNAL (logged; never UNKNOWN)
 
 Deadlines: the solver budget is the call's time remaining after decoding, less
@@ -84,7 +84,6 @@ ScheduleFn = Callable[..., Decision]  # `solver.schedule`'s signature; tests pas
 MAX_SNAPSHOT_ID = 253  # a Kubernetes object name's limit: ids are echoed in errors
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
 DRAIN_FLOOR = 0.05  # s: a call starting as the drain ends still gets the greedy's answer
-MIN_REMAINING = 0.005  # s: with less left at the solve, the call is DEADLINE_EXCEEDED
 
 
 def _check_id(snapshot_id: str, field: str) -> None:
@@ -412,15 +411,19 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             budget = self.settings.time_limit
         else:
             budget = self.settings.budget(remaining, pods)
-            if budget <= 0 and remaining > MIN_REMAINING:
-                # less left than the margin it keeps, yet time left: an admitted call is
-                # answered, by the greedy in half of what is left
-                budget = remaining / 2
-            elif budget <= 0:
+            floor = self.settings.answer_floor(pods)
+            if remaining < floor:
+                # compiling, verifying and encoding this many pods would outlast the
+                # deadline: refused at once, with why, rather than cut off by it
                 raise _Abort(
                     grpc.StatusCode.DEADLINE_EXCEEDED,
-                    "the deadline left no time to solve after building the model",
+                    f"the deadline left {remaining * 1000:.0f} ms after decoding; answering "
+                    f"a call of {pods} pod(s) needs about {floor * 1000:.0f} ms",
                 )
+            # less left than the margin it keeps, yet time to answer: the greedy with no
+            # time of its own (it tries the first gang group in queue order; the others
+            # wait, with a reason saying so)
+            budget = max(0.0, budget)
         notes = []
         draining = self.drain.remaining()
         if draining is not None and draining < budget:

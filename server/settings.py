@@ -12,7 +12,11 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from solver.schedule import AFTER_ENGINE_PER_POD
+
 __all__ = ["Settings"]
+
+MIN_ANSWER = 0.005  # s: the least a call has left after decoding to be answered at all
 
 
 class Settings(BaseSettings):
@@ -83,11 +87,24 @@ class Settings(BaseSettings):
     )
 
     deadline_per_pod: float = Field(
-        default=15e-6,
+        default=AFTER_ENGINE_PER_POD,
         ge=0,
         description="seconds per pod of the call also kept back: the work after the engine "
         "(the Decision, verify, encoding) grows with them, ~15 us a pod on 2 cores",
     )
+
+    answer_per_pod: float = Field(
+        default=40e-6,
+        ge=0,
+        description="seconds per pod of the call that answering takes at the least (compile, "
+        "the greedy's first gang group, verify, encoding: ~20 ms for 500 pods on a busy "
+        "2-core machine); a call with less left after decoding is refused at once",
+    )
+
+    def answer_floor(self, pods: int) -> float:
+        """The least time left after decoding in which a call of `pods` pods is answered;
+        with less, it is DEADLINE_EXCEEDED at once rather than cut off by its deadline."""
+        return MIN_ANSWER + pods * self.answer_per_pod
 
     def budget(self, remaining: float, pods: int = 0) -> float:
         """The engine's time limit when `remaining` seconds are left before the deadline

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from solver.collector import collector_paused as paused
 from solver.snapshot import Delta, Snapshot
 
 __all__ = [
@@ -78,34 +79,17 @@ SETTLE_DELAY = 0.2  # s: the request message that built the snapshot is freed by
 BIG_DELTA = 10_000  # pods: an update this large is settled like a put
 
 
-class _CollectorPause:
-    """The cyclic collector off while any large build runs (counted: builds overlap)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._builds = 0
-
-    @contextmanager
-    def __call__(self, pods: int) -> Iterator[None]:
-        """Around building a snapshot or delta of `pods` pods: at BIG_DELTA and above, the
-        collector would rescan the build's young objects again and again (~10% of a
-        100k-pod bind) only to find no garbage; `settle` collects once afterwards."""
-        if pods < BIG_DELTA:
-            yield
-            return
-        with self._lock:
-            self._builds += 1
-            gc.disable()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._builds -= 1
-                if self._builds == 0:
-                    gc.enable()
-
-
-collector_paused = _CollectorPause()
+@contextmanager
+def collector_paused(pods: int) -> Iterator[None]:
+    """Around building a snapshot or delta of `pods` pods: at BIG_DELTA and above, the
+    collector would rescan the build's young objects again and again (~10% of a 100k-pod
+    bind) only to find no garbage; `settle` collects once afterwards. (Counted with every
+    other pause, `solver.collector`: builds and calls overlap.)"""
+    if pods < BIG_DELTA:
+        yield
+        return
+    with paused():
+        yield
 
 
 def _settle_soon() -> None:

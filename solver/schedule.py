@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import replace
 
+from solver.collector import collector_paused
 from solver.compile import compile_problem
 from solver.config import SchedulerConf
 from solver.decide import decide
@@ -24,11 +25,15 @@ from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import ANNOTATIONS, verify
 
-__all__ = ["SCHEMA", "schedule", "snapshot_of", "solve"]
+__all__ = ["AFTER_ENGINE_PER_POD", "SCHEMA", "schedule", "snapshot_of", "solve"]
 
 SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS)
 LOG = logging.getLogger("gangplan")
 LOG.addHandler(logging.NullHandler())  # a library's logger: the service or caller configures it
+AFTER_ENGINE_PER_POD = 15e-6
+"""Seconds per pod of a call that the work after the engine takes (the Decision, verify, and
+the caller's encoding: ~15 us a pod on a busy 2-core machine): callers with a deadline keep
+it back from the engine's time limit."""
 FALLBACK = ("greedy", "cpsat")
 """The engines tried, in order, when an answer fails verification (the failed one skipped)."""
 AFTER_PLACEMENT = tuple(f.after for f in FEATURES if f.after is not None)
@@ -119,6 +124,21 @@ def schedule(
     of `time_limit`) and the first that passes is returned with status HEURISTIC, a note
     naming the first violation, and `stats["verify_fallback"] = 1` (logged; the service
     counts it). Only when none passes is InternalError raised, naming what failed."""
+    with collector_paused():  # a full collection alone can outlast a short time limit
+        return _schedule(question, conf, workload, engine, time_limit, workers, seed, preempt, stop)
+
+
+def _schedule(
+    question: ClusterModel | Snapshot,
+    conf: SchedulerConf | None,
+    workload: Workload | None,
+    engine: str,
+    time_limit: float,
+    workers: int,
+    seed: int,
+    preempt: bool,
+    stop: threading.Event | None,
+) -> Decision:
     conf = conf or SchedulerConf.default()
     started = time.perf_counter()
     snapshot = question if isinstance(question, Snapshot) else snapshot_of(question)
