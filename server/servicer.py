@@ -11,7 +11,7 @@ its nodes and its own pods, never for the pods already running. Status codes:
     NotFound                              -> NOT_FOUND
     StaleGeneration                       -> FAILED_PRECONDITION
     TooManySnapshots                      -> RESOURCE_EXHAUSTED
-    no time left to answer (answer_floor)  -> DEADLINE_EXCEEDED, at once
+    no time left to answer (answer_floor) -> DEADLINE_EXCEEDED, at once
     InternalError and anything unexpected -> INTERNAL (logged; never UNKNOWN)
 
 Deadlines: the solver budget is the call's time remaining after decoding, less
@@ -371,7 +371,9 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             workload, left = workload.select(selection)
         conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf
-        engine, kwargs, notes = self._budget(options, context, len(workload.pods))
+        engine, kwargs, notes = self._budget(
+            options, context, len(workload.pods), time.perf_counter() - started
+        )
         if not context.is_active():
             raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if preempt:
@@ -397,10 +399,10 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         return _Answer(decision, closed, generation, singles)
 
     def _budget(
-        self, options: spb.SolveOptions, context: grpc.ServicerContext, pods: int
+        self, options: spb.SolveOptions, context: grpc.ServicerContext, pods: int, decoded: float
     ) -> tuple[str, dict[str, Any], list[str]]:
         """(engine, extra schedule() arguments, notes) for the time this call has left to
-        place `pods` pods."""
+        place `pods` pods, decoding having taken `decoded` seconds."""
         _check_search_options(options)
         engine = options.engine or self.settings.engine
         if engine not in ENGINES:
@@ -411,7 +413,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             budget = self.settings.time_limit
         else:
             budget = self.settings.budget(remaining, pods)
-            floor = self.settings.answer_floor(pods)
+            floor = self.settings.answer_floor(decoded, pods)
             if remaining < floor:
                 # compiling, verifying and encoding this many pods would outlast the
                 # deadline: refused at once, with why, rather than cut off by it

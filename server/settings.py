@@ -93,18 +93,21 @@ class Settings(BaseSettings):
         "(the Decision, verify, encoding) grows with them, ~15 us a pod on 2 cores",
     )
 
-    answer_per_pod: float = Field(
-        default=40e-6,
+    answer_ratio: float = Field(
+        default=1.5,
         ge=0,
-        description="seconds per pod of the call that answering takes at the least (compile, "
-        "the greedy's first gang group, verify, encoding: ~20 ms for 500 pods on a busy "
-        "2-core machine); a call with less left after decoding is refused at once",
+        description="answering a call (compile, the greedy's first gang group, verify, "
+        "encoding) takes at the least this many times what decoding it took: a call with "
+        "less left after decoding is refused at once (measured per call, so the floor follows "
+        "the machine's speed and load)",
     )
 
-    def answer_floor(self, pods: int) -> float:
-        """The least time left after decoding in which a call of `pods` pods is answered;
-        with less, it is DEADLINE_EXCEEDED at once rather than cut off by its deadline."""
-        return MIN_ANSWER + pods * self.answer_per_pod
+    def answer_floor(self, decode_seconds: float, pods: int) -> float:
+        """The least time left after decoding in which a call of `pods` pods that took
+        `decode_seconds` to decode is answered; with less, it is DEADLINE_EXCEEDED at once
+        rather than cut off by its deadline."""
+        work = max(self.answer_ratio * decode_seconds, pods * self.deadline_per_pod)
+        return MIN_ANSWER + work
 
     def budget(self, remaining: float, pods: int = 0) -> float:
         """The engine's time limit when `remaining` seconds are left before the deadline

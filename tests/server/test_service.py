@@ -13,6 +13,7 @@ from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from server import Settings
 from solver import schedule
 from tests.server.conftest import gang_job, gpu_node, gpu_pod, small_cluster
 
@@ -403,6 +404,35 @@ def test_the_deadline_is_the_solver_budget(start: Any) -> None:
         client.place_job(gang_job("j", 1), cluster=small_cluster(), engine="auto", timeout=2.0)
     assert seen["engine"] == "auto" and seen["workers"] == 1 and seen["seed"] == 7
     assert 1.5 < seen["time_limit"] < 2.0
+
+
+def test_a_call_that_cannot_be_answered_in_time_is_refused_at_once(start: Any) -> None:
+    """`answer_ratio` so high that no deadline leaves enough after decoding: the server says
+    so at once (its own DEADLINE_EXCEEDED, well before the deadline), and never solves."""
+    called: list[int] = []
+
+    def spy(*a: Any, **kw: Any) -> Any:
+        called.append(1)
+        return schedule(*a, **kw)
+
+    _, port = start(schedule_fn=spy, answer_ratio=1e9)
+    with _client(port, retries=0) as client:
+        client.health(timeout=5)
+        started = time.perf_counter()
+        with pytest.raises(ClientError) as err:
+            client.place_job(gang_job("j", 2), cluster=small_cluster(), timeout=5.0)
+        assert time.perf_counter() - started < 1.0
+    with _client(port, retries=0, timeout=None) as client:  # no deadline: nothing to refuse
+        client.place_job(gang_job("j", 2), cluster=small_cluster())
+    assert err.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "the deadline left" in err.value.details and "needs about" in err.value.details
+    assert called == [1]
+
+
+def test_the_answer_floor_follows_decoding_and_the_call_size() -> None:
+    settings = Settings(answer_ratio=1.5, deadline_per_pod=15e-6)
+    assert settings.answer_floor(0.010, 100) == pytest.approx(0.005 + 0.015)
+    assert settings.answer_floor(0.0, 2_000) == pytest.approx(0.005 + 0.030)
 
 
 def test_overload_is_resource_exhausted(start: Any) -> None:
