@@ -71,7 +71,7 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
                     _gang_known(row.gang, key, gangs, f"{path}.pods[{i}].gang", out)
                 running.append(row)
         else:
-            pod = pending_reader.read(p, f"{path}.pods[{i}]", out)
+            pod = pending_reader.read(p, f"{path}.pods", i, out)
             if pod is not None and pod.pending:
                 _gang_known(pod.gang, pod.key, gangs, f"{path}.pods[{i}].gang", out)
                 pending.append(pod)
@@ -116,9 +116,7 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
     pods: list[Pod | RunningPod] = []
     for i, m in enumerate(req.upsert_pods):
         item = (
-            reader.read(m, i)
-            if _is_running(m)
-            else pending_reader.read(m, f"upsert_pods[{i}]", out)
+            reader.read(m, i) if _is_running(m) else pending_reader.read(m, "upsert_pods", i, out)
         )
         if item is not None:
             pods.append(item)
@@ -162,24 +160,32 @@ def job_from_proto(
             named.add(gang.id)
     known = {**snapshot.gangs, **gangs}
     reader = PendingPodReader()
-    pods: list[Pod] = []
+    pending: list[tuple[int, Pod]] = []
     for i, p in enumerate(job.pods):
-        pod = reader.read(p, f"{path}.pods[{i}]", out)
+        pod = reader.read(p, f"{path}.pods", i, out)
         if pod is None:
             continue
-        named_gang = pod.gang if pod.gang != pod.key else None
-        _gang_known(named_gang, pod.key, known, f"{path}.pods[{i}].gang", out)
+        key = pod.key
+        named_gang = pod.gang if pod.gang != key else None
+        if out.items or (named_gang not in known if named_gang else key in known):
+            _gang_known(named_gang, key, known, f"{path}.pods[{i}].gang", out)
         if pod.bound:
             out.add(
                 f"{path}.pods[{i}].node_name",
                 "a job's pods are pending; report bound pods with UpdateSnapshot",
             )
-        elif snapshot.running.find(pod.key) >= 0:
+        elif pod.pending:
+            pending.append((i, pod))
+    # pods already running in the snapshot, found in one pass
+    rows = snapshot.running.find_many([pod.key for _, pod in pending])
+    pods: list[Pod] = []
+    for (i, pod), row in zip(pending, rows.tolist(), strict=True):
+        if row >= 0:
             out.add(
                 f"{path}.pods[{i}].name",
                 f"pod {pod.key!r} is running in the snapshot; remove it with UpdateSnapshot first",
             )
-        elif pod.pending:
+        else:
             pods.append(pod)
             named.add(pod.gang)
     for i, gid in enumerate(job.gang_ids):

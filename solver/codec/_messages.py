@@ -497,7 +497,8 @@ class PendingPodReader:
         self._templates: dict[bytes, Pod] = {}
         self._probe = pb.Pod()
 
-    def read(self, msg: pb.Pod, path: str, out: Violations) -> Pod | None:
+    def read(self, msg: pb.Pod, prefix: str, index: int, out: Violations) -> Pod | None:
+        """Pod `prefix[index]` (the path is only written out for a pod read in full)."""
         probe = self._probe
         probe.CopyFrom(msg)
         probe.ClearField("name")
@@ -507,7 +508,7 @@ class PendingPodReader:
             ns = template.namespace
             return template.replaced(name=msg.name, gang=msg.gang or f"{ns}/{msg.name}")
         clean = not out.items
-        pod = pod_from_proto(msg, path, out)
+        pod = pod_from_proto(msg, f"{prefix}[{index}]", out)
         if pod is not None and clean and not out.items:
             # only a template without violations: a bad one is reported at every pod's path
             self._templates[rest] = pod

@@ -208,6 +208,11 @@ class RunningPods:
         return self._buf.labels.data[: self.length]
 
     @property
+    def annotation_set(self) -> npt.NDArray[np.int32]:
+        """Kept-annotations set id (`label_sets`, the same table) per row."""
+        return self._buf.annotations.data[: self.length]
+
+    @property
     def label_sets(self) -> Sequence[Mapping[str, str]]:
         """The distinct label sets rows refer to (grows; ids never change meaning)."""
         return self._buf.label_sets
