@@ -90,7 +90,7 @@ class Settings(BaseSettings):
         default=AFTER_ENGINE_PER_POD,
         ge=0,
         description="seconds per pod of the call also kept back: the work after the engine "
-        "(the Decision, verify, encoding) grows with them, ~15 us a pod on 2 cores",
+        "(the Decision, verify, encoding) grows with them, ~30 us a pod on 2 cores",
     )
 
     answer_ratio: float = Field(

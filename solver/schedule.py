@@ -30,10 +30,10 @@ __all__ = ["AFTER_ENGINE_PER_POD", "SCHEMA", "schedule", "snapshot_of", "solve"]
 SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS)
 LOG = logging.getLogger("gangplan")
 LOG.addHandler(logging.NullHandler())  # a library's logger: the service or caller configures it
-AFTER_ENGINE_PER_POD = 15e-6
+AFTER_ENGINE_PER_POD = 30e-6
 """Seconds per pod of a call that the work after the engine takes (the Decision, verify, and
-the caller's encoding: ~15 us a pod on a busy 2-core machine): callers with a deadline keep
-it back from the engine's time limit."""
+the caller's encoding: 25-35 us a placed pod on a busy 2-core machine, benchmarks/deadlines):
+callers with a deadline keep it back from the engine's time limit."""
 FALLBACK = ("greedy", "cpsat")
 """The engines tried, in order, when an answer fails verification (the failed one skipped)."""
 AFTER_PLACEMENT = tuple(f.after for f in FEATURES if f.after is not None)
