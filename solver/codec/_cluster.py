@@ -8,13 +8,12 @@ from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec._errors import Violations
 from solver.codec._messages import (
-    PendingPodReader,
-    RunningPodReader,
     gang_from_proto,
     node_from_proto,
     queue_from_proto,
     topology_from_proto,
 )
+from solver.codec._readers import PendingPodReader, RunningPodReader
 from solver.model import Gang, NetworkTopology, Node, Pod, Queue, parent_cycle
 from solver.snapshot import KEEP, Delta, Keep, PodSchema, RunningPod, Snapshot
 

@@ -4,10 +4,7 @@ The messages of `gangplan.v1` are front-end neutral; these functions turn them i
 `Node`, `Pod`, `Gang`, `Queue` and `NetworkTopology` the YAML reader builds, so every engine
 and the verifier are shared. Bad input is collected, not raised at the first problem: each
 violation names its field path in the request (`cluster.nodes[3].allocatable["cpu"]`).
-A running pod becomes a snapshot row directly (`RunningPodReader`), without a `Pod`: hundreds
-of thousands arrive in one request, mostly replicas sharing their requests, so a request map
-is validated once per distinct content and field paths are formatted only for a violation.
-A pending pod becomes a `Pod` once per distinct message less its name (`PendingPodReader`).
+Whole lists of pods are read by `solver.codec._readers`.
 """
 
 from __future__ import annotations
@@ -41,7 +38,6 @@ from solver.model import (
     QUEUE_WEIGHT_MAX,
     Dialect,
     Gang,
-    InterPodTerms,
     MatchPolicy,
     NetworkTopology,
     Node,
@@ -53,9 +49,7 @@ from solver.model import (
     labels_problem,
     parent_cycle,
 )
-from solver.model._workload import TERMINAL_PHASES
 from solver.quantity import max_value
-from solver.snapshot import EMPTY_MAP, RunningPod
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -63,12 +57,11 @@ __all__ = [
     "EFFECTS",
     "MATCH_POLICIES",
     "SELECTOR_OPS",
-    "PendingPodReader",
-    "RunningPodReader",
     "gang_from_proto",
     "node_from_proto",
     "pod_from_proto",
     "queue_from_proto",
+    "read_quantities",
     "topology_from_proto",
 ]
 
@@ -92,7 +85,7 @@ def _key(key: str) -> str:
     return f"[{key!r}]".replace("'", '"')
 
 
-def _quantities(values: Mapping[str, int], path: str, out: Violations) -> dict[str, int]:
+def read_quantities(values: Mapping[str, int], path: str, out: Violations) -> dict[str, int]:
     result: dict[str, int] = {}
     for name, value in sorted(values.items()):
         if not name:
@@ -127,7 +120,7 @@ def _timestamp(msg: Message, name: str, path: str, out: Violations) -> str | Non
 def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
     if not msg.name:
         out.add(f"{path}.name", "must not be empty")
-    allocatable = _quantities(msg.allocatable, f"{path}.allocatable", out)
+    allocatable = read_quantities(msg.allocatable, f"{path}.allocatable", out)
     allocatable.setdefault(PODS, DEFAULT_MAX_PODS)
     if (bad := device_count_problem(allocatable)) is not None:
         out.add(f"{path}.allocatable{_key(bad[0])}", bad[1])
@@ -166,7 +159,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     if not msg.name:
         out.add(f"{path}.name", "must not be empty")
     ns = _namespace(msg.namespace)
-    requests = _quantities(msg.requests, f"{path}.requests", out)
+    requests = read_quantities(msg.requests, f"{path}.requests", out)
     requests.setdefault(PODS, 1)
     terms = node_affinity_from_proto(msg, path, out)
     preferred = preferred_from_proto(msg, path, out)
@@ -280,7 +273,7 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         groups=tuple(sorted({*msg.groups, gang_id})),
         queue=msg.queue or None,
         priority=msg.priority if msg.HasField("priority") else None,
-        min_resources=_quantities(msg.min_resources, f"{path}.min_resources", out),
+        min_resources=read_quantities(msg.min_resources, f"{path}.min_resources", out),
         annotations=dict(msg.annotations),
         created=_timestamp(msg, "creation_time", path, out),
     )
@@ -345,15 +338,15 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
     return Queue(
         name=msg.name,
         parent=msg.parent or None,
-        capability=_quantities(msg.capability, f"{path}.capability", out),
-        deserved=_quantities(msg.deserved, f"{path}.deserved", out),
-        guarantee=_quantities(msg.guarantee, f"{path}.guarantee", out),
+        capability=read_quantities(msg.capability, f"{path}.capability", out),
+        deserved=read_quantities(msg.deserved, f"{path}.deserved", out),
+        guarantee=read_quantities(msg.guarantee, f"{path}.guarantee", out),
         state=msg.state or "Open",
         priority=msg.priority,
         weight=msg.weight or 1,
         annotations=dict(msg.annotations),
         affinity=affinity,
-        allocated=_quantities(msg.allocated, f"{path}.allocated", out),
+        allocated=read_quantities(msg.allocated, f"{path}.allocated", out),
     )
 
 
@@ -386,130 +379,3 @@ def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> 
         hypernodes=hypernodes,
         **kueue_from_proto(msg, path, out),
     )
-
-
-class RunningPodReader:
-    """Reads the bound pods of one request; violations go to `out` under `prefix[i]`."""
-
-    def __init__(self, kept: frozenset[str], prefix: str, out: Violations) -> None:
-        self.kept = kept
-        self.prefix = prefix
-        self.out = out
-        self._requests: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
-        # One map per distinct content, shared by the rows (read-only downstream).
-        self._maps: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
-        self._terms: dict[tuple[str, bytes, bytes], InterPodTerms | None] = {}
-
-    def key(self, msg: pb.Pod) -> str:
-        return f"{msg.namespace or DEFAULT_NAMESPACE}/{msg.name}"
-
-    def read(self, msg: pb.Pod, index: int) -> RunningPod | None:
-        """Pod `index` of the request as a row; None for a pod that holds nothing (Succeeded
-        / Failed) or is invalid."""
-        name = msg.name
-        if not name:
-            self.out.add(f"{self.prefix}[{index}].name", "must not be empty")
-        requests = self._requests_of(msg.requests, index)
-        path = f"{self.prefix}[{index}]"
-        if msg.required_node_affinity or msg.tolerations or msg.preferred_node_affinity:
-            # validated, not kept: the snapshot keeps what the features read of running pods
-            node_affinity_from_proto(msg, path, self.out)
-            preferred_from_proto(msg, path, self.out)
-            tolerations_from_proto(msg, path, self.out)
-        if msg.topology_spread_constraints:
-            spread_from_proto(msg, path, self.out)
-        terms = None
-        if msg.HasField("pod_affinity") or msg.HasField("pod_anti_affinity"):
-            terms = self._terms_of(msg, path)
-        gang = msg.gang
-        if gang and gang.count("/") != 1:
-            self.out.add(
-                f"{self.prefix}[{index}].gang",
-                f"must be a gang id `namespace/name`, got {gang!r}",
-            )
-        if not name or msg.phase in TERMINAL_PHASES:
-            return None
-        labels = msg.labels
-        annotations = msg.annotations
-        return RunningPod(
-            self.key(msg),
-            msg.node_name,
-            requests,
-            msg.priority,
-            gang or None,
-            self._labels([(k, labels[k]) for k in labels], index) if labels else EMPTY_MAP,
-            self._shared([(k, annotations[k]) for k in self.kept if k in annotations])
-            if annotations
-            else EMPTY_MAP,
-            msg.terminating,
-            msg.preempted,
-            terms=terms,
-        )
-
-    def _terms_of(self, msg: pb.Pod, path: str) -> InterPodTerms | None:
-        """A running pod's (anti-)affinity, read once per distinct content and namespace."""
-        ns = msg.namespace or DEFAULT_NAMESPACE
-        content = (
-            ns,
-            msg.pod_affinity.SerializeToString(deterministic=True),
-            msg.pod_anti_affinity.SerializeToString(deterministic=True),
-        )
-        if content in self._terms:
-            return self._terms[content]
-        before = len(self.out.items)
-        terms = inter_pod_from_proto(msg, ns, path, self.out)
-        if len(self.out.items) == before:  # an invalid one is reported at every pod
-            self._terms[content] = terms
-        return terms
-
-    def _labels(self, items: list[tuple[str, str]], index: int) -> Mapping[str, str]:
-        """A running pod's labels, checked once per distinct label set (a snapshot of
-        100,000 pods holds few)."""
-        content = tuple(items)
-        if content not in self._maps and (problem := labels_problem(dict(content))):
-            self.out.add(f"{self.prefix}[{index}].labels", problem)
-        return self._shared(items)
-
-    def _shared(self, items: list[tuple[str, str]]) -> Mapping[str, str]:
-        content = tuple(items)
-        found = self._maps.get(content)
-        if found is None:
-            found = self._maps[content] = dict(content) if content else EMPTY_MAP
-        return found
-
-    def _requests_of(self, values: Mapping[str, int], index: int) -> dict[str, int]:
-        content = tuple([(k, values[k]) for k in values])  # 2x faster than .items() on upb maps
-        found = self._requests.get(content)
-        if found is None:
-            before = len(self.out.items)
-            found = _quantities(values, f"{self.prefix}[{index}].requests", self.out)
-            found.setdefault(PODS, 1)
-            if len(self.out.items) == before:  # an invalid map is reported at every pod
-                self._requests[content] = found
-        return found
-
-
-class PendingPodReader:
-    """Reads the pending pods of one request. A gang's members usually differ only in name,
-    so each distinct rest of the message is converted once and copied under each name."""
-
-    def __init__(self) -> None:
-        self._templates: dict[bytes, Pod] = {}
-        self._probe = pb.Pod()
-
-    def read(self, msg: pb.Pod, prefix: str, index: int, out: Violations) -> Pod | None:
-        """Pod `prefix[index]` (the path is only written out for a pod read in full)."""
-        probe = self._probe
-        probe.CopyFrom(msg)
-        probe.ClearField("name")
-        rest = probe.SerializeToString(deterministic=True)
-        template = self._templates.get(rest)
-        if template is not None and msg.name:
-            ns = template.namespace
-            return template.replaced(name=msg.name, gang=msg.gang or f"{ns}/{msg.name}")
-        clean = not out.items
-        pod = pod_from_proto(msg, f"{prefix}[{index}]", out)
-        if pod is not None and clean and not out.items:
-            # only a template without violations: a bad one is reported at every pod's path
-            self._templates[rest] = pod
-        return pod
