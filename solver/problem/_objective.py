@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver.problem._fill import slots_of
-from solver.problem._problem import IntArray, Problem, TierSpec
+from solver.problem._problem import BoolArray, IntArray, Problem, TierSpec
 
 __all__ = [
     "TierSpec",
@@ -58,8 +58,11 @@ def unit_weights(problem: Problem) -> IntArray:
     return np.where(live, ranks, 0)
 
 
-def _score_table(problem: Problem, t: int) -> IntArray:
-    return np.rint(100 * np.asarray(problem.static_score[t], dtype=np.float64)).astype(np.int64)
+def _scores(problem: Problem, t: int, nodes: IntArray | BoolArray) -> IntArray:
+    """The static scores of type t on `nodes` (indices or a mask), as the objective counts
+    them (`score_units`, over an array: only the nodes asked for are converted)."""
+    row = np.asarray(problem.static_score[t], dtype=np.float64)[nodes]
+    return np.rint(100 * row).astype(np.int64)
 
 
 def tier_specs(problem: Problem) -> list[TierSpec]:
@@ -74,10 +77,10 @@ def tier_specs(problem: Problem) -> list[TierSpec]:
     for row in np.unique(problem.static_score.of_type):
         types = np.flatnonzero(problem.static_score.of_type == row)
         count = sum(len(problem.type_pods[t]) for t in types.tolist())
-        table = np.rint(100 * problem.static_score.rows[row]).astype(np.int64)
-        if table.size:
-            lo += count * min(int(table.min()), 0)
-            hi += count * max(int(table.max()), 0)
+        scores = problem.static_score.rows[row]
+        if scores.size:  # rounding is monotone: the extremes of the rounded row, read cheaply
+            lo += count * min(score_units(float(scores.min())), 0)
+            hi += count * max(score_units(float(scores.max())), 0)
     if lo or hi:
         specs.append(TierSpec("affinity", lo, hi))
     specs.append(TierSpec("opened_nodes", 0, problem.num_nodes, maximize=False))
@@ -109,7 +112,7 @@ def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
     for block in problem.blocks.values():
         values.update(block.evaluate(problem, pod_node))
     values["affinity"] = sum(
-        int(_score_table(problem, t)[nodes[nodes >= 0]].sum()) for t, nodes in enumerate(pod_node)
+        int(_scores(problem, t, nodes[nodes >= 0]).sum()) for t, nodes in enumerate(pod_node)
     )
     touched = np.zeros(problem.num_nodes, dtype=bool)
     for nodes in pod_node:
@@ -156,7 +159,7 @@ def relaxed_best(problem: Problem) -> dict[str, int]:
         if not room.any():
             continue
         if "affinity" in best:
-            affinity += len(pods) * max(int(_score_table(problem, t)[room].max()), 0)
+            affinity += len(pods) * max(int(_scores(problem, t, room).max()), 0)
         if not room[~empty].any():  # only empty nodes take this type
             volume += len(pods) * problem.type_demand[t]
             opened = max(opened, -(-len(pods) // int(slots[room].max())))

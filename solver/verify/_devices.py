@@ -64,7 +64,8 @@ def _running(ctx: VerifyContext, names: set[str]) -> dict[str, _Node]:
     state = {name: _Node(*node_devices(ctx.node(name))) for name in names}
     running = snapshot.running
     ids = np.array([snapshot.nodes.index[n] for n in names], dtype=np.int64)
-    keep = np.isin(running.node, ids) & running.alive
+    on = running.node == ids[0] if ids.size == 1 else np.isin(running.node, ids)  # 1 pod: 1 node
+    keep = on & running.alive
     if ctx.evicted:
         gone = running.find_many(sorted(ctx.evicted))
         keep[gone[gone >= 0]] = False
