@@ -83,8 +83,8 @@ BIG_DELTA = 10_000  # pods: an update this large is settled like a put
 def collector_paused(pods: int) -> Iterator[None]:
     """Around building a snapshot or delta of `pods` pods: at BIG_DELTA and above, the
     collector would rescan the build's young objects again and again (~10% of a 100k-pod
-    bind) only to find no garbage; `settle` collects once afterwards. (Counted with every
-    other pause, `solver.collector`: builds and calls overlap.)"""
+    bind) only to find no garbage; `settle` collects once afterwards. (Counted,
+    `solver.collector`: builds overlap.)"""
     if pods < BIG_DELTA:
         yield
         return

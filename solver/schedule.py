@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import replace
 
-from solver.collector import collector_paused
+from solver.collector import full_collections_held
 from solver.compile import compile_problem
 from solver.config import SchedulerConf
 from solver.decide import decide
@@ -124,7 +124,7 @@ def schedule(
     of `time_limit`) and the first that passes is returned with status HEURISTIC, a note
     naming the first violation, and `stats["verify_fallback"] = 1` (logged; the service
     counts it). Only when none passes is InternalError raised, naming what failed."""
-    with collector_paused():  # a full collection alone can outlast a short time limit
+    with full_collections_held():  # a full collection alone can outlast a short time limit
         return _schedule(question, conf, workload, engine, time_limit, workers, seed, preempt, stop)
 
 

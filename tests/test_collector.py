@@ -1,6 +1,7 @@
-"""`solver.collector`: no cyclic collection while a `schedule` call runs (a full one can
-outlast a 50 ms deadline), the collector back when the last overlapping holder ends, and a
-collector the caller had turned off left off."""
+"""`solver.collector`: no full collection while a `schedule` call runs (one can outlast a
+50 ms deadline) while the young generations still free a call's reference cycles; the
+whole collector paused around large builds; each given back as it was when the last
+overlapping holder ends."""
 
 from __future__ import annotations
 
@@ -14,30 +15,62 @@ import pytest
 from server.store import BIG_DELTA
 from server.store import collector_paused as build_paused
 from solver import schedule
-from solver.collector import collector_paused
+from solver.collector import HELD_THRESHOLD, collector_paused, full_collections_held
 from tests.builders import model, node, pod
 
 
 @pytest.fixture(autouse=True)
-def _enabled() -> Iterator[None]:
+def _as_found() -> Iterator[None]:
+    threshold = gc.get_threshold()
     gc.enable()
     yield
     gc.enable()
+    gc.set_threshold(*threshold)
 
 
-def test_schedule_runs_with_the_collector_off_and_gives_it_back(monkeypatch: Any) -> None:
-    seen: list[bool] = []
+def test_schedule_holds_full_collections_off_and_gives_them_back(monkeypatch: Any) -> None:
+    seen: list[tuple[bool, int]] = []
     module = sys.modules["solver.schedule"]  # the package's `schedule` is the function
-    monkeypatch.setattr(module, "verify", lambda *a: seen.append(gc.isenabled()) or [])
+
+    def spy(*a: Any) -> list[str]:
+        seen.append((gc.isenabled(), gc.get_threshold()[2]))
+        return []
+
+    monkeypatch.setattr(module, "verify", spy)
+    before = gc.get_threshold()
     schedule(model(node("n1").cpu("4").obj(), pod("p").requests(cpu="1").obj()), engine="greedy")
-    assert seen == [False] and gc.isenabled()
+    assert seen == [(True, HELD_THRESHOLD)]  # young passes on, the full one held
+    assert gc.get_threshold() == before
 
 
-def test_a_call_and_a_build_overlapping_give_the_collector_back_after_the_last() -> None:
-    call, build = collector_paused(), build_paused(BIG_DELTA)
-    call.__enter__()
+def test_a_calls_reference_cycles_die_young_while_full_passes_are_held() -> None:
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+    with full_collections_held():
+        for _ in range(50_000):
+            Cycle()
+        alive = sum(isinstance(o, Cycle) for o in gc.get_objects())
+        assert alive < 5_000  # with the collector off, all 50,000 would still be here
+
+
+def test_overlapping_holders_give_the_threshold_back_after_the_last() -> None:
+    before = gc.get_threshold()
+    first, second = full_collections_held(), full_collections_held()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold()[2] == HELD_THRESHOLD  # the second call still runs
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == before
+
+
+def test_overlapping_builds_give_the_collector_back_after_the_last() -> None:
+    outer, build = collector_paused(), build_paused(BIG_DELTA)
+    outer.__enter__()
     build.__enter__()
-    call.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
     assert not gc.isenabled()  # the build still runs
     build.__exit__(None, None, None)
     assert gc.isenabled()
@@ -50,7 +83,8 @@ def test_a_collector_turned_off_by_the_caller_stays_off() -> None:
     assert not gc.isenabled()
 
 
-def test_an_error_inside_gives_the_collector_back() -> None:
-    with pytest.raises(ValueError), collector_paused():
+def test_an_error_inside_gives_both_back() -> None:
+    before = gc.get_threshold()
+    with pytest.raises(ValueError), full_collections_held(), collector_paused():
         raise ValueError("bad input")
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_threshold() == before
