@@ -76,6 +76,17 @@ def test_overlapping_builds_give_the_collector_back_after_the_last() -> None:
     assert gc.isenabled()
 
 
+def test_full_passes_run_again_when_calls_keep_overlapping(monkeypatch: Any) -> None:
+    before = gc.get_threshold()
+    first = full_collections_held()
+    first.__enter__()
+    monkeypatch.setattr("solver.collector.MAX_HELD", -1.0)  # as if held for long
+    with full_collections_held():
+        assert gc.get_threshold() == before  # released for whoever runs now
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == before
+
+
 def test_a_collector_turned_off_by_the_caller_stays_off() -> None:
     gc.disable()
     with collector_paused():
