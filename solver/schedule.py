@@ -34,6 +34,10 @@ AFTER_ENGINE_PER_POD = 30e-6
 """Seconds per pod of a call that the work after the engine takes (the Decision, verify, and
 the caller's encoding: 25-35 us a placed pod on a busy 2-core machine, benchmarks/deadlines):
 callers with a deadline keep it back from the engine's time limit."""
+PREEMPTION_SKIPPED = (
+    "preemption not planned: the call's time limit ran out while placing (the gang groups "
+    "not tried wait for the next cycle)"
+)
 FALLBACK = ("greedy", "cpsat")
 """The engines tried, in order, when an answer fails verification (the failed one skipped)."""
 AFTER_PLACEMENT = tuple(f.after for f in FEATURES if f.after is not None)
@@ -85,8 +89,14 @@ def solve(
     )
     result = ENGINES[engine](problem, params)
     preemption = None
+    skipped: list[str] = []
     for after in AFTER_PLACEMENT:
         if not after.wanted(conf, preempt):
+            continue
+        if result.stats.get("units_unreached"):
+            # placement used the call's whole time: gang groups it did not try must not
+            # get victims (they may fit as they are), and there is no time to plan any
+            skipped.append(PREEMPTION_SKIPPED)
             continue
         left = max(0.05, time_limit - (time.perf_counter() - started))
         params = replace(params, time_limit=left)
@@ -102,7 +112,10 @@ def solve(
             deadline=time.perf_counter() + left,
         )
         result.stats["preemption_seconds"] = seconds
-    return decide(problem, snapshot, workload, result, time.perf_counter() - started, preemption)
+    decision = decide(
+        problem, snapshot, workload, result, time.perf_counter() - started, preemption
+    )
+    return replace(decision, notes=(*decision.notes, *skipped)) if skipped else decision
 
 
 def schedule(

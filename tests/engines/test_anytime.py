@@ -10,7 +10,7 @@ import time
 from solver import SchedulerConf, schedule
 from solver.compile import compile_problem
 from solver.engines import solve_greedy
-from tests.builders import model
+from tests.builders import model, pod
 from tests.engines.test_greedy import gang, gpu_nodes
 
 #   n1 [4 GPU]   n2 [4 GPU]      gangs a, b, c of 2 × 1 GPU each: all fit
@@ -57,3 +57,14 @@ def test_a_user_sees_the_gangs_not_reached_pending_with_the_reason() -> None:
 def test_auto_out_of_time_answers_with_the_greedy() -> None:
     decision = schedule(model(*OBJECTS), engine="auto", time_limit=0.0)
     assert decision.status == "HEURISTIC" and decision.stats["cpsat_build_abandoned"] == 1
+
+
+def test_gang_groups_not_tried_get_no_preemption_plan() -> None:
+    """Preemption after a cut-short placement would nominate gang groups that were never
+    tried (and may fit as they are): it is not planned, and a note says why."""
+    objects = [*OBJECTS, pod("low").requests(cpu="1", gpu=2).on("n2").priority(0).obj()]
+    decision = schedule(model(*objects), engine="greedy", time_limit=0.0, preempt=True)
+    assert not decision.victims
+    assert all(p.nominated is None for p in decision.placements.values())
+    assert any(n.startswith("preemption not planned") for n in decision.notes)
+    assert "not tried" in decision.podgroups["default/b"].reason
