@@ -156,7 +156,14 @@ def base_manifests() -> list[dict[str, Any]]:
             "spec": {
                 "minAvailable": 2,
                 "queue": "q",
-                "tasks": [{"name": "w", "replicas": 2, "template": pod("t").requests(cpu=1).obj()}],
+                "tasks": [
+                    {
+                        "name": "w",
+                        "replicas": 2,
+                        "partitionPolicy": {"totalPartitions": 1, "partitionSize": 2},
+                        "template": pod("t").requests(cpu=1).obj(),
+                    }
+                ],
             },
         },
         {
@@ -435,6 +442,9 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((7, "spec", "networkTopologySpec", 0, "parentTopologyLayer"), "RackLayer"),
     ((8, "spec", "tasks", 0, "replicas"), 2**40),
     ((8, "spec", "minAvailable"), -1),
+    ((8, "spec", "tasks", 0, "partitionPolicy", "partitionSize"), 0),
+    ((8, "spec", "tasks", 0, "partitionPolicy", "totalPartitions"), 3),
+    ((8, "spec", "tasks", 0, "partitionPolicy"), ["x"]),
     ((9, "spec", "parallelism"), "2"),
     ((9, "spec", "completionMode"), "Sometimes"),
     ((10, "spec", "pytorchReplicaSpecs", "Worker", "replicas"), -3),

@@ -21,11 +21,20 @@ defaults from `pkg/webhooks/admission/jobs/mutate`):
   task-launch-order-within-job.md`, `task-minavailable-and-dependson.md`), so nothing of
   it is placed now, and the PodGroup counts the created tasks, as Volcano's gang check
   skips tasks not created yet (noted). Pod and task fields the controller sets for other plugins
-  (job-version, template-uid, retry count, partitions) are not modelled.
+  (job-version, template-uid, retry count) are not modelled.
+- a task's `partitionPolicy` (`totalPartitions`, `partitionSize`, `minPartitions`,
+  `networkTopology`), checked as the webhook's `validatePartitionPolicy` checks it: each pod
+  gets the label `volcano.sh/partition-id` = its index ÷ `partitionSize`
+  (`createJobPod`), the task's `minAvailable` defaults to `minPartitions × partitionSize`
+  when `minPartitions` > 0 (`mutate_job.go`), and the PodGroup gets the task's
+  `subGroupPolicy` (`getSubGroupPolicy`: the task's pods by `volcano.sh/task-spec`, one
+  sub-group per partition id, `subGroupSize` = `partitionSize`, `minSubGroups` =
+  `minPartitions`, the partition's `networkTopology`), which the HyperNode feature places.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP
@@ -39,9 +48,11 @@ JOB_NAMESPACE = "volcano.sh/job-namespace"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 QUEUE_NAME = "volcano.sh/queue-name"
+PARTITION_ID = "volcano.sh/partition-id"  # batch.TaskPartitionID
 READ = {"tasks", "minAvailable", "queue", "schedulerName", "priorityClassName", "networkTopology"}
-TASK_READ = {"name", "replicas", "minAvailable", "template", "dependsOn"}  # partitionPolicy,
+TASK_READ = {"name", "replicas", "minAvailable", "template", "dependsOn", "partitionPolicy"}
 #   topologyPolicy, policies, maxRetry: noted, not acted on
+PARTITION_READ = {"totalPartitions", "partitionSize", "minPartitions", "networkTopology"}
 
 
 def expand_volcano_job(raw: RawObject) -> Expansion:
@@ -54,6 +65,7 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     priority_class = f.text(spec.get("priorityClassName"), "spec.priorityClassName")
     out = Expansion(owns=lambda pod: meta_value(pod, "annotations", JOB_NAME) == f.name)
     min_task: dict[str, int] = {}
+    sub_groups: list[dict[str, Any]] = []
     deferred: dict[str, list[str]] = {}  # task -> the tasks it depends on
     for i, task in enumerate(tasks):
         where = f"spec.tasks[{i}]"
@@ -61,20 +73,31 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
         task_name = f.text(task.get("name"), f"{where}.name") or f"default{i}"
         replicas = f.count(task.get("replicas"), f"{where}.replicas", 1)
         out.notes += f.unread(TASK_READ, task, where)
+        partition = _partition(f, task, f"{where}.partitionPolicy", replicas)
         if task.get("dependsOn") is not None:
             depends = f.dict(task["dependsOn"], f"{where}.dependsOn")
             deferred[task_name] = f.texts(depends.get("name"), f"{where}.dependsOn.name")
             continue  # created once what it depends on runs: nothing to place yet
-        min_task[task_name] = f.count(task.get("minAvailable"), f"{where}.minAvailable", replicas)
+        default_min = replicas
+        if partition is not None:
+            out.notes += f.unread(PARTITION_READ, partition.body, f"{where}.partitionPolicy")
+            sub_groups.append(partition.sub_group_policy(task_name))
+            default_min = partition.minimum or replicas
+        min_task[task_name] = f.count(
+            task.get("minAvailable"), f"{where}.minAvailable", default_min
+        )
         for index in range(replicas):
             common = {JOB_NAME: f.name, TASK_SPEC: task_name, QUEUE_NAME: queue}
             common[TASK_INDEX] = str(index)
+            labels = {**common, JOB_NAMESPACE: f.namespace}
+            if partition is not None:
+                labels[PARTITION_ID] = str(index // partition.size)
             pod = pod_from_template(
                 f,
                 task.get("template"),
                 f"{where}.template",
                 f"{f.name}-{task_name}-{index}",
-                labels={**common, JOB_NAMESPACE: f.namespace},
+                labels=labels,
                 annotations={**common, ANNOTATION_VOLCANO_GROUP: group},
                 scheduler_name=scheduler,
             )
@@ -97,14 +120,10 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     }
     if priority_class:
         pod_group["priorityClassName"] = priority_class
-    topology = f.dict(spec.get("networkTopology") or {}, "spec.networkTopology")
-    if topology:  # copied: mode, then highestTierAllowed, else highestTierName
-        copied = {"mode": f.text(topology.get("mode"), "spec.networkTopology.mode", "hard")}
-        if topology.get("highestTierAllowed") is not None:
-            copied["highestTierAllowed"] = topology["highestTierAllowed"]
-        elif topology.get("highestTierName"):
-            copied["highestTierName"] = topology["highestTierName"]
-        pod_group["networkTopology"] = copied
+    if topology := _network_topology(f, spec.get("networkTopology"), "spec.networkTopology"):
+        pod_group["networkTopology"] = topology
+    if sub_groups:
+        pod_group["subGroupPolicy"] = sub_groups
     out.objects.insert(
         0,
         {
@@ -116,3 +135,78 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     )
     out.notes += f.unread(READ)
     return out
+
+
+def _network_topology(f: Fields, value: Any, path: str) -> dict[str, Any]:
+    """A job's or partition's `networkTopology` as the controller copies it to the PodGroup:
+    mode (default hard), then `highestTierAllowed`, else `highestTierName`; {} when absent.
+    Both tiers given is refused, as the webhook's `validateNetworkTopology` refuses it."""
+    topology = f.dict(value or {}, path)
+    if not topology:
+        return {}
+    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+        raise f.raw.error(
+            "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology "
+            "simultaneously",
+            field=path,
+        )
+    copied: dict[str, Any] = {"mode": f.text(topology.get("mode"), f"{path}.mode", "hard")}
+    if topology.get("highestTierAllowed") is not None:
+        copied["highestTierAllowed"] = topology["highestTierAllowed"]
+    elif topology.get("highestTierName"):
+        copied["highestTierName"] = topology["highestTierName"]
+    return copied
+
+
+@dataclass(frozen=True)
+class _Partition:
+    body: dict[str, Any]
+    size: int
+    minimum: int  # minPartitions × partitionSize; 0 when minPartitions is not set
+    min_partitions: int
+    topology: dict[str, Any]
+
+    def sub_group_policy(self, task: str) -> dict[str, Any]:
+        """`getSubGroupPolicy`: the task's pods, one sub-group per partition id."""
+        policy: dict[str, Any] = {
+            "name": task,
+            "subGroupSize": self.size,
+            "minSubGroups": self.min_partitions,
+            "labelSelector": {"matchLabels": {TASK_SPEC: task}},
+            "matchLabelKeys": [PARTITION_ID],
+        }
+        if self.topology:
+            policy["networkTopology"] = self.topology
+        return policy
+
+
+def _partition(f: Fields, task: dict[str, Any], path: str, replicas: int) -> _Partition | None:
+    """A task's `partitionPolicy`, refused as the webhook's `validatePartitionPolicy` refuses
+    it (the first failing rule, named by its field)."""
+    if task.get("partitionPolicy") is None:
+        return None
+    body = f.dict(task["partitionPolicy"], path)
+    total = f.count(body.get("totalPartitions"), f"{path}.totalPartitions", 0)
+    size = f.count(body.get("partitionSize"), f"{path}.partitionSize", 0)
+    min_partitions = f.count(body.get("minPartitions"), f"{path}.minPartitions", 0)
+    if total <= 0:
+        raise f.raw.error(
+            "'TotalPartitions' must be greater than 0", field=f"{path}.totalPartitions"
+        )
+    if size <= 0:
+        raise f.raw.error("'PartitionSize' must be greater than 0", field=f"{path}.partitionSize")
+    if replicas != total * size:
+        raise f.raw.error(
+            f"'Replicas' ({replicas}) are not equal to TotalPartitions*PartitionSize "
+            f"({total}*{size})",
+            field=path,
+        )
+    given = task.get("minAvailable")
+    if given is not None and min_partitions > 0 and given != min_partitions * size:
+        raise f.raw.error(
+            f"'MinAvailable' ({given}) is not equal to MinPartitions*PartitionSize "
+            f"({min_partitions}*{size})",
+            field=path,
+        )
+    topology = _network_topology(f, body.get("networkTopology"), f"{path}.networkTopology")
+    return _Partition(body, size, min_partitions * size, min_partitions, topology)
