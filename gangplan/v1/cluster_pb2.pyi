@@ -1083,6 +1083,8 @@ class Gang(_message.Message):
     NETWORK_TOPOLOGY_FIELD_NUMBER: _builtins.int
     SUB_GROUP_POLICY_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
+    PREFERRED_TOPOLOGY_KEYS_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_PACK_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -1148,6 +1150,23 @@ class Gang(_message.Message):
         size and HyperNode tier (in order: a pod joins the first policy that takes it).
         """
 
+    @_builtins.property
+    def preferred_topology_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """KAI-Scheduler `topologyConstraint.preferredTopologyLevel`: the node labels from the
+        preferred level up to, not including, `topology_key` (or to the top), coarsest first.
+        The members prefer one domain of the finest, then one of each coarser level; nodes
+        lacking these labels stay usable. Not with `affinity`. At most 16.
+        """
+
+    @_builtins.property
+    def topology_pack(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Resources whose free room orders the candidate domains of `topology_key` and
+        `preferred_topology_keys`, least room first: `CPU`, `Memory`, `GPU`. Empty: CPU (the
+        Workload API's tightest fit). Non-empty is KAI's packing (GPU, CPU, Memory): inside the
+        chosen domain its finest preferred sub-domains are also filled in the reverse order,
+        the most room first, as KAI's node score does.
+        """
+
     def __init__(
         self,
         *,
@@ -1169,10 +1188,12 @@ class Gang(_message.Message):
         network_topology: Global___VolcanoNetworkTopology | None = ...,
         sub_group_policy: _abc.Iterable[Global___VolcanoSubGroupPolicy] | None = ...,
         refused: _builtins.str = ...,
+        preferred_topology_keys: _abc.Iterable[_builtins.str] | None = ...,
+        topology_pack: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "network_topology", b"network_topology", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "preferred_topology_keys", b"preferred_topology_keys", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "topology_pack", b"topology_pack", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015

@@ -241,6 +241,8 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         if affinity is not None:
             gang.affinity.CopyFrom(affinity)
         gang.topology_key = g.topology_key or ""
+        gang.preferred_topology_keys.extend(g.preferred_keys)
+        gang.topology_pack.extend(g.topology_pack)
         gang.refused = g.refused or ""
         if g.network_topology is not None:
             gang.network_topology.CopyFrom(network_topology_to_proto(g.network_topology))

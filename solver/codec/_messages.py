@@ -242,6 +242,12 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         out.add(
             f"{path}.topology_key", "a gang is Godel's (affinity) or the Workload API's, not both"
         )
+    if godel and msg.preferred_topology_keys:
+        out.add(
+            f"{path}.preferred_topology_keys",
+            "preferred levels are KAI's; a Godel gang states its preferences in affinity",
+        )
+    _topology_lists(msg, path, out)
     dialect: Dialect = "scheduling.sigs.k8s.io"
     if godel:
         dialect = "scheduling.godel.kubewharf.io"
@@ -252,6 +258,8 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
     return Gang(
         affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
         topology_key=msg.topology_key or None,
+        preferred_keys=tuple(msg.preferred_topology_keys[:MAX_LEVELS]),
+        topology_pack=tuple(msg.topology_pack[: len(PACK_RESOURCES)]),
         refused=msg.refused[:MAX_REFUSED] or None,
         network_topology=network_topology_from_proto(
             msg.network_topology, f"{path}.network_topology", out
@@ -277,6 +285,30 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         annotations=dict(msg.annotations),
         created=_timestamp(msg, "creation_time", path, out),
     )
+
+
+MAX_LEVELS = 16  # a KAI Topology has at most 16 levels
+PACK_RESOURCES = ("CPU", "Memory", "GPU")
+
+
+def _topology_lists(msg: pb.Gang, path: str, out: Violations) -> None:
+    """`preferred_topology_keys` and `topology_pack`, checked as the proto comments say."""
+    keys = list(msg.preferred_topology_keys)
+    if len(keys) > MAX_LEVELS:
+        out.add(f"{path}.preferred_topology_keys", f"at most {MAX_LEVELS} levels, got {len(keys)}")
+    for i, key in enumerate(keys):
+        if not key or key == msg.topology_key or keys.index(key) != i:
+            out.add(
+                f"{path}.preferred_topology_keys[{i}]",
+                f"must be a non-empty label, once, other than topology_key; got {key!r}",
+            )
+    pack = list(msg.topology_pack)
+    for i, resource in enumerate(pack):
+        if resource not in PACK_RESOURCES or pack.index(resource) != i:
+            out.add(
+                f"{path}.topology_pack[{i}]",
+                f"must be one of {', '.join(PACK_RESOURCES)}, once; got {resource!r}",
+            )
 
 
 def _gang_affinity(msg: pb.GangAffinity, path: str, out: Violations) -> dict[str, Any]:

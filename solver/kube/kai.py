@@ -22,9 +22,13 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   keeps it one gang under that constraint; both are noted;
 - a pod's `runai/node-pool` label confines it to the nodes of that pool (read as a node
   selector); its queue labels, `mps` and `runai-gpu-limit` annotations are noted;
-- `topologyConstraint.preferredTopologyLevel`, the Queue's quotas, limits and over-quota
-  weights, `preemptibility`: read and noted, not acted on yet (fair share across queues
-  is its own feature).
+- `topologyConstraint.preferredTopologyLevel`: the levels from it up to the required one
+  (or the top) become preferred keys: the job goes to one domain of the preferred level
+  if one holds it, else one of the next level up, and so on (`calculateRelevantDomainLevels`,
+  `sortDomainInfos`), domains tried most packed first (`sortTree`, `topology_pack`); a
+  preferred level coarser than the required one is refused as KAI refuses it;
+- the Queue's quotas, limits and over-quota weights, `preemptibility`: read and noted, not
+  acted on yet (fair share across queues is its own feature).
 """
 
 from __future__ import annotations
@@ -92,14 +96,25 @@ def _constraint(raw: RawObject, owner: Any = None, path: str = "spec") -> _Const
     return _Constraint.model_validate(value)
 
 
-def _level_error(c: _Constraint, topologies: dict[str, tuple[str, ...]], job: str) -> str | None:
-    """KAI's `calculateRelevantDomainLevels` refusal, when a level is not its Topology's."""
+def _level_error(c: _Constraint, topologies: dict[str, tuple[str, ...]], who: str) -> str | None:
+    """KAI's `calculateRelevantDomainLevels` refusal (`newTopologyConstraintConfigError`), when
+    a level is not its Topology's; a preferred level coarser than the required one is not
+    found either (the search up the levels stops at the required one). `who`: `workload`,
+    or `sub-group NAME`."""
     levels = topologies.get(c.topology)
+    if levels is None:
+        return None
+    coarser = (
+        c.preferred in levels
+        and c.required in levels
+        and levels.index(c.preferred) < levels.index(c.required)
+    )
     for kind, level in (("required", c.required), ("preferred", c.preferred)):
-        if level and levels is not None and level not in levels:
+        if level and (level not in levels or (kind == "preferred" and coarser)):
             return (
-                f"the topology {c.topology} doesn't have a level matching the {kind}({level}) "
-                f"specified for the job {job}"
+                f"topology constraint error: {who} specified '{level}' as the {kind} topology "
+                f"constraint level, but the topology tree '{c.topology}' does not contain a "
+                "level with this name"
             )
     return None
 
@@ -159,17 +174,31 @@ def kai_gang_fields(
             f"KAI PodGroup {gang_id}: Topology {c.topology!r} is not in the input; its levels "
             "are taken as given"
         )
-    if why := _level_error(c, topologies, gang_id.split("/", 1)[1]):
+    if why := _level_error(c, topologies, "workload"):
         out["refused"] = why
         return out
-    if c.preferred:
-        notes.append(
-            f"KAI PodGroup {gang_id}: preferredTopologyLevel {c.preferred!r} is not acted on "
-            "yet (a preference)"
-        )
+    out["topology_pack"] = KAI_PACK
     if c.required:
         out["topology_key"] = c.required
+    if c.preferred:
+        out["preferred_keys"] = _preferred_keys(c, topologies.get(c.topology))
     return out
+
+
+KAI_PACK = ("GPU", "CPU", "Memory")
+"""KAI's `sortTree`: domains by the job's share of their free room, the most packed first (its
+GPU share first when it asks for GPUs); gangplan orders by GPU, then CPU, then memory room."""
+
+
+def _preferred_keys(c: _Constraint, levels: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The levels KAI's `calculateRelevantDomainLevels` tries, from the preferred one up to,
+    not including, the required one (the required level is the hard key), coarsest first;
+    the preferred level alone when its Topology is not in the input."""
+    if levels is None or c.preferred not in levels:
+        return (c.preferred,) if c.preferred != c.required else ()
+    finest = levels.index(c.preferred)
+    top = levels.index(c.required) + 1 if c.required in levels else 0
+    return levels[top : finest + 1]
 
 
 def kai_leaf_gangs(
@@ -182,10 +211,11 @@ def kai_leaf_gangs(
         return {}, {}
     parents = {s.parent for s, _ in subs if s.parent is not None}
     above = [s.name for s, c in subs if s.name in parents and c.required]
-    if gang.topology_key is not None or above:
-        where = "the PodGroup's" if gang.topology_key is not None else f"sub-group {above[0]}'s"
+    own = gang.topology_key is not None or bool(gang.preferred_keys)
+    if own or above:
+        where = "the PodGroup's" if own else f"sub-group {above[0]}'s"
         notes.append(
-            f"KAI PodGroup {gang.id}: {where} required level spans several leaf sub-groups: "
+            f"KAI PodGroup {gang.id}: {where} topology level spans several leaf sub-groups: "
             "the PodGroup is placed as one gang under its own constraint; the sub-groups' "
             "minMember and levels are not enforced separately yet"
         )
@@ -228,7 +258,14 @@ def _one_domain(
     levels = topologies.get(placed[0].topology, ())
     finest = max(placed, key=lambda c: levels.index(c.required) if c.required in levels else -1)
     minimum = sum(s.min_member for s, _ in leaves)
-    refused = next((w for c in placed if (w := _level_error(c, topologies, gang.name))), None)
+    refused = next(
+        (
+            w
+            for s, c in leaves
+            if c.required and (w := _level_error(c, topologies, f"sub-group {s.name}"))
+        ),
+        None,
+    )
     notes.append(
         f"KAI PodGroup {gang.id}: its leaf sub-groups' required levels are met by placing the "
         f"whole PodGroup in one {finest.required} domain (stricter than KAI, which lets each "

@@ -120,7 +120,21 @@ class Gang(Frozen):
     affinity: dict[str, Any] | None = Field(default=None, description="Godel spec.affinity")
     topology_key: str | None = Field(
         default=None,
-        description="Workload API schedulingConstraints.topology[0].key: one domain of this label",
+        description="Workload API schedulingConstraints.topology[0].key, KAI "
+        "requiredTopologyLevel: one domain of this label",
+    )
+    preferred_keys: tuple[str, ...] = Field(
+        default=(),
+        description="KAI preferredTopologyLevel: the node labels from the preferred level up "
+        "to (not including) the required one, coarsest first; one domain of the finest is "
+        "preferred, then of each coarser one",
+    )
+    topology_pack: tuple[str, ...] = Field(
+        default=(),
+        description="resources (CPU, Memory, GPU) whose free room orders the candidate "
+        "domains of `topology_key` and `preferred_keys`, least room first; empty: CPU. "
+        "Non-empty is KAI's packing: inside the chosen domain, its finest preferred "
+        "sub-domains are filled most room first (KAI's node score)",
     )
     network_topology: VolcanoNetworkTopology | None = Field(
         default=None, description="Volcano spec.networkTopology (HyperNode tiers)"

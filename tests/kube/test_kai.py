@@ -60,10 +60,13 @@ def zone_of(node: str | None) -> str:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_docs_example_takes_one_zone_the_tighter_one(engine: str) -> None:
     """KAI docs/topology/README.md "Example": zone required, rack preferred; no rack holds
-    3 GPUs; zone A (5 free) is tighter than B (6): KAI picks A (bin-packing)."""
+    3 GPUs; zone A (5 free) is tighter than B (6): KAI picks A (bin-packing), and fills
+    rack A1 (the most room) first: 2 racks."""
     _, d = run(EXAMPLE, engine)
-    nodes = [d.placements[f"default/train-{i}"].node for i in range(3)]
-    assert all(nodes) and {zone_of(n) for n in nodes} == {"a"}, nodes
+    nodes = [d.placements[f"default/train-{i}"].node or "?" for i in range(3)]
+    assert {zone_of(n) for n in nodes} == {"a"}, nodes
+    racks = {n.rsplit("-", 1)[0] for n in nodes}
+    assert len(racks) == 2 and "a1" in racks, nodes
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -85,20 +88,22 @@ def test_a_required_zone_too_small_for_the_job_keeps_it_pending(engine: str) -> 
     assert all(p.node for p in d.placements.values())
 
 
-# KAI pkg/scheduler/plugins/topology/topology_plugin_job_filtering_test.go,
-# TestTopologyPlugin_calculateRelevantDomainLevels: the cases with an error.
+# KAI pkg/scheduler/plugins/topology/job_filtering_test.go (72de64fc),
+# TestTopologyPlugin_calculateRelevantDomainLevels: the cases with an error, in KAI's words.
 LEVEL_ERRORS = [
     (
         "required placement not found in topology",
         {"requiredTopologyLevel": "nonexistent"},
-        "the topology cluster-topology doesn't have a level matching the required(nonexistent) "
-        "specified for the job train",
+        "topology constraint error: workload specified 'nonexistent' as the required topology "
+        "constraint level, but the topology tree 'cluster-topology' does not contain a level "
+        "with this name",
     ),
     (
         "preferred placement not found in topology",
         {"preferredTopologyLevel": "nonexistent"},
-        "the topology cluster-topology doesn't have a level matching the preferred(nonexistent) "
-        "specified for the job train",
+        "topology constraint error: workload specified 'nonexistent' as the preferred topology "
+        "constraint level, but the topology tree 'cluster-topology' does not contain a level "
+        "with this name",
     ),
 ]
 
@@ -114,12 +119,21 @@ def test_a_level_its_topology_lacks_keeps_the_job_pending_with_kais_message(
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_only_a_preferred_level_places_anywhere_with_a_note(engine: str) -> None:
+def test_only_a_preferred_level_takes_one_rack_when_one_holds_the_job(engine: str) -> None:
     """`only preferred placement specified`: the relevant levels reach the top, so the job
-    is not confined; the preference itself is noted, not acted on."""
-    cluster, d = run(with_constraint(preferredTopologyLevel=RACK), engine)
-    assert all(p.node for p in d.placements.values())
-    assert any("preferredTopologyLevel" in n for n in cluster.notes)
+    is not confined, but one rack that holds it is preferred (B1, B2 or B3: 2 GPUs each for
+    a 2-pod job), then one zone; with 3 pods no rack holds it and it still runs."""
+    objects = with_constraint(preferredTopologyLevel=RACK)
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    pg["spec"]["minMember"] = 2
+    objects = [o for o in objects if o["metadata"]["name"] != "train-2"]
+    cluster, d = run(objects, engine)
+    nodes = [d.placements[f"default/train-{i}"].node or "?" for i in range(2)]
+    assert len({n.rsplit("-", 1)[0] for n in nodes}) == 1, nodes
+    assert not any("preferredTopologyLevel" in n for n in cluster.notes)
+    _, d = run(with_constraint(preferredTopologyLevel=RACK), engine)
+    nodes = [d.placements[f"default/train-{i}"].node or "?" for i in range(3)]
+    assert all(n != "?" for n in nodes) and {zone_of(n) for n in nodes} in ({"a"}, {"b"}), nodes
 
 
 def test_pods_join_their_podgroup_and_the_queue_is_noted() -> None:

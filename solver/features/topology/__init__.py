@@ -182,7 +182,11 @@ def _compile_godel(
         """Godel PodGroups when `job-affinity` is on; Workload API topology always (it is
         kube-scheduler's own, not a plugin a conf turns off)."""
         gang = gangs[gid]
-        return (godel_on and gang.dialect == DIALECT_GODEL) or gang.topology_key is not None
+        return (
+            (godel_on and gang.dialect == DIALECT_GODEL)
+            or gang.topology_key is not None
+            or bool(gang.preferred_keys)
+        )
 
     if not any(is_unit(gid) for gid in plan.gang_ids):
         return
@@ -192,7 +196,7 @@ def _compile_godel(
             continue
         gid = plan.gang_ids[own[0]]
         if len(members) > 1 or u in gather:
-            if gangs[gid].affinity or gangs[gid].topology_key:
+            if gangs[gid].affinity or gangs[gid].topology_key or gangs[gid].preferred_keys:
                 ctx.notes.append(
                     f"PodGroup {gid}: job-level affinity and the Workload API topology apply "
                     "to a single PodGroup without a Koordinator network-topology-spec; "

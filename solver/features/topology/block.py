@@ -6,7 +6,8 @@ Tiers (after `placed_pods`): `domains:<Layer>` for every layer below the root, t
 first, nodes last (fewer is better): Σ over gathered gang groups of the domains of that
 layer their placed pods use — Koordinator's "lowest layer that holds the job"; then
 `gather_slack` (fewer is better): for MustGather gang groups, the free pod slots of the
-chosen domain (bin-packing: the domain closest to the need wins).
+chosen domain (bin-packing: the domain closest to the need wins); `preferred_domains`
+(fewer is better) for units with preferred terms or levels (`godel/objective.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.features.topology.godel.affinity import GodelPlan
+from solver.features.topology.godel.objective import preferred_tier_specs, preferred_tier_values
 from solver.features.topology.kueue.place import kueue_tier_specs, kueue_tier_values
 from solver.features.topology.kueue.podsets import KueuePodSet
 from solver.problem import Block, BoolArray, IntArray, Problem, TierSpec
@@ -85,11 +87,17 @@ class TopologyBlock(Block):
     # ------------------------------------------------------------------ objective
 
     def tiers(self, problem: Problem) -> list[TierSpec]:
-        return self._gather_tiers(problem) + kueue_tier_specs(self.unit_kueue)
+        return (
+            self._gather_tiers(problem)
+            + preferred_tier_specs(problem, self.unit_godel)
+            + kueue_tier_specs(self.unit_kueue)
+        )
 
     def evaluate(self, problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
-        return self._gather_values(problem, pod_node) | kueue_tier_values(
-            problem, self.unit_kueue, pod_node
+        return (
+            self._gather_values(problem, pod_node)
+            | preferred_tier_values(problem, self.unit_godel, pod_node)
+            | kueue_tier_values(problem, self.unit_kueue, pod_node)
         )
 
     def _gather_tiers(self, problem: Problem) -> list[TierSpec]:

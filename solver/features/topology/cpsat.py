@@ -1,4 +1,5 @@
-"""The network topology's CP-SAT module (Koordinator gather, Godel required domains).
+"""The network topology's CP-SAT module (Koordinator gather, Godel required domains; Godel
+and KAI preferred domains in `godel/objective.py`, Kueue TAS in `kueue/place.py`).
 
 For a gang group (unit) u whose types are T_u, with node classes split so that every class
 lies in one domain of every layer and one value of every `unit_domain`:
@@ -24,6 +25,12 @@ from solver.features.topology.block import (
     domain_slots,
     slack_units,
     topology_units,
+)
+from solver.features.topology.godel.objective import (
+    RANK,
+    build_preferred,
+    preferred_rows,
+    rank_terms,
 )
 from solver.features.topology.kueue.place import build_kueue, class_rows
 from solver.problem import IntArray, Problem
@@ -52,6 +59,7 @@ def class_split(problem: Problem) -> list[IntArray]:
         rows.extend(block.node_domain[1:-1])
     rows.extend(d for d in block.unit_domain if d is not None)
     rows.extend(class_rows(block.unit_kueue))
+    rows.extend(preferred_rows(block.unit_godel))
     return rows
 
 
@@ -74,6 +82,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
 
     # one-domain rule (MustGather / Godel required)
     slack_terms: list[cp_model.LinearExprT] = []
+    ranks: list[cp_model.LinearExprT] = []
     slack_of = set(slack_units(block))
     for u, domain in enumerate(block.unit_domain):
         if domain is None or u not in keys_of:
@@ -81,6 +90,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
         values = sorted({int(domain[v.classes[c].nodes[0]]) for _, c, _ in keys_of[u]} - {-1})
         y = {d: model.new_bool_var(f"domain[{u},{d}]") for d in values}
         model.add(cp_model.LinearExpr.sum(list(y.values())) <= 1)
+        ranks += rank_terms(block.godel(u), y)
         if u in slack_of:
             # gather_slack = Σ_d slots(d) · y[u, d]: the chosen domain's free slots
             slots = domain_slots(problem, block, u)
@@ -101,6 +111,9 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
                 model.add(v.gang_total(g) == pending * on)
 
     terms: list[Term] = build_kueue(problem, block.unit_kueue, model, v)
+    terms += build_preferred(problem, block.unit_godel, model, v, keys_of)
+    if ranks:
+        terms.append(Term(RANK, cp_model.LinearExpr.sum(ranks)))
     layers = len(block.layers)
     used_by_layer: dict[int, list[cp_model.LinearExprT]] = {}
     for u in sorted(

@@ -1,6 +1,8 @@
 """Godel job-level affinity (`reference/godel_kueue.md` §1): one PodGroup as one unit. A
 Kubernetes Workload API PodGroup with a topology constraint is the same unit with one
-required key, its domains tried tightest first (KEP-5732's placement score).
+required key, its domains tried tightest first (KEP-5732's placement score); a KAI PodGroup
+is one with its required level as that key and the levels from its preferred one up as
+preferred terms, tried least GPU room first (KAI's `sortTree` packing, `topology_pack`).
 
 `spec.affinity.podGroupAffinity` of a Godel PodGroup: `nodeSelector` filters the unit's
 nodes (terms ORed, expressions ANDed, `matchFields` ignored, as Godel does); `required`
@@ -18,7 +20,7 @@ NodeGroups/NodeCircles from these arrays at placement time (`greedy.py`), since
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -63,11 +65,28 @@ class GodelPlan:
     min_request: IntArray  # [3] the unit's minimum request (cpu, memory, gpu) for cut-off
     blocked: str | None = None  # why the unit can never be placed (running pods disagree)
     source: str = "Godel job-level affinity"  # what asked for one domain, for reasons
+    required_rank: IntArray | None = None  # [D] each required domain's place in the order
+    #   the greedy tries them at the start of the cycle (0 first; cut-off ones last)
+    roomiest_first: bool = False  # inside a NodeGroup, fill its circles last-first (KAI's
+    #   node score ranks the last preferred sub-domain of the packing order highest)
 
     def __post_init__(self) -> None:
         for value in (self.candidate, self.required, self.min_request, *self.preferred):
             if value is not None:
                 value.flags.writeable = False
+
+    def domain_key(self, cap: IntArray, used: IntArray) -> tuple[int, ...]:
+        """A domain's place in Godel's `sortRules` order (smaller first), from its summed
+        allocatable `cap` and requested `used` (CPU, Memory, GPU)."""
+        out: list[int] = []
+        for col, available, ascending in self.sort_rules or ():
+            value = int(max(cap[col] - used[col], 0)) if available else int(cap[col])
+            out.append(value if ascending else -value)
+        return tuple(out)
+
+    def cut_off(self, cap: IntArray) -> bool:
+        """Godel's cut-off: the unit's minimum request exceeds the domain's allocatable."""
+        return bool(np.any(self.min_request > cap))
 
 
 # KEP-5732 scores feasible domains by NodeResourcesFit's tightest fit: least room first.
@@ -77,8 +96,16 @@ TIGHTEST_FIRST = (SortRule(resource="CPU", dimension="Available", order="Ascendi
 def unit_affinity(gang: Gang) -> JobAffinity | None:
     """The one-domain rule of a PodGroup unit: Godel's `podGroupAffinity` (validated when the
     manifest was read), or the Workload API's topology key as one required term."""
-    if gang.topology_key:
-        return JobAffinity(required=(gang.topology_key,), sort_rules=TIGHTEST_FIRST)
+    if gang.topology_key or gang.preferred_keys:
+        rules = tuple(
+            SortRule(resource=r, dimension="Available", order="Ascending")
+            for r in gang.topology_pack
+        )
+        return JobAffinity(
+            required=(gang.topology_key,) if gang.topology_key else (),
+            preferred=gang.preferred_keys,
+            sort_rules=rules or TIGHTEST_FIRST,
+        )
     return parse_job_affinity(gang.affinity)
 
 
@@ -211,7 +238,7 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
         preferred.append(row)
         preferred_names.append(names)
         preferred_pin.append(pin)
-    return GodelPlan(
+    plan = GodelPlan(
         candidate=candidate,
         required=required,
         required_names=required_names,
@@ -222,8 +249,31 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
         sort_rules=_sort_rules(affinity),
         min_request=_min_request(pending, len(running), gang.min_member),
         blocked=blocked,
-        source=f"PodGroup topology {gang.topology_key}" if gang.topology_key else GodelPlan.source,
+        source=_source(gang),
+        roomiest_first=bool(gang.topology_pack),
     )
+    if required is None or pinned or plan.sort_rules is None:
+        return plan
+    cap, used = godel_node_metrics(snapshot)
+    order: list[tuple[bool, tuple[int, ...], int]] = []
+    for d in range(len(required_names)):
+        mask = required == d
+        total = cap[mask].sum(axis=0)
+        order.append((plan.cut_off(total), plan.domain_key(total, used[mask].sum(axis=0)), d))
+    rank = np.empty(len(order), dtype=np.int64)
+    for i, (_, _, d) in enumerate(sorted(order)):
+        rank[d] = i
+    rank.flags.writeable = False
+    return replace(plan, required_rank=rank)
+
+
+def _source(gang: Gang) -> str:
+    """What asked for the unit's domains, as its reasons name it."""
+    if gang.topology_key:
+        return f"PodGroup topology {gang.topology_key}"
+    if gang.preferred_keys:
+        return f"PodGroup preferred topology {gang.preferred_keys[-1]}"
+    return GodelPlan.source
 
 
 def godel_node_metrics(snapshot: Snapshot) -> tuple[IntArray, IntArray]:

@@ -7,6 +7,9 @@ circles inside their ancestors. A group's circles are its leaf descendants in or
 undivided circle when its children do not cover it). In the first group where the unit
 reaches its `minMember` share, every pod takes the first circle with a feasible node and the
 best-scoring node there (pods spill circle by circle); otherwise the next group is tried.
+A KAI unit (`roomiest_first`) takes its circles last-first: KAI's node score ranks the
+preferred sub-domains of a chosen domain by their place in the packing order, the last
+(the most room) highest (`calculateNodeScores`).
 """
 
 from __future__ import annotations
@@ -60,17 +63,8 @@ def _sort_and_cut(
         return elems
     totals = {e.name: (alloc[e.nodes].sum(axis=0), used[e.nodes].sum(axis=0)) for e in elems}
     for e in elems:
-        e.cut_off = parent_cut or bool(np.any(plan.min_request > totals[e.name][0]))
-
-    def key(e: _Elem) -> tuple[int, ...]:
-        cap, req = totals[e.name]
-        out: list[int] = []
-        for col, available, ascending in plan.sort_rules or ():
-            value = int(max(cap[col] - req[col], 0)) if available else int(cap[col])
-            out.append(value if ascending else -value)
-        return tuple(out)
-
-    return sorted(elems, key=key)
+        e.cut_off = parent_cut or plan.cut_off(totals[e.name][0])
+    return sorted(elems, key=lambda e: plan.domain_key(*totals[e.name]))
 
 
 def _split(parent: _Elem, row: IntArray, names: tuple[str, ...], pin: int) -> list[_Elem]:
@@ -134,5 +128,8 @@ def godel_groups(
         for elem in level:
             if elem.cut_off or elem.nodes.size == 0:
                 continue
-            groups.append(GodelGroup(elem.name or "all nodes", _circles(elem)))
+            circles = _circles(elem)
+            if plan.roomiest_first:
+                circles.reverse()
+            groups.append(GodelGroup(elem.name or "all nodes", circles))
     return groups

@@ -1,0 +1,149 @@
+"""The order of a domain unit's NodeGroups as objective tiers (Godel's preferred terms and
+sort rules, KAI's preferred levels and packing, the Workload API's tightest domain).
+
+The greedy honours both by the order it tries NodeGroups in (`nodegroups.py`: one domain of
+the finest preferred level first, then each coarser one, the required domains last, each
+level in sort-rule order). CP-SAT scores them, so that among answers equal on the tiers above
+it gives the greedy's choice:
+
+`preferred_domains`: for a unit u whose plan has preferred rows R_0 (coarsest) .. R_{m-1}
+(finest) and P_u pods,
+
+    # used[u, j, d] ⇐ Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] ≥ 1      d a value of R_j (nodes lacking
+    #                                                      the key count as one domain)
+    # preferred_domains = Σ_u Σ_j (P_u + 1)^(m-1-j) · Σ_d used[u, j, d]    (fewer is better)
+
+A level's count is at most P_u, so the weights make the tier lexicographic per unit,
+coarsest level first: the whole unit inside one domain of the finest level is best, then
+inside one domain of the next level up (fewest finest domains among those), and so on, the
+order KAI's `calculateRelevantDomainLevels` walks and Godel's NodeGroups are tried in.
+
+`domain_rank` (below it): the chosen required domain's place in the sort-rule order at the
+start of the cycle (`GodelPlan.required_rank`: 0 is the domain tried first):
+
+    # domain_rank = Σ_u Σ_d rank_u(d) · y[u, d]       (y: the one-domain rule's choice)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.features.topology.godel.affinity import GodelPlan
+from solver.problem import IntArray, Problem, TierSpec
+from solver.sat import PlacementVars, Term
+
+__all__ = [
+    "build_preferred",
+    "preferred_rows",
+    "preferred_tier_specs",
+    "preferred_tier_values",
+    "rank_terms",
+]
+
+TIER = "preferred_domains"
+RANK = "domain_rank"
+
+
+def _units(unit_godel: Sequence[GodelPlan | None]) -> list[int]:
+    return [u for u, plan in enumerate(unit_godel) if plan is not None and plan.preferred]
+
+
+def _pods(problem: Problem, u: int) -> int:
+    return sum(
+        len(problem.type_pods[t]) for t in range(problem.num_types) if problem.type_unit(t) == u
+    )
+
+
+def _weights(plan: GodelPlan, pods: int) -> list[int]:
+    m = len(plan.preferred)
+    return [(pods + 1) ** (m - 1 - j) for j in range(m)]
+
+
+def preferred_rows(unit_godel: Sequence[GodelPlan | None]) -> list[IntArray]:
+    """Rows node classes must not mix, so that each class lies in one preferred domain."""
+    return [row for u in _units(unit_godel) for row in unit_godel[u].preferred]  # type: ignore[union-attr]
+
+
+def preferred_tier_specs(
+    problem: Problem, unit_godel: Sequence[GodelPlan | None]
+) -> list[TierSpec]:
+    upper = 0
+    for u in _units(unit_godel):
+        plan = unit_godel[u]
+        assert plan is not None
+        pods = _pods(problem, u)
+        for w, row in zip(_weights(plan, pods), plan.preferred, strict=True):
+            upper += w * min(pods, int(row.max(initial=-1)) + 2)
+    specs = [TierSpec(TIER, 0, upper, maximize=False)] if upper else []
+    ranked = [p.required_rank for p in unit_godel if p is not None and p.required_rank is not None]
+    top = sum(int(r.max(initial=0)) for r in ranked)
+    if top:
+        specs.append(TierSpec(RANK, 0, top, maximize=False))
+    return specs
+
+
+def preferred_tier_values(
+    problem: Problem, unit_godel: Sequence[GodelPlan | None], pod_node: list[IntArray]
+) -> dict[str, int]:
+    units = _units(unit_godel)
+    ranked = [u for u, p in enumerate(unit_godel) if p is not None and p.required_rank is not None]
+    placed: dict[int, list[IntArray]] = {u: [] for u in {*units, *ranked}}
+    for t, nodes in enumerate(pod_node):
+        u = problem.type_unit(t)
+        if u in placed:
+            placed[u].append(nodes[nodes >= 0])
+    value = 0
+    for u in units:
+        plan = unit_godel[u]
+        assert plan is not None
+        nodes = np.concatenate(placed[u]) if placed[u] else np.zeros(0, dtype=np.int64)
+        for w, row in zip(_weights(plan, _pods(problem, u)), plan.preferred, strict=True):
+            value += w * len(np.unique(row[nodes]))
+    out = {TIER: value} if units else {}
+    if ranked:
+        rank = 0
+        for u in ranked:
+            plan = unit_godel[u]
+            assert plan is not None and plan.required is not None
+            assert plan.required_rank is not None
+            nodes = np.concatenate(placed[u]) if placed[u] else np.zeros(0, dtype=np.int64)
+            domains = plan.required[nodes]
+            if domains.size and domains[0] >= 0:
+                rank += int(plan.required_rank[domains[0]])
+        out[RANK] = rank
+    return out
+
+
+def rank_terms(plan: GodelPlan | None, y: dict[int, cp_model.IntVar]) -> list[cp_model.LinearExprT]:
+    """`domain_rank`'s part for one unit, over its one-domain choice `y` (domain -> bool)."""
+    if plan is None or plan.required_rank is None:
+        return []
+    return [int(plan.required_rank[d]) * var for d, var in y.items() if plan.required_rank[d]]
+
+
+def build_preferred(
+    problem: Problem,
+    unit_godel: Sequence[GodelPlan | None],
+    model: cp_model.CpModel,
+    v: PlacementVars,
+    keys_of: dict[int, list[tuple[int, int, int]]],
+) -> list[Term]:
+    terms: list[cp_model.LinearExprT] = []
+    for u in _units(unit_godel):
+        plan = unit_godel[u]
+        assert plan is not None
+        if u not in keys_of:
+            continue
+        pods = _pods(problem, u)
+        for j, (w, row) in enumerate(zip(_weights(plan, pods), plan.preferred, strict=True)):
+            by_domain: dict[int, list[cp_model.IntVar]] = {}
+            for key in keys_of[u]:
+                by_domain.setdefault(int(row[v.classes[key[1]].nodes[0]]), []).append(v.x[key])
+            for d, xs in sorted(by_domain.items()):
+                used = model.new_bool_var(f"preferred[{u},{j},{d}]")
+                model.add(cp_model.LinearExpr.sum(xs) <= pods * used)
+                terms.append(w * used)
+    return [Term(TIER, cp_model.LinearExpr.sum(terms))] if terms else []
