@@ -21,19 +21,11 @@ from solver import load_conf, load_manifests, schedule
 from solver.errors import ManifestError
 from solver.kube.workloads import expand_workloads
 from tests.builders import pod, raw
-from tests.features.topology.hypernode.fixtures import hypernode, nodes, run
+from tests.features.topology.hypernode.fixtures import FOUR, TWO_TIERS, run
 
 ENGINES = ["greedy", "cpsat"]
 PARTITION = "volcano.sh/partition-id"
 P = "partitionPolicy"
-FOUR = nodes(
-    ("s0-n1", "2", "4Gi"), ("s0-n2", "2", "4Gi"), ("s1-n3", "2", "4Gi"), ("s1-n4", "2", "4Gi")
-)
-TWO_TIERS = [
-    hypernode("s0", 1, ("s0-n1", "s0-n2")),
-    hypernode("s1", 1, ("s1-n3", "s1-n4")),
-    hypernode("s2", 2, children=("s0", "s1")),
-]
 
 
 def job(replicas: int, policy: dict[str, Any] | None, **task: Any) -> dict[str, Any]:

@@ -115,3 +115,15 @@ def hypernode_count(decision: Decision, groups: dict[str, tuple[str, ...]]) -> l
     """`ExpectBindNumsInHyperNode`: placed pods per HyperNode (node lists), in order."""
     placed = list(decision.placed.values())
     return sorted((sum(n in members for n in placed) for members in groups.values()), reverse=True)
+
+
+FOUR = nodes(
+    ("s0-n1", "2", "4Gi"), ("s0-n2", "2", "4Gi"), ("s1-n3", "2", "4Gi"), ("s1-n4", "2", "4Gi")
+)
+"""Four 2-cpu nodes, two per tier-1 leaf (`TestAllocateWithPartitionPolicyNetworkTopology`)."""
+TWO_TIERS = [
+    hypernode("s0", 1, ("s0-n1", "s0-n2")),
+    hypernode("s1", 1, ("s1-n3", "s1-n4")),
+    hypernode("s2", 2, children=("s0", "s1")),
+]
+"""s2 (tier 2) over the leaves s0 and s1 (tier 1)."""

@@ -21,6 +21,8 @@ from clients.cli import app
 from solver.verify import verify
 from tests.builders import pod
 from tests.features.topology.hypernode.fixtures import (
+    FOUR,
+    TWO_TIERS,
     Objects,
     cluster,
     conf,
@@ -33,14 +35,6 @@ from tests.features.topology.hypernode.fixtures import (
 ENGINES = ["greedy", "cpsat"]
 SPEC = "volcano.sh/task-spec"
 INSTANCE = "volcano.sh/task-instance"
-FOUR = nodes(
-    ("s0-n1", "2", "4Gi"), ("s0-n2", "2", "4Gi"), ("s1-n3", "2", "4Gi"), ("s1-n4", "2", "4Gi")
-)
-TWO_TIERS = [
-    hypernode("s0", 1, ("s0-n1", "s0-n2")),
-    hypernode("s1", 1, ("s1-n3", "s1-n4")),
-    hypernode("s2", 2, children=("s0", "s1")),
-]
 
 
 def policy(
