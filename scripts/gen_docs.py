@@ -2,6 +2,7 @@
 
     docs/reference/grpc.md   the gRPC API, from the comments of proto/gangplan/v1/*.proto
     docs/reference/cli.md    the command line, from the Typer app (clients/cli.py)
+    docs/reference/fields.md the fields gangplan notes or leaves, from solver/kube/fields.py
 
     .venv/bin/python scripts/gen_docs.py            # write them
     .venv/bin/python scripts/gen_docs.py --check    # exit 1 if a committed page is stale
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from clients.cli import app  # noqa: E402
+from solver.kube import fields  # noqa: E402
 
 PROTO = ROOT / "proto"
 OUT = ROOT / "docs" / "reference"
@@ -206,7 +208,42 @@ def _command(command: Any, path: list[str]) -> list[str]:
     return out
 
 
-PAGES = {"grpc.md": grpc_reference, "cli.md": cli_reference}
+def fields_reference() -> str:
+    """What gangplan does with the fields it does not place by (`solver/kube/fields.py`)."""
+    out = [
+        "# Fields noted and fields not read",
+        "",
+        "Generated from `solver/kube/fields.py` by `scripts/gen_docs.py`. Every field of every",
+        "object kind gangplan reads is acted on, noted when present (a `note:` line naming",
+        "it), refused with a one-line error, or listed here as not scheduling input. Two tests",
+        "walk the upstream schemas so that nothing is dropped in silence: the core objects'",
+        "(`tests/kube/test_fields.py`, the Kubernetes API's own schema) and every other kind's",
+        "(`tests/kube/test_crd_fields.py`, each project's CRD, vendored with its source).",
+        "",
+        "## Noted when a pending pod sets them",
+        "",
+        "| object | field | why it is not acted on |",
+        "| --- | --- | --- |",
+    ]
+    for kind, entries in sorted(fields.NOTED.items()):
+        out += [f"| {kind} | `{f}` | {_cell(why)} |" for f, why in sorted(entries.items())]
+    out += [
+        "",
+        "## Acted on (`spec`); any other `spec` field is noted",
+        "",
+        "| kind | fields acted on |",
+        "| --- | --- |",
+    ]
+    for kind, acted in sorted(fields.ACTED.items()):
+        out.append(f"| `{kind}` | {', '.join(f'`{f}`' for f in sorted(acted))} |")
+    out += ["", "## Not scheduling input", "", "| object | field | why |", "| --- | --- | --- |"]
+    rows = [(k, f, why) for k, e in fields.IGNORED.items() for f, why in e.items()]
+    rows += [(f"`{k}`", f, why) for k, e in fields.CRD_IGNORED.items() for f, why in e.items()]
+    out += [f"| {k} | `{f}` | {_cell(why)} |" for k, f, why in sorted(rows)]
+    return "\n".join(out) + "\n"
+
+
+PAGES = {"grpc.md": grpc_reference, "cli.md": cli_reference, "fields.md": fields_reference}
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from solver.kube.affinity import PodAffinityReader
-from solver.kube.fields import unmodelled_notes
+from solver.kube.fields import ACTED, spec_note, unmodelled_notes
 from solver.kube.gangs import (
     DEFAULT_NAMESPACE,
     POD_GROUP_DIALECTS,
@@ -204,6 +204,7 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             parsed = validate(K8sPodGroup, raw)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
             out.pod_groups[ident] = (raw, parsed)
+            _spec_note(out.notes, raw, f"{group}/PodGroup", ident)
         elif kind == "PodGroup" and raw.api_version in WORKLOAD_API_VERSIONS:
             parsed = validate(K8sWorkloadPodGroup, raw)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
@@ -227,6 +228,7 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             parsed = validate(K8sQueue, raw)
             ident = parsed.metadata.name
             out.queues[ident] = (raw, parsed)
+            _spec_note(out.notes, raw, f"{group}/Queue", ident)
         elif kind == "ClusterNetworkTopology" and group == "scheduling.koordinator.sh":
             parsed = validate(K8sClusterNetworkTopology, raw)
             ident = parsed.metadata.name
@@ -269,6 +271,14 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             )
         seen[key] = raw
     return out
+
+
+def _spec_note(notes: list[str], raw: RawObject, kind: str, ident: str) -> None:
+    """A note naming the object's `spec` fields gangplan does not act on (`fields.ACTED`)."""
+    if kind in ACTED:
+        where = f"{raw.source}: document {raw.document}: {raw.kind} {ident}"
+        if note := spec_note(kind, where, raw.body.get("spec")):
+            notes.append(note)
 
 
 # ----------------------------------------------------------------------------- priorities

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["IGNORED", "NOTED", "unmodelled_notes"]
+__all__ = ["ACTED", "CRD_IGNORED", "IGNORED", "NOTED", "spec_note", "unmodelled_notes"]
 
 NOTED: dict[str, dict[str, str]] = {
     "PodSpec": {
@@ -167,3 +167,106 @@ def unmodelled_notes(pods: Iterable[dict[str, Any]]) -> list[str]:
         kind = "PodSpec" if path == "spec" else "Container"
         out.append(f"{n} pending pod(s) set {path}.{field}, not acted on: {NOTED[kind][field]}")
     return out
+
+
+CRD_IGNORED: dict[str, dict[str, str]] = {
+    "jobset.x-k8s.io/JobSet": {
+        "spec.network": "the pods' Service and DNS names, not scheduling input",
+        "spec.replicatedJobs[0].template.metadata": "the Job object's own metadata; its pods "
+        "take their template's",
+        "spec.replicatedJobs[0].template.spec.selector": "which pods the Job owns; gangplan "
+        "makes them from the template",
+    },
+    **{
+        f"apps/{kind}": {
+            "spec.selector": "which pods the controller owns; gangplan makes them from the template"
+        }
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet")
+    },
+    "batch/Job": {
+        "spec.selector": "which pods the controller owns; gangplan makes them from the template"
+    },
+    "scheduling.godel.kubewharf.io/PodGroup": {
+        "spec.application": "a label for Godel's own bookkeeping, not scheduling input"
+    },
+    "scheduling.k8s.io/PodGroup": {
+        "spec.workloadRef": "the Workload the PodGroup was made from; the PodGroup's own spec "
+        "carries its policy, which is what the scheduler reads"
+    },
+}
+"""Fields of the custom resources (and built-in workloads) gangplan reads that are not
+scheduling input, per `group/Kind`, with why; a listed object covers its fields
+(`tests/kube/test_crd_fields.py` walks the rest). `ignored(kind)` gives an expander the
+top-level names to leave out of its note."""
+CRD_IGNORED["apps/StatefulSet"]["spec.serviceName"] = "the pods' DNS names, not scheduling input"
+for _kind, _field in (
+    ("PyTorchJob", "pytorchReplicaSpecs"),
+    ("TFJob", "tfReplicaSpecs"),
+    ("XGBoostJob", "xgbReplicaSpecs"),
+    ("PaddleJob", "paddleReplicaSpecs"),
+    ("JAXJob", "jaxReplicaSpecs"),
+    ("MPIJob", "mpiReplicaSpecs"),
+):
+    CRD_IGNORED[f"kubeflow.org/{_kind}"] = {
+        f"spec.{_field}[*].restartPolicy": "the operator's restarts, not scheduling input",
+        **dict.fromkeys(
+            (
+                f"spec.runPolicy.{f}"
+                for f in (
+                    "activeDeadlineSeconds",
+                    "backoffLimit",
+                    "cleanPodPolicy",
+                    "managedBy",
+                    "ttlSecondsAfterFinished",
+                )
+            ),
+            "the operator's run-time and clean-up handling, not scheduling input",
+        ),
+    }
+CRD_IGNORED["kubeflow.org/MPIJob"] |= {
+    "spec.slotsPerWorker": "the MPI hostfile's slots, not scheduling input",
+    "spec.mpiImplementation": "the launcher's MPI flavour, not scheduling input",
+}
+
+ACTED: dict[str, frozenset[str]] = {
+    "scheduling.volcano.sh/Queue": frozenset(
+        {"parent", "capability", "deserved", "guarantee", "weight", "priority", "affinity"}
+    ),
+    "scheduling.volcano.sh/PodGroup": frozenset(
+        {
+            "minMember",
+            "minResources",
+            "queue",
+            "priorityClassName",
+            "networkTopology",
+            "subGroupPolicy",
+        }
+    ),
+    "scheduling.sigs.k8s.io/PodGroup": frozenset({"minMember", "minResources"}),
+    "scheduling.x-k8s.io/PodGroup": frozenset({"minMember", "minResources"}),
+    "scheduling.godel.kubewharf.io/PodGroup": frozenset(
+        {"minMember", "affinity", "priorityClassName"}
+    ),
+}
+"""The `spec` fields gangplan acts on, per kind read through a typed model (whose parse
+alone would drop the rest in silence): any other `spec` field gets a note (`spec_note`)."""
+
+
+def ignored(kind: str, prefix: str = "spec.") -> set[str]:
+    """The top-level names under `prefix` that `CRD_IGNORED` lists for `kind`."""
+    return {
+        path[len(prefix) :].split(".", 1)[0].split("[", 1)[0]
+        for path in CRD_IGNORED.get(kind, {})
+        if path.startswith(prefix)
+    }
+
+
+def spec_note(kind: str, where: str, spec: object) -> str | None:
+    """A note naming the `spec` fields of an object (`where`: its source and name) that
+    gangplan does not act on, for the kinds in `ACTED`; None when there are none."""
+    if not isinstance(spec, dict):
+        return None
+    unread = sorted(set(spec) - ACTED[kind] - ignored(kind))
+    if not unread:
+        return None
+    return f"{where}: not acted on: {', '.join(f'spec.{f}' for f in unread)}"

@@ -215,7 +215,8 @@ def kai_leaf_gangs(
     if own or above:
         where = "the PodGroup's" if own else f"sub-group {above[0]}'s"
         notes.append(
-            f"KAI PodGroup {gang.id}: {where} topology level spans several leaf sub-groups: "
+            f"KAI PodGroup {gang.id}: {where} topology level spans several leaf sub-groups "
+            "(spec.subGroups): "
             "the PodGroup is placed as one gang under its own constraint; the sub-groups' "
             "minMember and levels are not enforced separately yet"
         )
@@ -352,7 +353,10 @@ class K8sKaiQueue(_K8s):
 
 
 def kai_queue_note(raw: RawObject, queue: K8sKaiQueue) -> str:
+    spec = raw.body.get("spec")
+    fields = sorted(spec) if isinstance(spec, dict) else []
+    named = f" ({', '.join(f'spec.{f}' for f in fields)})" if fields else ""
     return (
         f"{raw.source}: document {raw.document}: KAI Queue {queue.metadata.name!r} read; its "
-        "quota, limit, over-quota weight and priority are not acted on yet"
+        f"quota, limit, over-quota weight and priority{named} are not acted on yet"
     )

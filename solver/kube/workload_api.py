@@ -18,7 +18,9 @@ scheduling) and KEP-5710 (workload-aware preemption):
 - `spec.preemptionPolicy`: `Never` keeps the group from preempting;
 - `spec.parentCompositePodGroupName` (alpha CompositePodGroup, a gang of gangs) is not
   enforced yet: such a group is refused (stays pending, with that reason), never placed
-  as if it stood alone.
+  as if it stood alone; so is a group with `spec.resourceClaims` (DRA, not modelled yet:
+  as a pod with claims, it waits rather than run without its devices);
+- `spec.workloadRef` names the Workload the group was made from: not scheduling input.
 
 The `Workload` object only holds the templates a controller copies into PodGroups; the
 scheduler reads the PodGroups, so a Workload is read (checked) and otherwise left alone.
@@ -118,6 +120,7 @@ class _GroupPolicy(_K8s):
 
 class WorkloadPodGroupSpec(_GroupPolicy):
     parent_composite: str | None = Field(default=None, alias="parentCompositePodGroupName")
+    resource_claims: list[Any] = Field(default_factory=list, alias="resourceClaims")
 
     @property
     def min_count(self) -> int:
@@ -167,6 +170,9 @@ def workload_gang_fields(pg: K8sWorkloadPodGroup) -> dict[str, Any]:
             f"its parent CompositePodGroup {spec.parent_composite!r} (alpha) is not enforced "
             "by gangplan yet"
             if spec.parent_composite
+            else "it claims devices through DRA (spec.resourceClaims), which gangplan does not "
+            "model yet: it waits rather than run without them"
+            if spec.resource_claims
             else None
         ),
     }

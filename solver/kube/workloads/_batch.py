@@ -18,17 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from solver.kube.fields import ignored
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 
-__all__ = ["JOB_NAME", "expand_batch_job", "job_pods"]
+__all__ = ["JOB_NAME", "JOB_READ", "expand_batch_job", "job_pods"]
 
 JOB_NAME = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME = "job-name"
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 LEGACY_CONTROLLER_UID = "controller-uid"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-READ = {"template", "parallelism", "completions", "completionMode", "selector"}
+JOB_READ = {"template", "parallelism", "completions", "completionMode"} | ignored("batch/Job")
+"""The JobSpec fields a Job's pods follow (and those not scheduling input): others are noted."""
 
 
 def job_pods(
@@ -74,5 +76,5 @@ def expand_batch_job(raw: RawObject) -> Expansion:
     f = Fields(raw)
     out = Expansion(owns=lambda pod: meta_value(pod, "labels", JOB_NAME) == f.name)
     out.objects = job_pods(f, f.spec, "spec", f.name, uid=f.uid)
-    out.notes += f.unread(READ)
+    out.notes += f.unread(JOB_READ)
     return out

@@ -41,8 +41,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from solver.kube.fields import ignored
 from solver.kube.loader import RawObject
-from solver.kube.workloads._batch import job_pods
+from solver.kube.workloads._batch import JOB_READ, job_pods
 from solver.kube.workloads._template import Expansion, Fields, meta_value
 
 __all__ = ["REPLICATED_JOB", "expand_jobset"]
@@ -52,7 +53,7 @@ JOBSET_NAME = f"{PREFIX}jobset-name"
 REPLICATED_JOB = f"{PREFIX}replicatedjob-name"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 WAS_API = "scheduling.k8s.io/v1beta1"
-READ = {"replicatedJobs", "scheduling", "startupPolicy", "suspend", "network"}
+READ = {"replicatedJobs", "scheduling"} | ignored("jobset.x-k8s.io/JobSet")
 RJOB_READ = {"name", "replicas", "template", "groupName", "dependsOn"}
 POLICY_FIELDS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode")
 MAX_TEMPLATES = 8  # podGroupTemplates per Workload (the JobSet webhook rejects more)
@@ -95,6 +96,8 @@ def expand_jobset(raw: RawObject) -> Expansion:
         if template is None:
             raise raw.error("missing required field", field=where)
         job_spec = f.dict(template.get("spec") or {}, f"{where}.spec")
+        out.notes += f.unread({"metadata", "spec"}, template, where)
+        out.notes += f.unread(JOB_READ, job_spec, f"{where}.spec")
         pods.append([])
         if rjob.get("dependsOn"):
             deps = f.dicts(rjob["dependsOn"], f"spec.replicatedJobs[{i}].dependsOn")

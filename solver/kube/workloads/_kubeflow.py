@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solver.kube.fields import ignored
 from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP, LABEL_POD_GROUP_X
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
@@ -54,9 +55,11 @@ KUBEFLOW_KINDS: dict[str, tuple[str, str, str]] = {
     "MPIJob": ("mpiReplicaSpecs", "Launcher", "mpi-operator"),
     "JAXJob": ("jaxReplicaSpecs", "Master", "jaxjob-controller"),  # Worker replicas only
 }
-READ = {"runPolicy", "mpiImplementation", "slotsPerWorker", "elasticPolicy"} | {
+READ = {"runPolicy", "mpiImplementation", "slotsPerWorker"} | {
     field for field, _, _ in KUBEFLOW_KINDS.values()
-}
+}  # elasticPolicy: noted (elastic replica counts are not acted on)
+RUN_POLICY_READ = {"schedulingPolicy"} | ignored("kubeflow.org/PyTorchJob", "spec.runPolicy.")
+SCHEDULING_READ = {"minAvailable", "queue", "priorityClass", "minResources"}
 
 
 def expand_kubeflow_job(raw: RawObject) -> Expansion:
@@ -70,6 +73,10 @@ def expand_kubeflow_job(raw: RawObject) -> Expansion:
         where = f"spec.{field}.{rtype}"
         replica = f.dict(replica, where)
         count = f.count(replica.get("replicas"), f"{where}.replicas", 1)
+        if raw.kind == "MPIJob" and rtype == "Launcher" and count != 1:
+            raise raw.error(  # ValidateV1MpiJobSpec
+                f"there must be only 1 launcher replica, got {count}", field=f"{where}.replicas"
+            )
         lower = str(rtype).lower()
         for index in range(count):
             labels = {JOB_NAME: f.name, OPERATOR: operator, REPLICA_TYPE: lower}
@@ -97,18 +104,24 @@ def _gang(
     """The PodGroup of the gang scheduler the templates name, and the pods' link to it."""
     names = {p["spec"].get("schedulerName") or DEFAULT_SCHEDULER for _, p in pods}
     gang_names = sorted(names - {DEFAULT_SCHEDULER})
+    run_policy = f.dict(spec.get("runPolicy") or {}, "spec.runPolicy")
+    out.notes += f.unread(RUN_POLICY_READ, run_policy, "spec.runPolicy")
+    policy = f.dict(run_policy.get("schedulingPolicy") or {}, "spec.runPolicy.schedulingPolicy")
+    where = "spec.runPolicy.schedulingPolicy"
     if not gang_names:
         out.ungrouped = (
             f"{f.raw.kind} {f.namespace}/{f.name}: no gang scheduler named in its templates' "
             "schedulerName: pods placed one by one"
+            + (f" ({where} is for a gang scheduler: not used)" if policy else "")
         )
         return
-    run_policy = f.dict(spec.get("runPolicy") or {}, "spec.runPolicy")
-    policy = f.dict(run_policy.get("schedulingPolicy") or {}, "spec.runPolicy.schedulingPolicy")
-    where = "spec.runPolicy.schedulingPolicy"
+    volcano = gang_names == ["volcano"]
+    read = SCHEDULING_READ | (set() if volcano else {"scheduleTimeoutSeconds"})
+    out.notes += f.unread(read, policy, where)
     min_member = f.count(policy.get("minAvailable"), f"{where}.minAvailable", len(pods))
     group: dict[str, Any] = {"minMember": min_member}
-    volcano = gang_names == ["volcano"]
+    if policy.get("minResources") is not None:
+        group["minResources"] = f.dict(policy["minResources"], f"{where}.minResources")
     if volcano:
         api = "scheduling.volcano.sh/v1beta1"
         group["queue"] = f.text(policy.get("queue"), f"{where}.queue") or "default"

@@ -27,11 +27,13 @@ WORKLOAD_LABEL = "kueue.x-k8s.io/workload-name"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 
 
-def _request_annotations(f: Fields, request: Any, path: str) -> dict[str, str]:
-    """`topologyRequest` as the pod-template annotations that ask for the same."""
+def _request_annotations(f: Fields, request: Any, path: str, notes: list[str]) -> dict[str, str]:
+    """`topologyRequest` as the pod-template annotations that ask for the same; the fields
+    it does not act on (multi-layer slices, rank-ordering labels) noted."""
     if request is None:
         return {}
     request = f.dict(request, path)
+    notes += f.unread(set(_FIELD_OF_ANNOTATION), request, path)
     a = KUEUE_ANNOTATIONS
     out: dict[str, str] = {}
     for name, key in (
@@ -81,7 +83,10 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
         path = f"spec.podSets[{i}]"
         name = f.text(ps.get("name"), f"{path}.name", "main")
         count = f.count(ps.get("count"), f"{path}.count", 1)
-        annotations = _request_annotations(f, ps.get("topologyRequest"), f"{path}.topologyRequest")
+        annotations = _request_annotations(
+            f, ps.get("topologyRequest"), f"{path}.topologyRequest", out.notes
+        )
+        out.notes += f.unread({"name", "count", "template", "topologyRequest"}, ps, path)
         request = parse_kueue_request(annotations)
         if request is not None and request.group is not None:
             groups.setdefault(request.group, []).append((i, name, count, request))
@@ -119,5 +124,5 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
         }
     )
     out.objects.extend(pods)
-    out.notes += f.unread({"podSets", "queueName", "priority", "priorityClassName", "active"})
+    out.notes += f.unread({"podSets"})  # queueName, priority, active, ...: noted
     return out

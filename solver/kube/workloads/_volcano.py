@@ -86,6 +86,11 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
         min_task[task_name] = f.count(
             task.get("minAvailable"), f"{where}.minAvailable", default_min
         )
+        if min_task[task_name] > replicas:  # admit_job.go
+            raise f.raw.error(
+                f"'minAvailable' ({min_task[task_name]}) is greater than 'replicas' ({replicas})",
+                field=f"{where}.minAvailable",
+            )
         for index in range(replicas):
             common = {JOB_NAME: f.name, TASK_SPEC: task_name, QUEUE_NAME: queue}
             common[TASK_INDEX] = str(index)
