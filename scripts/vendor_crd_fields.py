@@ -41,6 +41,8 @@ SOURCES: list[tuple[str, str, str, str, str, str]] = [
     ("scheduling.godel.kubewharf.io", "PodGroup", "v1alpha1", "kubewharf/godel-scheduler", "90de2d0", "manifests/base/crds/scheduling.godel.kubewharf.io_podgroups.yaml"),
     ("jobset.x-k8s.io", "JobSet", "v1alpha2", "kubernetes-sigs/jobset", "08dfbdfd", "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"),
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet", "v1", "kubernetes-sigs/lws", "060ab4d", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"),
+    ("trainer.kubeflow.org", "TrainJob", "v1alpha1", "kubeflow/trainer", "8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3", "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml"),
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime", "v1alpha1", "kubeflow/trainer", "8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3", "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml"),
     *(
         ("kubeflow.org", kind, "v1", "kubeflow/training-operator", "6f74c7f6b2ed6c27aabd82d0a316b23f0646059c", f"manifests/base/crds/kubeflow.org_{kind.lower()}s.yaml")
         for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")

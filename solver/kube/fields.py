@@ -223,6 +223,39 @@ for _kind, _field in (
             "the operator's run-time and clean-up handling, not scheduling input",
         ),
     }
+CRD_IGNORED["trainer.kubeflow.org/TrainJob"] = {
+    "spec.activeDeadlineSeconds": "the controller's run-time limit, not scheduling input",
+    "spec.managedBy": "which controller reconciles it, not scheduling input",
+    "spec.initializer": "where the initializers fetch data and models from; their Jobs come "
+    "from the runtime",
+    **{
+        f"spec.trainer.{f}": "the trainer container's program, not scheduling input"
+        for f in ("image", "command", "args", "env", "numProcPerNode")
+    },
+    "spec.runtimePatches[0].manager": "who owns the patch, not scheduling input",
+    "spec.runtimePatches[0].time": "when the patch was stamped, not scheduling input",
+    "spec.runtimePatches[0].trainingRuntimeSpec.template.metadata": "the JobSet object's own "
+    "metadata; its pods take their templates'",
+    "spec.runtimeRef.apiGroup": "the runtime's API group, trainer.kubeflow.org",
+}
+_JOBSET_IN_RUNTIME = "spec.template.spec."
+CRD_IGNORED["trainer.kubeflow.org/ClusterTrainingRuntime"] = {
+    **{
+        f"spec.mlPolicy.{f}": "the framework's launch settings (environment), not scheduling input"
+        for f in ("torch", "jax", "xgboost", "flux")
+    },
+    "spec.template.metadata": "the JobSet object's own metadata; its pods take their templates'",
+    **{
+        _JOBSET_IN_RUNTIME + path.removeprefix("spec."): why
+        for path, why in CRD_IGNORED["jobset.x-k8s.io/JobSet"].items()
+        if not path.endswith("template.metadata")
+    },
+    **{
+        f"{_JOBSET_IN_RUNTIME}replicatedJobs[0].template.metadata.{f}": "the Job object's own "
+        "metadata; its pods take their template's (its labels are read: the ancestor step)"
+        for f in ("annotations", "finalizers", "name", "namespace")
+    },
+}
 CRD_IGNORED["kubeflow.org/MPIJob"] |= {
     "spec.slotsPerWorker": "the MPI hostfile's slots, not scheduling input",
     "spec.mpiImplementation": "the launcher's MPI flavour, not scheduling input",

@@ -91,7 +91,8 @@ def base_manifests() -> list[dict[str, Any]]:
     12 a JobSet with Workload API gangs, 13 a LeaderWorkerSet (workloads expanded into
     pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 a Kueue Topology
     and TAS ResourceFlavor, 19 a Kueue Workload asking for them, 20-21 HyperNodes, 22-25
-    KAI-Scheduler's objects, 26 a Kueue-managed Job (`_kai`)."""
+    KAI-Scheduler's objects, 26 a Kueue-managed Job (`_kai`), 27-28 a Trainer v2
+    ClusterTrainingRuntime and a TrainJob naming it (`_trainer`)."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(
@@ -247,6 +248,55 @@ def base_manifests() -> list[dict[str, Any]]:
         *_kueue(),
         *_hypernodes(),
         *_kai(),
+        *_trainer(),
+    ]
+
+
+def _trainer() -> list[dict[str, Any]]:
+    """27: a ClusterTrainingRuntime (coscheduling, one trainer Job); 28: a TrainJob of 2
+    nodes naming it, with a runtime patch."""
+    step = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    template = {"spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "1"}}}]}}
+    return [
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": "rt"},
+            "spec": {
+                "mlPolicy": {"numNodes": 1, "torch": {}},
+                "podGroupPolicy": {"coscheduling": {"scheduleTimeoutSeconds": 60}},
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "metadata": {"labels": step},
+                                    "spec": {"template": template},
+                                },
+                            }
+                        ]
+                    }
+                },
+            },
+        },
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "tj"},
+            "spec": {
+                "runtimeRef": {"name": "rt"},
+                "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"cpu": "1"}}},
+                "runtimePatches": [
+                    {
+                        "manager": "m",
+                        "trainingRuntimeSpec": {
+                            "template": {"spec": {"replicatedJobs": [{"name": "node"}]}}
+                        },
+                    }
+                ],
+            },
+        },
     ]
 
 
@@ -445,6 +495,11 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((8, "spec", "tasks", 0, "partitionPolicy", "partitionSize"), 0),
     ((8, "spec", "tasks", 0, "partitionPolicy", "totalPartitions"), 3),
     ((8, "spec", "tasks", 0, "partitionPolicy"), ["x"]),
+    ((28, "spec", "trainer", "numNodes"), -2),
+    ((28, "spec", "runtimeRef"), "rt"),
+    ((28, "spec", "runtimePatches", 0, "trainingRuntimeSpec"), 7),
+    ((27, "spec", "template", "spec", "replicatedJobs"), {"name": "node"}),
+    ((27, "spec", "podGroupPolicy"), ["coscheduling"]),
     ((9, "spec", "parallelism"), "2"),
     ((9, "spec", "completionMode"), "Sometimes"),
     ((10, "spec", "pytorchReplicaSpecs", "Worker", "replicas"), -3),

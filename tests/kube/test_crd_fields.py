@@ -19,6 +19,9 @@ from tests.kube.crd_walk import CRDS, Leaf, builtin_schema, classify, leaves
 Objects = list[dict[str, Any]]
 TEMPLATE = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
 GANG_TEMPLATE = {"spec": {**TEMPLATE["spec"], "schedulerName": "volcano"}}
+NODE_TEMPLATE = {
+    "spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "1"}}}]}
+}
 READ_AT_DEFAULT: dict[str, dict[str, str]] = {
     "scheduling.k8s.io/PodGroup": {
         "spec.disruptionMode.single": "read; `single` is the default mode, so setting it "
@@ -48,6 +51,38 @@ def _kubeflow(kind: str, key: str, roles: tuple[str, ...]) -> Objects:
     spec = {key: {r: {"replicas": 1, "template": GANG_TEMPLATE} for r in roles}}
     spec["runPolicy"] = {"schedulingPolicy": {"minAvailable": len(roles)}}
     return [NODE, _kind("kubeflow.org/v1", kind, spec)]
+
+
+def _trainjob() -> Objects:
+    """A TrainJob and its runtime: one trainer Job of `numNodes` pods, a coscheduling gang."""
+    runtime = _kind(
+        "trainer.kubeflow.org/v1alpha1",
+        "ClusterTrainingRuntime",
+        {
+            "mlPolicy": {"numNodes": 2},
+            "podGroupPolicy": {"coscheduling": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {"template": NODE_TEMPLATE},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+        "rt",
+    )
+    job = _kind("trainer.kubeflow.org/v1alpha1", "TrainJob", {"runtimeRef": {"name": "rt"}})
+    return [runtime, job, NODE]
 
 
 SCENARIOS: dict[str, tuple[Objects, int]] = {
@@ -210,6 +245,8 @@ SCENARIOS: dict[str, tuple[Objects, int]] = {
         ],
         1,
     ),
+    "trainer.kubeflow.org/TrainJob": (_trainjob(), 1),
+    "trainer.kubeflow.org/ClusterTrainingRuntime": (_trainjob(), 0),
     "kubeflow.org/PyTorchJob": (
         _kubeflow("PyTorchJob", "pytorchReplicaSpecs", ("Master", "Worker")),
         1,

@@ -23,6 +23,12 @@ from solver.kube.workloads._kueue import expand_kueue_workload
 from solver.kube.workloads._kueue_jobs import kueue_workloads
 from solver.kube.workloads._lws import expand_leader_worker_set
 from solver.kube.workloads._template import Expansion
+from solver.kube.workloads._trainer import (
+    RUNTIME_KINDS,
+    TRAINER_GROUP,
+    expand_trainjob,
+    training_runtimes,
+)
 from solver.kube.workloads._volcano import expand_volcano_job
 
 __all__ = ["EXPANDERS", "expand_workloads", "generated_names"]
@@ -51,13 +57,20 @@ def expand_workloads(objects: Iterable[RawObject]) -> tuple[list[RawObject], lis
     """The input with each workload replaced by what it expands to, and the notes."""
     objects, notes = generated_names(objects)
     pods = [o.body for o in objects if o.kind == "Pod" and api_group(o.api_version) == ""]
+    runtimes = training_runtimes(objects)  # read by the TrainJobs naming them
     out: list[RawObject] = []
     for raw in objects:
-        expander = EXPANDERS.get((api_group(raw.api_version), raw.kind))
-        if expander is None:
+        key = (api_group(raw.api_version), raw.kind)
+        if key[0] == TRAINER_GROUP and key[1] in RUNTIME_KINDS:
+            continue
+        expander = EXPANDERS.get(key)
+        if key == (TRAINER_GROUP, "TrainJob"):
+            expansion = expand_trainjob(raw, runtimes)
+        elif expander is None:
             out.append(raw)
             continue
-        expansion = expander(raw)
+        else:
+            expansion = expander(raw)
         kueue_workloads(raw, expansion)
         notes.extend(expansion.notes)
         if expansion.ungrouped:
