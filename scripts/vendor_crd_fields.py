@@ -1,5 +1,5 @@
 """Vendor the field trees of the custom resources gangplan reads, from their projects' own CRDs,
-into `tests/kube/crds/fields.json` (what `tests/kube/test_crd_fields.py` walks).
+into `tests/kube/crd_fields.json` (what `tests/kube/test_crd_fields.py` walks).
 
     .venv/bin/python scripts/vendor_crd_fields.py MIRRORS   # MIRRORS: a folder of git mirrors
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "kube" / "crds" / "fields.json"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "kube" / "crd_fields.json"
 
 # (API group, kind, version, repository, commit, path)
 SOURCES: list[tuple[str, str, str, str, str, str]] = [

@@ -1,6 +1,6 @@
 """Walk a kind's upstream field tree and say, per field, what gangplan does with it.
 
-For every leaf field of an object's upstream schema (`crds/fields.json`, vendored from each
+For every leaf field of an object's upstream schema (`crd_fields.json`, vendored from each
 project's CRD by `scripts/vendor_crd_fields.py`; the built-in kinds from the Kubernetes
 API's own schema), the walk sets a sample value on a valid base scenario and reads the
 whole input again:
@@ -28,7 +28,7 @@ from solver.errors import ManifestError
 from solver.kube import load_objects
 from tests.builders import raw
 
-CRDS = json.loads((Path(__file__).with_name("crds") / "fields.json").read_text())
+CRDS = json.loads(Path(__file__).with_name("crd_fields.json").read_text())
 GENERIC = {"spec", "template", "metadata", "items", "sample", "name"}
 Schema = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """Nothing dropped in silence, every object kind gangplan reads beyond the core ones: each
 field of each kind's upstream schema (the projects' own CRDs, vendored with their sources in
-`crds/fields.json` by `scripts/vendor_crd_fields.py`; the built-in workload kinds from the
+`crd_fields.json` by `scripts/vendor_crd_fields.py`; the built-in workload kinds from the
 Kubernetes API's schema) is set on a valid scenario and must be refused naming it, noted, or
 read (the model changes), or be listed in `solver/kube/fields.py` `CRD_IGNORED` as not
 scheduling input, with why (`crd_walk.py`). A field an upstream release adds fails this test
