@@ -177,13 +177,22 @@ def unread_kueue_annotations(pods: list[Pod]) -> list[str]:
     """A note per Kueue pod-set annotation gangplan does not act on (multi-layer slices,
     topology spreading, ...), with the number of pending pods carrying it."""
     counts: dict[str, int] = {}
+    gated = 0
     for p in pods:
         if p.node_name is None:
+            gated += KUEUE_ANNOTATIONS.SLICE_CONSTRAINTS in p.annotations
             for key in p.annotations:
                 if key.startswith(KUEUE_ANNOTATIONS.PREFIX) and key not in KUEUE_ANNOTATIONS.ALL:
                     counts[key] = counts.get(key, 0) + 1
-    return [
+    out = [
         f"annotation {key} on {n} pending pod(s) is not acted on (Kueue TAS reads it; "
         "gangplan does not yet)"
         for key, n in sorted(counts.items())
     ]
+    if gated:
+        out.append(
+            f"annotation {KUEUE_ANNOTATIONS.SLICE_CONSTRAINTS} on {gated} pending pod(s): "
+            "multi-layer slices, acted on as Kueue does with its alpha TASMultiLayerTopology "
+            "feature gate on"
+        )
+    return out

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -44,8 +45,17 @@ class KUEUE_ANNOTATIONS:
     SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
     SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
     GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+    SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"  # alpha
     PREFIX = "kueue.x-k8s.io/podset-"  # every pod-set annotation, read or not
-    ALL = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
+    ALL = (
+        REQUIRED,
+        PREFERRED,
+        UNCONSTRAINED,
+        SLICE_REQUIRED,
+        SLICE_SIZE,
+        GROUP_NAME,
+        SLICE_CONSTRAINTS,
+    )
 
 
 class KueueTopology(Frozen):
@@ -73,6 +83,13 @@ class KueueRequest(Frozen):
     slice_level: str | None = None
     slice_size: int = 1
     group: str | None = None
+    inner: tuple[tuple[str, int], ...] = ()  # multi-layer slices below the first: (level, size)
+
+    @property
+    def layers(self) -> tuple[tuple[str, int], ...]:
+        """Every slice layer, outermost first: (level, size)."""
+        first = ((self.slice_level, self.slice_size),) if self.slice_level else ()
+        return (*first, *self.inner)
 
     @property
     def slice_only(self) -> bool:
@@ -108,6 +125,9 @@ def parse_kueue_request(annotations: Mapping[str, str]) -> KueueRequest | None:
     unconstrained_text = annotations.get(a.UNCONSTRAINED)
     slice_level, size_text = annotations.get(a.SLICE_REQUIRED), annotations.get(a.SLICE_SIZE)
     group = annotations.get(a.GROUP_NAME)
+    layers = _slice_layers(annotations, slice_level, size_text, group)
+    if layers:
+        slice_level, size_text = layers[0][0], str(layers[0][1])
     set_modes = [k for k, v in ((a.REQUIRED, required), (a.PREFERRED, preferred)) if v is not None]
     if unconstrained_text is not None:
         set_modes.append(a.UNCONSTRAINED)
@@ -160,7 +180,56 @@ def parse_kueue_request(annotations: Mapping[str, str]) -> KueueRequest | None:
         slice_level=slice_level,
         slice_size=size,
         group=group,
+        inner=layers[1:],
     )
+
+
+def _slice_layers(
+    annotations: Mapping[str, str],
+    slice_level: str | None,
+    size_text: str | None,
+    group: str | None,
+) -> tuple[tuple[str, int], ...]:
+    """`podset-slice-required-topology-constraints` (alpha TASMultiLayerTopology), checked
+    as `validateSliceRequiredTopologyConstraintsAnnotation` checks it: a JSON array of 1 to
+    3 `{topology, size}` layers, outermost first, each size dividing the one above it."""
+    a = KUEUE_ANNOTATIONS
+    text = annotations.get(a.SLICE_CONSTRAINTS)
+    if text is None:
+        return ()
+    where = f"metadata.annotations[{a.SLICE_CONSTRAINTS}]"
+    for other, value in ((a.SLICE_REQUIRED, slice_level), (a.SLICE_SIZE, size_text)):
+        if value is not None:
+            raise KueueRequestError(where, f"may not be set when {other!r} is specified")
+    if group is not None:
+        raise KueueRequestError(
+            f"metadata.annotations[{a.GROUP_NAME}]",
+            f"may not be set when {a.SLICE_CONSTRAINTS!r} is specified",
+        )
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise KueueRequestError(where, f"must be a valid JSON array: {err}") from None
+    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+        raise KueueRequestError(where, "topology constraints must contain between 1 and 3 entries")
+    out: list[tuple[str, int]] = []
+    for i, layer in enumerate(value):
+        topology = layer.get("topology") if isinstance(layer, dict) else None
+        size = layer.get("size") if isinstance(layer, dict) else None
+        if not isinstance(topology, str) or not _label_name(topology):
+            raise KueueRequestError(
+                f"{where}[{i}].topology", f"{topology!r} is not a valid label name"
+            )
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size < 2**31:
+            raise KueueRequestError(f"{where}[{i}].size", "must be greater than or equal to 1")
+        if any(topology == t for t, _ in out):
+            raise KueueRequestError(f"{where}[{i}].topology", f"{topology} is listed twice")
+        if out and out[-1][1] % size:
+            raise KueueRequestError(
+                f"{where}[{i}].size", f"must evenly divide the parent layer size {out[-1][1]}"
+            )
+        out.append((topology, size))
+    return tuple(out)
 
 
 def _check_group(

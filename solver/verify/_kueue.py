@@ -9,6 +9,7 @@ annotations and the Kueue Topology objects, without the feature code:
   the nodes' values of every level from the top down to L);
 - `podset-slice-required-topology: S` + `podset-slice-size: k`: in every domain of level
   S, a multiple of k of its pods (so the set splits into whole slices, each in one domain);
+  the same for every layer of `podset-slice-required-topology-constraints` (multi-layer);
 - `podset-group-name: G` with `podset-required-topology: L`: the pod sets of the gang
   naming G (a leader and its workers) all placed, together in one domain of level L.
 """
@@ -126,8 +127,9 @@ def _levels(
         if len(domains) > 1:
             shown = sorted("/".join(d) for d in domains if d)
             out.append(f"{what}: pods span {level} domains {shown}")
-    slice_level, size = request.slice_level, request.slice_size
-    if slice_level is not None and size > 1:
+    for slice_level, size in request.layers:  # every slice layer (multi-layer too)
+        if size <= 1 or slice_level not in topology.levels:
+            continue
         counts = Counter(_domain(n, topology.levels, slice_level) for n in placed)
         for domain, count in sorted(counts.items(), key=lambda kv: str(kv[0])):
             if count % size:

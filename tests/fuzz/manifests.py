@@ -513,6 +513,12 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((3, "metadata", "annotations"), {"kueue.x-k8s.io/podset-slice-size": "2"}),
     ((3, "metadata", "annotations"), {"kueue.x-k8s.io/podset-group-name": "g"}),
     ((19, "spec", "podSets", 0, "topologyRequest", "podSetGroupName"), "12"),
+    ((19, "spec", "podSets", 0, "topologyRequest", "podsetSliceRequiredTopologyConstraints"), "x"),
+    ((19, "spec", "podSets", 0, "topologyRequest", "podsetSliceRequiredTopologyConstraints"), [{}]),
+    (
+        (3, "metadata", "annotations"),
+        {"kueue.x-k8s.io/podset-slice-required-topology-constraints": "[{"},
+    ),
     ((2, "spec", "networkTopology", "mode"), "strict"),
     ((2, "spec", "networkTopology", "highestTierAllowed"), -1),
     ((2, "spec", "subGroupPolicy", 0, "name"), ""),

@@ -133,8 +133,13 @@ def test_dra_claims_keep_a_pod_pending_with_a_note() -> None:
     assert any("DRA" in n for n in cluster.notes)
 
 
-def test_kueue_annotations_not_acted_on_are_noted_once() -> None:
-    multi = {"kueue.x-k8s.io/podset-slice-required-topology-constraints": "[]"}
+def test_kueue_multi_layer_slices_are_noted_once_as_an_alpha_gate() -> None:
+    """Multi-layer slices are acted on (tests/features/topology/kueue/test_multi_layer.py),
+    as Kueue does with its alpha gate on; the note says so once, with the pod count."""
+    multi = {
+        "kueue.x-k8s.io/podset-required-topology": "rack",
+        "kueue.x-k8s.io/podset-slice-required-topology-constraints": '[{"topology": "rack", "size": 1}]',
+    }
     pods = [
         {
             "apiVersion": "v1",
@@ -146,7 +151,7 @@ def test_kueue_annotations_not_acted_on_are_noted_once() -> None:
     ]
     cluster = load_objects(raw(*pods))
     (note,) = [n for n in cluster.notes if "slice-required-topology-constraints" in n]
-    assert "3 pending pod(s)" in note
+    assert "3 pending pod(s)" in note and "TASMultiLayerTopology" in note
 
 
 @pytest.mark.parametrize(

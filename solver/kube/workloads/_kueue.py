@@ -8,6 +8,7 @@ back), so one parser (`parse_kueue_request`) checks both; each pod carries Kueue
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from solver.kube.loader import RawObject
@@ -52,13 +53,16 @@ def _request_annotations(f: Fields, request: Any, path: str, notes: list[str]) -
     size = request.get("podSetSliceSize")
     if size is not None:
         out[a.SLICE_SIZE] = str(f.count(size, f"{path}.podSetSliceSize", 1))
+    layers = request.get("podsetSliceRequiredTopologyConstraints")
+    if layers is not None:
+        where = f"{path}.podsetSliceRequiredTopologyConstraints"
+        out[a.SLICE_CONSTRAINTS] = json.dumps(f.dicts(layers, where))
     try:
         parse_kueue_request(out)
     except KueueRequestError as err:
-        field = {v: k for k, v in _FIELD_OF_ANNOTATION.items()}.get(
-            err.field.removeprefix("metadata.annotations[").removesuffix("]"), ""
-        )
-        raise f.raw.error(err.message, field=f"{path}.{field}".rstrip(".")) from None
+        key, _, rest = err.field.removeprefix("metadata.annotations[").partition("]")
+        field = {v: k for k, v in _FIELD_OF_ANNOTATION.items()}.get(key, "")
+        raise f.raw.error(err.message, field=f"{path}.{field}{rest}".rstrip(".")) from None
     return out
 
 
@@ -69,6 +73,7 @@ _FIELD_OF_ANNOTATION = {
     "podSetSliceRequiredTopology": KUEUE_ANNOTATIONS.SLICE_REQUIRED,
     "podSetSliceSize": KUEUE_ANNOTATIONS.SLICE_SIZE,
     "podSetGroupName": KUEUE_ANNOTATIONS.GROUP_NAME,
+    "podsetSliceRequiredTopologyConstraints": KUEUE_ANNOTATIONS.SLICE_CONSTRAINTS,
 }
 
 

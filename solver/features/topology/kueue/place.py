@@ -11,6 +11,7 @@ every Kueue level, `class_rows`):
     # whole:     Σ_{t ∈ T_p} x[t, c, k] = |p| · on[u]
     # required:  y[p, d] ∈ {0, 1}, Σ_d y[p, d] ≤ 1, x[t, c, k] ≤ |t| · y[p, dom_L(c)]
     # slices:    Σ_{t ∈ T_p, c ⊂ d} x[t, c, k] = s · z[p, d]   for every domain d of level S
+    #            (multi-layer: the same with s_l on every level l of `size_at`)
     # used:      Σ_{t ∈ T_p, c ⊂ d} x[t, c, k] ≤ |p| · used[p, l, d]
 
 Tiers (fewer is better, after `placed_pods`): `kueue_domains:<level>` = Σ_p Σ_d used[p, l,
@@ -143,8 +144,10 @@ def class_rows(plans: Plans) -> list[IntArray]:
         for ps in sets or ():
             req, lowest = ps.request, ps.tree.lowest
             # a class must sit on one host when slices or a required domain are hosts
-            per_node = (req.slice_size > 1 and req.slice_level == lowest) or (
-                req.required and req.level == lowest
+            per_node = (
+                (req.slice_size > 1 and req.slice_level == lowest)
+                or (req.required and req.level == lowest)
+                or any(lv == lowest and k > 1 for lv, k in req.size_at)
             )
             for lv in range(ps.tree.lowest + (0 if ps.hostname_leaves and not per_node else 1)):
                 rows.setdefault(id(ps.tree) * 32 + lv, ps.tree.node_domain(lv))
@@ -217,20 +220,20 @@ def build_kueue(
                         model.add(v.x[key] <= size * y[d])
             by_level: dict[int, dict[int, list[cp_model.IntVar]]] = {}
             levels = set(range(ps.tree.lowest + (0 if ps.hostname_leaves else 1)))
-            if req.slice_size > 1:
-                levels.add(req.slice_level)
+            multiples = [(req.slice_level, req.slice_size), *req.size_at]
+            levels |= {lv for lv, k in multiples if k > 1}
             for lv in sorted(levels):
                 dom = ps.tree.node_domain(lv)
                 for key, n in zip(keys, node_of, strict=True):
                     if dom[n] >= 0:
                         by_level.setdefault(lv, {}).setdefault(int(dom[n]), []).append(v.x[key])
-            if req.slice_size > 1:
-                # slices: Σ_{c ⊂ d} x = s · z[p, d]
-                for d, group in sorted(by_level.get(req.slice_level, {}).items()):
-                    z = model.new_int_var(
-                        0, req.count // req.slice_size, f"kueue_slices[{u},{p},{d}]"
-                    )
-                    model.add(cp_model.LinearExpr.sum(group) == req.slice_size * z)
+            for lv, k in multiples:
+                if k <= 1:
+                    continue
+                # slices: Σ_{c ⊂ d} x = s · z[p, d] (each multi-layer level with its size)
+                for d, group in sorted(by_level.get(lv, {}).items()):
+                    z = model.new_int_var(0, req.count // k, f"kueue_slices[{u},{p},{lv},{d}]")
+                    model.add(cp_model.LinearExpr.sum(group) == k * z)
             for lv in sorted(levels):
                 if lv == ps.tree.lowest and ps.hostname_leaves:
                     continue

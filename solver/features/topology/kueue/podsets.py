@@ -147,7 +147,7 @@ def _flavor_for(
     cluster: NetworkTopology, request: KueueRequest, pod: Pod
 ) -> tuple[KueueFlavor, KueueTopology] | str:
     topologies = {t.name: t for t in cluster.kueue_topologies}
-    wanted = [lv for lv in (request.level, request.slice_level) if lv is not None]
+    wanted = [lv for lv in (request.level, *(t for t, _ in request.layers)) if lv is not None]
     for flavor in cluster.kueue_flavors:
         topology = topologies.get(flavor.topology)
         if topology is None or any(lv not in topology.levels for lv in wanted):
@@ -198,6 +198,9 @@ def _resolve(request: KueueRequest, tree: KueueTree, count: int) -> TasRequest |
             f"the pod set's {count} pod(s) are not a multiple of its slice size "
             f"{request.slice_size}"
         )
+    size_at = _slice_sizes_at_levels(request, levels, slice_level)
+    if isinstance(size_at, str):
+        return size_at
     return TasRequest(
         count=count,
         level=level,
@@ -205,7 +208,37 @@ def _resolve(request: KueueRequest, tree: KueueTree, count: int) -> TasRequest |
         slice_size=request.slice_size,
         required=request.mode == "required",
         unconstrained=request.mode == "unconstrained",
+        size_at=size_at,
+        layers=(
+            ((slice_level, request.slice_size), *((levels.index(t), k) for t, k in request.inner))
+            if request.inner
+            else ()
+        ),
     )
+
+
+def _slice_sizes_at_levels(
+    request: KueueRequest, levels: tuple[str, ...], slice_level: int
+) -> tuple[tuple[int, int], ...] | str:
+    """Kueue's `buildSliceSizeAtLevel`: each inner slice layer's size on its level and on
+    the levels between it and the layer above; why not, in Kueue's words."""
+    out: dict[int, int] = {}
+    prev_size, prev_level = request.slice_size, slice_level
+    for topology, size in request.inner:
+        if topology not in levels:
+            return f"no requested topology level for additional slice layer: {topology}"
+        lv = levels.index(topology)
+        if lv <= prev_level:
+            return (
+                f"additional slice layer topology {topology} must be at a lower level than "
+                f"{levels[prev_level]}"
+            )
+        if prev_size % size:
+            return f"additional slice layer size {size} must evenly divide parent layer size {prev_size}"
+        for between in range(prev_level + 1, lv + 1):
+            out[between] = size
+        prev_size, prev_level = size, lv
+    return tuple(sorted(out.items()))
 
 
 def _pod_sets_of_gang(ctx: CompileContext, g: int) -> dict[tuple[str, ...], list[int]]:

@@ -4,8 +4,10 @@ arrays: the greedy engine's Kueue placer and the reference the table tests check
 
 Feature gates as in that Kueue version's defaults: `TASProfileMixed` on (BestFit for
 required and preferred, LeastFreeCapacity for unconstrained), `TASBalancedPlacement` and
-`TASRespectNodeAffinityPreferred` off. Multi-layer slices are not modelled (the compile
-step refuses them with a reason).
+`TASRespectNodeAffinityPreferred` off; multi-layer slices as with the alpha
+`TASMultiLayerTopology` gate on (`TasRequest.size_at`: a child counts only whole inner slices
+in its parent, `fillInCountsHelper`; below the first layer each level distributes slices of
+its own size; `multiLayerNotFitMessage` when nothing fits).
 
 A leader/worker pod-set group (`podset-group-name`) is one call with a leader of one pod
 (`LeaderLeaves`): every domain also carries `leaderCount` (0/1: the leader fits) and
@@ -65,6 +67,9 @@ class TasRequest:
     slice_size: int  # 1 unless slices are requested
     required: bool
     unconstrained: bool  # LeastFreeCapacity (TASProfileMixed), no level climbing
+    size_at: tuple[tuple[int, int], ...] = ()  # multi-layer slices: (level, inner slice
+    #   size) for the levels below the first layer (`buildSliceSizeAtLevel`)
+    layers: tuple[tuple[int, int], ...] = ()  # multi-layer: every layer (level, size)
 
 
 @dataclass(frozen=True)
@@ -124,11 +129,15 @@ class _State:
         """A parent: pods summed; with a leader, the smallest penalty of the children that
         could host the leader (every child without a leader) subtracted."""
         tree, c = self.tree, lv + 1
-        self.pods[lv] = _roll_up(tree, lv, self.pods[c], "sum")
+        pods_c, pods_wl_c = self.pods[c], self.pods_wl[c]
+        inner = dict(self.req.size_at).get(c)
+        if inner:  # children count only whole inner slices (multi-layer)
+            pods_c, pods_wl_c = pods_c // inner * inner, pods_wl_c // inner * inner
+        self.pods[lv] = _roll_up(tree, lv, pods_c, "sum")
         slice_capacity = _roll_up(tree, lv, self.slices[c], "sum")
-        hosts = self.leader[c] > 0 if self.leader_count else np.ones(len(self.pods[c]), bool)
+        hosts = self.leader[c] > 0 if self.leader_count else np.ones(len(pods_c), bool)
         big = np.iinfo(np.int64).max
-        pod_gap = np.where(hosts, self.pods[c] - self.pods_wl[c], big)
+        pod_gap = np.where(hosts, pods_c - pods_wl_c, big)
         slice_gap = np.where(hosts, self.slices[c] - self.slices_wl[c], big)
         any_host = _roll_up(tree, lv, hosts.astype(np.int64), "sum") > 0
         self.pods_wl[lv] = np.where(any_host, self.pods[lv] - _roll_up(tree, lv, pod_gap, "min"), 0)
@@ -234,7 +243,25 @@ class _State:
             out.append(d)
         return None
 
-    def not_fit(self, fit: int, total: int) -> str:
+    def not_fit_layers(self, level: int) -> str:
+        """`multiLayerNotFitMessage`: per layer, the slices the best domain of `level` (the
+        most slices, then the lowest id) holds against those needed."""
+        tree, sl = self.tree, self.slices[level]
+        out = f"topology {tree.name!r} doesn't allow to fit"
+        if not len(sl):
+            return out
+        best = min(range(len(sl)), key=lambda d: (-int(sl[d]), d))
+        for target, size in self.req.layers:
+            ids = np.arange(len(tree.paths[target]))
+            for lv in range(target, level, -1):  # each target domain's ancestor on `level`
+                ids = tree.parent[lv][ids]
+            fit = int((self.pods[target][ids == best] // size).sum())
+            out += f"; {fit}/{self.req.count // size} slice(s) fit on level {tree.levels[target]}"
+        return out
+
+    def not_fit(self, fit: int, total: int, level: int = 0) -> str:
+        if self.req.layers:
+            return self.not_fit_layers(level)
         unit = "slice" if self.req.slice_size > 1 else "pod"
         if fit <= 0:
             return f"topology {self.tree.name!r} doesn't allow to fit any of {total} {unit}(s)"
@@ -259,7 +286,7 @@ class _State:
         if sl_wl[top] >= needed and lead[top] >= leaders:
             return level, [top]
         if req.required:
-            return self.not_fit(int(sl[top]), needed)
+            return self.not_fit(int(sl[top]), needed, level)
         if level > 0 and not req.unconstrained:
             return self.fit_level(level - 1)
         return self._split(level, domains, needed)
@@ -281,7 +308,7 @@ class _State:
             remaining -= int(sl_wl[d])
             idx += 1
         if leaders > 0:
-            return self.not_fit(self.leader_count - leaders, needed)
+            return self.not_fit(self.leader_count - leaders, needed, level)
         rest = self.sorted(level, domains[idx:])
         for i, d in enumerate(rest):
             if remaining <= 0:
@@ -291,7 +318,7 @@ class _State:
             chosen.append(d)
             remaining -= int(sl[d])
         if remaining > 0:
-            return self.not_fit(needed - remaining, needed)
+            return self.not_fit(needed - remaining, needed, level)
         return level, chosen
 
 
@@ -320,10 +347,14 @@ def find_topology_assignment(
     while current is not None and level < tree.lowest:
         # at and below the slice level: each domain spreads its own pods over its children
         spread: list[int] = []
+        size = dict(req.size_at).get(level + 1, 1) if level >= req.slice_level else req.slice_size
         for d in current:
             kids = state.sorted(level + 1, state.kids[level][d])
+            if size > 1:  # an inner layer: slices of its size on these children
+                state.slices[level + 1][kids] = state.pods[level + 1][kids] // size
+                state.slices_wl[level + 1][kids] = state.pods_wl[level + 1][kids] // size
             pods, lead = int(state.pods[level][d]), int(state.leader[level][d])
-            got = state.update_counts(level + 1, kids, pods, lead, 1, False)
+            got = state.update_counts(level + 1, kids, pods, lead, size, size > 1)
             if got is None:
                 current = None
                 break
