@@ -16,10 +16,10 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
 - `subGroups` (docs/topology/multilevel.md): pods join a leaf sub-group by the label
   `kai.scheduler/subgroup-name`; each leaf sub-group is a gang of its own `minMember`,
   and the leaves are placed together or not at all (one gang group). The one-domain rule
-  holds per gang and not yet per gang of a group, so leaves with required levels make
-  the PodGroup one gang in one domain of the finest leaf level (stricter than KAI, never
-  looser), and a constraint above the leaves (the PodGroup's, or a parent sub-group's)
-  keeps it one gang under that constraint; both are noted;
+  holds per gang and not yet per gang of a group, so a required level on any sub-group
+  makes the PodGroup one gang in one domain of the finest required level among its own
+  and its sub-groups' (stricter than KAI, never looser), and preferred levels only above
+  the leaves keep it one gang under its own constraint; both are noted;
 - a pod's `runai/node-pool` label confines it to the nodes of that pool (read as a node
   selector); its queue labels, `mps` and `runai-gpu-limit` annotations are noted;
 - `topologyConstraint.preferredTopologyLevel`: the levels from it up to the required one
@@ -157,7 +157,7 @@ def kai_gang_fields(
     """The Gang fields a KAI PodGroup sets beyond a plain gang's, and its notes."""
     c = _constraint(raw)
     spec = raw.body.get("spec") or {}
-    out: dict[str, Any] = {"queue": None}
+    out: dict[str, Any] = {"queue": None, "topology_pack": KAI_PACK}
     if spec.get("queue"):
         notes.append(
             f"KAI PodGroup {gang_id}: queue {spec['queue']!r} is read, its quota, limit and "
@@ -177,7 +177,6 @@ def kai_gang_fields(
     if why := _level_error(c, topologies, "workload"):
         out["refused"] = why
         return out
-    out["topology_pack"] = KAI_PACK
     if c.required:
         out["topology_key"] = c.required
     if c.preferred:
@@ -210,21 +209,19 @@ def kai_leaf_gangs(
     if not subs:
         return {}, {}
     parents = {s.parent for s, _ in subs if s.parent is not None}
-    above = [s.name for s, c in subs if s.name in parents and c.required]
+    leaves = [(s, c) for s, c in subs if s.name not in parents]
+    if any(c.required for _, c in subs):
+        return _one_domain(raw, gang, subs, leaves, topologies, notes), {}
+    above = [s.name for s, c in subs if s.name in parents and c.preferred]
     own = gang.topology_key is not None or bool(gang.preferred_keys)
     if own or above:
         where = "the PodGroup's" if own else f"sub-group {above[0]}'s"
         notes.append(
             f"KAI PodGroup {gang.id}: {where} topology level spans several leaf sub-groups "
-            "(spec.subGroups): "
-            "the PodGroup is placed as one gang under its own constraint; the sub-groups' "
-            "minMember and levels are not enforced separately yet"
+            "(spec.subGroups): the PodGroup is placed as one gang under its own constraint; "
+            "the sub-groups' minMember and preferred levels are not enforced separately yet"
         )
         return {}, {}
-    leaves = [(s, c) for s, c in subs if s.name not in parents]
-    placed_levels = [c for _, c in leaves if c.required]
-    if placed_levels:
-        return _one_domain(gang, leaves, placed_levels, topologies, notes), {}
     ids = tuple(f"{gang.id}.{s.name}" for s, _ in leaves)
     out: dict[str, Gang] = {}
     for (sub, c), leaf_id in zip(leaves, ids, strict=True):
@@ -246,34 +243,46 @@ def kai_leaf_gangs(
 
 
 def _one_domain(
+    raw: RawObject,
     gang: Gang,
+    subs: list[tuple[SubGroup, _Constraint]],
     leaves: list[tuple[SubGroup, _Constraint]],
-    placed: list[_Constraint],
     topologies: dict[str, tuple[str, ...]],
     notes: list[str],
 ) -> dict[str, Any]:
-    """Leaf sub-groups with required levels: the one-domain rule holds per gang, and a gang
+    """Sub-groups with required levels: the one-domain rule holds per gang, and a gang
     group's gangs cannot each take their own domain yet, so the PodGroup is one gang in one
-    domain of the finest leaf level: stricter than KAI (whose sub-groups may take different
-    domains), never looser. The PodGroup gang's update."""
+    domain of the finest required level among its own and its sub-groups' (at any depth):
+    stricter than KAI (whose sub-groups may take different domains), never looser. Its own
+    preferred level stays a preference when it is finer still. The gang's update."""
+    own = _constraint(raw)
+    placed = [c for _, c in subs if c.required] + ([own] if own.required else [])
     levels = topologies.get(placed[0].topology, ())
     finest = max(placed, key=lambda c: levels.index(c.required) if c.required in levels else -1)
     minimum = sum(s.min_member for s, _ in leaves)
     refused = next(
         (
             w
-            for s, c in leaves
+            for s, c in subs
             if c.required and (w := _level_error(c, topologies, f"sub-group {s.name}"))
         ),
         None,
     )
     notes.append(
-        f"KAI PodGroup {gang.id}: its leaf sub-groups' required levels are met by placing the "
-        f"whole PodGroup in one {finest.required} domain (stricter than KAI, which lets each "
-        f"sub-group take its own); minMember {gang.min_member or minimum}"
+        f"KAI PodGroup {gang.id}: its sub-groups' required levels (spec.subGroups) are met "
+        f"by placing the whole PodGroup in one {finest.required} domain (stricter than KAI, "
+        f"which lets each sub-group take its own); minMember {gang.min_member or minimum}"
     )
+    keys: tuple[str, ...] = ()  # the PodGroup's own preference, when finer than `finest`
+    if own.preferred in levels and finest.required in levels:
+        if levels.index(own.preferred) > levels.index(finest.required):
+            bounded = own.model_copy(update={"required": finest.required})
+            keys = _preferred_keys(bounded, levels)
+    elif own.preferred:
+        keys = gang.preferred_keys
     return {
         "topology_key": finest.required,
+        "preferred_keys": keys,
         "min_member": gang.min_member or minimum,
         "total_number": max(gang.total_number, gang.min_member or minimum),
         "refused": gang.refused or refused,

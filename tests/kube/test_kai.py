@@ -240,12 +240,15 @@ def test_leaf_sub_groups_are_placed_together_or_not_at_all(engine: str) -> None:
     assert not any(p.node for p in d.placements.values())
 
 
-def test_a_constraint_above_the_leaves_keeps_one_gang_with_a_note() -> None:
+def test_a_constraint_above_the_leaves_keeps_one_gang_in_the_finest_required_level() -> None:
+    """The PodGroup requires a zone, its leaves a rack each: one gang in one rack (the
+    finest required level), never the zone alone, which dropped the leaves' racks."""
     cluster = load_objects(
         raw(*multilevel({"a": 1, "b": 2}, requiredTopologyLevel="topology/zone"))
     )
     assert {p.gang for p in cluster.pods} == {"default/sample1"}
-    assert any("spans several leaf sub-groups" in n for n in cluster.notes)
+    assert cluster.gangs["default/sample1"].topology_key == "topology/rack"
+    assert any("one topology/rack domain" in n for n in cluster.notes)
 
 
 def test_leaf_gangs_are_one_group() -> None:

@@ -445,3 +445,241 @@ def test_calculate_relevant_domain_levels_errors(
 ) -> None:
     c = _Constraint(topology="t", requiredTopologyLevel=required, preferredTopologyLevel=preferred)
     assert _level_error(c, {"t": LEVELS}, "workload") == message, upstream
+
+
+# ----------------------------------------------------------------------------- sub-groups
+
+
+def sub_job(
+    gpus: int,
+    tasks: list[str],
+    root: dict[str, str],
+    groups: list[tuple[str, str | None, int, dict[str, str]]],
+) -> Objects:
+    """`pending_job0` with sub-groups: (name, parent, minMember, constraint) — KAI's
+    SubGroupSets and PodSets — and one pod per entry of `tasks` naming its leaf."""
+
+    def constraint(levels: dict[str, str]) -> dict[str, str]:
+        return {"topology": "cluster-topology", **levels} if levels else {}
+
+    spec: dict[str, Any] = {"minMember": len(tasks), "queue": "queue0", "subGroups": []}
+    if root:
+        spec["topologyConstraint"] = constraint(root)
+    for name, parent, minimum, levels in groups:
+        entry: dict[str, Any] = {"name": name, "minMember": minimum}
+        if parent:
+            entry["parent"] = parent
+        if levels:
+            entry["topologyConstraint"] = constraint(levels)
+        spec["subGroups"].append(entry)
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"pending-job0-{i}",
+                "annotations": {"pod-group-name": "pending-job0"},
+                "labels": {"kai.scheduler/subgroup-name": leaf},
+            },
+            "spec": {
+                "schedulerName": "kai-scheduler",
+                "containers": [
+                    {"name": "w", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+                ],
+            },
+        }
+        for i, leaf in enumerate(tasks)
+    ]
+    group = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "pending-job0"},
+        "spec": spec,
+    }
+    return [group, *pods]
+
+
+REQ_RACK = {"requiredTopologyLevel": RACK}
+PREF_RACK = {"preferredTopologyLevel": RACK}
+STRICTER = (
+    "sub-groups share one domain of the finest required level (per-sub-group domains: not modelled)"
+)
+ZR_NODES = [
+    gpu_node("node0", 2, rack="rack1", zone="zone1"),
+    gpu_node("node1", 2, rack="rack2", zone="zone1"),
+    gpu_node("node2", 2, rack="rack3", zone="zone2"),
+    gpu_node("node3", 2, rack="rack4", zone="zone2"),
+]
+EIGHT = [
+    gpu_node(
+        f"node{i}", 2, rack=f"rack{i + 1}", spine=f"spine{i // 2 + 1}", zone=f"zone{i // 4 + 1}"
+    )
+    for i in range(8)
+]
+ZR4 = [gpu_node(f"node{i}", 4, rack=f"rack{i + 1}", zone=f"zone{i // 2 + 1}") for i in range(4)]
+REPLICAS = [
+    ("replica1", None, 0, {}),
+    ("encoder1", "replica1", 1, {}),
+    ("decoder1", "replica1", 1, {}),
+    ("replica2", None, 0, {}),
+    ("encoder2", "replica2", 1, {}),
+    ("decoder2", "replica2", 1, {}),
+]
+ENC_DEC = ["encoder1", "decoder1", "encoder2", "decoder2"]
+
+
+def _with(
+    groups: list[tuple[str, str | None, int, dict[str, str]]], **levels: dict[str, str]
+) -> list[tuple[str, str | None, int, dict[str, str]]]:
+    """REPLICAS with the replicas' (or leaves') constraints set by name."""
+    return [(n, p, m, levels.get(n, c)) for n, p, m, c in groups]
+
+
+SUB_CASES = [
+    Case(
+        "Required topology constraint - prefer packed domain",
+        [
+            topology(RACK),
+            gpu_node("node0", 10, rack="rack1"),
+            gpu_node("node1", 10, rack="rack2"),
+            running("running-job0-0", "node1"),
+            *sub_job(1, ["sub-a", "sub-a"], {}, [("sub-a", None, 1, REQ_RACK)]),
+        ],
+        ["node1", "node1"],
+    ),
+    Case(
+        "Preferred topology at multiple subgroup hierarchy levels - rack and zone",
+        [
+            topology(ZONE, RACK),
+            *ZR4,
+            running("running-job0-0", "node0"),
+            *sub_job(
+                2,
+                ENC_DEC,
+                {"preferredTopologyLevel": ZONE},
+                _with(REPLICAS, replica1=PREF_RACK, replica2=PREF_RACK),
+            ),
+        ],
+        ["node2", "node2", "node3", "node3"],
+        exact=False,
+    ),
+    Case(
+        "Hierarchical Preferred Topology - PodGroup prefers Spine, SubGroups has no preference - "
+        "should allocate on closest Spine nodes",
+        [
+            topology(ZONE, SPINE, RACK),
+            *evenly(1, 2, 2, 2, 1),
+            *sub_job(
+                1,
+                ["pod-a-1", "pod-a-2", "pod-a-3", "pod-b-1", "pod-b-2", "pod-b-3"],
+                {"preferredTopologyLevel": SPINE},
+                [
+                    ("subgroup-a", None, 0, {}),
+                    *((f"pod-a-{i}", "subgroup-a", 1, {}) for i in (1, 2, 3)),
+                    ("subgroup-b", None, 0, {}),
+                    *((f"pod-b-{i}", "subgroup-b", 1, {}) for i in (1, 2, 3)),
+                ],
+            ),
+        ],
+        ["node4", "node5", "node6", "node7", "node0", "node1"],
+        exact=False,
+    ),
+]
+SUB_DEPARTURES = [
+    Case(
+        "Required topology at multiple subgroup hierarchy levels - subgroup on the same rack "
+        "and workload in the same zone",
+        [
+            topology(ZONE, RACK),
+            *ZR_NODES,
+            running("running-job0-0", "node0", 2),
+            *sub_job(
+                2,
+                ["sub-a", "sub-b"],
+                {"requiredTopologyLevel": ZONE},
+                [("sub-a", None, 1, REQ_RACK), ("sub-b", None, 1, REQ_RACK)],
+            ),
+        ],
+        ["node2", "node3"],
+        exact=False,
+        same=(ZONE,),
+    ),
+    Case(
+        "Required topology at multiple subgroup hierarchy levels - rack, spine and zone",
+        [
+            topology(ZONE, SPINE, RACK),
+            *EIGHT,
+            running("running-job0-0", "node0", 2),
+            *sub_job(
+                2,
+                ["rep1-sub-a", "rep1-sub-b", "rep2-sub-a", "rep2-sub-b"],
+                {"requiredTopologyLevel": ZONE},
+                [
+                    ("replica1", None, 0, {"requiredTopologyLevel": SPINE}),
+                    ("rep1-sub-a", "replica1", 1, REQ_RACK),
+                    ("rep1-sub-b", "replica1", 1, REQ_RACK),
+                    ("replica2", None, 0, {"requiredTopologyLevel": SPINE}),
+                    ("rep2-sub-a", "replica2", 1, REQ_RACK),
+                    ("rep2-sub-b", "replica2", 1, REQ_RACK),
+                ],
+            ),
+        ],
+        ["node4", "node5", "node6", "node7"],
+        exact=False,
+    ),
+    Case(
+        "Required and preferred topology constraints combined at different levels - rack and zone",
+        [
+            topology(ZONE, RACK),
+            *ZR4,
+            running("running-job0-0", "node0"),
+            *sub_job(
+                2,
+                ENC_DEC,
+                {"preferredTopologyLevel": ZONE},
+                _with(REPLICAS, replica1=REQ_RACK, replica2=REQ_RACK),
+            ),
+        ],
+        ["node2", "node2", "node3", "node3"],
+        exact=False,
+    ),
+    Case(
+        "Required and preferred topology constraints with single unconstrained level",
+        [
+            topology(ZONE, SPINE, RACK),
+            *EIGHT,
+            running("running-job0-0", "node0", 2),
+            *sub_job(
+                2,
+                ["rep1-sub-a", "rep1-sub-b", "rep2-sub-a", "rep2-sub-b"],
+                {"preferredTopologyLevel": ZONE},
+                [
+                    ("replica1", None, 0, {"requiredTopologyLevel": SPINE}),
+                    ("rep1-sub-a", "replica1", 1, {}),
+                    ("rep1-sub-b", "replica1", 1, {}),
+                    ("replica2", None, 0, {"requiredTopologyLevel": SPINE}),
+                    ("rep2-sub-a", "replica2", 1, {}),
+                    ("rep2-sub-b", "replica2", 1, {}),
+                ],
+            ),
+        ],
+        ["node4", "node5", "node6", "node7"],
+        exact=False,
+    ),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", SUB_CASES, ids=lambda c: c.upstream[:80])
+def test_handle_topology_allocation_with_sub_groups(case: Case, engine: str) -> None:
+    test_handle_topology_allocation(case, engine)
+
+
+@pytest.mark.xfail(strict=True, reason=STRICTER)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", SUB_DEPARTURES, ids=lambda c: c.upstream[:80])
+def test_sub_groups_in_domains_of_their_own(case: Case, engine: str) -> None:
+    """Upstream puts each sub-group (replica) in a rack or spine of its own; gangplan holds
+    the whole job to one domain of the finest required level, which no domain can hold
+    here: it stays pending (stricter than KAI, never looser)."""
+    test_handle_topology_allocation(case, engine)
