@@ -193,6 +193,11 @@ def _words(
     return "; ".join(parts) or None  # nothing to name: the greedy's counted reason stands
 
 
+QUEUE_ORDER = "counted in queue order, after the gangs ahead of it: "
+"""Introduces the counted reason beside the proof: its numbers are the room left when the
+gang's turn came, the proof's the room before this cycle."""
+
+
 def explain_unsatisfied(
     problem: Problem,
     pod_node: list[IntArray],
@@ -224,7 +229,7 @@ def explain_unsatisfied(
             else None
         )
         counted = greedy_reasons.get(g, "")
-        if words and counted:
-            counted = f"greedy: {counted}"  # the counts beside CP-SAT's proof, told apart
+        if words and counted:  # the counts beside the proof, told apart (no engine named)
+            counted = f"{QUEUE_ORDER}{counted}"
         reasons[g] = "; ".join(p for p in (words, counted) if p) or "not placed"
     return reasons
