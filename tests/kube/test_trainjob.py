@@ -183,3 +183,37 @@ def test_a_bad_runtime_names_its_field(path: tuple[str, ...], value: Any, field:
     with pytest.raises(ManifestError) as err:
         load_objects(raw(runtime, JOB, *GPU_NODES))
     assert field in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("as_node", "pods"), [(True, 2), (False, 3)])
+def test_an_mpi_runtime_sizes_its_node_job_beside_the_launcher(as_node: bool, pods: int) -> None:
+    """`mpi.EnforceMLPolicy` (the mlx and deepspeed runtimes): the Job named `node` runs
+    numNodes pods, one fewer when the launcher runs as a node; the launcher waits for the
+    nodes (`dependsOn` Ready), so it is not placed now."""
+    step = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    container = {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "mpi"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "mpi": {"runLauncherAsNode": as_node}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": copy.deepcopy(container)},
+                        {
+                            "name": "launcher",
+                            "dependsOn": [{"name": "node", "status": "Ready"}],
+                            "template": {"metadata": {"labels": step}, **container},
+                        },
+                    ]
+                }
+            },
+        },
+    }
+    job = copy.deepcopy(JOB)
+    job["spec"]["runtimeRef"]["name"] = "mpi"
+    job["spec"]["trainer"]["numNodes"] = 3
+    model = load_objects(raw(runtime, job, *GPU_NODES))
+    assert sorted(p.name for p in model.pods) == [f"llm-pretrain-node-0-{i}" for i in range(pods)]

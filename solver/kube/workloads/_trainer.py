@@ -12,7 +12,10 @@ PodGroup its controller makes from the `ClusterTrainingRuntime` or `TrainingRunt
   jobs labelled `trainer.kubeflow.org/trainjob-ancestor-step` `dataset-initializer`,
   `model-initializer` or `trainer` get 1 replica; the trainer's Job runs `numNodes` pods
   (`spec.trainer.numNodes`, else the runtime's `mlPolicy.numNodes`) and its `node`
-  container takes `spec.trainer.resourcesPerNode`; the JobSet is then expanded as any
+  container takes `spec.trainer.resourcesPerNode`; with `mlPolicy.mpi` the Job named
+  `node` runs them instead (one fewer with `runLauncherAsNode`, the launcher being one),
+  and only when the TrainJob sets `numNodes` (`mpi.EnforceMLPolicy`); the JobSet is then
+  expanded as any
   JobSet (its `dependsOn` included: a trainer that waits for its initializers is not
   placed now);
 - `podGroupPolicy.coscheduling`: a `scheduling.x-k8s.io` PodGroup named after the
@@ -119,11 +122,12 @@ def expand_trainjob(raw: RawObject, runtimes: Runtimes) -> Expansion:
         "spec.trainer.numNodes",
         runtime.count(ml.get("numNodes"), "spec.mlPolicy.numNodes", 1),
     )
-    if "mpi" in ml:
-        out.notes.append(
-            f"{label}: the runtime's mlPolicy.mpi is not modelled (its launcher runs beside "
-            "numNodes node pods, as the template writes them)"
-        )
+    mpi = runtime.dict(ml["mpi"] or {}, "spec.mlPolicy.mpi") if "mpi" in ml else None
+    if mpi is not None:  # `mpi.EnforceMLPolicy`: the `node` Job counts, beside the launcher
+        if mpi.get("runLauncherAsNode") is True:
+            nodes = max(nodes - 1, 1)
+        if trainer.get("numNodes") is None:
+            nodes = 0  # the runtime's own node Job size stands
     template = runtime.dict(rspec.get("template") or {}, "spec.template")
     jobset_spec = copy.deepcopy(runtime.dict(template.get("spec") or {}, "spec.template.spec"))
     rjobs = runtime.dicts(jobset_spec.get("replicatedJobs"), "spec.template.spec.replicatedJobs")
@@ -136,15 +140,16 @@ def expand_trainjob(raw: RawObject, runtimes: Runtimes) -> Expansion:
         given = {"replicas"} & set(rjob)
         if step in (*INITIALIZERS, "trainer"):
             rjob["replicas"] = 1
-        if step == "trainer":
+        counts = rjob.get("name") == "node" if mpi is not None else step == "trainer"
+        if counts and nodes:
             job_spec = runtime.dict(job.setdefault("spec", {}), f"{where}.spec")
             for key in ("parallelism", "completions"):  # typed by the CRD before replaced
                 runtime.count(job_spec.get(key), f"{where}.spec.{key}", 1)
             replaced = sorted(given | {"parallelism", "completions"} & set(job_spec))
             if replaced:
                 out.notes.append(
-                    f"{label}: the trainer's Job {rjob.get('name')} runs numNodes = {nodes} "
-                    f"pod(s); its {', '.join(replaced)} in the runtime are replaced"
+                    f"{label}: the trainer's Job {rjob.get('name')} runs {nodes} pod(s) "
+                    f"(numNodes); its {', '.join(replaced)} in the runtime are replaced"
                 )
             job_spec["parallelism"] = job_spec["completions"] = nodes
             pod = runtime.dict(job_spec.get("template") or {}, f"{where}.spec.template")
