@@ -280,48 +280,15 @@ BUILTIN: dict[str, tuple[str, Objects, int, tuple[str, ...]]] = {
         1,
         ("spec",),
     ),
-    "apps/Deployment": (
-        "io.k8s.api.apps.v1.DeploymentSpec",
-        [
-            NODE,
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "d"},
-                "spec": {"template": TEMPLATE},
-            },
-        ],
-        1,
-        ("spec",),
-    ),
-    "apps/StatefulSet": (
-        "io.k8s.api.apps.v1.StatefulSetSpec",
-        [
-            NODE,
-            {
-                "apiVersion": "apps/v1",
-                "kind": "StatefulSet",
-                "metadata": {"name": "s"},
-                "spec": {"template": TEMPLATE},
-            },
-        ],
-        1,
-        ("spec",),
-    ),
-    "apps/ReplicaSet": (
-        "io.k8s.api.apps.v1.ReplicaSetSpec",
-        [
-            NODE,
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {"name": "r"},
-                "spec": {"template": TEMPLATE},
-            },
-        ],
-        1,
-        ("spec",),
-    ),
+    **{
+        f"apps/{kind}": (
+            f"io.k8s.api.apps.v1.{kind}Spec",
+            [NODE, _kind("apps/v1", kind, {"template": TEMPLATE}, kind.lower())],
+            1,
+            ("spec",),
+        )
+        for kind in ("Deployment", "StatefulSet", "ReplicaSet")
+    },
     "scheduling.k8s.io/PodGroup": (
         "io.k8s.api.scheduling.v1alpha3.PodGroupSpec",
         [NODE, workload_podgroup("pg", 1, version="v1alpha3")],

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -32,6 +31,7 @@ from tests.features.topology.kueue.helpers import (
     run,
     topology,
 )
+from tests.features.topology.kueue.test_tas_cases import Case
 
 DC = "cloud.com/topology-datacenter"
 AIZONE = "cloud.com/topology-aizone"
@@ -41,17 +41,6 @@ ENGINES = ["greedy", "cpsat"]
 
 def layered(level: str, *layers: tuple[str, int]) -> dict[str, str]:
     return {REQUIRED: level, LAYERS: json.dumps([{"topology": t, "size": s} for t, s in layers])}
-
-
-@dataclass(frozen=True)
-class Case:
-    nodes: list[str]
-    levels: tuple[str, ...]
-    count: int
-    request: dict[str, str]
-    want: dict[str, int] = field(default_factory=dict)
-    reason: str = ""
-    labels: tuple[str, ...] = THREE
 
 
 FOUR = (DC, BLOCK, RACK, HOST)
