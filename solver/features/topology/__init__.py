@@ -13,7 +13,9 @@ The shared core (this folder), then one sub-package per dialect:
     cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
     koordinator/    spec.py (the gather spec of a gang group, pod order, existing peers),
                     gather.py (offer slots), selector.py (network-topology-selector scores)
-    godel/          affinity.py (PodGroup affinity as node arrays), nodegroups.py
+    godel/          affinity.py (PodGroup affinity as node arrays: Godel, the Workload API's
+                    topology key, KAI's required and preferred levels), nodegroups.py (the
+                    greedy's order), objective.py (that order as CP-SAT tiers)
     kueue/          podsets.py (pod sets, flavors, their trees), tas.py (Kueue's
                     findTopologyAssignment), place.py (both engines and the output)
     hypernode/      Volcano HyperNodes: tree, compile, block, greedy, CP-SAT, sub-groups
