@@ -85,6 +85,19 @@ def _trainjob() -> Objects:
     return [runtime, job, NODE]
 
 
+KAI: Objects = [
+    NODE,
+    _kind("kai.scheduler/v1alpha1", "Topology", {"levels": [{"nodeLabel": "rack"}]}, "t"),
+    _kind(
+        "scheduling.run.ai/v2alpha2",
+        "PodGroup",
+        {"minMember": 1, "topologyConstraint": {"topology": "t", "requiredTopologyLevel": "rack"}},
+        "pg",
+    ),
+    member("pod-group-name", "pg", "kai-scheduler"),
+]
+"""A KAI Topology (walked at 1) and a PodGroup of one pod that requires its level (at 2)."""
+
 SCENARIOS: dict[str, tuple[Objects, int]] = {
     # (objects, index of the object whose fields are walked)
     "batch.volcano.sh/Job": (
@@ -123,38 +136,12 @@ SCENARIOS: dict[str, tuple[Objects, int]] = {
         1,
     ),
     "scheduling.run.ai/PodGroup": (
-        [
-            NODE,
-            _kind("kai.scheduler/v1alpha1", "Topology", {"levels": [{"nodeLabel": "rack"}]}, "t"),
-            _kind(
-                "scheduling.run.ai/v2alpha2",
-                "PodGroup",
-                {
-                    "minMember": 1,
-                    "topologyConstraint": {"topology": "t", "requiredTopologyLevel": "rack"},
-                },
-                "pg",
-            ),
-            member("pod-group-name", "pg", "kai-scheduler"),
-        ],
+        KAI,
         2,
     ),
     "scheduling.run.ai/Queue": ([NODE, _kind("scheduling.run.ai/v2", "Queue", {})], 1),
     "kai.scheduler/Topology": (
-        [
-            NODE,
-            _kind("kai.scheduler/v1alpha1", "Topology", {"levels": [{"nodeLabel": "rack"}]}, "t"),
-            _kind(
-                "scheduling.run.ai/v2alpha2",
-                "PodGroup",
-                {
-                    "minMember": 1,
-                    "topologyConstraint": {"topology": "t", "requiredTopologyLevel": "rack"},
-                },
-                "pg",
-            ),
-            member("pod-group-name", "pg", "kai-scheduler"),
-        ],
+        KAI,
         1,
     ),
     "kueue.x-k8s.io/Topology": (

@@ -17,6 +17,7 @@ reading (`tests/kube/test_kai.py`, docs/dialects/kai.md).
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 from solver import SchedulerConf, schedule
+from solver.codec import decision_to_proto
 from solver.kube import load_objects
 from solver.kube.kai import _Constraint, _level_error, _preferred_keys
 from solver.model import PodSelection
@@ -683,3 +685,38 @@ def test_sub_groups_in_domains_of_their_own(case: Case, engine: str) -> None:
     the whole job to one domain of the finest required level, which no domain can hold
     here: it stays pending (stricter than KAI, never looser)."""
     test_handle_topology_allocation(case, engine)
+
+
+def test_a_sixteen_level_topology_keeps_every_tier_a_64_bit_integer() -> None:
+    """KAI allows 16 levels: with a preferred finest level and no required one, the
+    preferred tier's weights were (pods + 1)^15, 1.6e24 for 40 pods, too wide for the wire's
+    int64 and for CP-SAT's coefficients. Saturated weights keep it 64-bit; CP-SAT proves."""
+    levels = [f"kai.test/l{i}" for i in range(16)]
+    nodes = []
+    for n in range(8):
+        labels = {lv: f"v{n >> max(0, 3 - i) if i < 3 else n}" for i, lv in enumerate(levels)}
+        node = gpu_node(f"node{n}", 8)
+        node["metadata"]["labels"] = labels
+        nodes.append(node)
+    group, pod = job(1, preferred=levels[-1])
+    group["spec"]["minMember"] = 40
+    pods = []
+    for i in range(40):
+        p = copy.deepcopy(pod)
+        p["metadata"]["name"] = f"pending-job0-{i}"
+        pods.append(p)
+    objects = [topology(*levels), *nodes, group, *pods]
+    for engine in ENGINES:
+        cluster = load_objects(raw(*objects))
+        snapshot = snapshot_of(cluster)
+        workload, _ = Workload.everything(snapshot).select(
+            PodSelection(scheduler_names=frozenset({"kai-scheduler"}))
+        )
+        decision = schedule(
+            snapshot, SchedulerConf.default(), workload=workload, engine=engine, workers=1, seed=0
+        )
+        assert len(decision.placed) == 40
+        assert all(abs(v) < 2**63 for v in decision.tiers.values())
+        decision_to_proto(decision)  # encodes: every tier fits the wire
+        if engine == "cpsat":
+            assert decision.status == "OPTIMAL"

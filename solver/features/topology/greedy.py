@@ -72,14 +72,14 @@ def _place_godel(
                 f"({plan.source}: every domain is empty or smaller than the job)"
             )
         return
-    best: tuple[int, str, str] = (-1, "", "")
+    best: tuple[int, str, _Failure] = (-1, "", "")
     base = state.tracker.checkpoint()
     for group in groups:
         state.tracker.restore(base)
         trial = state.free.copy()
         chosen: dict[int, list[int]] = {}
         placed = dict.fromkeys(gangs, 0)
-        first_failure = ""
+        first_failure: _Failure = ""
         for g in gangs:
             for t in problem.gang_types(g):
                 remaining = len(problem.type_pods[t])
@@ -91,8 +91,13 @@ def _place_godel(
                     remaining -= int(nodes.size)
                 placed[g] += len(chosen.get(t, []))
                 if remaining > 0 and not first_failure:
-                    _, counts = fit_report(problem, t, trial, state.tracker)
-                    first_failure = format_fit_error(problem.num_nodes, counts)
+                    # counted only for the group whose words are used (O(nodes) each); the
+                    # call's own pod rules read the tracker now, before the next group
+                    first_failure = (
+                        _failure_words(problem, t, trial, state)
+                        if state.tracker.involved(t)
+                        else (t, trial)
+                    )
         ok = all(
             placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
             for g in gangs
@@ -110,8 +115,9 @@ def _place_godel(
             for t, picked in chosen.items():
                 state.pod_node[t][: len(picked)] = picked
             if first_failure:
+                words = _words(problem, first_failure, state)
                 for g in gangs:
-                    state.gang_reason.setdefault(g, first_failure)
+                    state.gang_reason.setdefault(g, words)
             return
         total = sum(placed.values())
         if total > best[0]:
@@ -122,8 +128,25 @@ def _place_godel(
         state.gang_reason[g] = (
             f"gang {problem.gang_ids[g]}: no node group holds {need} required pod(s) "
             f"({plan.source}, {len(groups)} group(s) tried; best {best[1]}: "
-            f"{best[0]} fit); {best[2]}"
+            f"{best[0]} fit); {_words(problem, best[2], state)}"
         ).rstrip("; ")
+
+
+_Failure = str | tuple[int, IntArray]
+"""The first shortfall of a NodeGroup trial: its words, or (type, the trial's free room) to
+count them from when they are used."""
+
+
+def _failure_words(problem: Problem, t: int, free: IntArray, state: GreedyState) -> str:
+    _, counts = fit_report(problem, t, free, state.tracker)
+    return format_fit_error(problem.num_nodes, counts)
+
+
+def _words(problem: Problem, failure: _Failure, state: GreedyState) -> str:
+    if isinstance(failure, str):
+        return failure
+    t, free = failure
+    return _failure_words(problem, t, free, state)
 
 
 def _terms_refuse(

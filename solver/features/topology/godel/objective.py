@@ -11,9 +11,10 @@ it gives the greedy's choice:
 
     # used[u, j, d] ⇐ Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] ≥ 1      d a value of R_j (nodes lacking
     #                                                      the key count as one domain)
-    # preferred_domains = Σ_u Σ_j (P_u + 1)^(m-1-j) · Σ_d used[u, j, d]    (fewer is better)
+    # preferred_domains = Σ_u Σ_j w_uj · Σ_d used[u, j, d]    (fewer is better)
+    # w_uj = Π_{k > j} (C_uk + 1), C_uk = min(P_u, domains of R_k + 1), at most 2^40
 
-A level's count is at most P_u, so the weights make the tier lexicographic per unit,
+A level's count is at most C_uj, so the weights make the tier lexicographic per unit,
 coarsest level first: the whole unit inside one domain of the finest level is best, then
 inside one domain of the next level up (fewest finest domains among those), and so on, the
 order KAI's `calculateRelevantDomainLevels` walks and Godel's NodeGroups are tried in.
@@ -57,9 +58,24 @@ def _pods(problem: Problem, u: int) -> int:
     )
 
 
+MAX_WEIGHT = 1 << 40  # keeps every tier value a 64-bit integer (the wire's type)
+
+
+def _counts(plan: GodelPlan, pods: int) -> list[int]:
+    """The most domains the unit can use on each preferred level: its pods, at most the
+    level's domains and one for the nodes lacking the key."""
+    return [min(pods, int(row.max(initial=-1)) + 2) for row in plan.preferred]
+
+
 def _weights(plan: GodelPlan, pods: int) -> list[int]:
-    m = len(plan.preferred)
-    return [(pods + 1) ** (m - 1 - j) for j in range(m)]
+    """Level j's weight: the product of (count + 1) of the finer levels, so the tier is
+    lexicographic coarsest level first; saturated at MAX_WEIGHT (a deep tree of many
+    levels then ties its coarsest levels rather than overflow)."""
+    counts = _counts(plan, pods)
+    out = [1] * len(counts)
+    for j in range(len(counts) - 2, -1, -1):
+        out[j] = min(out[j + 1] * (counts[j + 1] + 1), MAX_WEIGHT)
+    return out
 
 
 def preferred_rows(unit_godel: Sequence[GodelPlan | None]) -> list[IntArray]:
@@ -75,8 +91,7 @@ def preferred_tier_specs(
         plan = unit_godel[u]
         assert plan is not None
         pods = _pods(problem, u)
-        for w, row in zip(_weights(plan, pods), plan.preferred, strict=True):
-            upper += w * min(pods, int(row.max(initial=-1)) + 2)
+        upper += sum(w * c for w, c in zip(_weights(plan, pods), _counts(plan, pods), strict=True))
     specs = [TierSpec(TIER, 0, upper, maximize=False)] if upper else []
     ranked = [p.required_rank for p in unit_godel if p is not None and p.required_rank is not None]
     top = sum(int(r.max(initial=0)) for r in ranked)
