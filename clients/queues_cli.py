@@ -99,7 +99,10 @@ def tree_cmd(
         model = load_manifests(*files)
         tree = queue_tree(snapshot_of(model), conf)
         if tree is None:
-            raise InputError("no queues in the input (or the capacity plugin is not in the conf)")
+            raise InputError(
+                "no queues in the input (or no quota plugin: capacity, capacity-card or "
+                "proportion, in the conf)"
+            )
         if tree.broken:
             raise InputError(f"the queue tree cannot be built: {tree.broken}")
     except GangplanError as err:

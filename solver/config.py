@@ -22,8 +22,9 @@ holds. No conf at all means `DEFAULT_PLUGINS` with their defaults and the action
 `enqueue, allocate`: what Volcano's default scheduler conf enables, as far as gangplan
 implements it (gang, predicates, nodeorder, binpack; its proportion's queue capability as
 `capacity`), plus gangplan's own `network-topology` and `job-affinity`, which act only on
-objects and annotations Volcano does not read. `nodegroup` and `capacity-card` act only
-when a conf lists them, as in Volcano (`gangplan config show` prints the default).
+objects and annotations Volcano does not read. `nodegroup`, `capacity-card` and
+`proportion` (queues sharing the cluster by weight, Volcano's own default) act only when a
+conf lists them (`gangplan config show` prints the default).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Plugin(StrEnum):
     CAPACITY_CARD = "capacity-card"
     NETWORK_TOPOLOGY_AWARE = "network-topology-aware"
     DEVICESHARE = "deviceshare"
+    PROPORTION = "proportion"
 
 
 BUILTIN_PLUGINS: tuple[Plugin, ...] = (
@@ -80,16 +82,22 @@ BUILTIN_PLUGINS: tuple[Plugin, ...] = (
 DEFAULT_PLUGINS = tuple(p for p in BUILTIN_PLUGINS if p != Plugin.NODEGROUP)
 """The plugins of the default conf: Volcano's default conf does not enable nodegroup, and
 with it every labelled node would refuse queues without node-group affinity."""
-OPTIONAL_PLUGINS = (Plugin.CAPACITY_CARD, Plugin.NETWORK_TOPOLOGY_AWARE, Plugin.DEVICESHARE)
+OPTIONAL_PLUGINS = (
+    Plugin.CAPACITY_CARD,
+    Plugin.NETWORK_TOPOLOGY_AWARE,
+    Plugin.DEVICESHARE,
+    Plugin.PROPORTION,
+)
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
 HyperNode scores) acts only when listed, as in Volcano's default conf, which lacks it;
 deviceshare's arguments choose how GPU shares pick devices (the device model itself is
-always on)."""
+always on); proportion (queues share the cluster by weight) replaces capacity's quotas, as
+in Volcano's own default conf, so it acts only when listed and never beside capacity."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
-        "priority", "conformance", "drf", "proportion", "overcommit", "sla", "tdm", "numaaware",
+        "priority", "conformance", "drf", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
         "cdp", "resourcequota",
     }
@@ -247,14 +255,22 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
                 source=source,
                 field=f"actions[{i}]",
             )
-    if conf.enabled(Plugin.CAPACITY) and conf.enabled(Plugin.CAPACITY_CARD):
+    quotas = [
+        p for p in (Plugin.CAPACITY, Plugin.CAPACITY_CARD, Plugin.PROPORTION) if conf.enabled(p)
+    ]
+    if len(quotas) > 1:
         raise ConfigError(
-            "capacity and capacity-card must not be enabled together (capacity-card replaces "
-            "capacity's queue quotas)",
+            f"{quotas[0]} and {quotas[1]} must not be enabled together (each manages the queue "
+            "quotas; Volcano's docs: enable one)",
             source=source,
             field="tiers",
         )
     notes = []
+    if "reclaim" in conf.actions and conf.enabled(Plugin.PROPORTION):
+        notes.append(
+            f"{source}: actions: reclaim with proportion (victims from queues above their "
+            "deserved share) is not implemented yet; reclaim acts with capacity only"
+        )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):
             if plugin.name in BUILTIN_PLUGINS or plugin.name in OPTIONAL_PLUGINS:

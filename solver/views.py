@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
+from solver.features.proportion import ProportionMode
 from solver.features.queues import (
     DEFAULT_MAX_DEPTH,
     QueueInfo,
@@ -25,7 +26,8 @@ from solver.features.topology.hypernode.tree import (
     render_hypernode_tree,
 )
 from solver.features.topology.tree import TopologyTree, build_tree, render_tree, topology_view
-from solver.snapshot import Snapshot
+from solver.model import job_queue
+from solver.snapshot import Snapshot, Workload
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -47,9 +49,18 @@ __all__ = [
 
 def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:
     """The queue tree as the conf's quota plugin sees it (`capacity-card` counts card
-    types, `capacity` resources); None when neither plugin is on."""
+    types, `capacity` resources, `proportion` resources with deserved water-filled by
+    weight); None when no quota plugin is on."""
     if conf.enabled(Plugin.CAPACITY_CARD):
         return build_queue_tree(snapshot, CardMode(conf))
     if conf.enabled(Plugin.CAPACITY):
         return build_queue_tree(snapshot, QuotaMode(conf))
+    if conf.enabled(Plugin.PROPORTION):  # deserved: water-filled for every pending job
+        mode = ProportionMode(conf)
+        workload = Workload.everything(snapshot)
+        queues = [job_queue(g, workload.members(gid)) for gid, g in workload.gangs.items()]
+        tree = build_queue_tree(snapshot, mode, (q for q in queues if q))
+        if tree is not None and not tree.broken:
+            mode.settle(snapshot, workload, tree, queues)
+        return tree
     return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from solver.config import SchedulerConf
 from solver.features.cards import CardMode
+from solver.features.proportion import ProportionMode
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
 from solver.kube import RawObject, build_model
 from solver.model import ClusterModel
@@ -331,6 +332,7 @@ def queue(
     state: str | None = None,
     priority: int | None = None,
     allocated_pods: int | None = None,
+    weight: int | None = None,
 ) -> dict[str, Any]:
     """A Volcano Queue; `affinity`/`anti` map "required"/"preferred" to node-group names."""
     spec: dict[str, Any] = {}
@@ -344,6 +346,8 @@ def queue(
         spec["guarantee"] = {"resource": {k: str(v) for k, v in guarantee.items()}}
     if priority is not None:
         spec["priority"] = priority
+    if weight is not None:
+        spec["weight"] = weight
     if affinity or anti:
         spec["affinity"] = {}
         for key, lists in (("nodeGroupAffinity", affinity), ("nodeGroupAntiAffinity", anti)):
@@ -403,6 +407,8 @@ def queue_tree(cluster: ClusterModel, conf: SchedulerConf) -> QueueTree | None:
     """The queue tree the conf's quota plugin builds for a whole input (None without one)."""
     if conf.enabled("capacity-card"):
         mode: QuotaMode = CardMode(conf)
+    elif conf.enabled("proportion"):
+        mode = ProportionMode(conf)
     elif conf.enabled("capacity"):
         mode = QuotaMode(conf)
     else:

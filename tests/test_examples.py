@@ -11,13 +11,16 @@ from solver.model import PodSelection
 
 ROOT = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLES = sorted(p for p in ROOT.rglob("*.yaml") if p.parent.name != "plan")
-CARD_CONF = ROOT / "cards" / "capacity-card.conf"
+CONFS = {  # an example folder whose examples run under a conf of their own
+    "cards": ROOT / "cards" / "capacity-card.conf",
+    "fairshare": ROOT / "fairshare" / "volcano-default.conf",
+}
 
 
 @pytest.mark.parametrize("engine", ["greedy", "auto"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in EXAMPLES])
 def test_example_schedules(path: Path, engine: str) -> None:
-    conf = load_conf(CARD_CONF) if path.parent.name == "cards" else None
+    conf = load_conf(CONFS[path.parent.name]) if path.parent.name in CONFS else None
     decision = schedule(load_manifests(str(path)), conf, engine=engine, workers=1)  # verified
     assert decision.placements
 
@@ -48,6 +51,19 @@ def test_kueue_group_example_places_leader_and_workers_as_kueue() -> None:
     )
     got = {a.pod_set: {"/".join(v): c for v, c in a.domains} for a in d.topology_assignments}
     assert got == {"leader": {"h3": 1}, "workers": {"h1": 1, "h2": 2, "h3": 1}}
+
+
+def test_fairshare_example_shares_by_weight_as_its_header_says() -> None:
+    path = ROOT / "fairshare" / "proportion.yaml"
+    d = schedule(load_manifests(str(path)), load_conf(CONFS["fairshare"]), engine="greedy")
+    placed = {g for g, o in d.podgroups.items() if o.placed}
+    assert placed == {"default/llm-train", *(f"default/serve-{i}" for i in range(4)),
+                      *(f"default/sweep-{i}" for i in range(4))}  # fmt: skip
+    assert "deserved share (proportion) used up on nvidia.com/gpu" in (
+        d.podgroups["default/sweep-4"].reason
+    )
+    default = schedule(load_manifests(str(path)), engine="greedy")  # no proportion: by name
+    assert all(o.placed for g, o in default.podgroups.items() if "sweep" in g)
 
 
 def test_volcano_example_counts_the_running_member() -> None:

@@ -6,6 +6,7 @@
     topology/     one network tree: Koordinator gather, Godel job affinity, Kueue TAS,
                   Volcano HyperNodes, the Workload API's topology constraint
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
+    proportion/   Volcano `proportion`: queues share the cluster by weight (deserved water-filled)
     nodegroup/    Volcano queue <-> node-group affinity
     cards/        Volcano GPU card types and their quotas (`capacity-card`)
     devices/      GPU devices shared by fractional pods (always on)
@@ -39,6 +40,7 @@ from solver.features import (
     nodeorder,
     predicates,
     preemption,
+    proportion,
     queues,
     topology,
 )
@@ -52,6 +54,7 @@ FEATURES: tuple[Feature, ...] = (
     interpod.FEATURE,
     topology.FEATURE,
     queues.FEATURE,
+    proportion.FEATURE,
     nodegroup.FEATURE,
     cards.FEATURE,
     devices.FEATURE,

@@ -24,6 +24,7 @@ Rules, and the plugins that put them in force:
 | Kueue TAS pod sets: whole, in a flavor's pool, one required domain, whole slices | `_kueue.kueue_tas` | always |
 | Volcano networkTopology hard: placed and running pods inside one HyperNode of tier <= limit | `_hypernode` | always |
 | not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
+| not enqueued jobs place nothing; each queue within its weighted deserved share | `_proportion` | `proportion` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
@@ -50,6 +51,7 @@ from solver.verify import (
     _kueue,
     _nodegroup_limits,
     _predicates,
+    _proportion,
     _queues,
     _topology,
 )
@@ -76,6 +78,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _kueue.kueue_tas),
     ((), _hypernode.hypernode),
     ((Plugin.CAPACITY, Plugin.CAPACITY_CARD), _queues.quotas),
+    ((Plugin.PROPORTION,), _proportion.proportion),
     ((Plugin.NODEGROUP,), _queues.nodegroups),
     ((Plugin.NODEGROUP,), _nodegroup_limits.nodegroup_limits),
     ((Plugin.CAPACITY_CARD,), _queues.cards),

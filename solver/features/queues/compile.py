@@ -31,6 +31,8 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
     tree = build_queue_tree(ctx.snapshot, mode, (q for q in queue_of if q))
     if tree is not None:
         ctx.notes.extend(tree.notes)
+        if not tree.broken:
+            mode.settle(ctx.snapshot, ctx.workload, tree, queue_of)
     unit_queue: list[str | None] = [None] * len(plan.unit_ids)
     first = [True] * len(plan.unit_ids)
     for g, u in enumerate(plan.unit):
@@ -39,7 +41,7 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
 
     order = sorted(range(len(plan.unit_ids)), key=ctx.unit_key)
     if tree is not None and not tree.broken:
-        order = ctx.unit_order = queue_order(tree, unit_queue, ctx.unit_key)
+        order = ctx.unit_order = queue_order(tree, unit_queue, ctx.unit_key, mode.queue_cmp)
     if tree is not None:
         unit_gangs = plan.unit_gangs()
         jobs = [
@@ -72,7 +74,10 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             [
                 UNLIMITED
                 if r == PODS or tree is None
-                else max(0, sub_limit(tree.queues[q].real(r), tree.queues[q].allocated.get(r, 0)))
+                else max(
+                    0,
+                    sub_limit(mode.allocate_limit(tree, q, r), tree.queues[q].allocated.get(r, 0)),
+                )
                 for r in quota.dims
             ]
             for q in queue_names

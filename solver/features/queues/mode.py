@@ -17,11 +17,12 @@ import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import running_shares
+from solver.features.queues.order import capacity_cmp
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
 from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli
 from solver.problem import IntArray, Rows
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED, add_limits, format_quantity, sub_limit
-from solver.snapshot import NONE, Snapshot
+from solver.snapshot import NONE, Snapshot, Workload
 
 if TYPE_CHECKING:
     from solver.features._base import CompileContext
@@ -228,6 +229,24 @@ class QuotaMode:
                         f"{format_quantity(r, limit)} (over by {format_quantity(r, over)})"
                     )
         return None
+
+    def settle(
+        self,
+        snapshot: Snapshot,
+        workload: Workload,
+        tree: QueueTree,
+        call_queues: Sequence[str | None],
+    ) -> None:
+        """Derive what depends on the call's jobs (`workload`; `call_queues`: each gang's
+        queue) on the call's copy of the tree; capacity reads deserved from the specs."""
+
+    def allocate_limit(self, tree: QueueTree, name: str, resource: str) -> int:
+        """The allocate gate's limit at queue `name` (`allocated + request ≤ it`)."""
+        return tree.queues[name].real(resource)
+
+    def queue_cmp(self, tree: QueueTree, a: str, b: str) -> int:
+        """The queue order of this plugin (negative: a first)."""
+        return capacity_cmp(tree, a, b)
 
     def reason(self, dim: str, dims: Sequence[str]) -> str:
         """How a shortfall on quota dimension `dim` (one of `dims`) reads in a pod's reason."""

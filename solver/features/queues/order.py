@@ -22,10 +22,11 @@ from collections.abc import Callable, Sequence
 
 from solver.features.queues.tree import QueueTree
 
-__all__ = ["queue_order"]
+__all__ = ["capacity_cmp", "queue_order"]
 
 
-def _queue_cmp(tree: QueueTree, a: str, b: str) -> int:
+def capacity_cmp(tree: QueueTree, a: str, b: str) -> int:
+    """Criteria 1-5 between two queues (negative: a first)."""
     qa, qb = tree.queues[a], tree.queues[b]
     if qa.priority != qb.priority:  # 1
         return -1 if qa.priority > qb.priority else 1
@@ -50,14 +51,16 @@ def queue_order(
     tree: QueueTree,
     unit_queue: Sequence[str | None],
     unit_key: Callable[[int], tuple[int, bool, str, str]],
+    queue_cmp: Callable[[QueueTree, str, str], int] = capacity_cmp,
 ) -> list[int]:
-    """Unit indices in Volcano's order (see the module docstring)."""
+    """Unit indices in Volcano's order (see the module docstring); `queue_cmp` replaces
+    criteria 1-5 (a quota plugin's own queue order, `QuotaMode.queue_cmp`)."""
 
     def cmp(u: int, v: int) -> int:
         qu, qv = unit_queue[u], unit_queue[v]
         if qu != qv and qu in tree.queues and qv in tree.queues:
             assert qu is not None and qv is not None
-            c = _queue_cmp(tree, qu, qv)
+            c = queue_cmp(tree, qu, qv)
             if c:
                 return c
         ku, kv = unit_key(u), unit_key(v)  # 6

@@ -1,0 +1,175 @@
+"""Volcano `proportion`, re-derived from the Queue specs and the pods.
+
+* No placed pod belongs to a job reported as not enqueued.
+* With `enabledAllocatable` (the default): at every queue receiving pods,
+  allocated (its running pods, less the Decision's victims) + the placed pods' requests
+  ≤ deserved, on each resource those pods request. deserved is upstream's weighted
+  water-fill (`proportion.go` `OnSessionOpen`), computed here on its own in exact fractions:
+  the cluster's allocatable shared by `spec.weight` among the queues that have jobs, each
+  capped by its realCapability (min(max(cluster − Σ guarantees, 0) + guarantee,
+  capability)) and by its request (its running pods' use plus its pending pods' requests),
+  floored at its guarantee, round after round until nothing is left or nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from fractions import Fraction
+from functools import partial
+
+from solver.config import Plugin
+from solver.model import GPU_MILLI, Pod, gpu_milli, in_gpu_milli
+from solver.verify._context import VerifyContext
+from solver.verify._queues import (
+    QUEUE_ANNOTATION,
+    UNLIMITED,
+    _allocated,
+    _charged_queue,
+    _evicted_use,
+)
+from solver.verify._shares import shares
+
+__all__ = ["proportion"]
+
+Amounts = dict[str, int]
+
+
+def _plain(amounts: Amounts) -> Amounts:
+    return {r: v for r, v in amounts.items() if r != "pods" and v}
+
+
+def _fill(
+    total: Amounts, weight: dict[str, int], cap: dict[str, Amounts], ask: dict[str, Amounts],
+    floor: dict[str, Amounts],
+) -> dict[str, dict[str, Fraction]]:  # fmt: skip
+    names = sorted(weight)
+    dims = sorted(set(total) | {r for q in names for r in (*ask[q], *floor[q])})
+    left = {r: Fraction(total.get(r, 0)) for r in dims}
+    got = {q: {r: Fraction(0) for r in dims} for q in names}
+    open_ = list(names)
+    for turn in range(len(names) + len(dims) + 2):
+        share_of = sum(weight[q] for q in open_)
+        if not open_ or share_of <= 0:
+            break
+        start = dict(left)
+        moved = {r: Fraction(0) for r in dims}
+        for q in list(open_):
+            new = {}
+            for r in dims:
+                v = got[q][r] + left[r] * weight[q] / share_of
+                v = min(v, Fraction(cap[q].get(r, UNLIMITED)), Fraction(ask[q].get(r, 0)))
+                new[r] = max(v, Fraction(floor[q].get(r, 0)))
+                moved[r] += new[r] - got[q][r]
+            if all(ask[q].get(r, 0) <= new[r] for r in dims) or (turn and new == got[q]):
+                open_.remove(q)
+            got[q] = new
+        left = {r: max(left[r] - moved[r], Fraction(0)) for r in dims}
+        if all(v == 0 for v in left.values()) or left == start:
+            break
+    return got
+
+
+def _requests(
+    pods: Iterable[Pod], queue_of: dict[str, str | None], milli: bool
+) -> dict[str, Amounts]:
+    out: dict[str, Amounts] = defaultdict(dict)
+    for pod in pods:
+        q = queue_of.get(pod.gang) or pod.annotations.get(QUEUE_ANNOTATION)
+        if q is None:
+            continue
+        use = _plain(pod.requests)
+        if milli:
+            use = in_gpu_milli(use, UNLIMITED)
+            use[GPU_MILLI] = gpu_milli(pod.requests, pod.annotations)[0]
+        for r, v in use.items():
+            out[q][r] = out[q].get(r, 0) + v
+    return out
+
+
+def _held(ctx: VerifyContext, extra: dict[str, int] | None) -> dict[str, Amounts]:
+    """Per queue, what its running pods use (milli-GPUs when `extra` is given)."""
+    running = ctx.snapshot.running
+    held: dict[str, Amounts] = {}
+    for row in range(ctx.snapshot.usage.queue_requests.shape[0]):
+        name = running.queue_names.value(row)
+        use = _allocated(ctx, name, False, False)
+        if extra is not None:
+            use = in_gpu_milli(use, UNLIMITED)
+            use[GPU_MILLI] = use.get(GPU_MILLI, 0) + extra.get(name, 0)
+        if use:
+            held[name] = use
+    return held
+
+
+def _deserved(
+    ctx: VerifyContext, with_jobs: set[str], held: dict[str, Amounts],
+    asked: dict[str, Amounts], milli: bool,
+) -> dict[str, dict[str, Fraction]]:  # fmt: skip
+    snapshot = ctx.snapshot
+
+    def view(amounts: Amounts) -> Amounts:
+        plain = _plain(amounts)
+        return in_gpu_milli(plain, UNLIMITED) if milli else plain
+
+    total: Amounts = defaultdict(int)
+    for node in snapshot.nodes.nodes:
+        for r, v in _plain(node.allocatable).items():
+            total[r] += v
+    total = defaultdict(int, view(total))
+    guaranteed: Amounts = defaultdict(int)
+    for queue in snapshot.queues.values():
+        for r, v in view(queue.guarantee).items():
+            guaranteed[r] += v
+    weight, cap, ask, floor = {}, {}, {}, {}
+    for name in with_jobs:
+        spec = snapshot.queues.get(name)
+        floor[name] = view(spec.guarantee) if spec else {}
+        limit = view(spec.capability) if spec else {}
+        for r in ("cpu", "memory"):
+            if limit.get(r, 0) <= 0:
+                limit[r] = UNLIMITED
+        cap[name] = {
+            r: min(
+                max(total[r] - guaranteed[r], 0) + floor[name].get(r, 0), limit.get(r, UNLIMITED)
+            )
+            for r in set(total) | set(limit) | set(floor[name])
+        }
+        mine, wants = held.get(name, {}), asked.get(name, {})
+        ask[name] = {r: mine.get(r, 0) + wants.get(r, 0) for r in set(mine) | set(wants)}
+        weight[name] = spec.weight if spec else 1
+    return _fill(dict(total), weight, cap, ask, floor)
+
+
+def proportion(ctx: VerifyContext) -> list[str]:
+    problems: list[str] = []
+    placed = [pod for pods in ctx.new_on.values() for pod in pods]
+    for pod in placed:
+        outcome = ctx.decision.podgroups.get(pod.gang)
+        if outcome is not None and not outcome.enqueued:
+            problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
+    plugin = ctx.conf.plugin(Plugin.PROPORTION)
+    if plugin is None or plugin.options.get("enabledAllocatable") is False or not placed:
+        return problems
+    snapshot = ctx.snapshot
+    gangs = {**snapshot.gangs, **ctx.workload.gangs}
+    queue_of = {gid: g.queue or None for gid, g in gangs.items()}
+    pending = {**snapshot.pending, **ctx.workload.pod_by_key}
+    shared = shares(snapshot, ctx.workload, partial(_charged_queue, ctx))
+    milli = shared is not None
+    asked = _requests(pending.values(), queue_of, milli)
+    held = _held(ctx, shared[1] if shared is not None else None)
+    named = {q for q in queue_of.values() if q}
+    with_jobs = (set(held) | set(asked) | named) & (set(snapshot.queues) | {"default"})
+    deserved = _deserved(ctx, with_jobs, held, asked, milli)
+    freed = _evicted_use(ctx, False, False)
+    added = _requests(placed, queue_of, milli)
+    for name, extra in sorted(added.items()):
+        for r, v in sorted(extra.items()):
+            now = held.get(name, {}).get(r, 0) - freed.get(name, {}).get(r, 0)
+            limit = deserved.get(name, {}).get(r, Fraction(0))
+            if v and now + v > limit:
+                problems.append(
+                    f"queue {name}: {r} allocated {now} + placed {v} > deserved {float(limit):g}"
+                )
+    return problems
