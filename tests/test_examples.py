@@ -59,7 +59,7 @@ def test_fairshare_example_shares_by_weight_as_its_header_says() -> None:
     placed = {g for g, o in d.podgroups.items() if o.placed}
     assert placed == {"default/llm-train", *(f"default/serve-{i}" for i in range(4)),
                       *(f"default/sweep-{i}" for i in range(4))}  # fmt: skip
-    assert "deserved share (proportion) used up on nvidia.com/gpu" in (
+    assert "deserved share (proportion) used up for nvidia.com/gpu" in (
         d.podgroups["default/sweep-4"].reason
     )
     default = schedule(load_manifests(str(path)), engine="greedy")  # no proportion: by name

@@ -4,19 +4,21 @@
 * With `enabledAllocatable` (the default): at every queue receiving pods,
   allocated (its running pods, less the Decision's victims) + the placed pods' requests
   ≤ deserved, on each resource those pods request. deserved is upstream's weighted
-  water-fill (`proportion.go` `OnSessionOpen`), computed here on its own in exact fractions:
+  water-fill (`proportion.go` `OnSessionOpen`), computed here on its own:
   the cluster's allocatable shared by `spec.weight` among the queues that have jobs, each
   capped by its realCapability (min(max(cluster − Σ guarantees, 0) + guarantee,
   capability)) and by its request (its running pods' use plus its pending pods' requests),
-  floored at its guarantee, round after round until nothing is left or nothing changes.
+  floored at its guarantee, round after round until nothing is left or nothing changes
+  (float64 as upstream; a placement within 1e-6 of the share passes).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from fractions import Fraction
 from functools import partial
+
+import numpy as np
 
 from solver.config import Plugin
 from solver.model import GPU_MILLI, Pod, gpu_milli, in_gpu_milli
@@ -42,32 +44,38 @@ def _plain(amounts: Amounts) -> Amounts:
 def _fill(
     total: Amounts, weight: dict[str, int], cap: dict[str, Amounts], ask: dict[str, Amounts],
     floor: dict[str, Amounts],
-) -> dict[str, dict[str, Fraction]]:  # fmt: skip
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    """The water-fill, in float64 as upstream (0.1: its `minResource`)."""
     names = sorted(weight)
     dims = sorted(set(total) | {r for q in names for r in (*ask[q], *floor[q])})
-    left = {r: Fraction(total.get(r, 0)) for r in dims}
-    got = {q: {r: Fraction(0) for r in dims} for q in names}
-    open_ = list(names)
+    if not names:
+        return {}
+    grid = np.array(
+        [[[cap[q].get(r, UNLIMITED), ask[q].get(r, 0), floor[q].get(r, 0)] for r in dims]
+         for q in names],
+        dtype=np.float64,
+    ).reshape(len(names), len(dims), 3)  # fmt: skip
+    limit = np.where(grid[:, :, 0] >= UNLIMITED, np.inf, grid[:, :, 0])
+    wants, least = grid[:, :, 1], grid[:, :, 2]
+    w = np.array([weight[q] for q in names], dtype=np.float64)
+    left = np.array([total.get(r, 0) for r in dims], dtype=np.float64)
+    got = np.zeros_like(wants)
+    waiting = np.ones(len(names), dtype=bool)
     for turn in range(len(names) + len(dims) + 2):
-        share_of = sum(weight[q] for q in open_)
-        if not open_ or share_of <= 0:
+        if not waiting.any() or w[waiting].sum() <= 0:
             break
-        start = dict(left)
-        moved = {r: Fraction(0) for r in dims}
-        for q in list(open_):
-            new = {}
-            for r in dims:
-                v = got[q][r] + left[r] * weight[q] / share_of
-                v = min(v, Fraction(cap[q].get(r, UNLIMITED)), Fraction(ask[q].get(r, 0)))
-                new[r] = max(v, Fraction(floor[q].get(r, 0)))
-                moved[r] += new[r] - got[q][r]
-            if all(ask[q].get(r, 0) <= new[r] for r in dims) or (turn and new == got[q]):
-                open_.remove(q)
-            got[q] = new
-        left = {r: max(left[r] - moved[r], Fraction(0)) for r in dims}
-        if all(v == 0 for v in left.values()) or left == start:
+        part = np.where(waiting, w / w[waiting].sum(), 0.0)[:, None]
+        new = np.clip(np.minimum(got + left * part, limit), None, wants)
+        new = np.where(waiting[:, None], np.maximum(new, least), got)
+        satisfied = (wants <= new) | (np.abs(wants - new) < 0.1)
+        still = (new == got).all(axis=1) & (turn > 0)
+        start = left.copy()
+        left = np.maximum(left - (new - got).sum(axis=0), 0.0)
+        waiting &= ~(satisfied.all(axis=1) | still)
+        got = new
+        if (left < 0.1).all() or np.array_equal(left, start):
             break
-    return got
+    return {q: dict(zip(dims, got[i].tolist(), strict=True)) for i, q in enumerate(names)}
 
 
 def _requests(
@@ -105,7 +113,7 @@ def _held(ctx: VerifyContext, extra: dict[str, int] | None) -> dict[str, Amounts
 def _deserved(
     ctx: VerifyContext, with_jobs: set[str], held: dict[str, Amounts],
     asked: dict[str, Amounts], milli: bool,
-) -> dict[str, dict[str, Fraction]]:  # fmt: skip
+) -> dict[str, dict[str, float]]:  # fmt: skip
     snapshot = ctx.snapshot
 
     def view(amounts: Amounts) -> Amounts:
@@ -167,8 +175,8 @@ def proportion(ctx: VerifyContext) -> list[str]:
     for name, extra in sorted(added.items()):
         for r, v in sorted(extra.items()):
             now = held.get(name, {}).get(r, 0) - freed.get(name, {}).get(r, 0)
-            limit = deserved.get(name, {}).get(r, Fraction(0))
-            if v and now + v > limit:
+            limit = deserved.get(name, {}).get(r, 0.0)
+            if v and now + v > limit + 1e-6:
                 problems.append(
                     f"queue {name}: {r} allocated {now} + placed {v} > deserved {float(limit):g}"
                 )

@@ -21,14 +21,18 @@ What changes against `capacity` (`proportion.go`):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from fractions import Fraction
 
 from solver.config import Plugin, SchedulerConf
-from solver.features.proportion.waterfill import Claim, share, water_fill
+from solver.features.proportion.waterfill import (
+    MIN_RESOURCE,
+    Claim,
+    floor_limit,
+    share,
+    water_fill,
+)
 from solver.features.queues import ROOT, QueueTree, QuotaMode
-from solver.model import Gang, Pod, job_queue
+from solver.model import GPU_MILLI, QUEUE_ANNOTATION, Gang, Pod, gpu_milli
 from solver.quantity import PODS, UNLIMITED, format_quantity
 from solver.snapshot import Snapshot, Workload
 
@@ -47,7 +51,7 @@ class ProportionMode(QuotaMode):
         self.allocatable = options.get("enabledAllocatable") is not False
         self.overused = options.get("enabledOverused") is not False
         self.enqueueable = options.get("enableJobEnqueued") is not False
-        self.exact: dict[str, dict[str, Fraction]] = {}  # the call's deserved, unrounded
+        self.shares: dict[str, dict[str, float]] = {}  # the call's deserved, unrounded
 
     @property
     def key(self) -> Hashable:
@@ -79,8 +83,8 @@ class ProportionMode(QuotaMode):
             claims[name] = Claim(weight, q.real_capability, asked, q.guarantee)
         total = tree.queues[ROOT].capability
         for name, deserved in water_fill(total, claims).items():
-            tree.queues[name].deserved = {r: math.floor(v) for r, v in deserved.items() if v > 0}
-            self.exact[name] = deserved
+            tree.queues[name].deserved = {r: floor_limit(v) for r, v in deserved.items() if v > 0}
+            self.shares[name] = deserved
 
     def _requests(self, snapshot: Snapshot, workload: Workload) -> dict[str, dict[str, int]]:
         """Per queue, what its pending pods ask for: the snapshot's, with the call's pods
@@ -108,7 +112,7 @@ class ProportionMode(QuotaMode):
             return UNLIMITED
         q = tree.queues[name]
         if self.allocatable:
-            return math.floor(self.exact.get(name, {}).get(resource, Fraction(0)))
+            return floor_limit(self.shares.get(name, {}).get(resource, 0.0))
         if self.overused and self.is_overused(tree, name):
             return q.allocated.get(resource, 0)  # no room at all
         return UNLIMITED
@@ -116,7 +120,9 @@ class ProportionMode(QuotaMode):
     def is_overused(self, tree: QueueTree, name: str) -> bool:
         """deserved ≤ allocated on every resource (`OverusedFn`)."""
         allocated = tree.queues[name].allocated
-        return all(v <= allocated.get(r, 0) for r, v in self.exact.get(name, {}).items())
+        return all(
+            v <= allocated.get(r, 0) + MIN_RESOURCE for r, v in self.shares.get(name, {}).items()
+        )
 
     def gate(
         self, tree: QueueTree, leaf: str, request: dict[str, int], *, enqueue: bool
@@ -149,14 +155,14 @@ class ProportionMode(QuotaMode):
             return (a > b) - (a < b)
         if qa.priority != qb.priority:
             return -1 if qa.priority > qb.priority else 1
-        sa = share(qa.allocated, self.exact.get(a, {}))
-        sb = share(qb.allocated, self.exact.get(b, {}))
+        sa = share(qa.allocated, self.shares.get(a, {}))
+        sb = share(qb.allocated, self.shares.get(b, {}))
         if sa != sb:
             return -1 if sa < sb else 1
         return (a > b) - (a < b)
 
     def reason(self, dim: str, dims: Sequence[str]) -> str:
-        return f"deserved share (proportion) used up on {dim}"
+        return "deserved share (proportion) used up"
 
 
 def pending_requests(
@@ -170,12 +176,15 @@ def pending_requests(
     named = {**snapshot.gangs, **(gangs or {})}
     out: dict[str, dict[str, int]] = {}
     for pod in pods:
-        gang = named.get(pod.gang)
-        queue = job_queue(gang, [pod]) if gang is not None else None
+        gang = named.get(pod.gang)  # None: a gang of one the call has not built
+        queue = (gang.queue if gang is not None else None) or pod.annotations.get(QUEUE_ANNOTATION)
         if queue is None:
             continue
         mine = out.setdefault(queue, {})
-        for r, v in mode.view(pod.requests).items():
+        use = mode.view(pod.requests)
+        if mode.gpu_milli:  # a share pod's GPU use, as `QuotaMode.type_quota` counts it
+            use[GPU_MILLI] = gpu_milli(pod.requests, pod.annotations)[0]
+        for r, v in use.items():
             if r != PODS and v:
                 mine[r] = mine.get(r, 0) + v
     return out

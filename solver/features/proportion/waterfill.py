@@ -9,29 +9,29 @@ guarantee G_q, every vector taken dimension by dimension (`pods` is never a quot
         W ← Σ_{q ∉ met} w_q                                   (stop when W = 0)
         for q ∉ met:
             d_q' ← max(min(d_q + remaining · w_q / W, R_q, Q_q), G_q)
-            q ∈ met  when Q_q ≤ d_q'  or  d_q' = d_q (after its first round)
+            q ∈ met  when Q_q ≤ d_q' (within 0.1)  or  d_q' = d_q (after its first round)
         remaining ← max(remaining + Σ decreases − Σ increases, 0)
-    until remaining is empty or unchanged
+    until every dimension of remaining is below 0.1, or remaining is unchanged
 
 (`proportion.go`, `OnSessionOpen`; a dimension R_q does not name is unbounded, one Q_q
-does not name is 0.) Upstream computes in float64; here every amount is an exact
-`Fraction` of gangplan's integer units, so a share of 4 cpus over 3 queues is 4/3 each and
-no rounding decides a gate.
+does not name is 0; 0.1 is upstream's `minResource`.) In float64 as upstream, on numpy
+rows: one round costs O(queues × resources), and a round meets at least one queue or
+empties a dimension, so the rounds are at most queues + resources + 1.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
+
+import numpy as np
 
 from solver.quantity import PODS, UNLIMITED
 
-__all__ = ["Claim", "share", "water_fill"]
+__all__ = ["MIN_RESOURCE", "Claim", "floor_limit", "share", "water_fill"]
 
-MAX_ROUNDS = 1_000
-"""A round meets at least one queue or empties a dimension, so Q queues over D dimensions
-settle in at most Q + D + 1 rounds; the bound only guards against a bug looping forever."""
+MIN_RESOURCE = 0.1  # upstream's `minResource`: below it an amount is empty, within it equal
 
 
 @dataclass(frozen=True)
@@ -46,54 +46,63 @@ class Claim:
 
 def water_fill(
     total: Mapping[str, int], claims: Mapping[str, Claim]
-) -> dict[str, dict[str, Fraction]]:
+) -> dict[str, dict[str, float]]:
     """Each queue's deserved share (see the module docstring)."""
+    names = list(claims)
     dims = sorted(
         ({*total} | {r for c in claims.values() for r in (*c.request, *c.guarantee)}) - {PODS}
     )
-    remaining = {r: Fraction(max(total.get(r, 0), 0)) for r in dims}
-    deserved = {q: dict.fromkeys(dims, Fraction(0)) for q in claims}
-    met: set[str] = set()
-    rounds = 0
-    while rounds < MAX_ROUNDS:
-        weight = sum(c.weight for q, c in claims.items() if q not in met)
-        if weight <= 0:
+    if not names:
+        return {}
+
+    def rows(field: str, missing: float) -> np.ndarray:
+        out = np.full((len(names), len(dims)), missing, dtype=np.float64)
+        for i, name in enumerate(names):
+            for j, r in enumerate(dims):
+                v = getattr(claims[name], field).get(r)
+                if v is not None and not (field == "real_capability" and v >= UNLIMITED):
+                    out[i, j] = v
+        return out
+
+    cap, request, floor = (
+        rows("real_capability", math.inf),
+        rows("request", 0.0),
+        rows("guarantee", 0.0),
+    )
+    weight = np.array([claims[n].weight for n in names], dtype=np.float64)
+    remaining = np.array([max(total.get(r, 0), 0) for r in dims], dtype=np.float64)
+    deserved = np.zeros((len(names), len(dims)), dtype=np.float64)
+    met = np.zeros(len(names), dtype=bool)
+    for rounds in range(len(names) + len(dims) + 2):
+        live = np.flatnonzero(~met)
+        total_weight = weight[live].sum()
+        if total_weight <= 0:
             break
-        before = dict(remaining)
-        up = dict.fromkeys(dims, Fraction(0))
-        down = dict.fromkeys(dims, Fraction(0))
-        for q, claim in claims.items():
-            if q in met:
-                continue
-            old = deserved[q]
-            new = {
-                r: _bounded(old[r] + remaining[r] * claim.weight / weight, r, claim) for r in dims
-            }
-            if all(claim.request.get(r, 0) <= new[r] for r in dims) or (rounds and new == old):
-                met.add(q)
-            for r in dims:
-                if new[r] > old[r]:
-                    up[r] += new[r] - old[r]
-                else:
-                    down[r] += old[r] - new[r]
-            deserved[q] = new
-        remaining = {r: max(remaining[r] + down[r] - up[r], Fraction(0)) for r in dims}
-        rounds += 1
-        if all(v <= 0 for v in remaining.values()) or remaining == before:
+        old = deserved[live]
+        new = old + remaining[None, :] * (weight[live] / total_weight)[:, None]
+        new = np.maximum(np.minimum(np.minimum(new, cap[live]), request[live]), floor[live])
+        fits = ((request[live] < new) | (np.abs(request[live] - new) < MIN_RESOURCE)).all(axis=1)
+        same = (new == old).all(axis=1) if rounds else np.zeros(live.size, dtype=bool)
+        met[live[fits | same]] = True
+        change = new - old
+        before = remaining
+        remaining = np.maximum(remaining - change.sum(axis=0), 0.0)
+        deserved[live] = new
+        if (remaining < MIN_RESOURCE).all() or np.array_equal(remaining, before):
             break
-    return deserved
+    return {
+        name: {r: float(deserved[i, j]) for j, r in enumerate(dims)} for i, name in enumerate(names)
+    }
 
 
-def _bounded(value: Fraction, r: str, claim: Claim) -> Fraction:
-    cap = claim.real_capability.get(r, UNLIMITED)
-    if cap < UNLIMITED:
-        value = min(value, Fraction(cap))
-    value = min(value, Fraction(claim.request.get(r, 0)))
-    return max(value, Fraction(claim.guarantee.get(r, 0)))
+def floor_limit(value: float) -> int:
+    """The integer gate of a float share: `allocated + request ≤ value` for integers.
+    Float noise (5.999999999 for 6) does not cost a unit: within 1e-6 counts as reached."""
+    return math.floor(value + 1e-6)
 
 
-def share(allocated: Mapping[str, int], deserved: Mapping[str, Fraction]) -> Fraction:
-    """A queue's share: the largest allocated / deserved over the dimensions it deserves
-    anything of; 0 when it deserves nothing (`updateQueueAttrShare`)."""
-    ratios = [Fraction(allocated.get(r, 0)) / d for r, d in deserved.items() if d > 0]
-    return max(ratios, default=Fraction(0))
+def share(allocated: Mapping[str, int], deserved: Mapping[str, float]) -> float:
+    """A queue's share: the largest allocated / deserved over the resources it deserves at
+    least 0.1 of; 0 when it deserves nothing (`updateQueueAttrShare`)."""
+    ratios = [allocated.get(r, 0) / d for r, d in deserved.items() if d >= MIN_RESOURCE]
+    return max(ratios, default=0.0)

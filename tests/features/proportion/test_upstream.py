@@ -108,7 +108,7 @@ def test_reasons_name_the_gate_that_refused() -> None:
     )
     alloc = schedule(cluster, conf(**ALLOCATABLE), engine="greedy").podgroups["ns1/pg5"]
     assert alloc.enqueued and not alloc.placed
-    assert "queue q1: deserved share (proportion) used up on memory" in alloc.reason
+    assert "queue q1: deserved share (proportion) used up for memory" in alloc.reason
     closed = schedule(model(*NODES, *P6, Q3_CLOSED), conf(**ENQUEUEABLE), engine="greedy")
     assert closed.podgroups["ns1/pg6"].reason == "not enqueued: queue q3 is Closed"
 

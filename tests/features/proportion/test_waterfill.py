@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from fractions import Fraction as F
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from solver import SchedulerConf, schedule, solve, verify
 from solver.config import PluginConf, TierConf
 from solver.features.proportion import Claim, share, water_fill
+from solver.features.proportion.waterfill import floor_limit
 from solver.quantity import UNLIMITED
-from tests.builders import model, node, queue, volcano_job
+from tests.builders import model, node, pod, queue, volcano_job
 
 GPU = "nvidia.com/gpu"
+QUEUE = "scheduling.volcano.sh/queue-name"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def claim(weight: int, request: dict[str, int], cap: dict[str, int] | None = None,
@@ -33,7 +37,7 @@ def test_a_queue_asking_less_gives_the_rest_back() -> None:
     got = water_fill(
         {GPU: 12}, {"a": claim(1, {GPU: 1}), "b": claim(1, {GPU: 20}), "c": claim(1, {GPU: 20})}
     )
-    assert [got[q][GPU] for q in "abc"] == [1, F(11, 2), F(11, 2)]
+    assert [got[q][GPU] for q in "abc"] == [1, 5.5, 5.5]
 
 
 def test_capability_caps_and_the_rest_flows_on() -> None:
@@ -58,10 +62,14 @@ def test_each_dimension_fills_on_its_own() -> None:
     assert (got["a"]["memory"], got["b"]["memory"]) == (4, 4)
 
 
-def test_thirds_stay_exact() -> None:
-    got = water_fill({"cpu": 4}, {q: claim(1, {"cpu": 9}) for q in "abc"})
-    assert {got[q]["cpu"] for q in "abc"} == {F(4, 3)}
-    assert share({"cpu": 1}, got["a"]) == F(3, 4) and share({}, {}) == 0
+def test_thirds_and_float_noise() -> None:
+    got = water_fill({"cpu": 4000}, {q: claim(1, {"cpu": 9000}) for q in "abc"})
+    assert {round(got[q]["cpu"], 6) for q in "abc"} == {round(4000 / 3, 6)}
+    assert share({"cpu": 1000}, got["a"]) == pytest.approx(0.75) and share({}, {}) == 0
+    # 6 GPUs over weights 1:2 in float: 2 and 4 within noise, and the gate takes them whole
+    got = water_fill({GPU: 6}, {"a": claim(1, {GPU: 6}), "b": claim(2, {GPU: 6})})
+    assert floor_limit(got["a"][GPU]) == 2 and floor_limit(got["b"][GPU]) == 4
+    assert floor_limit(5.9999999999) == 6 and floor_limit(5.99) == 5
 
 
 def test_unlimited_capability_is_no_cap() -> None:
@@ -132,3 +140,34 @@ def test_verify_catches_a_queue_past_its_share() -> None:
     assert sum(1 for k, p in d.placements.items() if p.node and k.startswith("default/a")) == 8
     problems = verify(cluster, conf(), d)
     assert problems == ["queue a: nvidia.com/gpu allocated 0 + placed 8 > deserved 4"]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_single_pods_by_annotation_count_in_their_queue(engine: str) -> None:
+    # Pods without a PodGroup, in queues by `scheduling.volcano.sh/queue-name` (gangs of
+    # one): their requests are the queues' requests, so both deserve what they ask for.
+    pods = [
+        pod(f"{q}-{i}").annotate("scheduling.volcano.sh/queue-name", q).requests(cpu=1, gpu=1).obj()
+        for q in "ab"
+        for i in range(4)
+    ]
+    cluster = model(*NODES, queue("a", weight=1), queue("b", weight=3), *pods)
+    d = solve(cluster, conf(), engine=engine, workers=1)
+    assert verify(cluster, conf(), d) == []
+    assert len(d.placed) == 8
+
+
+def test_gpu_shares_count_in_milli_gpus() -> None:
+    # examples/gpu-sharing/shares.yaml with its pods alternately in queues a and b: the
+    # share pods' GPU fractions are their queues' requests in milli-GPUs (as the quota rows
+    # count them), so proportion places as many as the devices take, as without it.
+    docs = list(yaml.safe_load_all((EXAMPLES / "gpu-sharing" / "shares.yaml").read_text()))
+    pods = [d for d in docs if d and d.get("kind") == "Pod"]
+    for i, p in enumerate(pods):
+        p["metadata"].setdefault("annotations", {})[QUEUE] = "ab"[i % 2]
+    objs = [queue("a", weight=1), queue("b", weight=3), *(d for d in docs if d)]
+    cluster = model(*objs)
+    for engine in ("greedy", "cpsat"):
+        d = solve(cluster, conf(), engine=engine, workers=1)
+        assert verify(cluster, conf(), d) == []
+        assert len(d.placed) == len(schedule(cluster, None, engine="greedy").placed) == 5
