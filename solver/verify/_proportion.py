@@ -26,7 +26,6 @@ from solver.verify._context import VerifyContext
 from solver.verify._queues import (
     QUEUE_ANNOTATION,
     UNLIMITED,
-    _allocated,
     _charged_queue,
     _evicted_use,
 )
@@ -95,13 +94,24 @@ def _requests(
     return out
 
 
+def _total(ctx: VerifyContext) -> Amounts:
+    """The cluster's allocatable (the verifier's own sum, once per snapshot generation)."""
+    total: Amounts = defaultdict(int)
+    for node in ctx.snapshot.nodes.nodes:
+        for r, v in _plain(node.allocatable).items():
+            total[r] += v
+    return dict(total)
+
+
 def _held(ctx: VerifyContext, extra: dict[str, int] | None) -> dict[str, Amounts]:
-    """Per queue, what its running pods use (milli-GPUs when `extra` is given)."""
+    """Per queue, what its running pods use (milli-GPUs when `extra` is given): the
+    snapshot's per-queue request totals, read as one matrix."""
     running = ctx.snapshot.running
+    names = [r for r in running.resources]
     held: dict[str, Amounts] = {}
-    for row in range(ctx.snapshot.usage.queue_requests.shape[0]):
+    for row, values in enumerate(ctx.snapshot.usage.queue_requests.tolist()):
+        use = {r: int(v) for r, v in zip(names, values, strict=False) if v and r != "pods"}
         name = running.queue_names.value(row)
-        use = _allocated(ctx, name, False, False)
         if extra is not None:
             use = in_gpu_milli(use, UNLIMITED)
             use[GPU_MILLI] = use.get(GPU_MILLI, 0) + extra.get(name, 0)
@@ -110,27 +120,25 @@ def _held(ctx: VerifyContext, extra: dict[str, int] | None) -> dict[str, Amounts
     return held
 
 
-def _deserved(
-    ctx: VerifyContext, with_jobs: set[str], held: dict[str, Amounts],
-    asked: dict[str, Amounts], milli: bool,
-) -> dict[str, dict[str, float]]:  # fmt: skip
+Limits = tuple[Amounts, dict[str, int], dict[str, Amounts], dict[str, Amounts]]
+
+
+def _limits(ctx: VerifyContext, milli: bool) -> Limits:
+    """The cluster's total and, per Queue (and the implicit `default`), weight,
+    realCapability and guarantee: spec-only, once per snapshot generation."""
     snapshot = ctx.snapshot
 
     def view(amounts: Amounts) -> Amounts:
         plain = _plain(amounts)
         return in_gpu_milli(plain, UNLIMITED) if milli else plain
 
-    total: Amounts = defaultdict(int)
-    for node in snapshot.nodes.nodes:
-        for r, v in _plain(node.allocatable).items():
-            total[r] += v
-    total = defaultdict(int, view(total))
+    total = view(snapshot.nodes.memo(("verify", "allocatable"), partial(_total, ctx)))
     guaranteed: Amounts = defaultdict(int)
     for queue in snapshot.queues.values():
         for r, v in view(queue.guarantee).items():
             guaranteed[r] += v
-    weight, cap, ask, floor = {}, {}, {}, {}
-    for name in with_jobs:
+    weight, cap, floor = {}, {}, {}
+    for name in {*snapshot.queues, "default"}:
         spec = snapshot.queues.get(name)
         floor[name] = view(spec.guarantee) if spec else {}
         limit = view(spec.capability) if spec else {}
@@ -139,14 +147,34 @@ def _deserved(
                 limit[r] = UNLIMITED
         cap[name] = {
             r: min(
-                max(total[r] - guaranteed[r], 0) + floor[name].get(r, 0), limit.get(r, UNLIMITED)
+                max(total.get(r, 0) - guaranteed[r], 0) + floor[name].get(r, 0),
+                limit.get(r, UNLIMITED),
             )
             for r in set(total) | set(limit) | set(floor[name])
         }
+        weight[name] = spec.weight if spec else 1
+    return total, weight, cap, floor
+
+
+def _deserved(
+    ctx: VerifyContext, with_jobs: set[str], held: dict[str, Amounts],
+    asked: dict[str, Amounts], milli: bool,
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    total, weights, caps, floors = ctx.snapshot.memo(
+        ("verify", "proportion limits", milli), partial(_limits, ctx, milli)
+    )
+    ask = {}
+    for name in with_jobs:
         mine, wants = held.get(name, {}), asked.get(name, {})
         ask[name] = {r: mine.get(r, 0) + wants.get(r, 0) for r in set(mine) | set(wants)}
-        weight[name] = spec.weight if spec else 1
-    return _fill(dict(total), weight, cap, ask, floor)
+    pick = sorted(with_jobs)
+    return _fill(
+        total,
+        {q: weights[q] for q in pick},
+        {q: caps[q] for q in pick},
+        ask,
+        {q: floors[q] for q in pick},
+    )
 
 
 def proportion(ctx: VerifyContext) -> list[str]:

@@ -55,20 +55,16 @@ def water_fill(
     if not names:
         return {}
 
-    def rows(field: str, missing: float) -> np.ndarray:
-        out = np.full((len(names), len(dims)), missing, dtype=np.float64)
-        for i, name in enumerate(names):
-            for j, r in enumerate(dims):
-                v = getattr(claims[name], field).get(r)
-                if v is not None and not (field == "real_capability" and v >= UNLIMITED):
-                    out[i, j] = v
-        return out
+    def rows(maps: list[Mapping[str, int]], missing: float) -> np.ndarray:
+        return np.array(
+            [[m.get(r, missing) for r in dims] for m in maps], dtype=np.float64
+        ).reshape(len(names), len(dims))
 
-    cap, request, floor = (
-        rows("real_capability", math.inf),
-        rows("request", 0.0),
-        rows("guarantee", 0.0),
-    )
+    listed = [claims[n] for n in names]
+    cap = rows([c.real_capability for c in listed], math.inf)
+    cap[cap >= UNLIMITED] = math.inf
+    request = rows([c.request for c in listed], 0.0)
+    floor = rows([c.guarantee for c in listed], 0.0)
     weight = np.array([claims[n].weight for n in names], dtype=np.float64)
     remaining = np.array([max(total.get(r, 0), 0) for r in dims], dtype=np.float64)
     deserved = np.zeros((len(names), len(dims)), dtype=np.float64)
