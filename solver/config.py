@@ -266,11 +266,6 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
             field="tiers",
         )
     notes = []
-    if "reclaim" in conf.actions and conf.enabled(Plugin.PROPORTION):
-        notes.append(
-            f"{source}: actions: reclaim with proportion (victims from queues above their "
-            "deserved share) is not implemented yet; reclaim acts with capacity only"
-        )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):
             if plugin.name in BUILTIN_PLUGINS or plugin.name in OPTIONAL_PLUGINS:

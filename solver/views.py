@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
-from solver.features.proportion import ProportionMode
+from solver.features.proportion import ProportionMode, settled_tree
 from solver.features.queues import (
     DEFAULT_MAX_DEPTH,
     QueueInfo,
@@ -26,7 +26,6 @@ from solver.features.topology.hypernode.tree import (
     render_hypernode_tree,
 )
 from solver.features.topology.tree import TopologyTree, build_tree, render_tree, topology_view
-from solver.model import job_queue
 from solver.snapshot import Snapshot, Workload
 
 __all__ = [
@@ -56,11 +55,6 @@ def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:
     if conf.enabled(Plugin.CAPACITY):
         return build_queue_tree(snapshot, QuotaMode(conf))
     if conf.enabled(Plugin.PROPORTION):  # deserved: water-filled for every pending job
-        mode = ProportionMode(conf)
-        workload = Workload.everything(snapshot)
-        queues = [job_queue(g, workload.members(gid)) for gid, g in workload.gangs.items()]
-        tree = build_queue_tree(snapshot, mode, (q for q in queues if q))
-        if tree is not None and not tree.broken:
-            mode.settle(snapshot, workload, tree, queues)
-        return tree
+        settled = settled_tree(snapshot, Workload.everything(snapshot), conf)
+        return settled[0] if settled else build_queue_tree(snapshot, ProportionMode(conf))
     return None

@@ -14,7 +14,7 @@ For every gang group left unplaced by the placement engine, highest priority fir
 1. **Eligibility** (Koordinator §4.3): the trigger pod (the group's first pending pod by
    name) must not say `preemptionPolicy: Never`; no member may be nominated to a node where
    a lower-priority pod is still terminating from an earlier preemption.
-2. **Reclaim first** (with the `reclaim` action and a capacity queue tree), else or when
+2. **Reclaim first** (with the `reclaim` action and a capacity or proportion queue tree), else or when
    it does not help, **priority preemption**: the greedy plan, then (engines cpsat/auto,
    not for gathered groups) the CP-SAT plan when it is cheaper.
 3. **All or nothing**: if even evicting every eligible pod leaves a required pod without a
@@ -45,7 +45,7 @@ from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
 from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
 from solver.features.preemption.pool import CandidatePool
-from solver.features.preemption.reclaim import ReclaimPlanner, reclaim_planner
+from solver.features.preemption.reclaim import Reclaimer, ReclaimPlanner, reclaim_planner
 from solver.features.preemption.victims import (
     JOB_FACT,
     PROTECTED_FACT,
@@ -64,6 +64,7 @@ __all__ = [
     "PreemptionInput",
     "PreemptionPlan",
     "ReclaimPlanner",
+    "Reclaimer",
     "compile_preemption",
     "preempt",
     "preemption_enabled",
@@ -84,7 +85,7 @@ def preempt(
     workers: int,
     seed: int,
     deadline: float,
-    reclaim: ReclaimPlanner | None = None,
+    reclaim: Reclaimer | None = None,
     queue_path: Callable[[int], Sequence[str]] | None = None,
 ) -> PreemptionResult:
     """Plans for the unplaced gang groups (module docstring); `exact` adds CP-SAT plans.
@@ -220,7 +221,7 @@ def _release(
 
 
 def queue_paths(
-    snapshot: Snapshot, conf: SchedulerConf, planner: ReclaimPlanner | None
+    snapshot: Snapshot, conf: SchedulerConf, planner: Reclaimer | None
 ) -> Callable[[int], Sequence[str]]:
     """`queue_path(row)` for `preempt`: the queue a running pod is charged to (its gang's
     spec.queue, else its own annotation) and, with the capacity plugin, its ancestors."""
@@ -256,7 +257,7 @@ def run_preemption(
     """The Decision's preemption part: victims with their DisruptionTarget message and cause,
     each member's nominated node, and why preemption did not help the rest."""
     pre = compile_preemption(snapshot, workload, problem)
-    planner = reclaim_planner(snapshot, conf)
+    planner = reclaim_planner(snapshot, conf, workload)
     outcome = preempt(
         problem, pre, pod_node, exact=exact, workers=workers, seed=seed, deadline=deadline,
         reclaim=planner, queue_path=queue_paths(snapshot, conf, planner),

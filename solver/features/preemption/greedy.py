@@ -16,7 +16,7 @@ import numpy as np
 
 from solver.features.preemption.plans import PreemptionPlan, plan_cost, whole_gangs
 from solver.features.preemption.pool import CandidatePool
-from solver.features.preemption.reclaim import ReclaimPlanner
+from solver.features.preemption.reclaim import Reclaimer
 from solver.features.preemption.victims import PreemptionInput
 from solver.features.queues import QuotaBlock
 from solver.features.topology import TopologyBlock
@@ -43,7 +43,7 @@ def fill_all(
 def reclaim_plan(
     problem: Problem,
     pre: PreemptionInput,
-    planner: ReclaimPlanner,
+    planner: Reclaimer,
     u: int,
     required: dict[int, int],
     free: IntArray,

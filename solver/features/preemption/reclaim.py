@@ -35,23 +35,23 @@ yielded lazily, so a reclaim that fits early never looks at the rest.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
+from typing import Protocol
 
 import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.preemption.victims import evictable
+from solver.features.proportion import proportion_reclaim
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
+from solver.features.queues.victims import victim_cmp
 from solver.problem import IntArray
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED
-from solver.snapshot import NONE, Snapshot, charged_queue
+from solver.snapshot import NONE, Snapshot, Workload, charged_queue
 
-__all__ = ["ReclaimPlanner", "reclaim_planner"]
-
-_INDEX = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)  # what strconv.Atoi takes (int64)
+__all__ = ["ReclaimPlanner", "Reclaimer", "reclaim_planner"]
 
 
 @dataclass
@@ -123,14 +123,7 @@ class ReclaimPlanner:
             """-1 when victim a goes before victim b (module docstring, victim order 4)."""
             if rank[self.queue[a]] != rank[self.queue[b]]:
                 return -1 if rank[self.queue[a]] < rank[self.queue[b]] else 1
-            pa, pb = int(running.priority[rows[a]]), int(running.priority[rows[b]])
-            if pa != pb:
-                return -1 if pa < pb else 1
-            ka, kb = running.key(int(rows[a])), running.key(int(rows[b]))
-            ia, ib = _pod_index(ka), _pod_index(kb)
-            if ia is not None and ib is not None and ia != ib:
-                return -1 if ia > ib else 1
-            return -1 if ka > kb else (1 if ka < kb else 0)
+            return victim_cmp(running, int(rows[a]), int(rows[b]))
 
         return sorted(others, key=cmp_to_key(before))
 
@@ -205,21 +198,32 @@ def _over(allocated: dict[str, int], deserved: dict[str, int], dims: set[str]) -
     return any(allocated.get(r, 0) > deserved[r] for r in relevant)
 
 
-def _pod_index(key: str) -> int | None:
-    """The index of a pod named `<job>-<task>-<index>` (upstream `GetPodIndexUnderTask`)."""
-    parts = key.rsplit("/", 1)[-1].split("-")
-    if len(parts) < 3 or not _INDEX.fullmatch(parts[-1]):
-        return None
-    return int(parts[-1])
-
-
 def _dims(request: dict[str, int]) -> set[str]:
     return {r for r, v in request.items() if v > 0 and r != PODS}
 
 
-def reclaim_planner(snapshot: Snapshot, conf: SchedulerConf) -> ReclaimPlanner | None:
-    """None without the reclaim action or a (valid) capacity queue tree."""
-    if "reclaim" not in conf.actions or not conf.enabled(Plugin.CAPACITY):
+class Reclaimer(Protocol):
+    """What the engines ask of a quota plugin's reclaim (`ReclaimPlanner` for capacity,
+    `features.proportion.ProportionReclaim`)."""
+
+    tree: QueueTree
+    rows: IntArray  # [V] the running rows it may take, charged to a queue of the tree
+
+    def may_reclaim(self, queue: str, request: dict[str, int]) -> str | None: ...
+
+    def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]: ...
+
+
+def reclaim_planner(
+    snapshot: Snapshot, conf: SchedulerConf, workload: Workload
+) -> Reclaimer | None:
+    """None without the reclaim action or a (valid) queue tree of `capacity` or
+    `proportion` (whose deserved shares depend on the call's `workload`)."""
+    if "reclaim" not in conf.actions:
+        return None
+    if conf.enabled(Plugin.PROPORTION):
+        return proportion_reclaim(snapshot, conf, workload, evictable(snapshot))
+    if not conf.enabled(Plugin.CAPACITY):
         return None
     tree = build_queue_tree(snapshot, QuotaMode(conf))
     if tree is None or tree.broken:

@@ -2,6 +2,7 @@
 
     waterfill.py   the deserved shares: the cluster water-filled over the queues by weight
     mode.py        the plugin as a `QuotaMode` of the shared queue machinery (`features.queues`)
+    reclaim.py     the `reclaim` action under proportion: who may reclaim, victims, their order
 
 Compile: the queue tree (flat), the deserved shares of the call, Volcano's proportion queue
 order, admission at realCapability (`enqueue`), and the QuotaBlock whose headroom is each
@@ -15,11 +16,21 @@ from __future__ import annotations
 from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features.devices.quota import shares_in_play
-from solver.features.proportion.mode import ProportionMode
+from solver.features.proportion.mode import ProportionMode, settled_tree
+from solver.features.proportion.reclaim import ProportionReclaim, proportion_reclaim
 from solver.features.proportion.waterfill import Claim, share, water_fill
 from solver.features.queues import compile_quotas
 
-__all__ = ["FEATURE", "Claim", "ProportionMode", "share", "water_fill"]
+__all__ = [
+    "FEATURE",
+    "Claim",
+    "ProportionMode",
+    "ProportionReclaim",
+    "proportion_reclaim",
+    "settled_tree",
+    "share",
+    "water_fill",
+]
 
 
 def _compile(ctx: CompileContext) -> None:

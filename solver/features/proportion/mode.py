@@ -31,12 +31,12 @@ from solver.features.proportion.waterfill import (
     share,
     water_fill,
 )
-from solver.features.queues import ROOT, QueueTree, QuotaMode
-from solver.model import GPU_MILLI, QUEUE_ANNOTATION, Gang, Pod, gpu_milli
+from solver.features.queues import ROOT, QueueTree, QuotaMode, build_queue_tree
+from solver.model import GPU_MILLI, QUEUE_ANNOTATION, Gang, Pod, gpu_milli, job_queue
 from solver.quantity import PODS, UNLIMITED, format_quantity
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["ProportionMode", "pending_requests"]
+__all__ = ["ProportionMode", "pending_requests", "settled_tree"]
 
 
 class ProportionMode(QuotaMode):
@@ -188,3 +188,17 @@ def pending_requests(
             if r != PODS and v:
                 mine[r] = mine.get(r, 0) + v
     return out
+
+
+def settled_tree(
+    snapshot: Snapshot, workload: Workload, conf: SchedulerConf, *, gpu_milli: bool = False
+) -> tuple[QueueTree, ProportionMode] | None:
+    """The flat queue tree with every queue's deserved share water-filled for `workload`,
+    and its mode; None without queues or with a broken tree."""
+    mode = ProportionMode(conf, gpu_milli=gpu_milli)
+    queues = [job_queue(g, workload.members(gid)) for gid, g in workload.gangs.items()]
+    tree = build_queue_tree(snapshot, mode, (q for q in queues if q))
+    if tree is None or tree.broken:
+        return None
+    mode.settle(snapshot, workload, tree, queues)
+    return tree, mode

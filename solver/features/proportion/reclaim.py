@@ -1,0 +1,113 @@
+"""Volcano's `reclaim` action under `proportion` (`proportion.go`: `PreemptiveFn`,
+`ReclaimableFn`, `OverusedFn`): a queue below its deserved share takes room back from
+queues above theirs.
+
+* **Who may reclaim**: the job's queue is Open, not overused (`deserved ≤ allocated` on
+  every resource), and `allocated + request ≤ deserved` on the resources it requests.
+* **Victim order**: pods of different queues in the reverse of the queue order
+  (`BuildVictimsPriorityQueue` falls back to `!QueueOrderFn` when no plugin orders victim
+  queues, and proportion does not): the lower queue priority first, then the higher share
+  (allocated / deserved), then the later name; in one queue, the reverse of the task order
+  (`features.queues.victims`).
+* **Eligibility** (`ReclaimableFn`): running pods of *other* queues, evictable at all
+  (`preemption.victims`: not protected, not terminating), while their queue's allocated
+  — less the victims already taken from it — is not within its deserved share on every
+  resource (upstream's `LessEqual` with its 0.1 tolerance); each victim's request is
+  released at its queue before the next is judged.
+
+The engine evicts in this order only until the job fits, or nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cmp_to_key
+
+import numpy as np
+
+from solver.config import SchedulerConf
+from solver.features.devices.quota import shares_in_play
+from solver.features.proportion.mode import ProportionMode, settled_tree
+from solver.features.proportion.waterfill import MIN_RESOURCE
+from solver.features.queues import QueueTree
+from solver.features.queues.victims import victim_cmp
+from solver.problem import IntArray
+from solver.quantity import PODS
+from solver.snapshot import NONE, Snapshot, Workload, charged_queue
+
+__all__ = ["ProportionReclaim", "proportion_reclaim"]
+
+
+@dataclass
+class ProportionReclaim:
+    tree: QueueTree  # the call's, with deserved water-filled
+    mode: ProportionMode
+    snapshot: Snapshot
+    rows: IntArray  # [V] evictable snapshot rows charged to a queue of the tree
+    queue: list[str]  # [V] their queue
+
+    def may_reclaim(self, queue: str, request: dict[str, int]) -> str | None:
+        """None when `queue` may reclaim for `request`, else why not."""
+        q = self.tree.queues[queue]
+        if q.state != "Open":
+            return f"queue {queue} is {q.state}"
+        if self.mode.is_overused(self.tree, queue):
+            return f"queue {queue} is overused: it holds its deserved share on every resource"
+        return self.mode.gate(self.tree, queue, request, enqueue=False)
+
+    def order(self, reclaimer: str) -> list[int]:
+        """Victim indices (other queues only) in the victim order (module docstring)."""
+        running, rows = self.snapshot.running, self.rows
+
+        def before(a: int, b: int) -> int:
+            qa, qb = self.queue[a], self.queue[b]
+            if qa != qb:
+                return -self.mode.queue_cmp(self.tree, qa, qb)
+            return victim_cmp(running, int(rows[a]), int(rows[b]))
+
+        others = [v for v, q in enumerate(self.queue) if q != reclaimer]
+        return sorted(others, key=cmp_to_key(before))
+
+    def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
+        """The victims ReclaimableFn accepts, in order, each accepted one released."""
+        allocated = {name: dict(q.allocated) for name, q in self.tree.queues.items()}
+        running = self.snapshot.running
+        names = running.resources
+        requests = running.requests()
+        for i in self.order(reclaimer):
+            queue = self.queue[i]
+            deserved = self.mode.shares.get(queue, {})
+            held = allocated[queue]
+            if all(v <= deserved.get(r, 0.0) + MIN_RESOURCE for r, v in held.items() if r != PODS):
+                continue  # within its share: not a victim
+            row = int(self.rows[i])
+            use = self.mode.view(
+                {r: int(v) for r, v in zip(names, requests[row].tolist(), strict=False) if v}
+            )
+            for r, v in use.items():
+                held[r] = held.get(r, 0) - v
+            yield i
+
+
+def proportion_reclaim(
+    snapshot: Snapshot, conf: SchedulerConf, workload: Workload, rows: IntArray
+) -> ProportionReclaim | None:
+    """The call's planner over the evictable running rows `rows`; None without a valid
+    queue tree."""
+    settled = settled_tree(snapshot, workload, conf, gpu_milli=shares_in_play(snapshot, workload))
+    if settled is None:
+        return None
+    tree, mode = settled
+    queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)
+    names = snapshot.running.queue_names
+    keep = [
+        v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
+    ]
+    return ProportionReclaim(
+        tree,
+        mode,
+        snapshot,
+        rows[np.array(keep, dtype=np.int64)],
+        [names.value(int(queue_ids[v])) for v in keep],
+    )
