@@ -1,6 +1,8 @@
 """Volcano `proportion`, re-derived from the Queue specs and the pods.
 
 * No placed pod belongs to a job reported as not enqueued.
+* Every `reclaim` victim is of another queue than the reclaiming one, and its queue held
+  more than its deserved share when its last victim was taken (`ReclaimableFn`).
 * With `enabledAllocatable` (the default): at every queue receiving pods,
   allocated (its running pods, less the Decision's victims) + the placed pods' requests
   ≤ deserved, on each resource those pods request. deserved is upstream's weighted
@@ -21,6 +23,7 @@ from functools import partial
 import numpy as np
 
 from solver.config import Plugin
+from solver.decision import Victim
 from solver.model import GPU_MILLI, Pod, gpu_milli, in_gpu_milli
 from solver.verify._context import VerifyContext
 from solver.verify._queues import (
@@ -185,7 +188,9 @@ def proportion(ctx: VerifyContext) -> list[str]:
         if outcome is not None and not outcome.enqueued:
             problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
     plugin = ctx.conf.plugin(Plugin.PROPORTION)
-    if plugin is None or plugin.options.get("enabledAllocatable") is False or not placed:
+    allocatable = plugin is not None and plugin.options.get("enabledAllocatable") is not False
+    reclaimed = [v for v in ctx.decision.victims if v.cause == "reclaim"]
+    if not (allocatable and placed) and not reclaimed:
         return problems
     snapshot = ctx.snapshot
     gangs = {**snapshot.gangs, **ctx.workload.gangs}
@@ -198,14 +203,48 @@ def proportion(ctx: VerifyContext) -> list[str]:
     named = {q for q in queue_of.values() if q}
     with_jobs = (set(held) | set(asked) | named) & (set(snapshot.queues) | {"default"})
     deserved = _deserved(ctx, with_jobs, held, asked, milli)
-    freed = _evicted_use(ctx, False, False)
-    added = _requests(placed, queue_of, milli)
-    for name, extra in sorted(added.items()):
-        for r, v in sorted(extra.items()):
-            now = held.get(name, {}).get(r, 0) - freed.get(name, {}).get(r, 0)
-            limit = deserved.get(name, {}).get(r, 0.0)
-            if v and now + v > limit + 1e-6:
-                problems.append(
-                    f"queue {name}: {r} allocated {now} + placed {v} > deserved {float(limit):g}"
-                )
+    if allocatable:
+        freed = _evicted_use(ctx, False, False)
+        for name, extra in sorted(_requests(placed, queue_of, milli).items()):
+            for r, v in sorted(extra.items()):
+                now = held.get(name, {}).get(r, 0) - freed.get(name, {}).get(r, 0)
+                limit = deserved.get(name, {}).get(r, 0.0)
+                if v and now + v > limit + 1e-6:
+                    problems.append(
+                        f"queue {name}: {r} allocated {now} + placed {v} > deserved {limit:g}"
+                    )
+    problems.extend(_reclaimed_over_share(ctx, reclaimed, held, deserved))
+    return problems
+
+
+def _reclaimed_over_share(
+    ctx: VerifyContext,
+    reclaimed: list[Victim],
+    held: dict[str, Amounts],
+    deserved: dict[str, dict[str, float]],
+) -> list[str]:
+    """A reclaim victim's queue was above its deserved share when its last victim was taken:
+    its use less every other victim of it is still beyond deserved on some resource (0.1
+    tolerance, upstream's `LessEqual`), and the victim is not of the reclaiming queue."""
+    running = ctx.snapshot.running
+    taken: dict[str, list[Amounts]] = defaultdict(list)
+    problems = []
+    for victim in reclaimed:
+        row = running.find(victim.pod)
+        queue = _charged_queue(ctx, row) if row >= 0 else None
+        if queue is None or queue == victim.queue:
+            problems.append(f"{victim.pod}: reclaimed for queue {victim.queue} from its own queue")
+            continue
+        use = dict(zip(running.resources, running.requests()[row].tolist(), strict=False))
+        taken[queue].append(_plain(use))
+    for queue, uses in sorted(taken.items()):
+        mine, share = held.get(queue, {}), deserved.get(queue, {})
+        dims = set(mine) | {r for u in uses for r in u}
+        last = {r: max(u.get(r, 0) for u in uses) for r in dims}
+        left = {r: mine.get(r, 0) - sum(u.get(r, 0) for u in uses) + last[r] for r in dims}
+        if all(v <= share.get(r, 0.0) + 0.1 for r, v in left.items()):
+            problems.append(
+                f"queue {queue}: {len(uses)} pod(s) reclaimed although it was within its "
+                "deserved share"
+            )
     return problems

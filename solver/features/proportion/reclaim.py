@@ -13,7 +13,10 @@ queues above theirs.
   (`preemption.victims`: not protected, not terminating), while their queue's allocated
   — less the victims already taken from it — is not within its deserved share on every
   resource (upstream's `LessEqual` with its 0.1 tolerance); each victim's request is
-  released at its queue before the next is judged.
+  released at its queue before the next is judged. With the `gang` plugin (Volcano's
+  gang `ReclaimableFn`), a pod is a victim only while its job keeps more than its
+  minMember running pods after the earlier victims; a running pod without a PodGroup is a
+  job of one with minMember 1 (Volcano's shadow PodGroup), so it is never reclaimed there.
 
 The engine evicts in this order only until the job fits, or nothing at all.
 """
@@ -26,7 +29,7 @@ from functools import cmp_to_key
 
 import numpy as np
 
-from solver.config import SchedulerConf
+from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import shares_in_play
 from solver.features.proportion.mode import ProportionMode, settled_tree
 from solver.features.proportion.waterfill import MIN_RESOURCE
@@ -46,6 +49,7 @@ class ProportionReclaim:
     snapshot: Snapshot
     rows: IntArray  # [V] evictable snapshot rows charged to a queue of the tree
     queue: list[str]  # [V] their queue
+    gangs: bool = True  # the gang plugin's rule: never below a job's minMember
 
     def may_reclaim(self, queue: str, request: dict[str, int]) -> str | None:
         """None when `queue` may reclaim for `request`, else why not."""
@@ -72,7 +76,9 @@ class ProportionReclaim:
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
         """The victims ReclaimableFn accepts, in order, each accepted one released."""
         allocated = {name: dict(q.allocated) for name, q in self.tree.queues.items()}
-        running = self.snapshot.running
+        ready: dict[int, int] = {}  # gang id -> its running pods after the victims so far
+        snapshot = self.snapshot
+        running = snapshot.running
         names = running.resources
         requests = running.requests()
         for i in self.order(reclaimer):
@@ -82,6 +88,16 @@ class ProportionReclaim:
             if all(v <= deserved.get(r, 0.0) + MIN_RESOURCE for r, v in held.items() if r != PODS):
                 continue  # within its share: not a victim
             row = int(self.rows[i])
+            g = int(running.gang[row])
+            if self.gangs:
+                if g == NONE:
+                    continue  # a job of one: minMember 1
+                name = running.gang_name(g)
+                spec = snapshot.gangs.get(name)
+                left = ready.setdefault(g, snapshot.gang_running(name))
+                if left <= (spec.min_member if spec is not None else 1):
+                    continue
+                ready[g] = left - 1
             use = self.mode.view(
                 {r: int(v) for r, v in zip(names, requests[row].tolist(), strict=False) if v}
             )
@@ -110,4 +126,5 @@ def proportion_reclaim(
         snapshot,
         rows[np.array(keep, dtype=np.int64)],
         [names.value(int(queue_ids[v])) for v in keep],
+        gangs=conf.enabled(Plugin.GANG),
     )

@@ -23,6 +23,7 @@ CONF = SchedulerConf(
     actions=("enqueue", "allocate"),
     tiers=(TierConf(plugins=[PluginConf(name=n) for n in ("predicates", "gang", "proportion")]),),
 )
+RECLAIM = CONF.model_copy(update={"actions": ("enqueue", "allocate", "reclaim")})
 DIMS = ["cpu", "memory", GPU]
 amount = st.integers(0, 40)
 
@@ -97,16 +98,18 @@ def worlds(draw: st.DrawFn) -> ClusterModel:
     return model(*objects)
 
 
-@given(worlds(), st.sampled_from(["greedy", "cpsat"]))
+@given(worlds(), st.sampled_from(["greedy", "cpsat"]), st.sampled_from([CONF, RECLAIM]))
 @settings(max_examples=40, deadline=None)
-def test_every_decision_verified(cluster: ClusterModel, engine: str) -> None:
-    d = solve(cluster, CONF, engine=engine, workers=1, time_limit=20)
-    assert verify(cluster, CONF, d) == []
+def test_every_decision_verified(cluster: ClusterModel, engine: str, conf: SchedulerConf) -> None:
+    d = solve(cluster, conf, engine=engine, workers=1, time_limit=20)
+    assert verify(cluster, conf, d) == []
 
 
 @pytest.mark.slow
-@given(worlds(), st.sampled_from(["greedy", "cpsat"]))
+@given(worlds(), st.sampled_from(["greedy", "cpsat"]), st.sampled_from([CONF, RECLAIM]))
 @settings(max_examples=400, deadline=None)
-def test_every_decision_verified_long(cluster: ClusterModel, engine: str) -> None:
-    d = solve(cluster, CONF, engine=engine, workers=1, time_limit=20)
-    assert verify(cluster, CONF, d) == []
+def test_every_decision_verified_long(
+    cluster: ClusterModel, engine: str, conf: SchedulerConf
+) -> None:
+    d = solve(cluster, conf, engine=engine, workers=1, time_limit=20)
+    assert verify(cluster, conf, d) == []

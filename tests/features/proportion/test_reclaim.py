@@ -8,6 +8,7 @@ fits) and then reclaims.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -120,3 +121,19 @@ def test_reclaim(name: str, objects: list[dict[str, Any]], evicted: list[str], e
         assert v.cause == "reclaim"
     if evicted:
         assert decision.placements["c1/preemptor1"].nominated == "n1"  # waits for its victims
+
+
+def test_verify_refuses_a_victim_of_a_queue_within_its_share() -> None:
+    # The first case's plan, checked against the same cluster where q1 is guaranteed its
+    # 3 cpus and 3Gi: q1 then deserves all it holds, so nothing of it may be reclaimed; and
+    # a victim of the reclaiming queue itself is never a reclaim.
+    _, objects, _ = CASES[0]
+    cluster = model(*priority_classes(), *objects)
+    decision = schedule(cluster, CONF, engine="greedy")
+    kept = queue("q1", weight=1, guarantee={"cpu": "3", "memory": "3Gi"})
+    heavy = [kept if o.get("kind") == "Queue" and o["metadata"]["name"] == "q1" else o
+             for o in objects]  # fmt: skip
+    problems = verify(model(*priority_classes(), *heavy), CONF, decision)
+    assert "queue q1: 1 pod(s) reclaimed although it was within its deserved share" in problems
+    own = replace(decision, victims=tuple(replace(v, queue="q1") for v in decision.victims))
+    assert "c1/preemptee2: reclaimed for queue q1 from its own queue" in verify(cluster, CONF, own)
