@@ -66,6 +66,7 @@ class Plugin(StrEnum):
     NETWORK_TOPOLOGY_AWARE = "network-topology-aware"
     DEVICESHARE = "deviceshare"
     PROPORTION = "proportion"
+    DRF = "drf"
 
 
 BUILTIN_PLUGINS: tuple[Plugin, ...] = (
@@ -87,17 +88,19 @@ OPTIONAL_PLUGINS = (
     Plugin.NETWORK_TOPOLOGY_AWARE,
     Plugin.DEVICESHARE,
     Plugin.PROPORTION,
+    Plugin.DRF,
 )
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
 HyperNode scores) acts only when listed, as in Volcano's default conf, which lacks it;
 deviceshare's arguments choose how GPU shares pick devices (the device model itself is
 always on); proportion (queues share the cluster by weight) replaces capacity's quotas, as
-in Volcano's own default conf, so it acts only when listed and never beside capacity."""
+in Volcano's own default conf, so it acts only when listed and never beside capacity; drf
+orders jobs by dominant share when listed."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
-        "priority", "conformance", "drf", "overcommit", "sla", "tdm", "numaaware",
+        "priority", "conformance", "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
         "cdp", "resourcequota",
     }
@@ -266,6 +269,21 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
             field="tiers",
         )
     notes = []
+    drf = conf.plugin(Plugin.DRF)
+    if drf is not None and drf.options.get("enableHierarchy") is True:
+        notes.append(
+            f"{source}: drf: enableHierarchy (hierarchical DRF) is not implemented yet; jobs "
+            "are ordered by their own dominant share"
+        )
+    if (
+        drf is not None
+        and "preempt" in conf.actions
+        and drf.options.get("enablePreemptable") is not False
+    ):
+        notes.append(
+            f"{source}: drf: its preemption rule (victims only from jobs whose dominant share "
+            "stays above the preemptor's) is not applied; preemption follows priority"
+        )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):
             if plugin.name in BUILTIN_PLUGINS or plugin.name in OPTIONAL_PLUGINS:

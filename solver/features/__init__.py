@@ -7,6 +7,7 @@
                   Volcano HyperNodes, the Workload API's topology constraint
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
     proportion/   Volcano `proportion`: queues share the cluster by weight (deserved water-filled)
+    drf/          Volcano `drf`: jobs in dominant-share order (before the queues order units)
     nodegroup/    Volcano queue <-> node-group affinity
     cards/        Volcano GPU card types and their quotas (`capacity-card`)
     devices/      GPU devices shared by fractional pods (always on)
@@ -34,6 +35,7 @@ from solver.features import (
     binpack,
     cards,
     devices,
+    drf,
     gang,
     interpod,
     nodegroup,
@@ -53,6 +55,7 @@ FEATURES: tuple[Feature, ...] = (
     predicates.FEATURE,
     interpod.FEATURE,
     topology.FEATURE,
+    drf.FEATURE,
     queues.FEATURE,
     proportion.FEATURE,
     nodegroup.FEATURE,

@@ -51,6 +51,9 @@ class GangPlan:
         return out
 
 
+UnitKey = tuple[int, bool, float, str, str]
+
+
 @dataclass
 class CompileContext:
     """One call's compile state: inputs (read-only) and what features add."""
@@ -73,6 +76,8 @@ class CompileContext:
     blocked: dict[int, str] = field(default_factory=dict)  # gang -> why (first wins)
     not_enqueued: dict[int, str] = field(default_factory=dict)  # gang -> which quota said no
     unit_order: list[int] | None = None
+    unit_share: list[float] = field(default_factory=list)  # [U] a fair-share plugin's rank
+    #   of the unit inside its queue (lower first; `drf`: its dominant share); [] = none
     unit_sort_key: dict[int, Callable[[Pod], Any]] = field(default_factory=dict)  # unit ->
     #   the order of its pods (default: pod key), e.g. Koordinator's network-topology-index
     blocks: list[Block] = field(default_factory=list)
@@ -113,15 +118,22 @@ class CompileContext:
             out.setdefault(gang, []).append(t)
         return out
 
-    def unit_key(self, u: int) -> tuple[int, bool, str, str]:
-        """Job order inside a queue: priority ↓, nominated first, creation ↑, id (stable
-        tie-break). A nominated unit goes before the others of its priority: the room its
-        victims freed is its own (kube-scheduler holds it for nominated pods against pods of
-        no higher priority; in one call the nominated pods are placed, so they go first)."""
+    def unit_key(self, u: int) -> UnitKey:
+        """Job order inside a queue, one sort key:
+
+        1. priority higher first;
+        2. a nominated unit first: the room its victims freed is its own (kube-scheduler
+           holds it for nominated pods against pods of no higher priority; in one call the
+           nominated pods are placed, so they go first);
+        3. the lower fair share first (`unit_share`: `drf`'s dominant share; 0 without);
+        4. creation earlier first;
+        5. id (the stable tie-break).
+        """
         nominated = bool(self.unit_nominated and self.unit_nominated[u])
         return (
             -int(self.unit_priority[u]),
             not nominated,
+            self.unit_share[u] if self.unit_share else 0.0,
             self.unit_created[u],
             self.gangs.unit_ids[u],
         )

@@ -9,8 +9,8 @@ Units (gang groups) are ordered by their queue first, then as jobs:
 4. there, the child with a deserved share before one without;
 5. queue name, ascending;
 6. then, inside one queue (or without queues): job priority higher first, a job with a
-   nominated pod first (after a preemption), earlier PodGroup creationTimestamp first,
-   GangGroup id (the stable tie-break).
+   nominated pod first (after a preemption), the lower `drf` dominant share first (when
+   listed), earlier PodGroup creationTimestamp first, GangGroup id (the stable tie-break).
 
 Shares are those at the start of the cycle (Volcano re-sorts after every job).
 """
@@ -50,7 +50,7 @@ def capacity_cmp(tree: QueueTree, a: str, b: str) -> int:
 def queue_order(
     tree: QueueTree,
     unit_queue: Sequence[str | None],
-    unit_key: Callable[[int], tuple[int, bool, str, str]],
+    unit_key: Callable[[int], tuple[int, bool, float, str, str]],
     queue_cmp: Callable[[QueueTree, str, str], int] = capacity_cmp,
 ) -> list[int]:
     """Unit indices in Volcano's order (see the module docstring); `queue_cmp` replaces

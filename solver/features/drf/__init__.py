@@ -1,0 +1,63 @@
+"""Volcano's `drf` plugin: jobs in dominant-share order (`drf.go`, `JobOrderFn`).
+
+A job's dominant share is the largest, over the cluster's resources, of what its running
+pods use divided by the cluster's allocatable (`calculateShare`; `pods` is not a resource
+here). Inside a queue, jobs of one priority go lower share first (`CompileContext.unit_key`
+criterion 3); a gang group's share is that of its gangs' running pods together. As for the
+queue order, shares are those at the start of the cycle (Volcano updates a job's share
+after each of its tasks is allocated).
+
+Not acted on, with a note: hierarchical DRF (`enableHierarchy`) and drf's preemption rule
+(victims only from jobs whose dominant share stays above the preemptor's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.config import Plugin
+from solver.features._base import CompileContext, Feature
+from solver.quantity import PODS
+from solver.snapshot import Snapshot
+
+__all__ = ["FEATURE", "dominant_shares"]
+
+
+def _total(snapshot: Snapshot) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for node in snapshot.nodes.nodes:
+        for r, v in node.allocatable.items():
+            if r != PODS:
+                out[r] = out.get(r, 0) + v
+    return out
+
+
+def dominant_shares(snapshot: Snapshot, gang_ids: list[list[str]]) -> list[float]:
+    """Per group of gangs, the dominant share of their running pods together."""
+    total = snapshot.nodes.memo(("drf", "total"), lambda: _total(snapshot))
+    names = snapshot.running.resources
+    usage = snapshot.usage.gang_requests
+    cols = [i for i, r in enumerate(names) if total.get(r, 0) > 0]
+    if not cols:
+        return [0.0] * len(gang_ids)
+    capacity = np.array([total[names[i]] for i in cols], dtype=np.float64)
+    out = []
+    for gangs in gang_ids:
+        rows = [g for gid in gangs if 0 <= (g := snapshot.running.gang_id(gid)) < usage.shape[0]]
+        if not rows:
+            out.append(0.0)
+            continue
+        used = usage[np.array(rows)][:, cols].sum(axis=0)
+        out.append(float((used / capacity).max()))
+    return out
+
+
+def _compile(ctx: CompileContext) -> None:
+    plan = ctx.gangs
+    groups: list[list[str]] = [[] for _ in plan.unit_ids]
+    for g, u in enumerate(plan.unit):
+        groups[u].append(plan.gang_ids[g])
+    ctx.unit_share = dominant_shares(ctx.snapshot, groups)
+
+
+FEATURE = Feature(name="drf", plugins=(Plugin.DRF,), compile=_compile)
