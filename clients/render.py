@@ -82,6 +82,16 @@ def schedule_table(decision: Decision, console: Console) -> None:
         for key, g in decision.podgroups.items():
             groups.add_row(key, "[green]yes[/green]" if g.placed else "[red]no[/red]", g.reason)
         console.print(groups)
+    if decision.queues:
+        queues = Table(title="Queues (limit: deserved under proportion, else realCapability)")
+        for column in ("queue", "limit", "held", "placed", "share"):
+            queues.add_column(column, overflow="fold")
+        for q in decision.queues:
+            share = f"{q.share():.2f} → {q.share(after=True):.2f}" if q.limit else "-"
+            queues.add_row(
+                q.queue, amounts(q.limit), amounts(q.allocated), amounts(q.placed), share
+            )
+        console.print(queues)
     placed = sum(1 for p in decision.placements.values() if p.node)
     console.print(
         f"engine [bold]{decision.engine}[/bold]  status {decision.status}  "

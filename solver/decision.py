@@ -16,6 +16,7 @@ __all__ = [
     "KueueTopologyAssignment",
     "Placement",
     "Preemption",
+    "QueueUse",
     "Victim",
 ]
 
@@ -69,6 +70,37 @@ class Victim:
 
 
 @dataclass(frozen=True)
+class QueueUse:
+    """One queue's quota in an answer: the allocate gate's limit on each resource it limits
+    (deserved under `proportion`, realCapability under `capacity` / `capacity-card`), what
+    its running pods held at the start of the call, and what the answer places in it."""
+
+    queue: str
+    limit: dict[str, int]
+    allocated: dict[str, int]
+    placed: dict[str, int]
+
+    def share(self, after: bool = False) -> float:
+        """The largest (allocated [+ placed]) / limit over the limited resources; 0 without."""
+        ratios = [
+            (self.allocated.get(r, 0) + (self.placed.get(r, 0) if after else 0)) / v
+            for r, v in self.limit.items()
+            if v > 0
+        ]
+        return max(ratios, default=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "limit": dict(self.limit),
+            "allocated": dict(self.allocated),
+            "placed": dict(self.placed),
+            "shareBefore": round(self.share(), 6),
+            "shareAfter": round(self.share(after=True), 6),
+        }
+
+
+@dataclass(frozen=True)
 class Decision:
     placements: dict[str, Placement]
     podgroups: dict[str, GroupOutcome]
@@ -83,6 +115,7 @@ class Decision:
     stats: dict[str, float | int] = field(default_factory=dict)
     minimized: tuple[str, ...] = ()  # the fewer-is-better tiers (the others: higher is better)
     topology_assignments: tuple[KueueTopologyAssignment, ...] = ()  # Kueue TAS pod sets
+    queues: tuple[QueueUse, ...] = ()  # the queues of the call's jobs (a quota plugin on)
 
     @property
     def gap(self) -> float | None:
@@ -102,36 +135,47 @@ class Decision:
         return {k: p.node for k, p in self.placements.items() if p.node is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "placements": {
-                k: {"node": p.node, "card": p.card, "nominated": p.nominated, "reason": p.reason}
-                | ({"devices": list(p.devices)} if p.devices else {})
-                | ({"annotations": dict(p.annotations)} if p.annotations else {})
-                for k, p in self.placements.items()
-            },
-            "podgroups": {
-                k: {"enqueued": g.enqueued, "placed": g.placed, "reason": g.reason}
-                for k, g in self.podgroups.items()
-            },
-            "victims": [
-                {"pod": v.pod, "node": v.node, "message": v.message, "cause": v.cause}
-                | ({"queue": v.queue} if v.queue else {})
-                for v in self.victims
-            ],
-            "engine": self.engine,
-            "status": self.status,
-            "objective": self.objective,
-            "tiers": dict(self.tiers),
-            "bound": self.bound,
-            "gap": self.gap,
-            "seconds": round(self.seconds, 6),
-            "stats": {k: round(v, 6) if isinstance(v, float) else v for k, v in self.stats.items()},
-            "notes": list(self.notes),
-            "patches": self.patches(),
-        } | (
-            {"topologyAssignments": [a.to_dict() for a in self.topology_assignments]}
-            if self.topology_assignments
-            else {}
+        return (
+            {
+                "placements": {
+                    k: {
+                        "node": p.node,
+                        "card": p.card,
+                        "nominated": p.nominated,
+                        "reason": p.reason,
+                    }
+                    | ({"devices": list(p.devices)} if p.devices else {})
+                    | ({"annotations": dict(p.annotations)} if p.annotations else {})
+                    for k, p in self.placements.items()
+                },
+                "podgroups": {
+                    k: {"enqueued": g.enqueued, "placed": g.placed, "reason": g.reason}
+                    for k, g in self.podgroups.items()
+                },
+                "victims": [
+                    {"pod": v.pod, "node": v.node, "message": v.message, "cause": v.cause}
+                    | ({"queue": v.queue} if v.queue else {})
+                    for v in self.victims
+                ],
+                "engine": self.engine,
+                "status": self.status,
+                "objective": self.objective,
+                "tiers": dict(self.tiers),
+                "bound": self.bound,
+                "gap": self.gap,
+                "seconds": round(self.seconds, 6),
+                "stats": {
+                    k: round(v, 6) if isinstance(v, float) else v for k, v in self.stats.items()
+                },
+                "notes": list(self.notes),
+                "patches": self.patches(),
+            }
+            | (
+                {"topologyAssignments": [a.to_dict() for a in self.topology_assignments]}
+                if self.topology_assignments
+                else {}
+            )
+            | ({"queues": [q.to_dict() for q in self.queues]} if self.queues else {})
         )
 
     def patches(self) -> list[dict[str, Any]]:

@@ -659,6 +659,108 @@ class KueueTopologyAssignment(_message.Message):
 Global___KueueTopologyAssignment: _TypeAlias = KueueTopologyAssignment  # noqa: Y015
 
 @_typing.final
+class QueueUse(_message.Message):
+    """One queue's quota in an answer (a quota plugin on: capacity, capacity-card, proportion)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LimitEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class AllocatedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class PlacedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    ALLOCATED_FIELD_NUMBER: _builtins.int
+    PLACED_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """The queue's name."""
+    @_builtins.property
+    def limit(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """The allocate gate's limit per resource it limits: the queue's deserved share under
+        proportion, its realCapability under capacity and capacity-card.
+        """
+
+    @_builtins.property
+    def allocated(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """What its running pods held at the start of the call."""
+
+    @_builtins.property
+    def placed(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """What this answer places in it."""
+
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+        limit: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        allocated: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        placed: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "limit", b"limit", "placed", b"placed", "queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueUse: _TypeAlias = QueueUse  # noqa: Y015
+
+@_typing.final
 class Decision(_message.Message):
     """The answer: the same content as `gangplan schedule -o json`."""
 
@@ -718,6 +820,7 @@ class Decision(_message.Message):
     STATS_FIELD_NUMBER: _builtins.int
     OBJECTIVE_TIERS_FIELD_NUMBER: _builtins.int
     TOPOLOGY_ASSIGNMENTS_FIELD_NUMBER: _builtins.int
+    QUEUES_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """The engine that produced the answer."""
     status: _builtins.str
@@ -765,6 +868,10 @@ class Decision(_message.Message):
     def topology_assignments(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueTopologyAssignment]:
         """Kueue TAS pod sets placed: their TopologyAssignment."""
 
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueUse]:
+        """The queues on the paths of the call's jobs: limit, held and placed."""
+
     def __init__(
         self,
         *,
@@ -782,10 +889,11 @@ class Decision(_message.Message):
         stats: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         objective_tiers: _abc.Iterable[Global___ObjectiveTier] | None = ...,
         topology_assignments: _abc.Iterable[Global___KueueTopologyAssignment] | None = ...,
+        queues: _abc.Iterable[Global___QueueUse] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "gap", b"gap", "objective", b"objective"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015

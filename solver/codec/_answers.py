@@ -25,7 +25,7 @@ from solver.codec._hypernode import (
 )
 from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
-from solver.decision import Decision, GroupOutcome, Placement, Victim
+from solver.decision import Decision, GroupOutcome, Placement, QueueUse, Victim
 from solver.model import (
     ClusterModel,
     JobAffinityError,
@@ -67,6 +67,10 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
             for name, value in decision.tiers.items()
         ],
         topology_assignments=assignments_to_proto(decision.topology_assignments),
+        queues=[
+            spb.QueueUse(queue=q.queue, limit=q.limit, allocated=q.allocated, placed=q.placed)
+            for q in decision.queues
+        ],
         solve_seconds=decision.seconds,
         notes=list(decision.notes),
         stats={k: float(v) for k, v in decision.stats.items()},
@@ -308,6 +312,15 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
         tiers={t.name: t.value for t in msg.objective_tiers} or dict(msg.tiers),
         minimized=tuple(t.name for t in msg.objective_tiers if not t.maximize),
         topology_assignments=assignments_from_proto(list(msg.topology_assignments)),
+        queues=tuple(
+            QueueUse(
+                queue=q.queue,
+                limit=dict(q.limit),
+                allocated=dict(q.allocated),
+                placed=dict(q.placed),
+            )
+            for q in msg.queues
+        ),
         seconds=msg.solve_seconds,
         victims=tuple(
             Victim(

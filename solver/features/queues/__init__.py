@@ -9,6 +9,8 @@
     greedy.py      the quota ledger and fill of the greedy engine
     cpsat.py       the CP-SAT quota rows
     validation.py  `gangplan queues validate`: Volcano's queue admission webhook
+    victims.py     the in-queue order of reclaim victims (capacity and proportion)
+    report.py      the queues' part of the Decision: limit, held, placed per queue
 
 Which queue a job is in: the Volcano PodGroup's `spec.queue` (default `default`), else the
 pod annotation `scheduling.volcano.sh/queue-name` (`solver.model.job_queue`); jobs of other
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
-from solver.features._steps import CpsatSteps, GreedySteps
+from solver.features._steps import CpsatSteps, DecideSteps, GreedySteps
 from solver.features.devices.quota import shares_in_play
 from solver.features.queues import cpsat
 from solver.features.queues.block import QuotaBlock
 from solver.features.queues.compile import compile_quotas
 from solver.features.queues.greedy import QuotaLedger, fill_within_quota
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
+from solver.features.queues.report import queue_uses
 from solver.features.queues.tree import ROOT, QueueInfo, QueueTree, sum_resources
 from solver.features.queues.validation import DEFAULT_MAX_DEPTH, QueueVerdict, validate_queues
 
@@ -59,4 +62,5 @@ FEATURE = Feature(
     compile=_compile,
     greedy=GreedySteps(ledger=QuotaLedger.of),  # the cards' quotas too (a QuotaBlock)
     cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
+    decide=DecideSteps(decision=queue_uses),  # every quota plugin's QuotaBlock
 )

@@ -37,6 +37,10 @@ class QuotaBlock(Block):
     #   [T] how much of that dimension one pod uses
     type_node_dim: Rows[np.int64] | None = None  # [T, N] the dimension a pod of type t uses
     #   on node n; -1 = none (such nodes are not eligible for it)
+    limit: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    #   [Q, D] the allocate gate's limit (UNLIMITED = none); headroom = max(0, limit − allocated)
+    allocated: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    #   [Q, D] what the queue's running pods hold at the start of the call (reported only)
 
     @property
     def finite(self) -> np.ndarray:

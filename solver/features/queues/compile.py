@@ -18,7 +18,7 @@ from solver.features.queues.block import QuotaBlock
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
 from solver.features.queues.order import queue_order
 from solver.features.queues.tree import QueueTree, job_queue
-from solver.quantity import PODS, UNLIMITED, sub_limit
+from solver.quantity import PODS, UNLIMITED
 
 __all__ = ["compile_quotas"]
 
@@ -69,21 +69,25 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
     else:
         type_queues = [() for _ in ctx.type_gang]
     quota: TypeQuota = mode.type_quota(ctx, tree)
-    headroom = np.array(
+    shape = (len(queue_names), len(quota.dims))
+    limit = np.array(
         [
             [
-                UNLIMITED
-                if r == PODS or tree is None
-                else max(
-                    0,
-                    sub_limit(mode.allocate_limit(tree, q, r), tree.queues[q].allocated.get(r, 0)),
-                )
+                UNLIMITED if r == PODS or tree is None else mode.allocate_limit(tree, q, r)
                 for r in quota.dims
             ]
             for q in queue_names
         ],
         dtype=np.int64,
-    ).reshape(len(queue_names), len(quota.dims))
+    ).reshape(shape)
+    allocated = np.array(
+        [
+            [0 if tree is None else tree.queues[q].allocated.get(r, 0) for r in quota.dims]
+            for q in queue_names
+        ],
+        dtype=np.int64,
+    ).reshape(shape)
+    headroom = np.where(limit >= UNLIMITED, UNLIMITED, np.maximum(limit - allocated, 0))
     ctx.add_block(
         QuotaBlock(
             queue_names=tuple(queue_names),
@@ -95,6 +99,8 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             type_node_dims=quota.node_dims,
             type_node_dim_count=quota.node_dim_count,
             type_node_dim=quota.node_dim,
+            limit=limit,
+            allocated=allocated,
         )
     )
     return tree

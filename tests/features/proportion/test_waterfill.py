@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from solver import SchedulerConf, schedule, solve, verify
+from solver.codec import decision_from_proto, decision_to_proto
 from solver.config import PluginConf, TierConf
 from solver.features.proportion import Claim, share, water_fill
 from solver.features.proportion.waterfill import floor_limit
@@ -171,3 +172,18 @@ def test_gpu_shares_count_in_milli_gpus() -> None:
         d = solve(cluster, conf(), engine=engine, workers=1)
         assert verify(cluster, conf(), d) == []
         assert len(d.placed) == len(schedule(cluster, None, engine="greedy").placed) == 5
+
+
+def test_the_answer_reports_each_queues_share_and_it_travels() -> None:
+    # The weighted split above, as the Decision reports it (CLI json/table, gRPC, clients):
+    # each queue's limit (its deserved share), what it held and what was placed.
+    objs = [*NODES, queue("a", weight=1), queue("b", weight=3), *jobs("a", "a", 8, 2),
+            *jobs("b", "b", 8, 2)]  # fmt: skip
+    d = schedule(model(*objs), conf(), engine="greedy")
+    uses = {q.queue: q for q in d.queues}
+    assert uses["a"].limit[GPU] == 4 and uses["a"].placed[GPU] == 4
+    assert uses["b"].limit[GPU] == 12 and uses["b"].placed[GPU] == 12
+    assert uses["a"].share() == 0 and uses["a"].share(after=True) == 1.0
+    assert d.to_dict()["queues"][0]["shareAfter"] == 1.0
+    back = decision_from_proto(decision_to_proto(d))
+    assert back.queues == d.queues
