@@ -67,6 +67,8 @@ class Plugin(StrEnum):
     DEVICESHARE = "deviceshare"
     PROPORTION = "proportion"
     DRF = "drf"
+    CONFORMANCE = "conformance"
+    PRIORITY = "priority"
 
 
 BUILTIN_PLUGINS: tuple[Plugin, ...] = (
@@ -89,6 +91,8 @@ OPTIONAL_PLUGINS = (
     Plugin.DEVICESHARE,
     Plugin.PROPORTION,
     Plugin.DRF,
+    Plugin.CONFORMANCE,
+    Plugin.PRIORITY,
 )
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
@@ -96,11 +100,13 @@ HyperNode scores) acts only when listed, as in Volcano's default conf, which lac
 deviceshare's arguments choose how GPU shares pick devices (the device model itself is
 always on); proportion (queues share the cluster by weight) replaces capacity's quotas, as
 in Volcano's own default conf, so it acts only when listed and never beside capacity; drf
-orders jobs by dominant share when listed."""
+orders jobs by dominant share when listed; conformance keeps system pods (a system
+PriorityClass, or `kube-system`) from being victims; priority is recognised: gangplan orders
+jobs and tasks by priority and preempts by it whether or not a conf lists it."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
-        "priority", "conformance", "overcommit", "sla", "tdm", "numaaware",
+        "overcommit", "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
         "cdp", "resourcequota",
     }

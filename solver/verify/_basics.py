@@ -34,8 +34,11 @@ def outcomes(ctx: VerifyContext) -> list[str]:
 
 def victims(ctx: VerifyContext) -> list[str]:
     """Victims are running pods on their node, not protected, with the DisruptionTarget
-    message; a preemption's victims have lower priority than the pods placed or nominated."""
+    message; a preemption's victims have lower priority than the pods placed or nominated;
+    with `conformance`, no victim has a system priority (≥ 2,000,000,000: the two system
+    PriorityClasses) or runs in `kube-system`."""
     problems = []
+    conformance = ctx.conf.enabled("conformance")
     running = ctx.snapshot.running
     top = max((p.priority for pods in ctx.new_on.values() for p in pods), default=None)
     for victim in ctx.decision.victims:
@@ -47,6 +50,8 @@ def victims(ctx: VerifyContext) -> list[str]:
         if any(labels.get(k) == v or annotations.get(k) == v for k, v in PROTECTING):
             problems.append(f"victim {victim.pod}: labelled as not preemptible")
         priority = int(running.priority[row])
+        if conformance and (priority >= 2_000_000_000 or victim.pod.startswith("kube-system/")):
+            problems.append(f"victim {victim.pod}: a system pod (conformance protects it)")
         if victim.cause == "preemption" and (top is None or priority >= top):
             problems.append(
                 f"victim {victim.pod}: priority {priority} is not below the preemptor's"

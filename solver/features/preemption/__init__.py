@@ -256,7 +256,7 @@ def run_preemption(
 ) -> tuple[Preemption, float]:
     """The Decision's preemption part: victims with their DisruptionTarget message and cause,
     each member's nominated node, and why preemption did not help the rest."""
-    pre = compile_preemption(snapshot, workload, problem)
+    pre = compile_preemption(snapshot, workload, problem, critical=conf.enabled(Plugin.CONFORMANCE))
     planner = reclaim_planner(snapshot, conf, workload)
     outcome = preempt(
         problem, pre, pod_node, exact=exact, workers=workers, seed=seed, deadline=deadline,

@@ -222,7 +222,8 @@ def reclaim_planner(
     if "reclaim" not in conf.actions:
         return None
     if conf.enabled(Plugin.PROPORTION):
-        return proportion_reclaim(snapshot, conf, workload, evictable(snapshot))
+        rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
+        return proportion_reclaim(snapshot, conf, workload, rows)
     if not conf.enabled(Plugin.CAPACITY):
         return None
     tree = build_queue_tree(snapshot, QuotaMode(conf))
@@ -230,7 +231,7 @@ def reclaim_planner(
         return None
     level = conf.arguments(Plugin.CAPACITY).get("ancestorReclaimLevel", 0)
     level = level if isinstance(level, int) and not isinstance(level, bool) and level > 0 else 0
-    rows = evictable(snapshot)
+    rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
     queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)
     names = snapshot.running.queue_names
     keep = [

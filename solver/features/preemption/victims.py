@@ -29,6 +29,7 @@ from solver.snapshot import NONE, PREEMPTED, TERMINATING, Fact, Snapshot, Worklo
 __all__ = [
     "JOB_FACT",
     "PROTECTED_FACT",
+    "SYSTEM_CRITICAL",
     "PreemptionInput",
     "compile_preemption",
     "preemption_enabled",
@@ -57,8 +58,17 @@ def preemption_enabled(conf: SchedulerConf, flag: bool) -> bool:
     return flag or "preempt" in conf.actions or "reclaim" in conf.actions
 
 
-def evictable(snapshot: Snapshot) -> IntArray:
-    """Live rows that may be evicted at all: not protected, not terminating (memoised)."""
+SYSTEM_CRITICAL = 2_000_000_000
+"""The priority of `system-cluster-critical` (`system-node-critical` is 2,000,001,000);
+Kubernetes allows user PriorityClasses up to 1,000,000,000 only, so a priority at or above
+this is exactly a pod of one of the two system classes."""
+SYSTEM_NAMESPACE = "kube-system"
+
+
+def evictable(snapshot: Snapshot, critical: bool = False) -> IntArray:
+    """Live rows that may be evicted at all: not protected, not terminating (memoised per
+    generation). `critical` (Volcano's `conformance` plugin): neither a pod of a system
+    PriorityClass nor one in `kube-system`."""
 
     def compute() -> IntArray:
         running = snapshot.running
@@ -68,11 +78,16 @@ def evictable(snapshot: Snapshot) -> IntArray:
             & ((running.flags & TERMINATING) == 0)
             & (running.node >= 0)
         )
+        if critical:
+            ok &= running.priority < SYSTEM_CRITICAL
+            system = running.namespace_names.get(SYSTEM_NAMESPACE)
+            if system >= 0:
+                ok &= running.namespace != system
         rows = np.flatnonzero(ok)
         rows.flags.writeable = False
         return rows
 
-    return snapshot.memo(("preemption", "evictable"), compute)
+    return snapshot.memo(("preemption", "evictable", critical), compute)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,9 +163,9 @@ class _Jobs:
         return snapshot.running.key(int(self.rows[self.firsts[j]]))
 
 
-def _jobs(snapshot: Snapshot) -> _Jobs:
+def _jobs(snapshot: Snapshot, critical: bool) -> _Jobs:
     running = snapshot.running
-    rows = evictable(snapshot)
+    rows = evictable(snapshot, critical)
     node_of = running.node[rows].astype(np.int64)
     priority = running.priority[rows].astype(np.int64)
     # job identity: the job label, else the named gang, else the pod itself
@@ -208,8 +223,12 @@ def _jobs(snapshot: Snapshot) -> _Jobs:
     )  # fmt: skip
 
 
-def compile_preemption(snapshot: Snapshot, workload: Workload, problem: Problem) -> PreemptionInput:
-    jobs = snapshot.memo(("preemption", "jobs"), lambda: _jobs(snapshot))
+def compile_preemption(
+    snapshot: Snapshot, workload: Workload, problem: Problem, *, critical: bool = False
+) -> PreemptionInput:
+    """The call's potential victims (`critical`: the conformance plugin protects system
+    pods, `evictable`)."""
+    jobs = snapshot.memo(("preemption", "jobs", critical), lambda: _jobs(snapshot, critical))
     demand = snapshot.running.requests(problem.resources)[jobs.rows]
     scheduler: dict[str, str] = {}
     trigger: dict[str, tuple[str, str]] = {}
