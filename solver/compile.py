@@ -146,6 +146,13 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
         unit_created=unit_created,
         unit_nominated=unit_nominated,
     )
+    ctx.enqueue_gates = [
+        gate
+        for feature in FEATURES
+        if feature.enqueue is not None
+        and feature.enabled(conf)
+        and (gate := feature.enqueue(ctx)) is not None
+    ]
     for feature in FEATURES:
         if feature.enabled(conf):
             feature.compile(ctx)

@@ -69,6 +69,7 @@ class Plugin(StrEnum):
     DRF = "drf"
     CONFORMANCE = "conformance"
     PRIORITY = "priority"
+    OVERCOMMIT = "overcommit"
 
 
 BUILTIN_PLUGINS: tuple[Plugin, ...] = (
@@ -93,6 +94,7 @@ OPTIONAL_PLUGINS = (
     Plugin.DRF,
     Plugin.CONFORMANCE,
     Plugin.PRIORITY,
+    Plugin.OVERCOMMIT,
 )
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
@@ -102,11 +104,12 @@ always on); proportion (queues share the cluster by weight) replaces capacity's 
 in Volcano's own default conf, so it acts only when listed and never beside capacity; drf
 orders jobs by dominant share when listed; conformance keeps system pods (a system
 PriorityClass, or `kube-system`) from being victims; priority is recognised: gangplan orders
-jobs and tasks by priority and preempts by it whether or not a conf lists it."""
+jobs and tasks by priority and preempts by it whether or not a conf lists it; overcommit
+admits jobs only while the cluster, overcommitted by its factor, has room for them."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
-        "overcommit", "sla", "tdm", "numaaware",
+        "sla", "tdm", "numaaware",
         "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
         "cdp", "resourcequota",
     }

@@ -8,6 +8,7 @@
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
     proportion/   Volcano `proportion`: queues share the cluster by weight (deserved water-filled)
     drf/          Volcano `drf`: jobs in dominant-share order (before the queues order units)
+    overcommit/   Volcano `overcommit`: a cluster-wide enqueue rule (overcommit-factor)
     nodegroup/    Volcano queue <-> node-group affinity
     cards/        Volcano GPU card types and their quotas (`capacity-card`)
     devices/      GPU devices shared by fractional pods (always on)
@@ -40,6 +41,7 @@ from solver.features import (
     interpod,
     nodegroup,
     nodeorder,
+    overcommit,
     predicates,
     preemption,
     proportion,
@@ -58,6 +60,7 @@ FEATURES: tuple[Feature, ...] = (
     drf.FEATURE,
     queues.FEATURE,
     proportion.FEATURE,
+    overcommit.FEATURE,
     nodegroup.FEATURE,
     cards.FEATURE,
     devices.FEATURE,

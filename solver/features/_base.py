@@ -16,17 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._steps import AfterSteps, CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
-from solver.model import Pod
+from solver.model import Gang, Pod
 from solver.problem import Block, BoolArray, FloatArray, IntArray
 from solver.snapshot import Fact, NodeTable, Snapshot, Workload
 
-__all__ = ["CompileContext", "Feature", "GangPlan", "combine_filters"]
+__all__ = ["CompileContext", "EnqueueGate", "Feature", "GangPlan", "combine_filters"]
 
 T = TypeVar("T")
 
@@ -54,6 +54,20 @@ class GangPlan:
 UnitKey = tuple[int, bool, float, str, str]
 
 
+class EnqueueGate(Protocol):
+    """A cluster-wide rule of the `enqueue` action (Volcano's `JobEnqueueableFn` of a
+    plugin that is not a queue's quota): asked for each job in queue order after the quota
+    plugin's own gate; a job every gate permits is admitted by all of them."""
+
+    walked: bool  # a quota plugin's enqueue walk asked it (else its feature walks alone)
+
+    def refuse(self, gang: Gang, pods: Sequence[Pod]) -> str | None:
+        """Why the job may not enter now; None when this rule permits it."""
+
+    def admit(self, gang: Gang, pods: Sequence[Pod]) -> None:
+        """The job entered: count it (`JobEnqueuedFn`)."""
+
+
 @dataclass
 class CompileContext:
     """One call's compile state: inputs (read-only) and what features add."""
@@ -75,6 +89,8 @@ class CompileContext:
     reason_texts: list[str] = field(default_factory=lambda: [""])
     blocked: dict[int, str] = field(default_factory=dict)  # gang -> why (first wins)
     not_enqueued: dict[int, str] = field(default_factory=dict)  # gang -> which quota said no
+    enqueue_gates: list[EnqueueGate] = field(default_factory=list)  # cluster-wide enqueue
+    #   rules (`overcommit`) the quota plugin's enqueue walk asks besides its own
     unit_order: list[int] | None = None
     unit_share: list[float] = field(default_factory=list)  # [U] a fair-share plugin's rank
     #   of the unit inside its queue (lower first; `drf`: its dominant share); [] = none
@@ -198,6 +214,9 @@ class Feature:
     explain: ExplainSteps = field(default_factory=ExplainSteps)
     decide: DecideSteps = field(default_factory=DecideSteps)
     after: AfterSteps | None = None
+    enqueue: Callable[[CompileContext], EnqueueGate | None] | None = None
+    """A cluster-wide rule of the `enqueue` action, made before any compile step runs, so
+    the quota plugin's walk asks it in queue order (`CompileContext.enqueue_gates`)."""
     always: bool = False
     """On whatever the conf lists: the feature carries rules the objects themselves ask
     for (as kube-scheduler enforces a Workload API PodGroup's topology with no plugin

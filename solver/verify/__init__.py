@@ -11,6 +11,7 @@ Rules, and the plugins that put them in force:
 | rule | module | when |
 | --- | --- | --- |
 | placements name pending pods and existing nodes; PodGroup outcomes agree | `_context`, `_basics.outcomes` | always |
+| a job reported as not enqueued places nothing | `_basics.admitted` | always |
 | victims run on their node, are not protected, have lower priority (preemption) and the DisruptionTarget message | `_basics.victims` | always |
 | capacity of every node receiving pods, running pods (less victims) and room held for nominated pods included | `_basics.capacity` | always |
 | no GPU device oversubscribed (compute share, memory); placed share pods name their devices | `_devices` | always |
@@ -23,8 +24,8 @@ Rules, and the plugins that put them in force:
 | Workload API PodGroup topology: one domain of its key | `_topology.workload_topology` | always |
 | Kueue TAS pod sets: whole, in a flavor's pool, one required domain, whole slices | `_kueue.kueue_tas` | always |
 | Volcano networkTopology hard: placed and running pods inside one HyperNode of tier <= limit | `_hypernode` | always |
-| not enqueued jobs place nothing; queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
-| not enqueued jobs place nothing; each queue within its weighted deserved share | `_proportion` | `proportion` |
+| queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
+| each queue within its weighted deserved share; reclaim victims from queues above theirs | `_proportion` | `proportion` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
@@ -65,6 +66,7 @@ ANNOTATIONS = frozenset(key for key, _ in _basics.PROTECTING) | frozenset(DEVICE
 """Annotations of running pods the rules read: a snapshot must keep them (`PodSchema.keep`)."""
 
 RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
+    ((), _basics.admitted),
     ((), _basics.victims),
     ((), _basics.capacity),
     ((), _devices.devices),

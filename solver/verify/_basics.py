@@ -9,7 +9,7 @@ import numpy as np
 from solver.model import Pod
 from solver.verify._context import VerifyContext
 
-__all__ = ["capacity", "outcomes", "victims"]
+__all__ = ["admitted", "capacity", "outcomes", "victims"]
 
 PROTECTING = (
     ("scheduling.koordinator.sh/disable-preemptible", "true"),
@@ -29,6 +29,18 @@ def outcomes(ctx: VerifyContext) -> list[str]:
             problems.append(f"podgroup {gid}: pods placed but reported as not placed")
         elif outcome.placed and ctx.placed[gid] == 0 and ctx.members(gid):
             problems.append(f"podgroup {gid}: reported placed but no pending member was placed")
+    return problems
+
+
+def admitted(ctx: VerifyContext) -> list[str]:
+    """No placed (or nominated) pod belongs to a job reported as not enqueued: whichever
+    rule kept it out (a queue's quota, the cluster's overcommit), it places nothing."""
+    problems = []
+    for pods in ctx.new_on.values():
+        for pod in pods:
+            outcome = ctx.decision.podgroups.get(pod.gang)
+            if outcome is not None and not outcome.enqueued:
+                problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
     return problems
 
 

@@ -1,6 +1,5 @@
 """Volcano `proportion`, re-derived from the Queue specs and the pods.
 
-* No placed pod belongs to a job reported as not enqueued.
 * Every `reclaim` victim is of another queue than the reclaiming one, and its queue held
   more than its deserved share when its last victim was taken (`ReclaimableFn`).
 * With `enabledAllocatable` (the default): at every queue receiving pods,
@@ -183,10 +182,6 @@ def _deserved(
 def proportion(ctx: VerifyContext) -> list[str]:
     problems: list[str] = []
     placed = [pod for pods in ctx.new_on.values() for pod in pods]
-    for pod in placed:
-        outcome = ctx.decision.podgroups.get(pod.gang)
-        if outcome is not None and not outcome.enqueued:
-            problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
     plugin = ctx.conf.plugin(Plugin.PROPORTION)
     allocatable = plugin is not None and plugin.options.get("enabledAllocatable") is not False
     reclaimed = [v for v in ctx.decision.victims if v.cause == "reclaim"]

@@ -1,7 +1,6 @@
 """Queue quotas and node groups, re-derived from the Queue specs and the node labels.
 
-* `capacity` / `capacity-card`: no placed pod belongs to a job reported as not enqueued;
-  for every queue (leaf and every ancestor), allocated + the use of its newly placed pods
+* `capacity` / `capacity-card`: for every queue (leaf and every ancestor), allocated + the use of its newly placed pods
   stays within realCapability on each dimension those pods use. realCapability is derived
   here from the specs (Volcano's hierarchical rules, or capacity-card's quotas);
   allocated is the snapshot's usage of the running pods charged to the queue and its
@@ -269,10 +268,6 @@ def _evicted_use(ctx: VerifyContext, cards: bool, unlimited: bool) -> dict[str, 
 def quotas(ctx: VerifyContext) -> list[str]:
     problems: list[str] = []
     placed = [pod for pods in ctx.new_on.values() for pod in pods]
-    for pod in placed:
-        outcome = ctx.decision.podgroups.get(pod.gang)
-        if outcome is not None and not outcome.enqueued:
-            problems.append(f"{pod.key}: placed although its job {pod.gang} was not enqueued")
     cards = ctx.conf.enabled(Plugin.CAPACITY_CARD)
     plugin = ctx.conf.plugin("capacity-card" if cards else "capacity")
     hierarchical = plugin is None or bool(plugin.options.get("enableHierarchy", True))

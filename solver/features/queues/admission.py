@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solver.config import SchedulerConf
+from solver.features._base import EnqueueGate
 from solver.features.queues.mode import QuotaMode
 from solver.features.queues.tree import QueueTree, job_queue
 from solver.model import Gang, Pod
 from solver.snapshot import Snapshot
 
-__all__ = ["gate_failure", "plan_enqueue"]
+__all__ = ["ask_gates", "gate_failure", "plan_enqueue"]
 
 
 def gate_failure(
@@ -33,18 +34,26 @@ def plan_enqueue(
     tree: QueueTree,
     mode: QuotaMode,
     jobs: Sequence[tuple[str, Gang, Sequence[Pod]]],
+    gates: Sequence[EnqueueGate] = (),
 ) -> dict[str, str]:
     """Jobs (gang id, gang, pending pods; in queue order) that may not enter their queue this
     cycle, with the reason.
 
     A job already admitted (PodGroup phase Inqueue/Running, or any running member) is not
     asked again. Without a request (`minResources`) the capacity plugin permits (Volcano's
-    rule). Admission adds the request to the queue's inqueue for the jobs after it.
+    rule). Admission adds the request to the queue's inqueue for the jobs after it. The
+    cluster-wide `gates` are asked after the quota's own (in their order); a job any of
+    them refuses is not enqueued and counts nowhere, as Volcano's enqueue action does.
     """
     rejected: dict[str, str] = {}
+    for gate in gates:
+        gate.walked = True
     for gid, gang, pending in jobs:
         leaf = job_queue(gang, pending)
-        if leaf is None:
+        if leaf is None:  # in no queue: only the cluster-wide rules
+            why = ask_gates(snapshot, conf, gid, gang, pending, gates)
+            if why:
+                rejected[gid] = why
             continue
         if leaf not in tree.queues:
             rejected[gid] = f"queue {leaf} does not exist"
@@ -62,8 +71,32 @@ def plan_enqueue(
             if request or tree.broken
             else None
         )
+        why = why or next((w for gate in gates if (w := gate.refuse(gang, pending))), None)
         if why:
             rejected[gid] = why
             continue
         tree.bump(leaf, "inqueue", request)
+        for gate in gates:
+            gate.admit(gang, pending)
     return rejected
+
+
+def ask_gates(
+    snapshot: Snapshot,
+    conf: SchedulerConf,
+    gid: str,
+    gang: Gang,
+    pending: Sequence[Pod],
+    gates: Sequence[EnqueueGate],
+) -> str | None:
+    """The cluster-wide rules alone for one job (one not admitted yet, with `enqueue`):
+    the first refusal, else every gate counts the job."""
+    if not gates or "enqueue" not in conf.actions:
+        return None
+    if gang.phase in ("Inqueue", "Running") or snapshot.gang_running(gid) > 0:
+        return None
+    why = next((w for gate in gates if (w := gate.refuse(gang, pending))), None)
+    if why is None:
+        for gate in gates:
+            gate.admit(gang, pending)
+    return why

@@ -50,7 +50,8 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             for g in unit_gangs[u]
         ]
         index = {gid: g for g, gid in enumerate(plan.gang_ids)}
-        for gid, why in plan_enqueue(ctx.snapshot, ctx.conf, tree, mode, jobs).items():
+        gates = ctx.enqueue_gates
+        for gid, why in plan_enqueue(ctx.snapshot, ctx.conf, tree, mode, jobs, gates).items():
             ctx.not_enqueued[index[gid]] = why
 
     queue_names: list[str] = []

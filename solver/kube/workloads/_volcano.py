@@ -37,9 +37,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from solver.kube.convert import effective_requests
 from solver.kube.gangs import ANNOTATION_VOLCANO_GROUP
 from solver.kube.loader import RawObject
+from solver.kube.objects import K8sPod
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
+from solver.quantity import CPU, PODS
 
 __all__ = ["expand_volcano_job"]
 
@@ -65,6 +70,7 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     priority_class = f.text(spec.get("priorityClassName"), "spec.priorityClassName")
     out = Expansion(owns=lambda pod: meta_value(pod, "annotations", JOB_NAME) == f.name)
     min_task: dict[str, int] = {}
+    shapes: list[_TaskShape] = []  # per created task: replicas, minAvailable, one pod's requests
     sub_groups: list[dict[str, Any]] = []
     deferred: dict[str, list[str]] = {}  # task -> the tasks it depends on
     for i, task in enumerate(tasks):
@@ -109,6 +115,8 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
             if priority_class and not pod["spec"].get("priorityClassName"):
                 pod["spec"]["priorityClassName"] = priority_class
             out.objects.append(pod)
+            if index == 0:
+                shapes.append(_TaskShape(replicas, min_task[task_name], _requests(pod)))
     if deferred:
         waits = "; ".join(f"{t} on {', '.join(d) or '-'}" for t, d in sorted(deferred.items()))
         out.notes.append(
@@ -125,6 +133,8 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     }
     if priority_class:
         pod_group["priorityClassName"] = priority_class
+    if not deferred and (minimum := _min_resources(shapes, pod_group["minMember"])):
+        pod_group["minResources"] = minimum
     if topology := _network_topology(f, spec.get("networkTopology"), "spec.networkTopology"):
         pod_group["networkTopology"] = topology
     if sub_groups:
@@ -140,6 +150,59 @@ def expand_volcano_job(raw: RawObject) -> Expansion:
     )
     out.notes += f.unread(READ)
     return out
+
+
+@dataclass(frozen=True)
+class _TaskShape:
+    replicas: int
+    min_available: int
+    requests: dict[str, int] | None  # one pod's (None: its template does not read)
+
+
+def _requests(pod: dict[str, Any]) -> dict[str, int] | None:
+    """One pod's requests as the scheduler counts them; None when the template does not
+    parse (the pod itself is refused later, with its field)."""
+    try:
+        k8s = K8sPod.model_validate(pod)
+    except ValidationError:
+        return None
+    return {r: v for r, v in effective_requests(k8s).items() if r != PODS}
+
+
+def _min_resources(shapes: list[_TaskShape], min_member: int) -> dict[str, str]:
+    """The PodGroup's `minResources` as the job controller computes it
+    (`calcPGMinResources`): with minAvailable below the tasks' minAvailable sum, the
+    requests of the first minAvailable pods; else each task's minAvailable pods, filled up
+    to minAvailable from the tasks' other replicas. Tasks in spec order (upstream sorts by
+    the template's PriorityClass value, higher first; templates here rarely differ)."""
+    if any(t.requests is None for t in shapes):
+        return {}
+    total: dict[str, int] = {}
+
+    def add(shape: _TaskShape, count: int) -> None:
+        for r, v in (shape.requests or {}).items():
+            total[r] = total.get(r, 0) + v * count
+
+    if min_member < sum(t.min_available for t in shapes):
+        left = min_member
+        for t in shapes:
+            add(t, min(left, t.replicas))
+            left -= min(left, t.replicas)
+            if left <= 0:
+                break
+    else:
+        counted = 0
+        for t in shapes:
+            take = min(t.min_available, min_member - counted)
+            add(t, take)
+            counted += take
+        for t in shapes:
+            if counted >= min_member:
+                break
+            take = min(t.replicas - t.min_available, min_member - counted)
+            add(t, take)
+            counted += take
+    return {r: (f"{v}m" if r == CPU else str(v)) for r, v in sorted(total.items()) if v}
 
 
 def _network_topology(f: Fields, value: Any, path: str) -> dict[str, Any]:
