@@ -112,7 +112,7 @@ def test_unknown_pod_for_explain_and_unknown_engine() -> None:
 def test_config_volcano_format(tmp_path: Path) -> None:
     conf = tmp_path / "conf.yaml"
     conf.write_text(
-        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: priority\n  - name: predicates\n'
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: sla\n  - name: predicates\n'
         "- plugins:\n  - name: binpack\n"
     )
     result = runner.invoke(app, ["schedule", "-f", EXAMPLE, "--config", str(conf)])
@@ -124,7 +124,7 @@ def test_config_volcano_format(tmp_path: Path) -> None:
         if "train-big" in k and p["node"]
     ]
     assert len(placed) == 3
-    assert "plugin 'priority' is not implemented yet; ignored" in result.stderr
+    assert "plugin 'sla' is not implemented yet; ignored" in result.stderr
     conf.write_text('actions: "enqueue, allocate, teleport"\n')
     result = runner.invoke(app, ["schedule", "-f", EXAMPLE, "--config", str(conf)])
     assert result.exit_code == 2 and "actions[2]: unknown action 'teleport'" in result.stderr

@@ -61,6 +61,7 @@ def test_volcano_job_becomes_its_pods_and_podgroup() -> None:
         "minMember": 3,
         "minTaskMember": {"master": 1, "worker": 2},
         "queue": "research",
+        "minResources": {"nvidia.com/gpu": "12"},  # 1 master + 2 workers, 4 GPUs each
     }
     names = [b["metadata"]["name"] for b in bodies[1:]]
     assert names == ["train-master-0", "train-worker-0", "train-worker-1", "train-worker-2"]

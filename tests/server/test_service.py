@@ -342,14 +342,14 @@ def test_invalid_options_and_missing_cluster(start: Any) -> None:
 
 def test_a_scheduler_conf_in_the_request_is_used(start: Any) -> None:
     _, port = start()
-    conf = "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: overcommit\n"
+    conf = "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: sla\n"
     with _client(port) as client:
         # Without the gang plugin, members of an oversized gang are placed one by one.
         answer = client.place_job(
             gang_job("big", 4, gpus=4), cluster=small_cluster(), scheduler_conf=conf
         )
     assert len([p for p in answer.decision.placements if p.node]) == 3
-    assert any("overcommit" in n and "options.scheduler_conf" in n for n in answer.decision.notes)
+    assert any("sla" in n and "options.scheduler_conf" in n for n in answer.decision.notes)
 
 
 def test_oversized_message_is_refused_and_the_server_lives_on(start: Any) -> None:
