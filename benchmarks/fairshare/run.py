@@ -21,9 +21,7 @@ results.json with the git SHA and the machine; the README reads them.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -39,6 +37,7 @@ from benchmarks.scale.run import (  # noqa: E402
     job,
     node,
     running_pod,
+    timed,
 )
 from gangplan.v1 import cluster_pb2 as pb  # noqa: E402
 from solver import SCHEMA, Workload, schedule  # noqa: E402
@@ -87,17 +86,6 @@ def many(k: int, gangs: int, queues: int) -> pb.Job:
     return job(
         *(gang_job(f"m{k}-{g:05d}", 4, requests, queue=f"q{g % queues}") for g in range(gangs))
     )
-
-
-def timed(fn: Callable[[Any], Any], inputs: list[Any]) -> tuple[dict[str, float], Any]:
-    times, result = [], None
-    for x in inputs:
-        started = time.perf_counter()
-        result = fn(x)
-        times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
-    return {"p50_ms": round(statistics.median(times), 1), "p99_ms": round(p99, 1)}, result
 
 
 def caller(snapshot: Any, conf: Any) -> Callable[[pb.Job], Any]:

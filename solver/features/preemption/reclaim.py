@@ -40,16 +40,14 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Protocol
 
-import numpy as np
-
 from solver.config import Plugin, SchedulerConf
 from solver.features.preemption.victims import evictable
 from solver.features.proportion import proportion_reclaim
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
-from solver.features.queues.victims import victim_cmp
+from solver.features.queues.victims import in_tree, victim_cmp
 from solver.problem import IntArray
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED
-from solver.snapshot import NONE, Snapshot, Workload, charged_queue
+from solver.snapshot import Snapshot, Workload
 
 __all__ = ["ReclaimPlanner", "Reclaimer", "reclaim_planner"]
 
@@ -231,16 +229,5 @@ def reclaim_planner(
         return None
     level = conf.arguments(Plugin.CAPACITY).get("ancestorReclaimLevel", 0)
     level = level if isinstance(level, int) and not isinstance(level, bool) and level > 0 else 0
-    rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
-    queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)
-    names = snapshot.running.queue_names
-    keep = [
-        v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
-    ]
-    return ReclaimPlanner(
-        tree,
-        level,
-        snapshot,
-        rows[np.array(keep, dtype=np.int64)],
-        [names.value(int(queue_ids[v])) for v in keep],
-    )
+    rows, queues = in_tree(snapshot, evictable(snapshot, conf.enabled(Plugin.CONFORMANCE)), tree)
+    return ReclaimPlanner(tree, level, snapshot, rows, queues)

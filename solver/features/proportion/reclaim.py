@@ -27,17 +27,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
 
-import numpy as np
-
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import shares_in_play
 from solver.features.proportion.mode import ProportionMode, settled_tree
 from solver.features.proportion.waterfill import MIN_RESOURCE
 from solver.features.queues import QueueTree
-from solver.features.queues.victims import victim_cmp
+from solver.features.queues.victims import in_tree, victim_cmp
 from solver.problem import IntArray
 from solver.quantity import PODS
-from solver.snapshot import NONE, Snapshot, Workload, charged_queue
+from solver.snapshot import NONE, Snapshot, Workload
 
 __all__ = ["ProportionReclaim", "proportion_reclaim"]
 
@@ -115,16 +113,5 @@ def proportion_reclaim(
     if settled is None:
         return None
     tree, mode = settled
-    queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)
-    names = snapshot.running.queue_names
-    keep = [
-        v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
-    ]
-    return ProportionReclaim(
-        tree,
-        mode,
-        snapshot,
-        rows[np.array(keep, dtype=np.int64)],
-        [names.value(int(queue_ids[v])) for v in keep],
-        gangs=conf.enabled(Plugin.GANG),
-    )
+    kept, queues = in_tree(snapshot, rows, tree)
+    return ProportionReclaim(tree, mode, snapshot, kept, queues, gangs=conf.enabled(Plugin.GANG))

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 
-from solver.snapshot import RunningPods
+import numpy as np
 
-__all__ = ["victim_cmp"]
+from solver.features.queues.tree import QueueTree
+from solver.problem import IntArray
+from solver.snapshot import NONE, RunningPods, Snapshot, charged_queue
+
+__all__ = ["in_tree", "victim_cmp"]
 
 _INDEX = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)  # what strconv.Atoi takes (int64)
 
@@ -34,3 +38,14 @@ def _pod_index(key: str) -> int | None:
     if len(parts) < 3 or not _INDEX.fullmatch(parts[-1]):
         return None
     return int(parts[-1])
+
+
+def in_tree(snapshot: Snapshot, rows: IntArray, tree: QueueTree) -> tuple[IntArray, list[str]]:
+    """The running `rows` charged to a queue of `tree` (its gang's spec.queue, else the
+    pod's annotation), and that queue of each: the reclaim candidates of a quota plugin."""
+    queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)
+    names = snapshot.running.queue_names
+    keep = [
+        v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
+    ]
+    return rows[np.array(keep, dtype=np.int64)], [names.value(int(queue_ids[v])) for v in keep]
