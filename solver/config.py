@@ -116,6 +116,18 @@ UPSTREAM_PLUGINS = frozenset(
 )  # fmt: skip
 """Volcano/Koordinator plugin names that gangplan accepts in a conf but does not act on yet."""
 
+ACTED_SWITCHES: dict[str, frozenset[str]] = {
+    Plugin.CAPACITY: frozenset({"enableHierarchy"}),
+    Plugin.CAPACITY_CARD: frozenset({"enableHierarchy"}),
+    Plugin.NODEGROUP: frozenset({"enableHierarchy"}),
+    Plugin.PROPORTION: frozenset(
+        {"enableQueueOrder", "enabledAllocatable", "enabledOverused", "enableJobEnqueued"}
+    ),
+    Plugin.DRF: frozenset({"enableHierarchy", "enablePreemptable"}),
+}
+"""Volcano's per-plugin switches (`conf.PluginOption`) gangplan honours, per plugin. Any
+other switch set to false, or any other key, is noted: gangplan's part of that plugin is on."""
+
 KNOWN_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"})
 DEFAULT_ACTIONS = ("enqueue", "allocate")
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -295,6 +307,14 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
         )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):
+            acted = ACTED_SWITCHES.get(plugin.name, frozenset())
+            for key, value in plugin.options.items():
+                if key in acted or (key.startswith("enable") and value is not False):
+                    continue
+                notes.append(
+                    f"{source}: tiers[{ti}].plugins[{pi}].{key}: {value!r} is not acted on; "
+                    f"gangplan has no switch for this part of {plugin.name!r}"
+                )
             if plugin.name in BUILTIN_PLUGINS or plugin.name in OPTIONAL_PLUGINS:
                 continue
             kind = "is not implemented yet" if plugin.name in UPSTREAM_PLUGINS else "is unknown"

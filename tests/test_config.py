@@ -1,0 +1,54 @@
+"""The scheduler conf: quota plugins one at a time, and every switch either acted on or
+noted (nothing in a conf is dropped in silence)."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.config import conf_from_text
+from solver.errors import ConfigError
+
+VOLCANO_DEFAULT = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+    enabledAllocatable: false
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def test_volcanos_default_conf_is_acted_on_with_one_switch_noted() -> None:
+    conf = conf_from_text(VOLCANO_DEFAULT, "v.conf")
+    assert conf.notes == (
+        "v.conf: tiers[0].plugins[1].enablePreemptable: False is not acted on; gangplan has "
+        "no switch for this part of 'gang'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("capacity", "proportion"), ("capacity-card", "proportion"), ("capacity", "capacity-card")],
+)
+def test_two_quota_plugins_are_refused(first: str, second: str) -> None:
+    text = f"tiers:\n- plugins:\n  - name: {first}\n  - name: {second}\n"
+    with pytest.raises(ConfigError) as err:
+        conf_from_text(text, "c.conf")
+    assert f"{first} and {second} must not be enabled together" in str(err.value)
+
+
+def test_an_unknown_key_on_a_plugin_is_noted() -> None:
+    conf = conf_from_text("tiers:\n- plugins:\n  - name: binpack\n    weigth: 3\n", "c.conf")
+    assert conf.notes == (
+        "c.conf: tiers[0].plugins[0].weigth: 3 is not acted on; gangplan has no switch for "
+        "this part of 'binpack'",
+    )
