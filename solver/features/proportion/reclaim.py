@@ -32,10 +32,10 @@ from solver.features.devices.quota import shares_in_play
 from solver.features.proportion.mode import ProportionMode, settled_tree
 from solver.features.proportion.waterfill import MIN_RESOURCE
 from solver.features.queues import QueueTree
-from solver.features.queues.victims import in_tree, victim_cmp
+from solver.features.queues.victims import GangGuard, in_tree, victim_cmp
 from solver.problem import IntArray
 from solver.quantity import PODS
-from solver.snapshot import NONE, Snapshot, Workload
+from solver.snapshot import Snapshot, Workload
 
 __all__ = ["ProportionReclaim", "proportion_reclaim"]
 
@@ -74,9 +74,8 @@ class ProportionReclaim:
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
         """The victims ReclaimableFn accepts, in order, each accepted one released."""
         allocated = {name: dict(q.allocated) for name, q in self.tree.queues.items()}
-        ready: dict[int, int] = {}  # gang id -> its running pods after the victims so far
-        snapshot = self.snapshot
-        running = snapshot.running
+        guard = GangGuard(self.snapshot) if self.gangs else None
+        running = self.snapshot.running
         names = running.resources
         requests = running.requests()
         for i in self.order(reclaimer):
@@ -86,16 +85,8 @@ class ProportionReclaim:
             if all(v <= deserved.get(r, 0.0) + MIN_RESOURCE for r, v in held.items() if r != PODS):
                 continue  # within its share: not a victim
             row = int(self.rows[i])
-            g = int(running.gang[row])
-            if self.gangs:
-                if g == NONE:
-                    continue  # a job of one: minMember 1
-                name = running.gang_name(g)
-                spec = snapshot.gangs.get(name)
-                left = ready.setdefault(g, snapshot.gang_running(name))
-                if left <= (spec.min_member if spec is not None else 1):
-                    continue
-                ready[g] = left - 1
+            if guard is not None and not guard.take(row):
+                continue
             use = self.mode.view(
                 {r: int(v) for r, v in zip(names, requests[row].tolist(), strict=False) if v}
             )

@@ -16,7 +16,7 @@ from solver.features.queues.tree import QueueTree
 from solver.problem import IntArray
 from solver.snapshot import NONE, RunningPods, Snapshot, charged_queue
 
-__all__ = ["in_tree", "victim_cmp"]
+__all__ = ["GangGuard", "in_tree", "victim_cmp"]
 
 _INDEX = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)  # what strconv.Atoi takes (int64)
 
@@ -49,3 +49,28 @@ def in_tree(snapshot: Snapshot, rows: IntArray, tree: QueueTree) -> tuple[IntArr
         v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
     ]
     return rows[np.array(keep, dtype=np.int64)], [names.value(int(queue_ids[v])) for v in keep]
+
+
+class GangGuard:
+    """Volcano's gang plugin as a reclaim rule (its `ReclaimableFn`): a running pod is a
+    victim only while its job keeps more than its minMember running pods after the victims
+    already taken; a pod without a PodGroup is a job of one with minMember 1 (Volcano's
+    shadow PodGroup), so it never is."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.ready: dict[int, int] = {}  # gang id -> running pods after the victims so far
+
+    def take(self, row: int) -> bool:
+        """Whether `row` may go; when it may, it is counted as gone."""
+        running = self.snapshot.running
+        g = int(running.gang[row])
+        if g == NONE:
+            return False
+        name = running.gang_name(g)
+        spec = self.snapshot.gangs.get(name)
+        left = self.ready.setdefault(g, self.snapshot.gang_running(name))
+        if left <= (spec.min_member if spec is not None else 1):
+            return False
+        self.ready[g] = left - 1
+        return True
