@@ -124,6 +124,7 @@ ACTED_SWITCHES: dict[str, frozenset[str]] = {
         {"enableQueueOrder", "enabledAllocatable", "enabledOverused", "enableJobEnqueued"}
     ),
     Plugin.DRF: frozenset({"enableHierarchy", "enablePreemptable"}),
+    Plugin.GANG: frozenset({"enableReclaimable"}),
 }
 """Volcano's per-plugin switches (`conf.PluginOption`) gangplan honours, per plugin. Any
 other switch set to false, or any other key, is noted: gangplan's part of that plugin is on."""

@@ -44,7 +44,7 @@ from solver.config import Plugin, SchedulerConf
 from solver.features.preemption.victims import evictable
 from solver.features.proportion import proportion_reclaim
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
-from solver.features.queues.victims import in_tree, victim_cmp
+from solver.features.queues.victims import GangGuard, gang_reclaimable, in_tree, victim_cmp
 from solver.problem import IntArray
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED
 from solver.snapshot import Snapshot, Workload
@@ -59,6 +59,7 @@ class ReclaimPlanner:
     snapshot: Snapshot
     rows: IntArray  # [V] evictable snapshot rows charged to a queue of the tree
     queue: list[str]  # [V] their queue
+    gangs: bool = False  # the gang plugin's rule (`GangGuard`): never below a job's minMember
 
     def _path(self, queue: str) -> list[str]:
         q = self.tree.queues[queue]
@@ -136,6 +137,7 @@ class ReclaimPlanner:
         running = self.snapshot.running
         names = running.resources
         requests = running.requests()
+        guard = GangGuard(self.snapshot) if self.gangs else None
         for i in self.order(reclaimer):
             queue = self.queue[i]
             row = int(self.rows[i])
@@ -160,6 +162,8 @@ class ReclaimPlanner:
             elif not _over(allocated[queue], q.deserved, dims):
                 continue
             if not self._ancestors_eligible(reclaimer, queue, dims, allocated):
+                continue
+            if guard is not None and not guard.take(row):
                 continue
             for name in self._path(queue):
                 for r in dims:
@@ -230,4 +234,4 @@ def reclaim_planner(
     level = conf.arguments(Plugin.CAPACITY).get("ancestorReclaimLevel", 0)
     level = level if isinstance(level, int) and not isinstance(level, bool) and level > 0 else 0
     rows, queues = in_tree(snapshot, evictable(snapshot, conf.enabled(Plugin.CONFORMANCE)), tree)
-    return ReclaimPlanner(tree, level, snapshot, rows, queues)
+    return ReclaimPlanner(tree, level, snapshot, rows, queues, gangs=gang_reclaimable(conf))

@@ -27,12 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
 
-from solver.config import Plugin, SchedulerConf
+from solver.config import SchedulerConf
 from solver.features.devices.quota import shares_in_play
 from solver.features.proportion.mode import ProportionMode, settled_tree
 from solver.features.proportion.waterfill import MIN_RESOURCE
 from solver.features.queues import QueueTree
-from solver.features.queues.victims import GangGuard, in_tree, victim_cmp
+from solver.features.queues.victims import GangGuard, gang_reclaimable, in_tree, victim_cmp
 from solver.problem import IntArray
 from solver.quantity import PODS
 from solver.snapshot import Snapshot, Workload
@@ -105,4 +105,4 @@ def proportion_reclaim(
         return None
     tree, mode = settled
     kept, queues = in_tree(snapshot, rows, tree)
-    return ProportionReclaim(tree, mode, snapshot, kept, queues, gangs=conf.enabled(Plugin.GANG))
+    return ProportionReclaim(tree, mode, snapshot, kept, queues, gangs=gang_reclaimable(conf))

@@ -12,11 +12,12 @@ import re
 
 import numpy as np
 
+from solver.config import Plugin, SchedulerConf
 from solver.features.queues.tree import QueueTree
 from solver.problem import IntArray
 from solver.snapshot import NONE, RunningPods, Snapshot, charged_queue
 
-__all__ = ["GangGuard", "in_tree", "victim_cmp"]
+__all__ = ["GangGuard", "gang_reclaimable", "in_tree", "victim_cmp"]
 
 _INDEX = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)  # what strconv.Atoi takes (int64)
 
@@ -49,6 +50,12 @@ def in_tree(snapshot: Snapshot, rows: IntArray, tree: QueueTree) -> tuple[IntArr
         v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
     ]
     return rows[np.array(keep, dtype=np.int64)], [names.value(int(queue_ids[v])) for v in keep]
+
+
+def gang_reclaimable(conf: SchedulerConf) -> bool:
+    """The gang plugin's reclaim rule is on: `gang` listed, `enableReclaimable` not false."""
+    plugin = conf.plugin(Plugin.GANG)
+    return plugin is not None and plugin.options.get("enableReclaimable") is not False
 
 
 class GangGuard:

@@ -20,10 +20,12 @@ from tests.builders import model, node, queue, volcano_job
 GPU = "nvidia.com/gpu"
 
 
-def conf(level: int = 0) -> SchedulerConf:
+def conf(level: int = 0, gang_rule: bool = False) -> SchedulerConf:
+    """The capacity plugin's reclaim alone: the gang plugin's victim rule is off unless
+    `gang_rule` (as in upstream's capacity tests; see `test_the_gang_rule_keeps_jobs_whole`)."""
     plugins = [
         PluginConf(name="predicates"),
-        PluginConf(name="gang"),
+        PluginConf.model_validate({"name": "gang", "enableReclaimable": gang_rule}),
         PluginConf(name="binpack"),
         PluginConf.model_validate(
             {
@@ -68,6 +70,16 @@ def test_victims_in_the_sibling_queue_go_first() -> None:
     assert {p.nominated for k, p in d.placements.items() if k.startswith("default/aj")} == {"n"}
     # reclaim may evict higher-priority pods of other queues: the verifier must agree
     assert verify(cluster, conf(), d) == []
+
+
+def test_the_gang_rule_keeps_jobs_whole() -> None:
+    # With the gang plugin's reclaim rule (a conf's default), B and C each run exactly their
+    # minMember (2 pods): neither may lose a pod, so nothing is reclaimed and A waits.
+    cluster = model(*world())
+    d = solve(cluster, conf(gang_rule=True), engine="greedy")
+    assert d.victims == () and not d.podgroups["default/aj"].placed
+    assert "does not make room" in d.podgroups["default/aj"].reason
+    assert verify(cluster, conf(gang_rule=True), d) == []
 
 
 def test_guarantee_is_kept() -> None:

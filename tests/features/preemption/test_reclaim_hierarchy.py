@@ -37,7 +37,10 @@ def conf(level: int) -> SchedulerConf:
     capacity = PluginConf.model_validate(
         {"name": "capacity", "enableHierarchy": True, "arguments": {"ancestorReclaimLevel": level}}
     )
-    plugins = [PluginConf(name="priority"), PluginConf(name="gang"), PluginConf(name="predicates")]
+    # upstream's session lists gang with only EnabledJobStarving set: its ReclaimableFn is
+    # off there (a nil switch is off in a Go-built tier), so here `enableReclaimable: false`
+    gang = PluginConf.model_validate({"name": "gang", "enableReclaimable": False})
+    plugins = [PluginConf(name="priority"), gang, PluginConf(name="predicates")]
     return SchedulerConf(
         actions=("enqueue", "reclaim", "allocate"),
         tiers=(TierConf(plugins=[*plugins, capacity]),),
