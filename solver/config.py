@@ -310,6 +310,12 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
         for pi, plugin in enumerate(tier.plugins):
             acted = ACTED_SWITCHES.get(plugin.name, frozenset())
             for key, value in plugin.options.items():
+                if key.startswith("enable") and not isinstance(value, bool):
+                    raise ConfigError(
+                        f"must be true or false, not {value!r} (Volcano reads it as a bool)",
+                        source=source,
+                        field=f"tiers[{ti}].plugins[{pi}].{key}",
+                    )
                 if key in acted or (key.startswith("enable") and value is not False):
                     continue
                 notes.append(

@@ -52,3 +52,13 @@ def test_an_unknown_key_on_a_plugin_is_noted() -> None:
         "c.conf: tiers[0].plugins[0].weigth: 3 is not acted on; gangplan has no switch for "
         "this part of 'binpack'",
     )
+
+
+def test_a_switch_that_is_not_a_bool_is_one_line() -> None:
+    text = 'tiers:\n- plugins:\n  - name: proportion\n    enabledAllocatable: "false"\n'
+    with pytest.raises(ConfigError) as err:
+        conf_from_text(text, "c.conf")
+    assert str(err.value) == (
+        "c.conf: tiers[0].plugins[0].enabledAllocatable: must be true or false, not 'false' "
+        "(Volcano reads it as a bool)"
+    )

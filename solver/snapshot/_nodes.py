@@ -12,13 +12,15 @@ between threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cached_property
+from types import MappingProxyType
 from typing import TypeVar
 
 import numpy as np
 
 from solver.model import ClusterCards, Node, discover_cards
+from solver.quantity import PODS
 
 __all__ = ["NodeTable"]
 
@@ -53,6 +55,17 @@ class NodeTable:
     def cards(self) -> ClusterCards:
         """Card types per node and cluster-wide (Volcano capacity-card discovery)."""
         return discover_cards(self.nodes)
+
+    @cached_property
+    def total(self) -> Mapping[str, int]:
+        """Allocatable summed over every node, per resource (`pods` left out: it is never a
+        quota); the cluster that queue shares, drf's shares and overcommit divide."""
+        out: dict[str, int] = {}
+        for node in self.nodes:
+            for r, v in node.allocatable.items():
+                if r != PODS:
+                    out[r] = out.get(r, 0) + v
+        return MappingProxyType(out)
 
     def capacity(self, resources: tuple[str, ...]) -> np.ndarray:
         """[N, R] allocatable of every node on the axis `resources` (read-only)."""

@@ -17,24 +17,14 @@ import numpy as np
 
 from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
-from solver.quantity import PODS
 from solver.snapshot import Snapshot
 
 __all__ = ["FEATURE", "dominant_shares"]
 
 
-def _total(snapshot: Snapshot) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for node in snapshot.nodes.nodes:
-        for r, v in node.allocatable.items():
-            if r != PODS:
-                out[r] = out.get(r, 0) + v
-    return out
-
-
 def dominant_shares(snapshot: Snapshot, gang_ids: list[list[str]]) -> list[float]:
     """Per group of gangs, the dominant share of their running pods together."""
-    total = snapshot.nodes.memo(("drf", "total"), lambda: _total(snapshot))
+    total = snapshot.nodes.total
     names = snapshot.running.resources
     usage = snapshot.usage.gang_requests
     cols = [i for i, r in enumerate(names) if total.get(r, 0) > 0]

@@ -43,11 +43,7 @@ def _factor(value: object) -> float:
 
 def _cluster(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """(allocatable, requested by running pods, inqueue) of the snapshot, once a generation."""
-    total: dict[str, int] = {}
-    for node in snapshot.nodes.nodes:
-        for r, v in node.allocatable.items():
-            if r != PODS:
-                total[r] = total.get(r, 0) + v
+    total = dict(snapshot.nodes.total)
     names = snapshot.running.resources
     sums = snapshot.usage.used.sum(axis=0).tolist()
     used = {r: int(v) for r, v in zip(names, sums, strict=False) if r != PODS and v}

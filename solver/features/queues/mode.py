@@ -105,9 +105,7 @@ class QuotaMode:
         if tree.hierarchical:
             root.capability = limits(root_spec, None, False)
         else:
-            root.capability = self.view(
-                snapshot.nodes.memo(("queues", "cluster total"), lambda: _total(snapshot))
-            )
+            root.capability = self.view(dict(snapshot.nodes.total))
         root.real_capability = dict(root.capability)
         order = [ROOT]
         for name in order:
@@ -282,12 +280,6 @@ def _row(names: Sequence[str], matrix: np.ndarray, index: int) -> dict[str, int]
     return {
         r: int(v) for r, v in zip(names, matrix[index].tolist(), strict=False) if v and r != PODS
     }
-
-
-def _total(snapshot: Snapshot) -> dict[str, int]:
-    """Allocatable summed over the cluster (the non-hierarchical root's capability)."""
-    total = sum_resources(node.allocatable for node in snapshot.nodes.nodes)
-    return {r: v for r, v in total.items() if r != PODS}
 
 
 def build_queue_tree(

@@ -18,7 +18,7 @@ import pytest
 
 from solver import SchedulerConf, schedule, verify
 from solver.config import PluginConf, TierConf
-from tests.builders import model, node, pod, podgroup, queue
+from tests.builders import model, node, pod, podgroup, queue, volcano_job
 
 ENGINES = ["greedy", "cpsat"]
 
@@ -135,3 +135,21 @@ def test_allocate_in_queue_priority_order(engine: str) -> None:
     only_order = {"enabledAllocatable": False, "enabledOverused": False, "enableJobEnqueued": False}
     got = binds(objs, conf("allocate, reclaim", **only_order), engine, ALLOC_NODES)
     assert got == {"ns1/pod3": "n2"}
+
+
+def test_overused_alone_stops_a_queue_at_its_share() -> None:
+    # enabledAllocatable off, enabledOverused on: q holds 8 GPUs = its deserved share (its
+    # capability caps it at 8), so it is overused and its new job waits; with both off the
+    # job goes (24 GPUs, 16 free). Pods ask GPUs only, so every resource is at its share.
+    nodes = [node(f"g{i}").cpu("8").gpu(8).obj() for i in range(3)]
+    capped = queue("q", capability={"nvidia.com/gpu": "8"}, weight=1)
+    held = volcano_job("held", "q", 8, cpu=0, bound_on="g0")
+    more = volcano_job("more", "q", 4, cpu=0)
+    del more[0]["spec"]["minResources"]
+    cluster = model(*nodes, capped, *held, *more)
+    off = {"enabledAllocatable": False}
+    d = schedule(cluster, conf(**off), engine="greedy")
+    assert verify(cluster, conf(**off), d) == []
+    assert not d.podgroups["default/more"].placed
+    both = {"enabledAllocatable": False, "enabledOverused": False}
+    assert schedule(cluster, conf(**both), engine="greedy").podgroups["default/more"].placed
