@@ -352,6 +352,26 @@ def test_a_scheduler_conf_in_the_request_is_used(start: Any) -> None:
     assert any("sla" in n and "options.scheduler_conf" in n for n in answer.decision.notes)
 
 
+def test_proportion_over_grpc_shares_by_weight_and_reports_the_queues(start: Any) -> None:
+    """The fair share through the gRPC door: queue weights on the wire, Volcano's
+    proportion in the request's conf, each queue's limit and placed GPUs in the answer."""
+    _, port = start()
+    conf = "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: proportion\n"
+    cluster = small_cluster(nodes=2, gpus=4)  # 8 GPUs
+    cluster.queues.extend([pb.Queue(name="a", weight=1), pb.Queue(name="b", weight=3)])
+    job = pb.Job()
+    for q in "ab":
+        for i in range(4):
+            name = f"{q}{i}"
+            job.gangs.append(pb.Gang(namespace="default", name=name, min_member=2, queue=q))
+            job.pods.extend(gpu_pod(f"{name}-{k}", gang=f"default/{name}") for k in range(2))
+    with _client(port) as client:
+        answer = client.place_job(job, cluster=cluster, scheduler_conf=conf)
+    uses = {q.queue: q for q in answer.decision.queues}
+    assert uses["a"].limit["nvidia.com/gpu"] == 2 and uses["b"].limit["nvidia.com/gpu"] == 6
+    assert uses["a"].placed["nvidia.com/gpu"] == 2 and uses["b"].placed["nvidia.com/gpu"] == 6
+
+
 def test_oversized_message_is_refused_and_the_server_lives_on(start: Any) -> None:
     _, port = start(max_message_mb=1)
     huge = pb.Cluster(
