@@ -11,6 +11,7 @@ from solver.engines import EngineResult
 from solver.features import FEATURES
 from solver.problem import Problem, evaluate, tier_specs
 from solver.snapshot import Snapshot, Workload
+from solver.why import Certified
 
 __all__ = ["decide"]
 
@@ -27,10 +28,15 @@ def decide(
     result: EngineResult,
     seconds: float,
     preemption: Preemption | None = None,
+    certified: dict[int, Certified] | None = None,
 ) -> Decision:
-    """Pod and PodGroup names for an engine's per-type node indices, with the counted reasons
-    of every pod left pending; every named gang of the workload gets an outcome."""
+    """Pod and PodGroup names for an engine's per-type node indices, with the reasons of
+    every pod left pending (a gang's certificate first, `solver.why`); every named gang of
+    the workload gets an outcome."""
     placements: dict[str, Placement] = {}
+    certified = certified or {}
+    for g, found in certified.items():
+        result.gang_reason[g] = found.reason
     if preemption is not None:
         for g, why in preemption.reasons.items():
             result.gang_reason[g] = f"{result.gang_reason.get(g, 'not placed')}; {why}"
@@ -92,6 +98,12 @@ def decide(
             reason = f"{pending - int(placed_per_gang[g])} optional member(s) pending: {reason}"
         podgroups[gid] = GroupOutcome(enqueued=True, placed=bool(placed), reason=reason)
 
+    nominated = set(preemption.nominated) if preemption is not None else set()
+    certificates = {
+        problem.gang_ids[g]: found.certificate
+        for g, found in certified.items()
+        if not any(pod in nominated for t in problem.gang_types(g) for pod in problem.type_pods[t])
+    }
     extra: dict[str, Any] = {}
     for step in DECISION_STEPS:
         extra.update(step(problem, result.pod_node))
@@ -114,5 +126,6 @@ def decide(
         stats=dict(result.stats),
         victims=preemption.victims if preemption is not None else (),
         minimized=minimized,
+        certificates=dict(sorted(certificates.items())),
         **extra,
     )

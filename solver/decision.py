@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "CERTIFICATE_KINDS",
+    "Certificate",
     "Decision",
     "GroupOutcome",
     "KueueTopologyAssignment",
@@ -39,6 +41,50 @@ class GroupOutcome:
     enqueued: bool
     placed: bool
     reason: str = ""
+
+
+CERTIFICATE_KINDS = {
+    "capacity": "a resource summed over the gang's eligible nodes is short (proven)",
+    "pods": "the eligible nodes take fewer of the gang's pods than it needs (proven)",
+    "predicates": "no node passes the gang's filters: selectors, taints, affinity (proven)",
+    "domain": "no single domain of its required topology level has room (proven)",
+    "quota": "its queue's limit leaves less than the gang needs (proven)",
+    "rules": "CP-SAT proved the named rules together leave no placement (proven)",
+    "blocked": "a rule of the gang itself rules it out this cycle (proven)",
+    "competition": "it fits alone; the room went to the gangs named (proven by a placement)",
+    "time": "the call's time ran out before its turn (not a proof)",
+    "unproven": "no proof in the time given; the counted reason stands",
+}
+"""Certificate kinds: the constraint that binds, and what the certificate proves."""
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Why a gang is not placed, as a proof: one sentence naming the constraint that binds
+    and the numbers that prove it, engine-independent. `proven`: no placement of the gang
+    exists in the state before this cycle (for `competition`: the gang alone was placed,
+    so it is the gangs ahead of it that took the room)."""
+
+    kind: str  # a key of CERTIFICATE_KINDS
+    constraint: str  # what binds, in the dialect's words (a resource, a level, a queue)
+    sentence: str
+    proven: bool
+    needed: int = 0  # in the constraint's unit (base units; cpu in milli)
+    offered: int = 0
+    places: tuple[tuple[str, int], ...] = ()  # the best nodes / domains and what they offer
+    rivals: tuple[str, ...] = ()  # competition: the gangs placed that took its room
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "constraint": self.constraint,
+            "sentence": self.sentence,
+            "proven": self.proven,
+            "needed": self.needed,
+            "offered": self.offered,
+            "places": [{"name": n, "offers": v} for n, v in self.places],
+            "rivals": list(self.rivals),
+        }
 
 
 @dataclass(frozen=True)
@@ -116,6 +162,8 @@ class Decision:
     minimized: tuple[str, ...] = ()  # the fewer-is-better tiers (the others: higher is better)
     topology_assignments: tuple[KueueTopologyAssignment, ...] = ()  # Kueue TAS pod sets
     queues: tuple[QueueUse, ...] = ()  # the queues of the call's jobs (a quota plugin on)
+    certificates: dict[str, Certificate] = field(default_factory=dict)  # gang id (a pod's
+    #   key for a pod without a PodGroup) -> why it is not placed, for every gang left out
 
     @property
     def gap(self) -> float | None:
@@ -176,6 +224,11 @@ class Decision:
                 else {}
             )
             | ({"queues": [q.to_dict() for q in self.queues]} if self.queues else {})
+            | (
+                {"certificates": {k: c.to_dict() for k, c in self.certificates.items()}}
+                if self.certificates
+                else {}
+            )
         )
 
     def patches(self) -> list[dict[str, Any]]:

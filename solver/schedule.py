@@ -24,6 +24,7 @@ from solver.features import FACTS, FEATURES
 from solver.model import ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import ANNOTATIONS, verify
+from solver.why import certify
 
 __all__ = ["AFTER_ENGINE_PER_POD", "SCHEMA", "schedule", "snapshot_of", "solve"]
 
@@ -112,8 +113,15 @@ def solve(
             deadline=time.perf_counter() + left,
         )
         result.stats["preemption_seconds"] = seconds
+    certified = certify(
+        problem,
+        result.pod_node,
+        result.gang_reason,
+        preempted=preemption is not None,
+        deadline=started + time_limit,
+    )
     decision = decide(
-        problem, snapshot, workload, result, time.perf_counter() - started, preemption
+        problem, snapshot, workload, result, time.perf_counter() - started, preemption, certified
     )
     return replace(decision, notes=(*decision.notes, *skipped)) if skipped else decision
 

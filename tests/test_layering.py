@@ -11,7 +11,7 @@ Layers, lowest first (a module may import its own layer and the ones below, neve
     4  solver.sat                                       CP-SAT vocabulary
     5  solver.features                                  one package per policy
     6  solver.compile, solver.engines
-    7  solver.decide
+    7  solver.decide, solver.why                        the answer: names, certificates
     8  solver.schedule
     9  solver.explain, solver.views                      the library's answers beside a Decision
     10 solver (the package), solver.codec               the library's front doors
@@ -61,6 +61,7 @@ LAYERS: dict[str, int] = {
     "solver.compile": 6,
     "solver.engines": 6,
     "solver.decide": 7,
+    "solver.why": 7,
     "solver.schedule": 8,
     "solver.explain": 9,
     "solver.views": 9,
@@ -80,6 +81,7 @@ NOT_FOR_VERIFY = (
     "solver.problem",
     "solver.sat",
     "solver.decide",
+    "solver.why",
     "solver.schedule",
 )
 

@@ -50,7 +50,10 @@ from solver.problem import (
 )
 from solver.quantity import format_quantity
 
-__all__ = ["LEDGERS", "TRACKERS", "UNIT_PLACERS", "ledger_for", "solve_greedy"]
+__all__ = ["LEDGERS", "NOT_TRIED", "TRACKERS", "UNIT_PLACERS", "ledger_for", "solve_greedy"]
+
+NOT_TRIED = "not tried: "
+"""How the reason of a gang the cycle's time did not reach begins."""
 
 UNIT_PLACERS: tuple[UnitPlacer, ...] = tuple(p for f in FEATURES for p in f.greedy.unit_placers)
 """Features' unit placers, tried in order; the first that places a unit wins."""
@@ -130,7 +133,7 @@ def _not_reached(
     """The reason of every gang of `units`: the cycle's time ran out before their turn."""
     total = tried + len(units)
     why = (
-        f"not tried: the call's time limit ran out after {tried} of {total} gang group(s) "
+        f"{NOT_TRIED}the call's time limit ran out after {tried} of {total} gang group(s) "
         "in queue order; it waits for the next cycle"
     )
     for u in units:

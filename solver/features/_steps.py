@@ -12,7 +12,8 @@ feature that only compiles (filters, scores, a block the core reads).
                   splits, per-node types, rules it does not encode, answer post-processing,
                   per-pod assignments read from a solution
     ExplainSteps  a constraint family guarded by one assumption literal in the "why not"
-                  model, and whether that model's relaxation leaves its rule out
+                  model, whether that model's relaxation leaves its rule out, and cheap
+                  bounds that prove a gang cannot fit under the feature's rule
     DecideSteps   fields of each Placement and of the Decision it fills
     AfterSteps    a step after placement that changes the answer (preemption, reclaim):
                   whether the call wants it, and the step
@@ -27,7 +28,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from solver.config import SchedulerConf
-from solver.decision import Preemption
+from solver.decision import Certificate, Preemption
 from solver.problem import BoolArray, IntArray, Ledger, Problem, Tracker, UnitPlacer
 from solver.sat import PlacementVars, Term
 
@@ -106,6 +107,13 @@ class ExplainSteps:
     relaxed: Callable[[Problem, int, list[int]], bool] | None = None
     """`relaxed(problem, gang, types)`: the explanation model leaves this rule out for
     them, so "it fits on its own" would be untrue."""
+    bounds: tuple[Callable[[Problem, list[int], IntArray, bool], Certificate | None], ...] = ()
+    """`bound(problem, gangs, free, evicted)`: a proven certificate that `gangs` (one gang
+    and the gangs it requires) cannot all be placed under this feature's rule with `free`
+    as the nodes' room (e.g. no domain of their MustGather level has room), or None when
+    the bound does not prove it (`solver.problem.room` computes both room bounds per
+    domain). `evicted`: preemption is in the call, so `free` is the nodes' allocatable and
+    the bound must hold with every running pod gone."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 Problem, Block, Rows       the contract (`_problem.py`, `_rows.py`)
 evaluate, tier_specs, ...  the objective both engines are scored by (`_objective.py`)
 fill, fit_report, ...      the greedy primitives features and engines share (`_fill.py`)
+shortfall                  room bounds that prove gangs cannot fit (`_room.py`)
 GreedyState, Ledger        the greedy engine's working state, as features see it
 """
 
@@ -27,9 +28,20 @@ from solver.problem._problem import (
     TierSpec,
     freeze_arrays,
 )
+from solver.problem._room import (
+    PLACES_NAMED,
+    Room,
+    Shortfall,
+    best_places,
+    demand_text,
+    places_text,
+    room,
+    shortfall,
+)
 from solver.problem._rows import Rows
 
 __all__ = [
+    "PLACES_NAMED",
     "Block",
     "BoolArray",
     "FloatArray",
@@ -38,20 +50,27 @@ __all__ = [
     "Ledger",
     "NoLimits",
     "Problem",
+    "Room",
     "Rows",
+    "Shortfall",
     "TierSpec",
     "Tracker",
     "Trackers",
     "UnitPlacer",
+    "best_places",
     "compare_tiers",
+    "demand_text",
     "evaluate",
     "fill",
     "fit_report",
     "format_fit_error",
     "freeze_arrays",
+    "places_text",
     "proven_optimal",
     "relaxed_best",
+    "room",
     "score_units",
+    "shortfall",
     "slots_of",
     "tier_specs",
     "tier_weights",

@@ -37,7 +37,6 @@ from solver.engines.cpsat._modules import (
     UNSUPPORTED,
     per_node_types,
 )
-from solver.engines.cpsat.infeasibility import explain_unsatisfied
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
 from solver.problem import IntArray, Problem, evaluate, proven_optimal
@@ -227,14 +226,11 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     if proven and problem.num_pods > 0 and all((row < 0).all() for row in pod_node):
         result_status = "INFEASIBLE"  # proven: not a single gang group can be placed
 
-    reasons = explain_unsatisfied(
-        problem, pod_node, greedy.gang_reason, deadline=started + params.time_limit - _MARGIN
-    )
     return EngineResult(
         engine=engine,
         status=result_status,  # type: ignore[arg-type]
         pod_node=pod_node,
-        gang_reason=reasons,
+        gang_reason=dict(greedy.gang_reason),  # counted in queue order; `solver.why` proves
         bound=bound,
         stats=stats,
         devices=devices,

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
-from solver.features._steps import CpsatSteps, DecideSteps, GreedySteps
+from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
 from solver.features.devices.quota import shares_in_play
 from solver.features.queues import cpsat
 from solver.features.queues.block import QuotaBlock
+from solver.features.queues.bound import queue_bound
 from solver.features.queues.compile import compile_quotas
 from solver.features.queues.greedy import QuotaLedger, fill_within_quota
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
@@ -62,5 +63,6 @@ FEATURE = Feature(
     compile=_compile,
     greedy=GreedySteps(ledger=QuotaLedger.of),  # the cards' quotas too (a QuotaBlock)
     cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
+    explain=ExplainSteps(bounds=(queue_bound,)),  # every quota plugin's QuotaBlock
     decide=DecideSteps(decision=queue_uses),  # every quota plugin's QuotaBlock
 )

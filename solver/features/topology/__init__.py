@@ -45,6 +45,7 @@ from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
 from solver.features.topology import cpsat
 from solver.features.topology.block import TopologyBlock
+from solver.features.topology.bound import one_domain_bound
 from solver.features.topology.godel.affinity import (
     GodelPlan,
     godel_node_metrics,
@@ -250,16 +251,20 @@ def _block(
             peers[u] = peer_counts(ctx.snapshot, unit.selector)
     domain: list[IntArray | None] = [None] * num_units
     domain_names: list[tuple[str, ...]] = [()] * num_units
+    rule = [""] * num_units
     if tree is not None:
         for u in gather:
             if gather_layer[u] >= 0:
                 domain[u] = tree.node_domain[gather_layer[u]]
                 domain_names[u] = tree.domains[gather_layer[u]]
+                rule[u] = f"one {layers[gather_layer[u]]} domain (MustGather)"
     for u, unit_plan in godel.items():
         domain[u] = unit_plan.required
         domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
+        rule[u] = "one domain of its PodGroup's required topology" if unit_plan.required is not None else ""
     for u, (hypernode_domain, hypernode_names) in hypernode.items():
         domain[u], domain_names[u] = hypernode_domain, hypernode_names
+        rule[u] = "one HyperNode within its highestTierAllowed"
     unit_gather_flags = np.zeros(num_units, dtype=bool)
     unit_gather_flags[list(gather)] = True
     alloc, requested = (
@@ -279,6 +284,7 @@ def _block(
         gather_multiple_text=tuple(texts),
         unit_domain=tuple(domain),
         unit_domain_names=tuple(domain_names),
+        unit_domain_rule=tuple(rule),
         unit_godel=tuple(godel.get(u) for u in range(num_units)),
         unit_kueue=tuple(kueue.get(u) for u in range(num_units)) if kueue else (),
         godel_allocatable=np.asarray(alloc, dtype=np.int64),
@@ -311,6 +317,6 @@ FEATURE = Feature(
         unsupported=(cpsat.unsupported,),
         postprocess=(cpsat.layout_ranks,),
     ),
-    explain=ExplainSteps(relaxed=cpsat.relaxed),
+    explain=ExplainSteps(relaxed=cpsat.relaxed, bounds=(one_domain_bound,)),
     decide=DecideSteps(decision=decision_fields),
 )

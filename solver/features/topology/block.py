@@ -57,6 +57,8 @@ class TopologyBlock(Block):
     # nodes sharing ONE value >= 0; -1 = node unusable for the unit (already not eligible).
     unit_domain: tuple[IntArray | None, ...] = ()  # [U]
     unit_domain_names: tuple[tuple[str, ...], ...] = ()  # [U] name of each value
+    unit_domain_rule: tuple[str, ...] = ()  # [U] the rule in its dialect's words, e.g.
+    #   "one BlockLayer domain (MustGather)"; "" without one
 
     # Per unit: Godel job-level affinity (NodeGroups/NodeCircles built by the greedy).
     unit_godel: tuple[GodelPlan | None, ...] = ()  # [U]

@@ -1,4 +1,5 @@
-"""The cpsat and auto engines end to end: status, bound, gap, why-not, determinism, fallback."""
+"""The cpsat and auto engines end to end: status, bound, gap, determinism, fallback (why a
+gang is left out: tests/why/)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from solver import SchedulerConf, compile_problem, schedule
 from solver.decision import Decision
 from solver.engines import SolveParams
 from solver.engines.cpsat import solve_cpsat
-from solver.engines.cpsat.infeasibility import QUEUE_ORDER
-from tests.builders import groups_annotation, model, node, pod, podgroup
+from tests.builders import model, node, pod, podgroup
 
 
 def run(*objects: dict[str, Any], engine: str = "cpsat", **kw: Any) -> Decision:
@@ -79,60 +79,6 @@ def test_cpsat_beats_the_greedy_when_order_matters() -> None:
 def test_nothing_placeable_is_proven_infeasible() -> None:
     d = run(node("n1").gpu(4).obj(), *gang("g", 6, 6))
     assert d.status == "INFEASIBLE" and d.placed == {}
-
-
-WHY_NOT = {
-    "capacity": (
-        [node("n1").gpu(4).obj(), node("n2").gpu(8).obj(), *gang("train", 16, 16)],
-        "gang default/train needs 16 × 1 nvidia.com/gpu (16 in all), eligible nodes offer 12 before this cycle",
-    ),
-    "eligibility": (
-        [
-            node("n1").gpu(8).label("zone", "a").obj(),
-            node("n2").gpu(8).taint("dedicated", "infer").obj(),
-            podgroup("z", 2),
-            *[pod(f"z-{i}").group("z").requests(gpu=1).selector(zone="b").obj() for i in range(2)],
-        ],
-        "only 0 of 2 nodes pass the predicates for gang default/z (1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) had untolerated taint {dedicated: infer})",
-    ),
-    "pod count": (
-        [node("n1").pods(3).obj(), *gang("many", 4, 4, cpu="100m")],
-        "gang default/many needs 4 × 1 pods (4 in all), eligible nodes offer 3 before this cycle",
-    ),
-    "two resources": (
-        [node("n1").cpu("4").gpu(1).obj(), *gang("wide", 2, 2, cpu="3", gpu=1)],
-        "gang default/wide needs 2 × 3 cpu",
-    ),
-    "group member": (
-        [
-            node("n1").gpu(2).obj(),
-            podgroup("m", 1, **groups_annotation("default/m", "default/w")),
-            pod("m-0").group("m").obj(),
-            podgroup("w", 3, **groups_annotation("default/m", "default/w")),
-            *[pod(f"w-{i}").group("w").requests(gpu=1).obj() for i in range(3)],
-        ],
-        "gang default/w needs 3 × 1 nvidia.com/gpu (3 in all), eligible nodes offer 2",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", WHY_NOT.values(), ids=WHY_NOT.keys())
-def test_why_not_names_the_constraint_families(case: tuple[list[dict[str, Any]], str]) -> None:
-    objects, expected = case
-    d = run(*objects)
-    reasons = {g.reason for g in d.podgroups.values() if not g.placed}
-    assert any(expected in r for r in reasons), reasons
-    assert all(QUEUE_ORDER in r for r in reasons if "fits on the cluster" not in r)
-    assert not any("greedy" in r for r in reasons)  # no engine named in a reason
-
-
-def test_two_resources_lists_both() -> None:
-    d = run(*WHY_NOT["two resources"][0])
-    reason = d.podgroups["default/wide"].reason
-    # CP-SAT's core is sufficient (cpu alone already rules it out); the greedy counts both.
-    assert "needs 2 × 3 cpu (6 in all), eligible nodes offer 4" in reason
-    assert "1 Insufficient cpu, 1 Insufficient nvidia.com/gpu." in reason
 
 
 def test_same_seed_one_worker_same_decision() -> None:

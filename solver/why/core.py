@@ -1,4 +1,4 @@
-"""Why not? For each gang left unsatisfied, which constraint families make it impossible.
+"""The explanation model: which constraint families together make a gang impossible.
 
 For gang g and every gang it requires (its closure), a feasibility model is built on the
 cluster as it stands (other pending jobs ignored), with each constraint family guarded by
@@ -12,34 +12,33 @@ an assumption literal:
 
 If CP-SAT proves it infeasible, `sufficient_assumptions_for_infeasibility()` names the
 families that together make it so, and each is put in words with its numbers
-("gang default/train needs 16 × 1 nvidia.com/gpu, eligible nodes offer 12"). If the closure
-fits on its own and other gangs were placed, the room went to them (with no other gang
-placed, the fit proves a rule the model leaves out, and nothing is claimed). The
-greedy's counted per-node reasons are kept alongside.
+("gang default/train needs 16 × 1 nvidia.com/gpu, eligible nodes offer 12"). A closure
+that fits is no witness when a feature's rule is left out of the relaxation
+(`ExplainSteps.relaxed`); `solver.why` asks this model only after the cheap bounds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
+from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import capacity
 from solver.features import FEATURES
-from solver.problem import IntArray, Problem, Rows
+from solver.problem import Problem, Rows
 from solver.quantity import format_quantity
 from solver.sat import PlacementVars, node_classes
 
-__all__ = ["explain_gang", "explain_unsatisfied"]
+__all__ = ["CoreAnswer", "closure", "explain_gang"]
 
 EXPLAIN_SECONDS = 1.0
 
 _STEPS = tuple(f.explain for f in FEATURES)
 
 
-def _closure(problem: Problem, g: int) -> list[int]:
+def closure(problem: Problem, g: int) -> list[int]:
     out, stack = {g}, [g]
     while stack:
         a = stack.pop()
@@ -67,17 +66,26 @@ def _subproblem(problem: Problem, types: list[int]) -> Problem:
     )
 
 
-def explain_gang(
-    problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS, *, rivals: bool = True
-) -> str | None:
-    """Words for why gang g (with its required gangs) cannot be placed; None if it could.
-    `rivals`: other gangs took room in this cycle's answer; without them, a closure that
-    fits on its own proves a rule the model relaxes, not competition, and no words are
-    given (the greedy's counted reason stands)."""
-    gangs = _closure(problem, g)
+@dataclass(frozen=True)
+class CoreAnswer:
+    """The explanation model's verdict on a gang's closure: `infeasible` (with the core in
+    words), `fits` (alone, within the model's relaxation) or `unknown` (time ran out), and
+    whether a feature's rule is left out of that relaxation (`relaxed`: "fits" is no
+    witness then)."""
+
+    verdict: str
+    words: str | None = None
+    relaxed: bool = False
+
+
+def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> CoreAnswer:
+    """Gang g with its required gangs, alone on the cluster as it stands (other pending
+    gangs ignored), every constraint family behind an assumption literal: when CP-SAT
+    proves it infeasible, the families of a sufficient core, in words with their numbers."""
+    gangs = closure(problem, g)
     types = [t for h in gangs for t in problem.gang_types(h)]
     if not types:
-        return None
+        return CoreAnswer("unknown")
     sub = _subproblem(problem, types)
     idx = np.array(types)
     eligible = np.asarray(problem.eligible[idx])
@@ -120,23 +128,19 @@ def explain_gang(
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, seconds)
     solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
     status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        if not rivals:
-            return None
-        if any(step.relaxed and step.relaxed(problem, g, types) for step in _STEPS):
-            return None  # the relaxation drops a feature's rule (one domain, node-group
-            #   limits): "fits" would be untrue
-        return (
-            f"gang {problem.gang_ids[g]} fits on the cluster on its own; "
-            "the room went to other pending gang groups (higher priority or more groups placed)"
-        )
+        # a feature's rule the relaxation drops (one domain, node-group limits): "fits"
+        # would be untrue
+        relaxed = any(step.relaxed and step.relaxed(problem, g, types) for step in _STEPS)
+        return CoreAnswer("fits", relaxed=relaxed)
     if status != cp_model.INFEASIBLE:
-        return None
+        return CoreAnswer("unknown")
     in_core = set(solver.sufficient_assumptions_for_infeasibility())
     core = {model.proto.variables[i].name for i in in_core}
     families = [g.words for g in guards if g.literal.index in in_core]
-    return _words(problem, gangs, types, core, families)
+    return CoreAnswer("infeasible", _words(problem, gangs, types, core, families))
 
 
 def _per_node(problem: Problem) -> np.ndarray | None:
@@ -191,45 +195,3 @@ def _words(
         )
     parts.extend(families)
     return "; ".join(parts) or None  # nothing to name: the greedy's counted reason stands
-
-
-QUEUE_ORDER = "counted in queue order, after the gangs ahead of it: "
-"""Introduces the counted reason beside the proof: its numbers are the room left when the
-gang's turn came, the proof's the room before this cycle."""
-
-
-def explain_unsatisfied(
-    problem: Problem,
-    pod_node: list[IntArray],
-    greedy_reasons: dict[int, str],
-    deadline: float,
-) -> dict[int, str]:
-    """Reasons for every gang that is not satisfied in `pod_node` (CP-SAT words + greedy counts)."""
-    placed = np.zeros(len(problem.gang_ids), dtype=np.int64)
-    for t, nodes in enumerate(pod_node):
-        placed[problem.type_gang[t]] += int((nodes >= 0).sum())
-    reasons: dict[int, str] = {}
-    for g in range(len(problem.gang_ids)):
-        unsatisfied = problem.gang_pending[g] > 0 and (
-            problem.gang_blocked[g] is not None or placed[g] < max(1, int(problem.gang_need[g]))
-        )
-        optional_left = placed[g] > 0 and placed[g] < problem.gang_pending[g]
-        if not unsatisfied:
-            if optional_left and g in greedy_reasons:
-                reasons[g] = greedy_reasons[g]
-            continue
-        if problem.gang_blocked[g] is not None:
-            reasons[g] = problem.gang_blocked[g] or ""
-            continue
-        left = deadline - time.perf_counter()
-        rivals = int(placed.sum()) > int(placed[_closure(problem, g)].sum())
-        words = (
-            explain_gang(problem, g, min(EXPLAIN_SECONDS, left), rivals=rivals)
-            if left > 0.05
-            else None
-        )
-        counted = greedy_reasons.get(g, "")
-        if words and counted:  # the counts beside the proof, told apart (no engine named)
-            counted = f"{QUEUE_ORDER}{counted}"
-        reasons[g] = "; ".join(p for p in (words, counted) if p) or "not placed"
-    return reasons

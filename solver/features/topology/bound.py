@@ -1,0 +1,85 @@
+"""The one-domain rule's bound: no domain the rule allows has room for the gang.
+
+A unit under the one-domain rule (`TopologyBlock.unit_domain`: Koordinator MustGather,
+Godel and the Workload API's required topology, Volcano HyperNode tiers) places every new
+pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
+in one pass; when every domain fails one, no placement exists, and the certificate names
+the measure that fails everywhere with the best domains:
+
+    gang default/train needs 80 nvidia.com/gpu inside one BlockLayer domain (MustGather);
+    the largest offers 56 (block-b3), then 48 (block-b1)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.decision import Certificate
+from solver.features.topology.block import TopologyBlock
+from solver.problem import IntArray, Problem, Room, best_places, demand_text, room
+from solver.quantity import format_quantity
+
+__all__ = ["one_domain_bound"]
+
+
+def one_domain_bound(
+    problem: Problem, gangs: list[int], free: IntArray, evicted: bool
+) -> Certificate | None:
+    """`free`: the room (the nodes' allocatable when `evicted`: preemption in the call)."""
+    block = problem.block(TopologyBlock)
+    if block is None or not block.unit_domain:
+        return None
+    for u in sorted({int(problem.gang_unit[h]) for h in gangs if problem.gang_pending[h] > 0}):
+        domain = block.domain_of(u)
+        names = block.unit_domain_names[u] if block.unit_domain_names else ()
+        if domain is None or not names:
+            continue
+        members = [h for h in gangs if int(problem.gang_unit[h]) == u]
+        found = room(problem, members, free, domain, len(names))
+        if not found.gangs or bool(found.fits.any()):
+            continue
+        rule = block.unit_domain_rule[u] if block.unit_domain_rule else "one domain"
+        return _certificate(problem, found, names, rule or "one domain")
+    return None
+
+
+def _certificate(problem: Problem, found: Room, names: tuple[str, ...], rule: str) -> Certificate:
+    who = (
+        f"gang {problem.gang_ids[found.gangs[0]]} needs"
+        if len(found.gangs) == 1
+        else f"gangs {', '.join(problem.gang_ids[h] for h in found.gangs)} need"
+    )
+    short = np.flatnonzero(found.needed > found.offered.max(axis=0)).tolist()
+    pods: list[int] = []
+    if short:  # one resource no domain has enough of
+        r = short[0]
+        resource = problem.resources[r]
+        offered = found.offered[:, r]
+        needed = int(found.needed[r])
+        what = f"{format_quantity(resource, needed)} {resource}"
+        unit: str | None = resource
+    else:
+        pods = np.flatnonzero(found.need > found.pods.max(axis=0)).tolist()
+        i = pods[0] if pods else 0
+        h = found.gangs[i]
+        offered = found.pods[:, i]
+        needed = int(found.need[i])
+        what = f"{needed} pods of {demand_text(problem, problem.gang_types(h)[0])}"
+        unit = None
+    places = best_places(names, offered)
+    said = [f"{format_quantity(unit, v) if unit else v} ({name})" for name, v in places]
+    tail = f"; the largest offers {said[0]}" if said else "; no domain offers any"
+    if len(said) > 1:
+        tail += f", the next {', '.join(said[1:])}"
+    if not short and not pods:
+        tail = "; each lacks a resource or room for the pods" + tail
+    sentence = f"{who} {what} inside {rule}{tail}"
+    return Certificate(
+        "domain",
+        rule,
+        sentence,
+        True,
+        needed=needed,
+        offered=int(offered.max(initial=0)),
+        places=places,
+    )

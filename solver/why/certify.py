@@ -1,0 +1,280 @@
+"""Certificates: why each gang left out of an answer is not placed, proven where it can be.
+
+For every gang the answer leaves unsatisfied, the first of these that holds is its
+certificate (`solver.decision.CERTIFICATE_KINDS`), whichever engine answered:
+
+1. **Its own rule**: not admitted to its queue, or a feature's rule that rules the gang out
+   this cycle (`Problem.gang_blocked`), or the call's time ran out before its turn.
+2. **Bounds** on the room before this cycle, O(nodes) numpy each
+   (`solver.problem.room`): no node passes its filters; a resource summed over its
+   eligible nodes is short; its eligible nodes take fewer of its pods than it needs; then
+   each feature's bound (`ExplainSteps.bounds`: no domain of a MustGather level has room,
+   its queue's limit is too small). With preemption in the call the room is the nodes'
+   allocatable (every running pod evicted), so a proof holds after any eviction.
+3. **Competition**: the greedy places the gang (with the gangs it requires) alone on the
+   cluster as it stands: it fits, and the gangs placed ahead of it on its nodes took the
+   room (named, in queue order).
+4. **The explanation model** (`solver.why.core`): CP-SAT with every constraint family
+   behind an assumption proves the gang infeasible and names the families of a core.
+5. Otherwise nothing is proven and the engine's counted reason stands.
+
+Steps 3 and 4 share `extra_seconds` per call (and stop at the call's deadline); the bounds
+run for every gang left out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from solver.decision import Certificate
+from solver.engines.greedy import NOT_TRIED, solve_greedy
+from solver.features import FEATURES
+from solver.problem import (
+    IntArray,
+    Problem,
+    Shortfall,
+    best_places,
+    demand_text,
+    fit_report,
+    format_fit_error,
+    places_text,
+    shortfall,
+)
+from solver.quantity import format_quantity
+from solver.why.core import closure, explain_gang
+
+__all__ = ["WHY_SECONDS", "Certified", "certify", "left_out"]
+
+WHY_SECONDS = 0.25
+"""What a call spends at most on competition checks and the explanation model together."""
+
+BOUNDS = tuple(b for f in FEATURES for b in f.explain.bounds)
+"""Features' bounds, asked in registry order after the core's."""
+
+
+@dataclass(frozen=True)
+class Certified:
+    """A gang's certificate and the reason a person reads: the certificate's sentence,
+    then the counted kube-style breakdown on the same state."""
+
+    certificate: Certificate
+    reason: str
+
+
+def left_out(problem: Problem, pod_node: list[IntArray]) -> list[int]:
+    """Gangs with pending pods the answer does not satisfy."""
+    placed = _placed(problem, pod_node)
+    return [
+        g
+        for g in range(len(problem.gang_ids))
+        if problem.gang_pending[g] > 0
+        and (problem.gang_blocked[g] is not None or placed[g] < max(1, int(problem.gang_need[g])))
+    ]
+
+
+def certify(
+    problem: Problem,
+    pod_node: list[IntArray],
+    counted: dict[int, str],
+    *,
+    preempted: bool = False,
+    deadline: float | None = None,
+    extra_seconds: float = WHY_SECONDS,
+    gangs: list[int] | None = None,
+) -> dict[int, Certified]:
+    """A certificate for each gang left out (or each of `gangs`); `counted` holds the
+    engine's counted reasons (in queue order), `preempted` says victims were in play."""
+    now = time.perf_counter()
+    end = now + 3600 if deadline is None else deadline
+    extra_end = min(end, now + extra_seconds)
+    free = problem.capacity if preempted else problem.free
+    placed = _placed(problem, pod_node)
+    out: dict[int, Certified] = {}
+    for g in left_out(problem, pod_node) if gangs is None else gangs:
+        said = counted.get(g, "")
+        ahead = int(placed.sum()) > int(placed[closure(problem, g)].sum())
+        found = _own_rule(problem, g, said)
+        if found is None and time.perf_counter() < end:
+            found = _bound(problem, g, free, preempted, said, ahead)
+        if found is None and time.perf_counter() < extra_end:
+            found = _competition(problem, g, pod_node, counted.get(g, ""))
+        if found is None and not preempted and (left := extra_end - time.perf_counter()) > 0.02:
+            answer = explain_gang(problem, g, left)
+            if answer.verdict == "infeasible" and answer.words:
+                cert = Certificate("rules", "", answer.words, True)
+                found = _proven(problem, g, cert, free, said, ahead)
+        if found is None:
+            text = counted.get(g) or "not placed"
+            found = Certified(Certificate("unproven", "", text, False), text)
+        out[g] = found
+    return out
+
+
+def _own_rule(problem: Problem, g: int, counted: str) -> Certified | None:
+    rejected = problem.gang_enqueue_reason[g] if problem.gang_enqueue_reason else None
+    if rejected is not None:
+        text = f"not enqueued: {rejected}"
+        return Certified(Certificate("blocked", "enqueue", text, True), text)
+    blocked = problem.gang_blocked[g]
+    if blocked is not None:
+        return Certified(Certificate("blocked", "gang", blocked or "not placed", True), blocked)
+    if counted.startswith(NOT_TRIED):
+        return Certified(Certificate("time", "time limit", counted, False), counted)
+    return None
+
+
+def _placed(problem: Problem, pod_node: list[IntArray]) -> IntArray:
+    placed = np.zeros(len(problem.gang_ids), dtype=np.int64)
+    for t, nodes in enumerate(pod_node):
+        placed[problem.type_gang[t]] += int((nodes >= 0).sum())
+    return placed
+
+
+def _bound(
+    problem: Problem, g: int, free: IntArray, preempted: bool, counted: str, ahead: bool
+) -> Certified | None:
+    gangs = closure(problem, g)
+    for h in gangs:
+        types = problem.gang_types(h)
+        if problem.gang_need[h] > 0 and types and not np.any(problem.eligible[np.array(types)]):
+            _, counts = fit_report(problem, types[0], free)
+            why = ", ".join(f"{n} {text}" for text, n in sorted(counts.items()))
+            sentence = (
+                f"no node passes the filters of gang {problem.gang_ids[h]}: {why}"
+                if why
+                else f"gang {problem.gang_ids[h]}: the cluster has no nodes"
+            )
+            return Certified(Certificate("predicates", "predicates", sentence, True), sentence)
+    short = shortfall(problem, gangs, free)
+    if short is not None:
+        cert = _shortfall_certificate(problem, short, gangs, preempted)
+        return _proven(problem, g, cert, free, counted, ahead)
+    for bound in BOUNDS:
+        found = bound(problem, gangs, free, preempted)
+        if found is not None:
+            return _proven(problem, g, found, free, counted, ahead)
+    return None
+
+
+def _shortfall_certificate(
+    problem: Problem, short: Shortfall, gangs: list[int], preempted: bool
+) -> Certificate:
+    room = "allocatable (every running pod evicted)" if preempted else "free"
+    places = best_places(problem.node_names, short.offered)
+    nodes = f"its {short.nodes} eligible node(s)"
+    if short.resource >= 0:
+        name = problem.resources[short.resource]
+        r = short.resource
+        wanting = [
+            h
+            for h in gangs
+            if problem.gang_need[h] > 0 and problem.type_demand[problem.gang_types(h), r].min() > 0
+        ]
+        if name == "pods":
+            who = f"{_gangs_need(problem, wanting)} {short.needed} pod slots"
+        elif len(wanting) == 1:
+            h = wanting[0]
+            per = int(problem.type_demand[problem.gang_types(h), r].min())
+            who = (
+                f"gang {problem.gang_ids[h]} needs {problem.gang_need[h]} × "
+                f"{format_quantity(name, per)} {name} "
+                f"({format_quantity(name, short.needed)} in all)"
+            )
+        else:
+            names = ", ".join(problem.gang_ids[h] for h in wanting)
+            who = f"gangs {names} need {format_quantity(name, short.needed)} {name} together"
+            nodes = f"their {short.nodes} eligible node(s)"
+        sentence = f"{who}; {nodes} have {format_quantity(name, short.total)} {room}"
+        detail = places_text(name, places)
+        kind, constraint = "capacity", name
+    else:
+        h = short.gang
+        t = problem.gang_types(h)[0]
+        sentence = (
+            f"gang {problem.gang_ids[h]} needs {short.needed} pods of {demand_text(problem, t)}; "
+            f"{nodes} take {short.total} of them"
+        )
+        detail = places_text(None, places)
+        kind, constraint = "pods", "pods"
+    if detail:
+        sentence += f" ({detail})"
+    return Certificate(
+        kind,
+        constraint,
+        sentence,
+        True,
+        needed=short.needed,
+        offered=short.total,
+        places=places,
+    )
+
+
+def _gangs_need(problem: Problem, gangs: list[int]) -> str:
+    if len(gangs) == 1:
+        return f"gang {problem.gang_ids[gangs[0]]} needs"
+    return f"gangs {', '.join(problem.gang_ids[h] for h in gangs)} need"
+
+
+COUNTED_KINDS = ("capacity", "pods", "rules")
+"""Kinds about nodes' room, after which the counted per-node breakdown is told."""
+AT_ITS_TURN = "when its turn came: "
+"""Introduces the engine's counted reason when gangs placed ahead of it changed the room."""
+
+
+def _proven(
+    problem: Problem, g: int, found: Certificate, free: IntArray, counted: str, ahead: bool
+) -> Certified:
+    """The certificate, then (when it is about the nodes' room) the engine's counted
+    reason, marked as counted at its turn when gangs placed ahead changed the room, or
+    the kube-style breakdown of its first pod on the certificate's own room."""
+    types = problem.gang_types(g)
+    if not types or found.kind not in COUNTED_KINDS:
+        return Certified(found, found.sentence)
+    if counted:
+        return Certified(found, f"{found.sentence}; {AT_ITS_TURN if ahead else ''}{counted}")
+    fits, counts = fit_report(problem, types[0], free)
+    if not fits.any():
+        breakdown = format_fit_error(problem.num_nodes, counts)
+    else:
+        others = ", ".join(f"{n} {text}" for text, n in sorted(counts.items()))
+        breakdown = f"{int(fits.sum())}/{problem.num_nodes} nodes have room for one of its pods" + (
+            f"; the others: {others}" if others else ""
+        )
+    return Certified(found, f"{found.sentence}; {breakdown}")
+
+
+def _competition(
+    problem: Problem, g: int, pod_node: list[IntArray], counted: str
+) -> Certified | None:
+    """Gang g (with the gangs it requires) placed alone by the greedy: the gangs placed
+    ahead of it on nodes it could use took its room."""
+    gangs = closure(problem, g)
+    units = {int(problem.gang_unit[h]) for h in gangs}
+    order = np.array([u for u in problem.unit_order.tolist() if u in units], dtype=np.int64)
+    alone = solve_greedy(replace(problem, unit_order=order))
+    placed = _placed(problem, alone.pod_node)
+    if any(placed[h] < max(1, int(problem.gang_need[h])) for h in gangs if problem.gang_pending[h]):
+        return None
+    types = [t for h in gangs for t in problem.gang_types(h)]
+    usable = np.any(problem.eligible[np.array(types)], axis=0) if types else None
+    rank = {u: i for i, u in enumerate(problem.unit_order.tolist())}
+    rivals: dict[int, int] = {}
+    for t, nodes in enumerate(pod_node):
+        h = int(problem.type_gang[t])
+        on = nodes[nodes >= 0]
+        if h in gangs or on.size == 0 or (usable is not None and not usable[on].any()):
+            continue
+        rivals[h] = rank.get(int(problem.gang_unit[h]), len(rank))
+    named = [problem.gang_ids[h] for h in sorted(rivals, key=lambda h: (rivals[h], h))]
+    if not named:
+        return None  # nothing else was placed: the answer's engine left it out on its own
+    listed = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    sentence = (
+        f"gang {problem.gang_ids[g]} fits on the cluster on its own; the room went to "
+        f"{listed}, placed ahead of it"
+    )
+    cert = Certificate("competition", "competition", sentence, True, rivals=tuple(named))
+    return Certified(cert, f"{sentence}; {AT_ITS_TURN}{counted}" if counted else sentence)
