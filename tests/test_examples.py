@@ -35,6 +35,8 @@ def test_topology_examples_place_as_the_references_describe() -> None:
         "default/llm-worker-2": "node-5",
     }
     assert d.podgroups["default/train-big"].reason.startswith(
+        "gang default/train-big needs 48 nvidia.com/gpu inside one SpineLayer domain "
+        "(MustGather); the largest offers 32 (s2), the next 28 (s1); when its turn came: "
         "no candidate topology nodes can accommodate job, desiredOfferSlot: 6, "
         "topology topologyNode SpineLayer/s1: 3;topology topologyNode SpineLayer/s2: 0"
     )

@@ -219,7 +219,8 @@ def _gangs_need(problem: Problem, gangs: list[int]) -> str:
 
 
 COUNTED_KINDS = ("capacity", "pods", "rules")
-"""Kinds about nodes' room, after which the counted per-node breakdown is told."""
+"""Kinds about nodes' room: without the engine's counted reason, the kube-style per-node
+breakdown follows them."""
 AT_ITS_TURN = "when its turn came: "
 """Introduces the engine's counted reason when gangs placed ahead of it changed the room."""
 
@@ -227,14 +228,15 @@ AT_ITS_TURN = "when its turn came: "
 def _proven(
     problem: Problem, g: int, found: Certificate, free: IntArray, counted: str, ahead: bool
 ) -> Certified:
-    """The certificate, then (when it is about the nodes' room) the engine's counted
-    reason, marked as counted at its turn when gangs placed ahead changed the room, or
-    the kube-style breakdown of its first pod on the certificate's own room."""
+    """The certificate, then the engine's counted reason (in the dialect's own words: the
+    upstream message), marked as counted at its turn when gangs placed ahead changed the
+    room; without one, for the kinds about nodes' room, the kube-style breakdown of its
+    first pod on the certificate's own room."""
+    if counted:
+        return Certified(found, f"{found.sentence}; {AT_ITS_TURN if ahead else ''}{counted}")
     types = problem.gang_types(g)
     if not types or found.kind not in COUNTED_KINDS:
         return Certified(found, found.sentence)
-    if counted:
-        return Certified(found, f"{found.sentence}; {AT_ITS_TURN if ahead else ''}{counted}")
     fits, counts = fit_report(problem, types[0], free)
     if not fits.any():
         breakdown = format_fit_error(problem.num_nodes, counts)

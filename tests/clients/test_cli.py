@@ -29,10 +29,11 @@ def test_schedule_json_places_the_ganggroup_and_not_the_oversized_gang() -> None
     assert all(p["node"] is None for p in big)
     reason = data["podgroups"]["default/train-big"]["reason"]
     assert data["podgroups"]["default/train-big"]["placed"] is False
-    assert (
-        "gang default/train-big needs 16 × 1 nvidia.com/gpu (16 in all), eligible nodes offer 11"
-        in reason
+    assert reason.startswith(
+        "gang default/train-big needs 16 × 1 nvidia.com/gpu (16 in all); its 4 eligible node(s) "
+        "have 11 free (gpu-a1: 4, gpu-a2: 4, gpu-a3: 3); when its turn came: "
     )
+    assert data["certificates"]["default/train-big"]["kind"] == "capacity"
     assert "needs 16 nvidia.com/gpu, eligible nodes have 3 free" in reason
     assert "0/4 nodes are available: 4 Insufficient nvidia.com/gpu." in reason
     assert big[0]["reason"] == reason

@@ -35,6 +35,7 @@ def one_domain_bound(
         if domain is None or not names:
             continue
         members = [h for h in gangs if int(problem.gang_unit[h]) == u]
+        names = tuple(n.rstrip(";") for n in names)  # Godel's "key:value;" domain names
         found = room(problem, members, free, domain, len(names))
         if not found.gangs or bool(found.fits.any()):
             continue

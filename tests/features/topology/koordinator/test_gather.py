@@ -110,6 +110,9 @@ def test_failure_message_lists_must_gather_domains_and_the_fit_error() -> None:
     )
     assert d.placed == {}
     assert d.podgroups["default/job"].reason == (
+        # the certificate (solver/why), then Koordinator's own message
+        "gang default/job needs 64 cpu inside one SpineLayer domain (MustGather); the largest "
+        "offers 48 (s1), the next 48 (s2); "
         "no candidate topology nodes can accommodate job, desiredOfferSlot: 4, "
         "topology topologyNode SpineLayer/s1: 3;topology topologyNode SpineLayer/s2: 3, "
         "0/8 nodes are available: 8 Insufficient cpu."
@@ -461,9 +464,12 @@ def test_godel_node_selector_filters_nodes_and_required_drops_unlabelled_nodes()
     # 23 pods: every domain is cut off (bigPodA has 22 cpu); node x (64 cpu) has no bigPod
     d = run(*godel_nodes(), extra, *godel_job(23, AFFINITY))
     assert d.placed == {}
-    assert d.podgroups["default/pg"].reason.startswith(
+    reason = d.podgroups["default/pg"].reason  # the certificate, then Godel's message
+    assert reason.startswith(
+        "gang default/pg needs 23 cpu inside one domain of its PodGroup's required topology; "
+        "the largest offers 22 (bigPod:bigPodA), the next 8 (bigPod:bigPodB); "
         "gang default/pg: no valid node groups are available"
-    )
+    ), reason
     p = compile_problem(
         model(*godel_nodes(), extra, *godel_job(1, AFFINITY)), SchedulerConf.default()
     )
