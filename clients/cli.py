@@ -4,6 +4,8 @@
                       [--time-limit S] [--workers N] [--seed N] [-o json|yaml|table]
                       [--scheduler-name NAME]... [-n NAMESPACE]... [-A] [--server HOST:PORT]
                       [--kubeconfig F [--context C]]   (the live cluster, plus the files)
+    gangplan why      -f FILE... (--gang NS/NAME | --pod NS/NAME) [--config CONF]
+                      [--engine E] [--preempt] [--server HOST:PORT] [-o json|yaml|table]
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|yaml|table]
                       [--kubeconfig F [--context C]]
     gangplan topology -f FILE... [-o json|yaml|table] [--nodes]
@@ -36,8 +38,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
-from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -46,31 +46,31 @@ from rich.console import Console
 from clients._exit import fail
 from clients._options import Context, Files, Kubeconfig, LiveFiles, Output, OutputFormat
 from clients.cards_cli import cards_cmd
-from clients.client import ClientError
 from clients.config_cli import config_app
 from clients.expand_cli import expand_cmd
 from clients.health_cli import health_cmd
 from clients.plan_cli import plan_cmd
 from clients.queues_cli import queues_app
-from clients.remote import schedule_remote
-from clients.render import explain_table, schedule_table, write_data
-from clients.scheduler_cli import dump_cmd, kube_fake_cmd, live_model, scheduler_cmd
+from clients.render import explain_table, write_data
+from clients.schedule_cli import (
+    Config,
+    SchedulerNames,
+    model_of,
+    schedule_cmd,
+    selection_of,
+    why_cmd,
+)
+from clients.scheduler_cli import dump_cmd, kube_fake_cmd, scheduler_cmd
 from gangplan import __version__
 from server.main import run
 from solver import (
     ClusterModel,
-    Decision,
     GangplanError,
     explain,
     load_conf,
     load_manifests,
-    schedule,
 )
-from solver.engines import ENGINES
 from solver.errors import InputError
-from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
-from solver.schedule import AFTER_ENGINE_PER_POD, snapshot_of
-from solver.snapshot import Workload
 from solver.views import (
     build_hypernode_tree,
     build_tree,
@@ -112,151 +112,6 @@ def _root(
     gc.freeze()
 
 
-Config = Annotated[
-    str | None,
-    typer.Option(
-        "--config", help="Scheduler conf in the Volcano format (actions, tiers, plugins)."
-    ),
-]
-
-
-SchedulerNames = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--scheduler-name",
-        help="Place only pending pods whose spec.schedulerName is this (repeatable; default: "
-        + ", ".join(sorted(DEFAULT_SCHEDULER_NAMES))
-        + "). Pods of other schedulers stay pending; bound ones still use their nodes.",
-    ),
-]
-Namespaces = Annotated[
-    list[str] | None,
-    typer.Option(
-        "-n", "--namespace", help="Place only pending pods of this namespace (repeatable)."
-    ),
-]
-AllNamespaces = Annotated[
-    bool,
-    typer.Option(
-        "-A", "--all-namespaces", help="Every namespace of the input (the default; as kubectl)."
-    ),
-]
-
-
-def _selection(
-    names: list[str] | None, namespaces: list[str] | None, all_namespaces: bool
-) -> PodSelection:
-    if namespaces and all_namespaces:
-        raise InputError("--namespace and --all-namespaces exclude each other")
-    return PodSelection(
-        scheduler_names=frozenset(names) if names else DEFAULT_SCHEDULER_NAMES,
-        namespaces=frozenset(namespaces) if namespaces else None,
-    )
-
-
-def _model(files: list[str] | None, kubeconfig: str | None, context: str | None) -> ClusterModel:
-    """The files, or the live cluster plus the files with `--kubeconfig`."""
-    if kubeconfig is not None:
-        return live_model(files or [], kubeconfig, context)
-    if not files:
-        raise InputError("give the manifests with -f FILE (or read a live cluster: --kubeconfig)")
-    return load_manifests(*files)
-
-
-def _notes(notes: tuple[str, ...]) -> None:
-    for note in notes:
-        stderr.print(f"note: {note}", markup=False, soft_wrap=True)
-
-
-@app.command("schedule")
-def schedule_cmd(
-    files: LiveFiles = None,
-    config: Config = None,
-    engine: Annotated[
-        str, typer.Option("--engine", help=f"Engine: {', '.join(sorted(ENGINES))}.")
-    ] = "auto",
-    time_limit: Annotated[
-        float,
-        typer.Option(
-            "--time-limit",
-            min=0.05,
-            max=86_400,
-            help="Seconds for the answer: reading the input, the engine (greedy + "
-            "CP-SAT) and its check; the engine gets what reading leaves (at least 0.05 s). "
-            "With --server, the call's gRPC deadline.",
-        ),
-    ] = 10.0,
-    workers: Annotated[
-        int,
-        typer.Option(
-            "--workers",
-            min=0,
-            max=64,
-            help="CP-SAT workers; 0 = the machine's cores (capped at 8).",
-        ),
-    ] = 0,
-    seed: Annotated[
-        int, typer.Option("--seed", min=0, max=2**31 - 1, help="CP-SAT random seed.")
-    ] = 0,
-    preempt: Annotated[
-        bool,
-        typer.Option(
-            "--preempt", help="Job-level preemption (also on when the conf lists preempt/reclaim)."
-        ),
-    ] = False,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            "--server",
-            help="Ask a gangplan server (host:port) instead of solving here. "
-            "GANGPLAN_TOKEN and GANGPLAN_CA_CERT set a bearer token and TLS.",
-        ),
-    ] = None,
-    output: OutputFormat = Output.json,
-    scheduler_names: SchedulerNames = None,
-    namespaces: Namespaces = None,
-    all_namespaces: AllNamespaces = False,
-    kubeconfig: Kubeconfig = None,
-    context: Context = None,
-) -> None:
-    """Simulate one scheduling cycle for every pending pod in the manifests (with
-    --kubeconfig: in the live cluster, with the manifests added; nothing is submitted)."""
-    started = time.perf_counter()
-    try:
-        conf = load_conf(config)
-        selection = _selection(scheduler_names, namespaces, all_namespaces)
-        cluster = _model(files, kubeconfig, context)
-        if server is not None:
-            left_s = _left(started, time_limit, len(cluster.pods))
-            decision = _schedule_remote(
-                server, cluster, selection, config, engine, left_s, workers, seed, preempt
-            )
-        else:
-            # The pods left out stay in the snapshot: nominated ones hold their room.
-            snapshot = snapshot_of(cluster)
-            workload, left = Workload.everything(snapshot).select(selection)
-            decision = schedule(
-                snapshot,
-                conf,
-                workload=workload,
-                engine=engine,
-                time_limit=_left(started, time_limit, len(cluster.pods)),
-                workers=workers,
-                seed=seed,
-                preempt=preempt,
-            )
-            if left is not None:
-                decision = replace(decision, notes=(*decision.notes, left))
-    except GangplanError as err:
-        fail(err)
-        return
-    _notes(decision.notes)
-    if output is Output.table:
-        schedule_table(decision, Console())
-    else:
-        write_data(decision.to_dict(), output)
-
-
 @app.command("explain")
 def explain_cmd(
     pod: Annotated[str, typer.Option("--pod", help="The pending pod, as namespace/name.")],
@@ -271,8 +126,8 @@ def explain_cmd(
     cluster, with the manifests added)."""
     try:
         conf = load_conf(config)
-        selection = _selection(scheduler_names, None, False)
-        whole = _model(files, kubeconfig, context)
+        selection = selection_of(scheduler_names, None, False)
+        whole = model_of(files, kubeconfig, context)
         key = pod if "/" in pod else f"default/{pod}"
         left = next((p for p in whole.pods if p.key == key and p.pending), None)
         if left is not None and (why := selection.why_not(left)):
@@ -285,43 +140,6 @@ def explain_cmd(
         explain_table(data, Console())
     else:
         write_data(data, output)
-
-
-def _left(started: float, time_limit: float, pods: int) -> float:
-    """What `--time-limit` leaves after reading the input and keeping back the work after
-    the engine for `pods` pods (the engine needs 0.05 s)."""
-    kept = pods * AFTER_ENGINE_PER_POD
-    return max(0.05, time_limit - (time.perf_counter() - started) - kept)
-
-
-def _schedule_remote(
-    server: str,
-    model: ClusterModel,
-    selection: PodSelection,
-    config: str | None,
-    engine: str,
-    time_limit: float,
-    workers: int,
-    seed: int,
-    preempt: bool,
-) -> Decision:
-    """`schedule --server`: a server error exits 2 with its status and message."""
-    try:
-        return schedule_remote(
-            server,
-            model,
-            config,
-            engine=engine,
-            time_limit=time_limit,
-            workers=workers,
-            seed=seed,
-            preempt=preempt,
-            selection=selection,
-        )
-    except ClientError as err:
-        where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)
-        stderr.print(f"error: {server}: {err}{where}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
 
 
 @app.command("serve")
@@ -425,6 +243,8 @@ def _hypernode_tree(model: ClusterModel, output: OutputFormat, show_nodes: bool)
         sys.stdout.write(f"note: {note}\n")
 
 
+app.command("schedule")(schedule_cmd)
+app.command("why")(why_cmd)
 app.add_typer(queues_app, name="queues")
 app.add_typer(config_app, name="config")
 app.command("plan")(plan_cmd)

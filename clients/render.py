@@ -14,7 +14,15 @@ from rich.table import Table
 from solver import Decision
 from solver.quantity import CPU, UNLIMITED
 
-__all__ = ["amounts", "dump", "explain_table", "human", "schedule_table", "write_data"]
+__all__ = [
+    "amounts",
+    "dump",
+    "explain_table",
+    "human",
+    "schedule_table",
+    "why_table",
+    "write_data",
+]
 
 
 def dump(data: dict[str, Any], fmt: str) -> str:
@@ -118,3 +126,34 @@ def explain_table(data: dict[str, Any], console: Console) -> None:
     console.print(table)
     if data["reason"]:
         console.print(f"not placed: {data['reason']}")
+
+
+def why_table(data: dict[str, Any], console: Console) -> None:
+    """`gangplan why -o table`: the certificate first, then what proves it and the pods."""
+    gang = data["gang"]
+    cert = data["certificate"]
+    if data["placed"]:
+        console.print(f"gang {gang} is [green]placed[/green] in this cycle.")
+    elif cert is None:
+        console.print(f"gang {gang} is not placed: {data['reason'] or 'no pending pods'}")
+    else:
+        proof = "[green]proven[/green]" if cert["proven"] else "[yellow]not proven[/yellow]"
+        console.print(f"[bold]{cert['kind']}[/bold] ({proof}): {cert['sentence']}", soft_wrap=True)
+        if cert["places"]:
+            unit = cert["unit"]
+            best = ", ".join(
+                f"{p['name']} {human(unit, p['offers']) if unit else p['offers']}"
+                for p in cert["places"]
+            )
+            console.print(f"  best places ({cert['constraint']}): {best}", soft_wrap=True)
+        if cert["rivals"]:
+            console.print(f"  placed ahead of it: {', '.join(cert['rivals'])}", soft_wrap=True)
+        rest = data["reason"].removeprefix(cert["sentence"]).removeprefix("; ")
+        if rest:
+            console.print(f"  counted: {rest}", soft_wrap=True, markup=False)
+    pods = Table(title=f"pods of {gang}")
+    pods.add_column("pod")
+    pods.add_column("node")
+    for key, node in data["pods"].items():
+        pods.add_row(key, node or "[red]pending[/red]")
+    console.print(pods)

@@ -69,7 +69,9 @@ class Certificate:
     constraint: str  # what binds, in the dialect's words (a resource, a level, a queue)
     sentence: str
     proven: bool
-    needed: int = 0  # in the constraint's unit (base units; cpu in milli)
+    unit: str = ""  # the resource `needed`, `offered` and `places` count (base units: cpu
+    #   in milli, memory in bytes); "" for pods
+    needed: int = 0
     offered: int = 0
     places: tuple[tuple[str, int], ...] = ()  # the best nodes / domains and what they offer
     rivals: tuple[str, ...] = ()  # competition: the gangs placed that took its room
@@ -80,6 +82,7 @@ class Certificate:
             "constraint": self.constraint,
             "sentence": self.sentence,
             "proven": self.proven,
+            "unit": self.unit,
             "needed": self.needed,
             "offered": self.offered,
             "places": [{"name": n, "offers": v} for n, v in self.places],

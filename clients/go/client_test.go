@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,10 @@ func TestPutSnapshotThenPlaceJobPlacesTheGang(t *testing.T) {
 	big, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go"), Job: gangJob("big", 3, 4)})
 	if err != nil || big.GetPlaced() || !regexp.MustCompile(`Insufficient nvidia.com/gpu`).MatchString(big.GetDecision().GetGangs()[0].GetReason()) {
 		t.Fatalf("an unschedulable gang is an answer with reasons: %v %v", big, err)
+	}
+	cert := big.GetDecision().GetCertificates()["default/big"]
+	if !cert.GetProven() || (cert.GetKind() != "capacity" && cert.GetKind() != "pods") || !strings.HasPrefix(big.GetDecision().GetGangs()[0].GetReason(), cert.GetSentence()) {
+		t.Fatalf("a proven certificate leads the reason: %v", cert)
 	}
 }
 

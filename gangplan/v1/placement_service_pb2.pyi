@@ -806,6 +806,27 @@ class Decision(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class CertificatesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Certificate: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___Certificate | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     PLACEMENTS_FIELD_NUMBER: _builtins.int
     GANGS_FIELD_NUMBER: _builtins.int
     VICTIMS_FIELD_NUMBER: _builtins.int
@@ -821,6 +842,7 @@ class Decision(_message.Message):
     OBJECTIVE_TIERS_FIELD_NUMBER: _builtins.int
     TOPOLOGY_ASSIGNMENTS_FIELD_NUMBER: _builtins.int
     QUEUES_FIELD_NUMBER: _builtins.int
+    CERTIFICATES_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """The engine that produced the answer."""
     status: _builtins.str
@@ -872,6 +894,12 @@ class Decision(_message.Message):
     def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueUse]:
         """The queues on the paths of the call's jobs: limit, held and placed."""
 
+    @_builtins.property
+    def certificates(self) -> _containers.MessageMap[_builtins.str, Global___Certificate]:
+        """Why each gang left out is not placed, by gang id (a pod's key for a pod without a
+        PodGroup): a certificate, proven where it can be.
+        """
+
     def __init__(
         self,
         *,
@@ -890,10 +918,11 @@ class Decision(_message.Message):
         objective_tiers: _abc.Iterable[Global___ObjectiveTier] | None = ...,
         topology_assignments: _abc.Iterable[Global___KueueTopologyAssignment] | None = ...,
         queues: _abc.Iterable[Global___QueueUse] | None = ...,
+        certificates: _abc.Mapping[_builtins.str, Global___Certificate] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "gap", b"gap", "objective", b"objective"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "certificates", b"certificates", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015
@@ -909,6 +938,100 @@ class Decision(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__objective) -> _WhichOneofReturnType__objective | None: ...
 
 Global___Decision: _TypeAlias = Decision  # noqa: Y015
+
+@_typing.final
+class CertificatePlace(_message.Message):
+    """A place a certificate names (a node, a topology domain, a queue) and what it offers of
+    the constraint's unit.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    OFFERS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Its name."""
+    offers: _builtins.int
+    """What it offers, in the certificate's unit."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        offers: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "offers", b"offers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CertificatePlace: _TypeAlias = CertificatePlace  # noqa: Y015
+
+@_typing.final
+class Certificate(_message.Message):
+    """Why a gang is not placed: one sentence naming the constraint that binds and the numbers
+    that prove it, whichever engine answered (docs/concepts/why.md).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    CONSTRAINT_FIELD_NUMBER: _builtins.int
+    SENTENCE_FIELD_NUMBER: _builtins.int
+    PROVEN_FIELD_NUMBER: _builtins.int
+    NEEDED_FIELD_NUMBER: _builtins.int
+    OFFERED_FIELD_NUMBER: _builtins.int
+    PLACES_FIELD_NUMBER: _builtins.int
+    RIVALS_FIELD_NUMBER: _builtins.int
+    UNIT_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """capacity, pods, predicates, domain, quota, rules, blocked, competition, time or
+    unproven.
+    """
+    constraint: _builtins.str
+    """What binds, in the dialect's words: a resource, a topology rule, a queue."""
+    sentence: _builtins.str
+    """The sentence a person reads."""
+    proven: _builtins.bool
+    """No placement of the gang exists in the state before the cycle (competition: the gang
+    alone was placed, so the gangs ahead of it took the room).
+    """
+    needed: _builtins.int
+    """What the gang needs of the constraint's unit."""
+    offered: _builtins.int
+    """The most the cluster (or the best domain, or the queue) offers of it."""
+    unit: _builtins.str
+    """The resource `needed`, `offered` and the places count (base units: cpu in milli,
+    memory in bytes); empty for pods.
+    """
+    @_builtins.property
+    def places(self) -> _containers.RepeatedCompositeFieldContainer[Global___CertificatePlace]:
+        """The best places and what each offers, best first."""
+
+    @_builtins.property
+    def rivals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Competition: the gangs placed ahead of it that took its room."""
+
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        constraint: _builtins.str = ...,
+        sentence: _builtins.str = ...,
+        proven: _builtins.bool = ...,
+        needed: _builtins.int = ...,
+        offered: _builtins.int = ...,
+        places: _abc.Iterable[Global___CertificatePlace] | None = ...,
+        rivals: _abc.Iterable[_builtins.str] | None = ...,
+        unit: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["constraint", b"constraint", "kind", b"kind", "needed", b"needed", "offered", b"offered", "places", b"places", "proven", b"proven", "rivals", b"rivals", "sentence", b"sentence", "unit", b"unit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Certificate: _TypeAlias = Certificate  # noqa: Y015
 
 @_typing.final
 class PlaceJobRequest(_message.Message):

@@ -25,7 +25,7 @@ from solver.codec._hypernode import (
 )
 from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
-from solver.decision import Decision, GroupOutcome, Placement, QueueUse, Victim
+from solver.decision import Certificate, Decision, GroupOutcome, Placement, QueueUse, Victim
 from solver.model import (
     ClusterModel,
     JobAffinityError,
@@ -75,6 +75,8 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
         notes=list(decision.notes),
         stats={k: float(v) for k, v in decision.stats.items()},
     )
+    for gang, cert in decision.certificates.items():
+        msg.certificates[gang].CopyFrom(_certificate_to_proto(cert))
     if decision.objective_fits_int64:
         msg.objective = decision.objective
     if decision.bound is not None:
@@ -86,6 +88,34 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
 
 
 _CAUSES = {"preemption": spb.VICTIM_CAUSE_PREEMPTION, "reclaim": spb.VICTIM_CAUSE_RECLAIM}
+
+
+def _certificate_to_proto(cert: Certificate) -> spb.Certificate:
+    return spb.Certificate(
+        kind=cert.kind,
+        constraint=cert.constraint,
+        sentence=cert.sentence,
+        proven=cert.proven,
+        unit=cert.unit,
+        needed=cert.needed,
+        offered=cert.offered,
+        places=[spb.CertificatePlace(name=n, offers=v) for n, v in cert.places],
+        rivals=list(cert.rivals),
+    )
+
+
+def _certificate_from_proto(msg: spb.Certificate) -> Certificate:
+    return Certificate(
+        kind=msg.kind,
+        constraint=msg.constraint,
+        sentence=msg.sentence,
+        proven=msg.proven,
+        unit=msg.unit,
+        needed=msg.needed,
+        offered=msg.offered,
+        places=tuple((p.name, p.offers) for p in msg.places),
+        rivals=tuple(msg.rivals),
+    )
 
 
 _EFFECT_CODES = {v: k for k, v in EFFECTS.items()}
@@ -335,4 +365,7 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
         bound=msg.bound if msg.HasField("bound") else None,
         notes=tuple(msg.notes),
         stats=dict(msg.stats),
+        certificates={
+            gang: _certificate_from_proto(c) for gang, c in sorted(msg.certificates.items())
+        },
     )

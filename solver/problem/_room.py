@@ -56,11 +56,14 @@ def places_text(resource: str | None, places: tuple[tuple[str, int], ...]) -> st
 
 def demand_text(problem: Problem, t: int) -> str:
     """One pod's requests: `8 nvidia.com/gpu, 32 cpu, 64Gi memory` (the positive ones)."""
-    return ", ".join(
-        f"{format_quantity(name, int(v))} {name}"
-        for name, v in zip(problem.resources, problem.type_demand[t].tolist(), strict=True)
-        if v > 0 and name != "pods"
-    ) or "no resources"
+    return (
+        ", ".join(
+            f"{format_quantity(name, int(v))} {name}"
+            for name, v in zip(problem.resources, problem.type_demand[t].tolist(), strict=True)
+            if v > 0 and name != "pods"
+        )
+        or "no resources"
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -189,7 +189,7 @@ def _shortfall_certificate(
             nodes = f"their {short.nodes} eligible node(s)"
         sentence = f"{who}; {nodes} have {format_quantity(name, short.total)} {room}"
         detail = places_text(name, places)
-        kind, constraint = "capacity", name
+        kind, constraint, unit = "capacity", name, "" if name == "pods" else name
     else:
         h = short.gang
         t = problem.gang_types(h)[0]
@@ -198,7 +198,7 @@ def _shortfall_certificate(
             f"{nodes} take {short.total} of them"
         )
         detail = places_text(None, places)
-        kind, constraint = "pods", "pods"
+        kind, constraint, unit = "pods", "pods", ""
     if detail:
         sentence += f" ({detail})"
     return Certificate(
@@ -206,6 +206,7 @@ def _shortfall_certificate(
         constraint,
         sentence,
         True,
+        unit=unit,
         needed=short.needed,
         offered=short.total,
         places=places,

@@ -111,6 +111,19 @@ def test_cli_schedule_with_server_matches_local(start: Any, example: str, flags:
     assert bool(answer["victims"]) == bool(flags)  # --preempt reaches the server
 
 
+def test_cli_why_with_server_gives_the_local_certificate(start: Any) -> None:
+    """Certificates cross the wire whole: `why --server` equals `why` here."""
+    _, port = start()
+    example = str(ROOT / "examples" / "topology" / "koordinator-gather.yaml")
+    args = ["why", "-f", example, "--gang", "default/train-big", "--engine", "greedy", "-o", "json"]
+    local = CliRunner().invoke(app, args)
+    remote = CliRunner().invoke(app, [*args, "--server", f"127.0.0.1:{port}"])
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    here, there = json.loads(local.stdout), json.loads(remote.stdout)
+    assert there["certificate"] == here["certificate"] and here["certificate"]["kind"] == "domain"
+    assert there["reason"] == here["reason"]
+
+
 def test_cli_schedule_with_server_reports_errors(start: Any) -> None:
     _, port = start()
     example = str(ROOT / "examples" / "ganggroup-gpu.yaml")

@@ -42,9 +42,7 @@ def hosts(*names: str, cpu: str = "8") -> list[dict[str, Any]]:
 
 
 def rack_nodes(spine: str, block: str, *names: str, gpu: int = 8) -> list[dict[str, Any]]:
-    return [
-        node(n).cpu("64").gpu(gpu).label(SPINE, spine).label(BLOCK, block).obj() for n in names
-    ]
+    return [node(n).cpu("64").gpu(gpu).label(SPINE, spine).label(BLOCK, block).obj() for n in names]
 
 
 CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
@@ -58,6 +56,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             "gang default/train needs 16 × 1 nvidia.com/gpu (16 in all); its 2 eligible "
             "node(s) have 12 free (n2: 8, n1: 4)",
             True,
+            unit="nvidia.com/gpu",
             needed=16,
             offered=12,
             places=(("n2", 8), ("n1", 4)),
@@ -129,6 +128,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             "gang default/train needs 24 nvidia.com/gpu inside one BlockLayer domain "
             "(MustGather); the largest offers 16 (b1), the next 12 (b3), 8 (b2)",
             True,
+            unit="nvidia.com/gpu",
             needed=24,
             offered=16,
             places=(("b1", 16), ("b3", 12), ("b2", 8)),
@@ -141,7 +141,10 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             queue("small", capability={"cpu": "2"}),
             {**podgroup("vj", 3, "volcano"), "spec": {"minMember": 3, "queue": "small"}},
             *[
-                pod(f"vj-{i}").annotate("scheduling.k8s.io/group-name", "vj").requests(cpu="1").obj()
+                pod(f"vj-{i}")
+                .annotate("scheduling.k8s.io/group-name", "vj")
+                .requests(cpu="1")
+                .obj()
                 for i in range(3)
             ],
         ],
@@ -151,6 +154,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             "queue small",
             "queue small: gang default/vj needs 3 cpu; its limit (2) leaves 2 (0 held)",
             True,
+            unit="cpu",
             needed=3000,
             offered=2000,
             places=(("small", 2000),),
@@ -214,6 +218,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             "gang default/w needs 3 × 1 nvidia.com/gpu (3 in all); its 1 eligible node(s) "
             "have 2 free (n1: 2)",
             True,
+            unit="nvidia.com/gpu",
             needed=3,
             offered=2,
             places=(("n1", 2),),

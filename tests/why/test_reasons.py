@@ -54,7 +54,9 @@ def test_the_allocate_gate_is_named_without_min_resources(engine: str) -> None:
                     *pods)  # fmt: skip
     d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, time_limit=10)
     reason = d.podgroups["default/vj"].reason
-    assert reason.startswith("queue small: gang default/vj needs 3 cpu; its limit (2) leaves 2"), reason
+    assert reason.startswith("queue small: gang default/vj needs 3 cpu; its limit (2) leaves 2"), (
+        reason
+    )
     assert "fits on the cluster" not in reason and "greedy:" not in reason
 
 
@@ -69,4 +71,6 @@ def test_competition_is_still_named_when_a_rival_took_the_room(engine: str) -> N
     )
     d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, time_limit=10)
     reason = d.podgroups["default/b"].reason
-    assert reason.startswith("gang default/b fits on the cluster on its own; the room went to default/a")
+    assert reason.startswith(
+        "gang default/b fits on the cluster on its own; the room went to default/a"
+    )

@@ -45,6 +45,10 @@ test('an unschedulable gang is an answer with reasons', async () => {
   const answer = await client.placeJob({ snapshot: { id: 'node' }, job: job('big', 3, 4) });
   assert.equal(answer.placed, false);
   assert.match(answer.decision.gangs[0].reason, /Insufficient nvidia.com\/gpu/);
+  const cert = answer.decision.certificates['default/big'];
+  assert.equal(cert.proven, true);
+  assert.ok(['capacity', 'pods'].includes(cert.kind), cert.kind);
+  assert.ok(answer.decision.gangs[0].reason.startsWith(cert.sentence));
 });
 
 test('invalid input is INVALID_ARGUMENT with field violations', async () => {

@@ -62,13 +62,18 @@ def queue_bound(
                 f"{'gang' if len(who[q]) == 1 else 'gangs'} {gang_names} "
                 f"need{'s' if len(who[q]) == 1 else ''} {format_quantity(name, int(needed[q][d]))} "
                 f"{shown}; {said}{left} {format_quantity(name, max(0, int(room[d])))}"
-                + (f" ({format_quantity(name, held)} held)" if held is not None and not evicted else "")
+                + (
+                    f" ({format_quantity(name, held)} held)"
+                    if held is not None and not evicted
+                    else ""
+                )
             )
             return Certificate(
                 "quota",
                 f"queue {block.queue_names[q]}",
                 sentence,
                 True,
+                unit=name,
                 needed=int(needed[q][d]),
                 offered=max(0, int(room[d])),
                 places=((block.queue_names[q], max(0, int(room[d]))),),

@@ -80,6 +80,7 @@ def _certificate(problem: Problem, found: Room, names: tuple[str, ...], rule: st
         rule,
         sentence,
         True,
+        unit=unit or "",
         needed=needed,
         offered=int(offered.max(initial=0)),
         places=places,

@@ -1,0 +1,58 @@
+"""`gangplan why`: one gang's certificate from the command line (table, json, yaml), by
+gang or by pod, and one clear line for a gang or pod that is not in the input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from clients.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = str(ROOT / "examples" / "ganggroup-gpu.yaml")
+GATHER = str(ROOT / "examples" / "topology" / "koordinator-gather.yaml")
+runner = CliRunner()
+
+
+def test_why_prints_the_certificate_first() -> None:
+    out = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "default/train-big"])
+    assert out.exit_code == 0, out.output
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("capacity (proven): gang default/train-big needs 16 × 1"), first
+    assert "best places (nvidia.com/gpu): gpu-a1 4, gpu-a2 4, gpu-a3 3" in out.stdout
+    assert "counted: when its turn came: gang default/train-big: 3 of 16" in out.stdout
+
+
+def test_why_json_names_the_domain_for_a_pod() -> None:
+    out = runner.invoke(app, ["why", "-f", GATHER, "--pod", "default/train-big-0", "-o", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["gang"] == "default/train-big" and data["placed"] is False
+    cert = data["certificate"]
+    assert cert["kind"] == "domain" and cert["proven"] is True
+    assert cert["constraint"] == "one SpineLayer domain (MustGather)"
+    assert [p["name"] for p in cert["places"]] == ["s2", "s1"]
+    assert data["reason"].startswith(cert["sentence"])
+    assert set(data["pods"].values()) == {None}
+
+
+def test_why_of_a_placed_gang_says_so() -> None:
+    out = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "default/llm-worker", "-o", "yaml"])
+    assert out.exit_code == 0, out.output
+    data = yaml.safe_load(out.stdout)
+    assert data["placed"] is True and data["certificate"] is None
+    assert all(data["pods"].values())
+
+
+def test_why_refuses_an_unknown_gang_or_pod_in_one_line() -> None:
+    for flags, words in (
+        (["--gang", "default/nope"], "--gang default/nope: no PodGroup default/nope"),
+        (["--pod", "nope"], "--pod nope: no pod default/nope"),
+        ([], "name the gang with --gang NS/NAME or a pod with --pod NS/NAME"),
+    ):
+        out = runner.invoke(app, ["why", "-f", EXAMPLE, *flags])
+        assert out.exit_code == 2 and out.stdout == ""
+        assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
