@@ -98,11 +98,11 @@ def decide(
             reason = f"{pending - int(placed_per_gang[g])} optional member(s) pending: {reason}"
         podgroups[gid] = GroupOutcome(enqueued=True, placed=bool(placed), reason=reason)
 
-    nominated = set(preemption.nominated) if preemption is not None else set()
+    waiting = set(preemption.nominated) if preemption is not None else set()
     certificates = {
         problem.gang_ids[g]: found.certificate
         for g, found in certified.items()
-        if not any(pod in nominated for t in problem.gang_types(g) for pod in problem.type_pods[t])
+        if not any(pod in waiting for t in problem.gang_types(g) for pod in problem.type_pods[t])
     }
     extra: dict[str, Any] = {}
     for step in DECISION_STEPS:

@@ -80,7 +80,8 @@ class Room:
     @property
     def fits(self) -> BoolArray:
         """[D] groups neither bound rules out."""
-        return np.all(self.offered >= self.needed, axis=1) & np.all(self.pods >= self.need, axis=1)
+        enough: BoolArray = np.all(self.offered >= self.needed, axis=1)
+        return enough & np.all(self.pods >= self.need, axis=1)
 
 
 def _sum_by(group: IntArray, values: IntArray, n: int) -> IntArray:
