@@ -81,7 +81,8 @@ class Room:
     def fits(self) -> BoolArray:
         """[D] groups neither bound rules out."""
         enough: BoolArray = np.all(self.offered >= self.needed, axis=1)
-        return enough & np.all(self.pods >= self.need, axis=1)
+        counted: BoolArray = np.all(self.pods >= self.need, axis=1)
+        return enough & counted
 
 
 def _sum_by(group: IntArray, values: IntArray, n: int) -> IntArray:
