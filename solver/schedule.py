@@ -113,6 +113,7 @@ def solve(
             deadline=time.perf_counter() + left,
         )
         result.stats["preemption_seconds"] = seconds
+    certifying = time.perf_counter()
     certified = certify(
         problem,
         result.pod_node,
@@ -120,6 +121,8 @@ def solve(
         preempted=preemption is not None,
         deadline=started + time_limit,
     )
+    if certified:
+        result.stats["why_seconds"] = time.perf_counter() - certifying
     decision = decide(
         problem, snapshot, workload, result, time.perf_counter() - started, preemption, certified
     )

@@ -160,8 +160,33 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             places=(("small", 2000),),
         ),
     ),
+    #   n [16 cpu], eng (capability 2 cpu) ─ eng-a (no capability)    job of 3 × 1 cpu in eng-a
+    "quota at an ancestor": (
+        [
+            node("n").cpu("16").obj(),
+            queue("eng", capability={"cpu": "2"}),
+            queue("eng-a", "eng"),
+            {**podgroup("vj", 3, "volcano"), "spec": {"minMember": 3, "queue": "eng-a"}},
+            *[
+                pod(f"vj-{i}").annotate("scheduling.k8s.io/group-name", "vj").requests(cpu="1").obj()
+                for i in range(3)
+            ],
+        ],
+        "default/vj",
+        Certificate(
+            "quota",
+            "queue eng",
+            "queue eng-a: gang default/vj needs 3 cpu; its ancestor eng's limit (2) leaves 2 "
+            "(0 held)",
+            True,
+            unit="cpu",
+            needed=3000,
+            offered=2000,
+            places=(("eng", 2000),),
+        ),
+    ),
     #   n1 [8 cpu]  n2 [8 cpu]        aa: 3 pods, required anti-affinity per hostname
-    "rules": (
+    "anti-affinity": (
         [
             *hosts("n1", "n2"),
             podgroup("aa", 3),
@@ -177,10 +202,37 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
         ],
         "default/aa",
         Certificate(
+            "anti-affinity",
+            "anti-affinity app=aa by kubernetes.io/hostname",
+            "gang default/aa needs 3 pods, at most one per kubernetes.io/hostname "
+            "(anti-affinity app=aa by kubernetes.io/hostname); its eligible nodes with room "
+            "give 2",
+            True,
+            needed=3,
+            offered=2,
+        ),
+    ),
+    #   zone a: na [8 cpu]   zone b: nb [1 cpu]    sp: 4 pods spread by zone, maxSkew 1:
+    #   b takes 1, so a at most 2 — no bound sees it, CP-SAT's core does
+    "rules": (
+        [
+            node("na").cpu("8").label("zone", "a").obj(),
+            node("nb").cpu("1").label("zone", "b").obj(),
+            podgroup("sp", 4),
+            *[
+                pod(f"sp-{i}").group("sp").requests(cpu="1").label("app", "sp")
+                .spread("zone", 1, app="sp").obj()
+                for i in range(4)
+            ],  # fmt: skip
+        ],
+        "default/sp",
+        Certificate(
             "rules",
             "",
-            "the pods' own affinity, anti-affinity and spread terms cannot all hold "
-            "(anti-affinity app=aa by kubernetes.io/hostname)",
+            # a core of two families: neither the room nor the spread alone rules it out
+            "gang default/sp needs 4 × 1 cpu (4 in all), eligible nodes offer 9 before this "
+            "cycle; the pods' own affinity, anti-affinity and spread terms cannot all hold "
+            "(spread zone maxSkew 1)",
             True,
         ),
     ),

@@ -28,6 +28,7 @@ from solver.features.interpod.block import (
     InterPodBlock,
     TermRow,
 )
+from solver.features.interpod.bound import anti_affinity_bound
 from solver.features.interpod.greedy import TermTracker, interpod_tracker
 
 __all__ = [
@@ -58,5 +59,6 @@ FEATURE = Feature(
         class_splits=(cpsat.class_split,),
         per_node=cpsat.virtual_types,
         guard=cpsat.guard,
+        bounds=(anti_affinity_bound,),
     ),
 )

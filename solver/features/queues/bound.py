@@ -15,6 +15,8 @@ reason.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from solver.decision import Certificate
@@ -32,50 +34,72 @@ def queue_bound(
     block = problem.block(QuotaBlock)
     if block is None or not block.type_queues:
         return None
-    needed: dict[int, IntArray] = {}
-    who: dict[int, list[int]] = {}
+    paths: dict[tuple[int, ...], tuple[IntArray, list[int]]] = {}
     for h in gangs:
         types = problem.gang_types(h)
         need = int(problem.gang_need[h])
         if need <= 0 or not types or any(block.node_dims(t) for t in types):
             continue
-        queues = set(block.type_queues[types[0]])
-        if any(set(block.type_queues[t]) != queues for t in types):
+        path = tuple(block.type_queues[types[0]])  # the leaf, then its ancestors
+        if not path or any(tuple(block.type_queues[t]) != path for t in types):
             continue
         use = block.type_quota_demand[types].min(axis=0) * need
-        for q in queues:
-            needed[q] = needed.get(q, np.zeros_like(use)) + use
-            who.setdefault(q, []).append(h)
-    for q in sorted(needed):
-        room = block.limit[q] if evicted and block.limit.size else block.headroom[q]
-        over = (block.headroom[q] < UNLIMITED) & (needed[q] > room)
-        for d in np.flatnonzero(over).tolist():
-            name = block.quota_dims[d]
-            shown = name.removeprefix("card:")
-            gang_names = ", ".join(problem.gang_ids[h] for h in who[q])
-            limit = int(block.limit[q, d]) if block.limit.size else None
-            held = int(block.allocated[q, d]) if block.allocated.size else None
-            said = f"its limit ({format_quantity(name, limit)}) " if limit is not None else ""
-            left = "leaves" if not evicted else "allows, with its running pods evicted,"
-            sentence = (
-                f"queue {block.queue_names[q]}: "
-                f"{'gang' if len(who[q]) == 1 else 'gangs'} {gang_names} "
-                f"need{'s' if len(who[q]) == 1 else ''} {format_quantity(name, int(needed[q][d]))} "
-                f"{shown}; {said}{left} {format_quantity(name, max(0, int(room[d])))}"
-                + (
-                    f" ({format_quantity(name, held)} held)"
-                    if held is not None and not evicted
-                    else ""
+        total, who = paths.get(path, (np.zeros_like(use), []))
+        paths[path] = (total + use, [*who, h])
+    for path, (needed, who) in sorted(paths.items()):
+        for d in np.flatnonzero(needed > 0).tolist():
+            rooms = [
+                (
+                    int(block.limit[q, d])
+                    if evicted and block.limit.size
+                    else int(block.headroom[q, d]),
+                    -i,
+                    q,
                 )
-            )
-            return Certificate(
-                "quota",
-                f"queue {block.queue_names[q]}",
-                sentence,
-                True,
-                unit=name,
-                needed=int(needed[q][d]),
-                offered=max(0, int(room[d])),
-                places=((block.queue_names[q], max(0, int(room[d]))),),
-            )
+                for i, q in enumerate(path)
+                if block.headroom[q, d] < UNLIMITED
+            ]
+            if not rooms or min(rooms)[0] >= needed[d]:
+                continue
+            room, _, q = min(rooms)  # the tightest; on a tie the highest ancestor sets it
+            return _certificate(problem, block, path[0], q, d, int(needed[d]), room, who, evicted)
     return None
+
+
+def _certificate(
+    problem: Problem,
+    block: QuotaBlock,
+    leaf: int,
+    q: int,
+    d: int,
+    needed: int,
+    room: int,
+    who: list[int],
+    evicted: bool,
+) -> Certificate:
+    name = block.quota_dims[d]
+    qty = partial(format_quantity, name)
+    gangs = ", ".join(problem.gang_ids[h] for h in who)
+    whose = "its" if q == leaf else f"its ancestor {block.queue_names[q]}'s"
+    limit = f" ({qty(int(block.limit[q, d]))})" if block.limit.size else ""
+    held = int(block.allocated[q, d]) if block.allocated.size else None
+    if evicted:
+        rest = f"{whose} limit{limit} allows {qty(max(0, room))} with its running pods evicted"
+    else:
+        rest = f"{whose} limit{limit} leaves {qty(max(0, room))}" + (
+            f" ({qty(held)} held)" if held is not None else ""
+        )
+    sentence = (
+        f"queue {block.queue_names[leaf]}: {'gang' if len(who) == 1 else 'gangs'} {gangs} "
+        f"need{'s' if len(who) == 1 else ''} {qty(needed)} {name.removeprefix('card:')}; {rest}"
+    )
+    return Certificate(
+        "quota",
+        f"queue {block.queue_names[q]}",
+        sentence,
+        True,
+        unit=name,
+        needed=needed,
+        offered=max(0, room),
+        places=((block.queue_names[q], max(0, room)),),
+    )
