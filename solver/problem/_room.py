@@ -92,11 +92,19 @@ def _sum_by(group: IntArray, values: IntArray, n: int) -> IntArray:
 
 
 def room(
-    problem: Problem, gangs: list[int], free: IntArray, group: IntArray | None = None, n: int = 1
+    problem: Problem,
+    gangs: list[int],
+    free: IntArray,
+    group: IntArray | None = None,
+    n: int = 1,
+    *,
+    whole: bool = False,
 ) -> Room:
     """Both bounds for `gangs` on each of `n` groups of nodes (`group` [N]: a node's group,
-    -1 = none; default: all nodes in one group)."""
-    wanting = tuple(h for h in gangs if problem.gang_need[h] > 0 and problem.gang_types(h))
+    -1 = none; default: all nodes in one group). `whole`: each gang needs all its pending
+    pods, not its need (Koordinator's gather places a group's pending pods all or none)."""
+    needs = problem.gang_pending if whole else problem.gang_need
+    wanting = tuple(h for h in gangs if needs[h] > 0 and problem.gang_types(h))
     where = np.zeros(problem.num_nodes, dtype=np.int64) if group is None else group
     types = [t for h in wanting for t in problem.gang_types(h)]
     usable = where >= 0
@@ -105,7 +113,7 @@ def room(
     bins = np.where(usable, where, n)
     needed = np.zeros(len(problem.resources), dtype=np.int64)
     for h in wanting:
-        needed += int(problem.gang_need[h]) * problem.type_demand[problem.gang_types(h)].min(axis=0)
+        needed += int(needs[h]) * problem.type_demand[problem.gang_types(h)].min(axis=0)
     pods = np.zeros((n, len(wanting)), dtype=np.int64)
     for i, h in enumerate(wanting):
         for t in problem.gang_types(h):
@@ -116,7 +124,7 @@ def room(
         gangs=wanting,
         needed=needed,
         offered=_sum_by(bins, np.maximum(free, 0), n),
-        need=np.array([int(problem.gang_need[h]) for h in wanting], dtype=np.int64),
+        need=np.array([int(needs[h]) for h in wanting], dtype=np.int64),
         pods=pods,
         nodes=_sum_by(bins, np.ones(problem.num_nodes, dtype=np.int64), n),
     )

@@ -134,6 +134,30 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             places=(("b1", 16), ("b3", 12), ("b2", 8)),
         ),
     ),
+    #   s1 ─ b1: a1 [1 cpu]    s2 ─ b2: a2 [1 cpu]    two: 2 × 1 cpu, minMember 1, MustGather
+    #   per spine: Koordinator gathers all pending pods of the group or none
+    "whole gather": (
+        [
+            spine_block_topology(),
+            node("a1").cpu("1").label(SPINE, "s1").label(BLOCK, "b1").obj(),
+            node("a2").cpu("1").label(SPINE, "s2").label(BLOCK, "b2").obj(),
+            podgroup("two", 1, **gather(("SpineLayer", "MustGather"))),
+            *[pod(f"two-{i}").group("two").requests(cpu="1").obj() for i in range(2)],
+        ],
+        "default/two",
+        Certificate(
+            "domain",
+            "one SpineLayer domain (MustGather), all its pending pods together (Koordinator "
+            "gather)",
+            "gang default/two needs 2 cpu inside one SpineLayer domain (MustGather), all its "
+            "pending pods together (Koordinator gather); the largest offers 1 (s1), the next 1 (s2)",
+            True,
+            unit="cpu",
+            needed=2000,
+            offered=1000,
+            places=(("s1", 1000), ("s2", 1000)),
+        ),
+    ),
     #   n [16 cpu], queue small: capability 2 cpu     vj: 3 × 1 cpu (PodGroup, no minResources)
     "quota": (
         [
@@ -168,7 +192,10 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             queue("eng-a", "eng"),
             {**podgroup("vj", 3, "volcano"), "spec": {"minMember": 3, "queue": "eng-a"}},
             *[
-                pod(f"vj-{i}").annotate("scheduling.k8s.io/group-name", "vj").requests(cpu="1").obj()
+                pod(f"vj-{i}")
+                .annotate("scheduling.k8s.io/group-name", "vj")
+                .requests(cpu="1")
+                .obj()
                 for i in range(3)
             ],
         ],
@@ -220,8 +247,12 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             node("nb").cpu("1").label("zone", "b").obj(),
             podgroup("sp", 4),
             *[
-                pod(f"sp-{i}").group("sp").requests(cpu="1").label("app", "sp")
-                .spread("zone", 1, app="sp").obj()
+                pod(f"sp-{i}")
+                .group("sp")
+                .requests(cpu="1")
+                .label("app", "sp")
+                .spread("zone", 1, app="sp")
+                .obj()
                 for i in range(4)
             ],  # fmt: skip
         ],

@@ -4,6 +4,8 @@ went to others is right that the gang alone is placed (and verified)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,20 @@ from solver import SchedulerConf, solve, verify
 from solver.model import ClusterModel
 from solver.schedule import snapshot_of
 from solver.snapshot import Workload
+from tests.builders import (
+    BLOCK,
+    SPINE,
+    gather,
+    model,
+    node,
+    pod,
+    podgroup,
+    queue,
+    spine_block_topology,
+)
 from tests.test_properties import CONFS, clusters
+
+HOST = "kubernetes.io/hostname"
 
 CANNOT_RUN = ("capacity", "pods", "predicates", "domain", "quota", "rules")
 
@@ -49,3 +64,54 @@ def test_certificates_agree_with_cpsat_on_the_gang_alone_long(
     cluster: ClusterModel, conf: SchedulerConf, engine: str
 ) -> None:
     _check(cluster, conf, engine)
+
+
+@st.composite
+def rich_clusters(draw: st.DrawFn) -> ClusterModel:
+    """Nodes in a spine/block tree with hostnames, queues with capabilities (one nested),
+    gangs that MustGather, sit in a queue, repel each other per node or spread by block."""
+    objects: list[dict[str, Any]] = [spine_block_topology(), queue("top", capability={"cpu": "12"})]
+    objects.append(queue("leaf", "top", capability={"cpu": str(draw(st.integers(2, 16)))}))
+    names = [f"n{i}" for i in range(draw(st.integers(2, 6)))]
+    for i, name in enumerate(names):
+        b = node(name).cpu(str(draw(st.integers(2, 8)))).gpu(draw(st.sampled_from([0, 2, 4])))
+        b.label(SPINE, f"s{i % 2}").label(BLOCK, f"b{i % 3}").label(HOST, name)
+        objects.append(b.obj())
+        if draw(st.integers(0, 3)) == 0:
+            objects.append(pod(f"run-{name}").requests(cpu="1").label("app", "g0").on(name).obj())
+    for g in range(draw(st.integers(1, 3))):
+        size = draw(st.integers(1, 5))
+        annotations: dict[str, str] = {}
+        if draw(st.booleans()):
+            annotations.update(
+                gather((draw(st.sampled_from(["SpineLayer", "BlockLayer"])), "MustGather"))
+            )
+        group = podgroup(f"g{g}", draw(st.integers(1, size)), **annotations)
+        if draw(st.booleans()):
+            group["spec"]["queue"] = draw(st.sampled_from(["top", "leaf"]))
+        objects.append(group)
+        rule = draw(st.sampled_from(["", "anti", "spread"]))
+        for j in range(size):
+            p = pod(f"g{g}-{j}").group(f"g{g}").label("app", f"g{g}")
+            p.requests(cpu=draw(st.integers(1, 3)), gpu=draw(st.integers(0, 2)))
+            if rule == "anti":
+                p.anti_affinity(HOST, app=f"g{g}")
+            elif rule == "spread":
+                p.spread(BLOCK, 1, app=f"g{g}")
+            objects.append(p.obj())
+    return model(*objects)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rich_clusters(), st.sampled_from(["greedy", "auto"]))
+def test_certificates_with_domains_queues_and_terms(cluster: ClusterModel, engine: str) -> None:
+    _check(cluster, SchedulerConf.default(), engine)
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rich_clusters(), st.sampled_from(["greedy", "cpsat", "auto"]))
+def test_certificates_with_domains_queues_and_terms_long(
+    cluster: ClusterModel, engine: str
+) -> None:
+    _check(cluster, SchedulerConf.default(), engine)

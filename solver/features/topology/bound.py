@@ -32,14 +32,19 @@ def one_domain_bound(
     for u in sorted({int(problem.gang_unit[h]) for h in gangs if problem.gang_pending[h] > 0}):
         domain = block.domain_of(u)
         names = block.unit_domain_names[u] if block.unit_domain_names else ()
-        if domain is None or not names:
+        rule = block.unit_domain_rule[u] if block.unit_domain_rule else ""
+        gather = block.is_gather(u)  # Koordinator: all pending pods of the group, or none
+        if (domain is None or not names) and gather:
+            domain, names, rule = np.zeros(problem.num_nodes, dtype=np.int64), ("cluster",), ""
+        elif domain is None or not names:
             continue
         members = [h for h in gangs if int(problem.gang_unit[h]) == u]
         names = tuple(n.rstrip(";") for n in names)  # Godel's "key:value;" domain names
-        found = room(problem, members, free, domain, len(names))
+        found = room(problem, members, free, domain, len(names), whole=gather)
         if not found.gangs or bool(found.fits.any()):
             continue
-        rule = block.unit_domain_rule[u] if block.unit_domain_rule else "one domain"
+        if gather and any(problem.gang_pending[h] > problem.gang_need[h] for h in members):
+            rule = f"{rule or 'the cluster'}, all its pending pods together (Koordinator gather)"
         return _certificate(problem, found, names, rule or "one domain")
     return None
 
