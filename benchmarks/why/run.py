@@ -113,7 +113,12 @@ def measure(running: int, engines: list[str], reps: int) -> list[dict[str, Any]]
             whys: list[float] = []
             certs: list[Any] = []
 
-            def call(message: pb.Job, engine: str = engine) -> None:
+            def call(
+                message: pb.Job,
+                engine: str = engine,
+                whys: list[float] = whys,
+                certs: list[Any] = certs,
+            ) -> None:
                 pods, given, named = job_from_proto(message, "job", snapshot)
                 workload = Workload.of(snapshot, pods, named, given)
                 d = schedule(snapshot, conf, workload=workload, engine=engine, workers=1, seed=0)

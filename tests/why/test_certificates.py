@@ -254,7 +254,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
                 .spread("zone", 1, app="sp")
                 .obj()
                 for i in range(4)
-            ],  # fmt: skip
+            ],
         ],
         "default/sp",
         Certificate(
