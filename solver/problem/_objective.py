@@ -136,7 +136,7 @@ def compare_tiers(specs: list[TierSpec], a: dict[str, int], b: dict[str, int]) -
     return 0
 
 
-def relaxed_best(problem: Problem) -> dict[str, int]:
+def relaxed_best(problem: Problem, skip: frozenset[int] = frozenset()) -> dict[str, int]:
     """Per tier, a value no answer can beat: the tiers' own ranges, and two tighter ones
     with capacity between pods and every gang rule relaxed —
 
@@ -146,7 +146,8 @@ def relaxed_best(problem: Problem) -> dict[str, int]:
       node⌉ per resource over all of them; 0 when every type has room on a used node.
 
     An answer reaching every tier's value is optimal: the tiers compare lexicographically,
-    and each value bounds every answer, the optimal ones included."""
+    and each value bounds every answer, the optimal ones included. `skip`: types no answer
+    can place (their gangs are proven impossible), left out of the sums."""
     specs = tier_specs(problem)
     best = {s.name: s.upper if s.maximize else s.lower for s in specs}
     empty = problem.empty
@@ -154,6 +155,8 @@ def relaxed_best(problem: Problem) -> dict[str, int]:
     volume = np.zeros(problem.free.shape[1], dtype=np.int64)
     opened = 0
     for t, pods in enumerate(problem.type_pods):
+        if t in skip:
+            continue
         slots = slots_of(problem, t, problem.free)
         room = slots > 0
         if not room.any():
@@ -173,11 +176,23 @@ def relaxed_best(problem: Problem) -> dict[str, int]:
     return best
 
 
-def proven_optimal(problem: Problem, values: dict[str, int]) -> bool:
+def proven_optimal(
+    problem: Problem,
+    values: dict[str, int],
+    pod_node: list[IntArray] | None = None,
+    impossible: frozenset[int] = frozenset(),
+) -> bool:
     """Does an answer's `evaluate` reach `relaxed_best` in every tier (so no model needs
-    to be built to prove it)? Cheap: O(types × nodes) numpy."""
+    to be built to prove it)? Cheap: O(types × nodes) numpy. `impossible`: types no answer
+    can place (their gangs are proven impossible): then every other pod placed in
+    `pod_node` is the most any answer places, and the lower tiers are bounded without them."""
     specs = tier_specs(problem)
-    if any(values[s.name] != (s.upper if s.maximize else s.lower) for s in specs[:2]):
-        return False  # not every group and pod placed: the common case, decided at once
-    best = relaxed_best(problem)
-    return all(values[s.name] == best[s.name] for s in specs)
+    if not impossible:
+        if any(values[s.name] != (s.upper if s.maximize else s.lower) for s in specs[:2]):
+            return False  # not every group and pod placed: the common case, decided at once
+    elif pod_node is None or any(
+        bool((pod_node[t] < 0).any()) for t in range(problem.num_types) if t not in impossible
+    ):
+        return False
+    best = relaxed_best(problem, impossible)
+    return all(values[s.name] == best[s.name] for s in specs[2:])

@@ -25,6 +25,7 @@ __all__ = [
     "Room",
     "Shortfall",
     "best_places",
+    "closure",
     "demand_text",
     "places_text",
     "room",
@@ -64,6 +65,18 @@ def demand_text(problem: Problem, t: int) -> str:
         )
         or "no resources"
     )
+
+
+def closure(problem: Problem, g: int) -> list[int]:
+    """Gang g and every gang it requires (`Problem.gang_requires`, transitively), sorted."""
+    out, stack = {g}, [g]
+    while stack:
+        a = stack.pop()
+        for x, h in problem.gang_requires:
+            if x == a and h not in out:
+                out.add(h)
+                stack.append(h)
+    return sorted(out)
 
 
 @dataclass(frozen=True, eq=False)

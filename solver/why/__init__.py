@@ -1,15 +1,13 @@
 """Why a gang is not placed: certificates, proven where they can be (`certify.py`), and
 the explanation model they fall back on (`core.py`)."""
 
-from solver.why.certify import WHY_SECONDS, Certified, certify, left_out
-from solver.why.core import CoreAnswer, closure, explain_gang
+from solver.why.certify import WHY_SECONDS, Certified, certify
+from solver.why.core import CoreAnswer, explain_gang
 
 __all__ = [
     "WHY_SECONDS",
     "Certified",
     "CoreAnswer",
     "certify",
-    "closure",
     "explain_gang",
-    "left_out",
 ]

@@ -30,29 +30,21 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solver.decision import Certificate
+from solver.engines.bounds import left_out, placed_per_gang, proof
 from solver.engines.greedy import NOT_TRIED, solve_greedy
-from solver.features import FEATURES
 from solver.problem import (
     IntArray,
     Problem,
-    Shortfall,
-    best_places,
-    demand_text,
+    closure,
     fit_report,
     format_fit_error,
-    places_text,
-    shortfall,
 )
-from solver.quantity import format_quantity
-from solver.why.core import closure, explain_gang
+from solver.why.core import explain_gang
 
-__all__ = ["WHY_SECONDS", "Certified", "certify", "left_out"]
+__all__ = ["WHY_SECONDS", "Certified", "certify"]
 
 WHY_SECONDS = 0.25
 """What a call spends at most on competition checks and the explanation model together."""
-
-BOUNDS = tuple(b for f in FEATURES for b in f.explain.bounds)
-"""Features' bounds, asked in registry order after the core's."""
 
 
 @dataclass(frozen=True)
@@ -62,17 +54,6 @@ class Certified:
 
     certificate: Certificate
     reason: str
-
-
-def left_out(problem: Problem, pod_node: list[IntArray]) -> list[int]:
-    """Gangs with pending pods the answer does not satisfy."""
-    placed = _placed(problem, pod_node)
-    return [
-        g
-        for g in range(len(problem.gang_ids))
-        if problem.gang_pending[g] > 0
-        and (problem.gang_blocked[g] is not None or placed[g] < max(1, int(problem.gang_need[g])))
-    ]
 
 
 def certify(
@@ -91,7 +72,7 @@ def certify(
     end = now + 3600 if deadline is None else deadline
     extra_end = min(end, now + extra_seconds)
     free = problem.capacity if preempted else problem.free
-    placed = _placed(problem, pod_node)
+    placed = placed_per_gang(problem, pod_node)
     out: dict[int, Certified] = {}
     for g in left_out(problem, pod_node) if gangs is None else gangs:
         said = counted.get(g, "")
@@ -126,97 +107,15 @@ def _own_rule(problem: Problem, g: int, counted: str) -> Certified | None:
     return None
 
 
-def _placed(problem: Problem, pod_node: list[IntArray]) -> IntArray:
-    placed = np.zeros(len(problem.gang_ids), dtype=np.int64)
-    for t, nodes in enumerate(pod_node):
-        placed[problem.type_gang[t]] += int((nodes >= 0).sum())
-    return placed
-
-
 def _bound(
     problem: Problem, g: int, free: IntArray, preempted: bool, counted: str, ahead: bool
 ) -> Certified | None:
-    gangs = closure(problem, g)
-    for h in gangs:
-        types = problem.gang_types(h)
-        if problem.gang_need[h] > 0 and types and not np.any(problem.eligible[np.array(types)]):
-            _, counts = fit_report(problem, types[0], free)
-            why = ", ".join(f"{n} {text}" for text, n in sorted(counts.items()))
-            sentence = (
-                f"no node passes the filters of gang {problem.gang_ids[h]}: {why}"
-                if why
-                else f"gang {problem.gang_ids[h]}: the cluster has no nodes"
-            )
-            return Certified(Certificate("predicates", "predicates", sentence, True), sentence)
-    short = shortfall(problem, gangs, free)
-    if short is not None:
-        cert = _shortfall_certificate(problem, short, gangs, preempted)
-        return _proven(problem, g, cert, free, counted, ahead)
-    for bound in BOUNDS:
-        found = bound(problem, gangs, free, preempted)
-        if found is not None:
-            return _proven(problem, g, found, free, counted, ahead)
-    return None
-
-
-def _shortfall_certificate(
-    problem: Problem, short: Shortfall, gangs: list[int], preempted: bool
-) -> Certificate:
-    room = "allocatable (every running pod evicted)" if preempted else "free"
-    places = best_places(problem.node_names, short.offered)
-    nodes = f"its {short.nodes} eligible node(s)"
-    if short.resource >= 0:
-        name = problem.resources[short.resource]
-        r = short.resource
-        wanting = [
-            h
-            for h in gangs
-            if problem.gang_need[h] > 0 and problem.type_demand[problem.gang_types(h), r].min() > 0
-        ]
-        if name == "pods":
-            who = f"{_gangs_need(problem, wanting)} {short.needed} pod slots"
-        elif len(wanting) == 1:
-            h = wanting[0]
-            per = int(problem.type_demand[problem.gang_types(h), r].min())
-            who = (
-                f"gang {problem.gang_ids[h]} needs {problem.gang_need[h]} × "
-                f"{format_quantity(name, per)} {name} "
-                f"({format_quantity(name, short.needed)} in all)"
-            )
-        else:
-            names = ", ".join(problem.gang_ids[h] for h in wanting)
-            who = f"gangs {names} need {format_quantity(name, short.needed)} {name} together"
-            nodes = f"their {short.nodes} eligible node(s)"
-        sentence = f"{who}; {nodes} have {format_quantity(name, short.total)} {room}"
-        detail = places_text(name, places)
-        kind, constraint, unit = "capacity", name, "" if name == "pods" else name
-    else:
-        h = short.gang
-        t = problem.gang_types(h)[0]
-        sentence = (
-            f"gang {problem.gang_ids[h]} needs {short.needed} pods of {demand_text(problem, t)}; "
-            f"{nodes} take {short.total} of them"
-        )
-        detail = places_text(None, places)
-        kind, constraint, unit = "pods", "pods", ""
-    if detail:
-        sentence += f" ({detail})"
-    return Certificate(
-        kind,
-        constraint,
-        sentence,
-        True,
-        unit=unit,
-        needed=short.needed,
-        offered=short.total,
-        places=places,
-    )
-
-
-def _gangs_need(problem: Problem, gangs: list[int]) -> str:
-    if len(gangs) == 1:
-        return f"gang {problem.gang_ids[gangs[0]]} needs"
-    return f"gangs {', '.join(problem.gang_ids[h] for h in gangs)} need"
+    found = proof(problem, closure(problem, g), free, preempted)
+    if found is None:
+        return None
+    if found.kind == "predicates":  # its sentence counts the nodes already
+        return Certified(found, found.sentence)
+    return _proven(problem, g, found, free, counted, ahead)
 
 
 COUNTED_KINDS = ("capacity", "pods", "rules")
@@ -258,7 +157,7 @@ def _competition(
     units = {int(problem.gang_unit[h]) for h in gangs}
     order = np.array([u for u in problem.unit_order.tolist() if u in units], dtype=np.int64)
     alone = solve_greedy(replace(problem, unit_order=order))
-    placed = _placed(problem, alone.pod_node)
+    placed = placed_per_gang(problem, alone.pod_node)
     if any(placed[h] < max(1, int(problem.gang_need[h])) for h in gangs if problem.gang_pending[h]):
         return None
     types = [t for h in gangs for t in problem.gang_types(h)]

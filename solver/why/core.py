@@ -27,26 +27,15 @@ from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import capacity
 from solver.features import FEATURES
-from solver.problem import Problem, Rows
+from solver.problem import Problem, Rows, closure
 from solver.quantity import format_quantity
 from solver.sat import PlacementVars, node_classes
 
-__all__ = ["CoreAnswer", "closure", "explain_gang"]
+__all__ = ["CoreAnswer", "explain_gang"]
 
 EXPLAIN_SECONDS = 1.0
 
 _STEPS = tuple(f.explain for f in FEATURES)
-
-
-def closure(problem: Problem, g: int) -> list[int]:
-    out, stack = {g}, [g]
-    while stack:
-        a = stack.pop()
-        for x, h in problem.gang_requires:
-            if x == a and h not in out:
-                out.add(h)
-                stack.append(h)
-    return sorted(out)
 
 
 def _subproblem(problem: Problem, types: list[int]) -> Problem:

@@ -76,14 +76,17 @@ def test_the_pods_of_one_shape_open_as_many_nodes_as_their_slots_need() -> None:
     assert decision.status == "OPTIMAL" and decision.stats.get("proven_by_bound") == 1
 
 
-def test_a_gang_left_out_is_not_proven_by_the_bound_but_by_cpsat() -> None:
+def test_a_gang_left_out_is_proven_impossible_without_a_model() -> None:
+    """6 cpu asked of a 4-cpu node: the relaxed bound alone cannot prove the empty answer
+    (it counts every group placed), the room bound proves the gang impossible
+    (`solver.engines.bounds`), so `auto` answers INFEASIBLE without building a model."""
     objects = [node("n0").cpu("4").obj(), podgroup("g", 3)]
     objects += [pod(f"g-{i}").group("g").requests(cpu="2").obj() for i in range(3)]
     cluster = model(*objects)
     problem = compile_problem(snapshot_of(cluster), SchedulerConf.default())
     decision = solve(cluster, engine="auto", workers=1, seed=0)
-    assert "proven_by_bound" not in decision.stats
-    assert decision.status == "INFEASIBLE"  # CP-SAT proved no gang group fits
+    assert decision.stats.get("impossible_gangs") == 1 and "vars_after" not in decision.stats
+    assert decision.status == "INFEASIBLE"
     assert not proven_optimal(problem, evaluate(problem, [row * 0 - 1 for row in _rows(problem)]))
 
 

@@ -6,11 +6,12 @@ Each row draws its cluster; `[4 GPU]` is a node's free room before the cycle.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from solver import SchedulerConf, schedule
+from solver import SchedulerConf, load_manifests, schedule
 from solver.decision import Certificate
 from tests.builders import (
     BLOCK,
@@ -27,6 +28,7 @@ from tests.builders import (
 )
 
 ENGINES = ["greedy", "cpsat", "auto"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gang(name: str, size: int, min_member: int, **requests: Any) -> list[dict[str, Any]]:
@@ -350,3 +352,19 @@ def test_with_preemption_the_bound_is_the_allocatable() -> None:
     cert = d.certificates["default/train"]
     assert cert.kind == "capacity" and cert.proven and cert.offered == 12
     assert "allocatable (every running pod evicted)" in cert.sentence
+
+
+def test_auto_builds_no_model_when_what_is_left_out_is_impossible() -> None:
+    """n [4 GPU]: `small` (2 × 1 GPU) placed on the one node, `big` (8 × 1 GPU) proven
+    impossible: `auto` answers OPTIMAL with the greedy's placement and no CP-SAT model."""
+    d = schedule(model(node("n").gpu(4).obj(), *gang("small", 2, 2), *gang("big", 8, 8)))
+    assert d.status == "OPTIMAL" and d.bound == d.objective and len(d.placed) == 2
+    assert d.stats["proven_by_bound"] == 1 and d.stats["impossible_gangs"] == 1
+    assert "vars_after" not in d.stats and d.certificates["default/big"].kind == "capacity"
+
+
+def test_the_bundled_example_still_thinks_about_its_placed_gangs() -> None:
+    """The bundled example: train-big is impossible, but the greedy's placement of the
+    GangGroup does not reach the lower tiers' bounds, so CP-SAT still runs for them."""
+    d = schedule(load_manifests(str(ROOT / "examples" / "ganggroup-gpu.yaml")), workers=1)
+    assert d.status == "OPTIMAL" and "vars_after" in d.stats

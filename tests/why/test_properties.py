@@ -115,3 +115,18 @@ def test_certificates_with_domains_queues_and_terms_long(
     cluster: ClusterModel, engine: str
 ) -> None:
     _check(cluster, SchedulerConf.default(), engine)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(clusters(), rich_clusters()))
+def test_auto_proves_by_impossible_gangs_only_what_cpsat_confirms(cluster: ClusterModel) -> None:
+    """`auto` proves the greedy's answer without a model when every gang it left out is
+    impossible: CP-SAT, proving its own optimum, finds nothing better."""
+    conf = SchedulerConf.default()
+    decision = solve(cluster, conf, engine="auto", workers=1, seed=0)
+    if not decision.stats.get("impossible_gangs"):
+        return
+    assert decision.status in ("OPTIMAL", "INFEASIBLE") and "vars_after" not in decision.stats
+    exact = solve(cluster, conf, engine="cpsat", workers=1, seed=0, time_limit=10)
+    if exact.status == "OPTIMAL":
+        assert exact.objective == decision.objective, (exact.tiers, decision.tiers)

@@ -29,6 +29,7 @@ from ortools.sat.python import cp_model
 
 from solver.engines._params import SolveParams
 from solver.engines._result import EngineResult
+from solver.engines.bounds import impossible, left_out
 from solver.engines.cpsat._modules import (
     ASSIGNMENTS,
     CLASS_SPLITS,
@@ -112,11 +113,14 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         return _greedy_instead(greedy, engine, "cpsat_build_abandoned")
     tiers = evaluate(problem, greedy.pod_node)
     greedy_score = tiers["objective"]
-    if engine == "auto" and proven_optimal(problem, tiers):
+    if engine == "auto" and (proof := _proven_without_model(problem, tiers, greedy)):
         # Every tier at a value no answer beats: the greedy's answer is proven without a
-        # model (a pod on its best node of a busy cluster, a gang fully placed on used nodes).
+        # model (a pod on its best node of a busy cluster, a gang fully placed on used nodes,
+        # everything else left out proven impossible).
         greedy.engine, greedy.status, greedy.bound = engine, "OPTIMAL", float(greedy_score)
-        greedy.stats = {**greedy.stats, "proven_by_bound": 1}
+        if problem.num_pods > 0 and all((row < 0).all() for row in greedy.pod_node):
+            greedy.status = "INFEASIBLE"  # proven: not a single gang group can be placed
+        greedy.stats = {**greedy.stats, **proof}
         return greedy
     beyond = next((why for check in UNSUPPORTED if (why := check(problem))), None)
     if beyond:
@@ -235,6 +239,26 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
         stats=stats,
         devices=devices,
     )
+
+
+def _proven_without_model(
+    problem: Problem, tiers: dict[str, int], greedy: EngineResult
+) -> dict[str, int] | None:
+    """The stats of a proof that the greedy's answer is optimal, or None: every tier at its
+    relaxed bound, once the gangs it left out that a bound proves impossible (and the gangs
+    requiring them) are set aside — when that is every gang it left out."""
+    if proven_optimal(problem, tiers):
+        return {"proven_by_bound": 1}
+    left = left_out(problem, greedy.pod_node)
+    if not left:
+        return None
+    out = impossible(problem, left)
+    if not set(left) <= out:
+        return None
+    types = frozenset(t for t in range(problem.num_types) if int(problem.type_gang[t]) in out)
+    if not proven_optimal(problem, tiers, greedy.pod_node, types):
+        return None
+    return {"proven_by_bound": 1, "impossible_gangs": len(out)}
 
 
 def _greedy_instead(greedy: EngineResult, engine: str, why: str) -> EngineResult:

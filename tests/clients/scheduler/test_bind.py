@@ -27,6 +27,10 @@ def test_a_gang_binds_all_or_nothing(cluster: Harness) -> None:
     condition = wait_until(lambda: cluster.condition("big-0"), what="the condition")
     assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
     assert "big" in condition["message"] and "nvidia.com/gpu" in condition["message"]
+    # the certificate first (solver/why): 9 GPUs needed where the nodes have 8 at most
+    assert condition["message"].startswith("gang default/big needs 9 × 1 nvidia.com/gpu"), (
+        condition["message"]
+    )
     wait_until(lambda: len(cluster.events("FailedScheduling")) >= 9, what="9 events")
     failed = cluster.events("FailedScheduling")
     assert {e["involvedObject"]["name"] for e in failed} == {f"big-{i}" for i in range(9)}
