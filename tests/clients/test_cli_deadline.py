@@ -9,7 +9,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from clients.cli import _left, app
+from clients.cli import app
+from clients.schedule_cli import _left
 from solver.schedule import AFTER_ENGINE_PER_POD
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ganggroup-gpu.yaml"
