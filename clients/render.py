@@ -151,6 +151,10 @@ def why_table(data: dict[str, Any], console: Console) -> None:
         rest = data["reason"].removeprefix(cert["sentence"]).removeprefix("; ")
         if rest:
             console.print(f"  counted: {rest}", soft_wrap=True, markup=False)
+    if data.get("changes"):
+        console.print("what would let it run (each checked; one unit less does not):")
+        for change in data["changes"]:
+            console.print(f"  {change['kind']}: {change['change']}", soft_wrap=True, markup=False)
     pods = Table(title=f"pods of {gang}")
     pods.add_column("pod")
     pods.add_column("node")

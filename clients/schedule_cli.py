@@ -24,6 +24,7 @@ from solver import (
     load_manifests,
     schedule,
 )
+from solver.changes import changes
 from solver.engines import ENGINES
 from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
@@ -222,7 +223,8 @@ def why_cmd(
     context: Context = None,
 ) -> None:
     """Why a gang (or a pod's gang) waits: its certificate — the constraint that binds and
-    the numbers that prove it — and the counted reason, from one scheduling cycle."""
+    the numbers that prove it —, the counted reason, and the smallest changes that would
+    let it run (each checked by placing it), from one scheduling cycle."""
     started = time.perf_counter()
     ask = Ask(config, engine, time_limit, workers, seed, preempt, server)
     try:
@@ -237,6 +239,10 @@ def why_cmd(
         return
     notes(decision.notes)
     data = why_data(decision, cluster, gang_id)
+    if not data["placed"]:
+        cert = decision.certificates.get(gang_id)
+        found = changes(cluster, load_conf(config), gang_id, cert, time_limit=min(time_limit, 2.0))
+        data["changes"] = [c.to_dict() for c in found]
     if output is Output.table:
         why_table(data, Console())
     else:
@@ -278,6 +284,7 @@ def why_data(decision: Decision, cluster: ClusterModel, gang_id: str) -> dict[st
         "certificate": cert.to_dict() if cert is not None else None,
         "reason": reason,
         "pods": pods,
+        "changes": [],
         "engine": decision.engine,
         "seconds": round(decision.seconds, 6),
     }

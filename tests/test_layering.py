@@ -13,7 +13,7 @@ Layers, lowest first (a module may import its own layer and the ones below, neve
     6  solver.compile, solver.engines
     7  solver.decide, solver.why                        the answer: names, certificates
     8  solver.schedule
-    9  solver.explain, solver.views                      the library's answers beside a Decision
+    9  solver.explain, solver.views, solver.changes      the library's answers beside a Decision
     10 solver (the package), solver.codec               the library's front doors
     11 server
     12 clients, gangplan (the client facade)
@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     "solver.why": 7,
     "solver.schedule": 8,
     "solver.explain": 9,
+    "solver.changes": 9,
     "solver.views": 9,
     "solver": 10,
     "solver.codec": 10,

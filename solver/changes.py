@@ -1,0 +1,205 @@
+"""What would let a gang run: the smallest changes, each checked by placing the gang.
+
+For a gang left out of an answer, each kind of change is sized by search and kept only
+when it is checked: with the change, the gang alone (the other pending gangs left as they
+are, pending) is placed by `schedule` — so `verify` passed — and with the change one unit
+smaller it is not. Smallest first:
+
+    quota       +X of a dimension on the queue that sets the limit (its capability)
+    nodes       +k nodes like the eligible node (or the best domain's node) with the most
+                room, with the same labels and taints, empty
+    min-member  the gang runs with minMember m (the largest m below its own that runs)
+    topology    the gang runs with PreferGather instead of MustGather (Koordinator)
+
+A change is about the cluster before this cycle: other pending gangs may still take the
+room first (the certificate says when they did).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from solver.config import SchedulerConf
+from solver.decision import Certificate, Decision
+from solver.model import ClusterModel, Node
+from solver.quantity import format_quantity
+from solver.schedule import schedule, snapshot_of
+from solver.snapshot import Workload
+
+__all__ = ["MAX_NODES", "Change", "changes"]
+
+MAX_NODES = 4096
+"""The most nodes a `nodes` change may add."""
+SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
+HOST = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change that lets the gang run, checked; `size` in its unit (nodes, base units
+    of a quota dimension, members)."""
+
+    kind: str
+    text: str
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "change": self.text, "size": self.size}
+
+
+def changes(
+    model: ClusterModel,
+    conf: SchedulerConf | None,
+    gang: str,
+    certificate: Certificate | None,
+    *,
+    time_limit: float = 2.0,
+) -> list[Change]:
+    """The checked changes that let `gang` run alone, smallest first (none when it runs)."""
+    conf = conf or SchedulerConf.default()
+
+    def runs(candidate: ClusterModel) -> bool:
+        return _runs(candidate, conf, gang, time_limit)
+
+    if runs(model):
+        return []
+    found = [
+        c
+        for make in (_quota, _nodes, _min_member, _topology)
+        if (c := make(model, gang, certificate, runs)) is not None
+    ]
+    order = {"quota": 0, "nodes": 1, "min-member": 2, "topology": 3}
+    return sorted(found, key=lambda c: order[c.kind])
+
+
+def _runs(model: ClusterModel, conf: SchedulerConf, gang: str, time_limit: float) -> bool:
+    snapshot = snapshot_of(model)
+    own = [p for p in model.pods if p.pending and p.key == gang and p.gang == gang]
+    workload = Workload.of(snapshot, pods=own) if own else Workload.of(snapshot, gang_ids=[gang])
+    d: Decision = schedule(
+        snapshot, conf, workload=workload, engine="auto", time_limit=time_limit, workers=1
+    )
+    outcome = d.podgroups.get(gang)
+    if outcome is not None:
+        return outcome.placed
+    return bool(own) and d.placements[own[0].key].node is not None
+
+
+def _smallest(fits: Callable[[int], bool], top: int) -> int | None:
+    """The smallest k in 1..top with fits(k), fits monotone; None when top does not fit."""
+    hi = 1
+    while hi < top and not fits(hi):
+        hi = min(top, hi * 2)
+    if not fits(hi):
+        return None
+    lo = hi // 2 + 1 if hi > 1 else 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def _quota(
+    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
+) -> Change | None:
+    if cert is None or cert.kind != "quota" or not cert.unit:
+        return None
+    queue = cert.constraint.removeprefix("queue ")
+    dim = cert.unit
+    q = model.queues.get(queue)
+    if q is None or dim not in q.capability:
+        return None
+    delta = cert.needed - cert.offered
+
+    def raised(by: int) -> ClusterModel:
+        capability = {**q.capability, dim: q.capability[dim] + by}
+        queues = {**model.queues, queue: q.model_copy(update={"capability": capability})}
+        return model.model_copy(update={"queues": queues})
+
+    if delta <= 0 or not runs(raised(delta)) or runs(raised(delta - 1)):
+        return None
+    shown = dim.removeprefix("card:")
+    return Change(
+        "quota", f"+{format_quantity(dim, delta)} {shown} capability on queue {queue}", delta
+    )
+
+
+def _nodes(
+    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
+) -> Change | None:
+    if cert is None or cert.kind not in ("capacity", "pods", "domain") or not cert.places:
+        return None
+    if cert.kind == "domain":
+        like = _node_in(model, cert.places[0][0])
+    else:
+        like = model.node_by_name.get(cert.places[0][0])
+    if like is None:
+        return None
+
+    def more(k: int) -> ClusterModel:
+        added = tuple(_clone(like, f"{like.name}-new-{i}") for i in range(k))
+        return model.model_copy(
+            update={"nodes": tuple(sorted((*model.nodes, *added), key=lambda n: n.name))}
+        )
+
+    k = _smallest(lambda k: runs(more(k)), MAX_NODES)
+    if k is None:
+        return None
+    where = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
+    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k)
+
+
+def _node_in(model: ClusterModel, domain: str) -> Node | None:
+    """The node of the named domain (a label value) with the most allocatable."""
+    inside = [n for n in model.nodes if domain in n.labels.values()]
+    return max(inside, key=lambda n: sorted(n.allocatable.items()), default=None)
+
+
+def _clone(node: Node, name: str) -> Node:
+    labels = {**node.labels, **({HOST: name} if HOST in node.labels else {})}
+    return node.model_copy(update={"name": name, "labels": labels})
+
+
+def _min_member(
+    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
+) -> Change | None:
+    g = model.gangs.get(gang)
+    if g is None or g.min_member <= 1:
+        return None
+
+    def with_min(m: int) -> ClusterModel:
+        gangs = {**model.gangs, gang: g.model_copy(update={"min_member": m})}
+        return model.model_copy(update={"gangs": gangs})
+
+    # the largest m below min_member that runs: the smallest cut (min_member - m) that runs
+    cut = _smallest(lambda c: runs(with_min(g.min_member - c)), g.min_member - 1)
+    if cut is None:
+        return None
+    m = g.min_member - cut
+    return Change("min-member", f"minMember {m} instead of {g.min_member}", cut)
+
+
+def _topology(
+    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
+) -> Change | None:
+    g = model.gangs.get(gang)
+    if g is None or "MustGather" not in g.annotations.get(SPEC, ""):
+        return None
+    try:
+        spec = json.loads(g.annotations[SPEC])
+    except ValueError:
+        return None
+    for rule in spec.get("gatherStrategy", []):
+        if isinstance(rule, dict) and rule.get("strategy") == "MustGather":
+            rule["strategy"] = "PreferGather"
+    annotations = {**g.annotations, SPEC: json.dumps(spec)}
+    gangs = {**model.gangs, gang: g.model_copy(update={"annotations": annotations})}
+    if not runs(model.model_copy(update={"gangs": gangs})):
+        return None
+    return Change("topology", "PreferGather instead of MustGather", 1)

@@ -1,0 +1,86 @@
+"""What would let a gang run: each change is the smallest that works, checked by placing
+the gang, and one unit less does not work (table tests, one per kind).
+
+    n1 [4 GPU]  n2 [4 GPU]  n3 [3 GPU]     train: 16 × 1 GPU   -> +1 node like n1 is 15:
+                                            short; +2 is 19: runs; minMember 11 runs
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver import SchedulerConf, schedule
+from solver.changes import Change, changes
+from solver.model import ClusterModel
+from tests.builders import (
+    BLOCK,
+    SPINE,
+    gather,
+    model,
+    node,
+    pod,
+    podgroup,
+    queue,
+    spine_block_topology,
+)
+
+
+def _gang(name: str, size: int, min_member: int, **requests: Any) -> list[dict[str, Any]]:
+    pods = [pod(f"{name}-{i}").group(name).requests(**requests).obj() for i in range(size)]
+    return [podgroup(name, min_member), *pods]
+
+
+def _changes(cluster: ClusterModel, gang: str) -> list[Change]:
+    d = schedule(cluster, SchedulerConf.default(), workers=1)
+    return changes(cluster, SchedulerConf.default(), gang, d.certificates.get(gang))
+
+
+def test_nodes_and_min_member_are_the_smallest_that_run() -> None:
+    cluster = model(
+        node("n1").gpu(4).obj(),
+        node("n2").gpu(4).obj(),
+        node("n3").gpu(3).obj(),
+        *_gang("train", 16, 16, gpu=1),
+    )
+    assert _changes(cluster, "default/train") == [
+        Change("nodes", "+2 node(s) like n1, empty", 2),
+        Change("min-member", "minMember 11 instead of 16", 5),
+    ]
+
+
+def test_quota_is_raised_by_exactly_what_is_missing() -> None:
+    """eng (capability 2 cpu) over eng-a; a job of 3 × 1 cpu: +1 cpu on eng."""
+    cluster = model(
+        node("n").cpu("16").obj(),
+        queue("eng", capability={"cpu": "2"}),
+        queue("eng-a", "eng"),
+        {**podgroup("vj", 3, "volcano"), "spec": {"minMember": 3, "queue": "eng-a"}},
+        *[
+            pod(f"vj-{i}").annotate("scheduling.k8s.io/group-name", "vj").requests(cpu="1").obj()
+            for i in range(3)
+        ],
+    )
+    found = _changes(cluster, "default/vj")
+    assert found[0] == Change("quota", "+1 cpu capability on queue eng", 1000)
+
+
+def test_must_gather_is_offered_as_prefer_gather_and_nodes_in_the_best_domain() -> None:
+    """Two spines of 4 and 3 GPUs, 6 × 1 GPU MustGather per spine: +1 node like s1's node
+    in s1 (8), or PreferGather (7 in all). A lower minMember does not help: Koordinator
+    gathers all pending pods of the group or none."""
+    cluster = model(
+        spine_block_topology(),
+        node("a1").gpu(4).label(SPINE, "s1").label(BLOCK, "b1").obj(),
+        node("a2").gpu(3).label(SPINE, "s2").label(BLOCK, "b2").obj(),
+        podgroup("t", 6, **gather(("SpineLayer", "MustGather"))),
+        *[pod(f"t-{i}").group("t").requests(gpu=1).obj() for i in range(6)],
+    )
+    assert _changes(cluster, "default/t") == [
+        Change("nodes", "+1 node(s) like a1 in s1, empty", 1),
+        Change("topology", "PreferGather instead of MustGather", 1),
+    ]
+
+
+def test_a_gang_that_runs_needs_no_change() -> None:
+    cluster = model(node("n").gpu(8).obj(), *_gang("ok", 4, 4, gpu=1))
+    assert changes(cluster, None, "default/ok", None) == []
