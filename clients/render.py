@@ -151,6 +151,8 @@ def why_table(data: dict[str, Any], console: Console) -> None:
         rest = data["reason"].removeprefix(cert["sentence"]).removeprefix("; ")
         if rest:
             console.print(f"  counted: {rest}", soft_wrap=True, markup=False)
+    if data.get("start"):
+        console.print(f"when: {data['start']['text']}", soft_wrap=True, markup=False)
     if data.get("changes"):
         console.print("what would let it run (each checked; one unit less does not):")
         for change in data["changes"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -30,6 +31,7 @@ from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.schedule import AFTER_ENGINE_PER_POD, snapshot_of
 from solver.snapshot import Workload
+from solver.start import estimate, parse_duration
 
 __all__ = [
     "Config",
@@ -221,6 +223,18 @@ def why_cmd(
     scheduler_names: SchedulerNames = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
+    now: Annotated[
+        str | None,
+        typer.Option("--now", help="The time the start estimate counts from (RFC 3339; now)."),
+    ] = None,
+    default_runtime: Annotated[
+        str | None,
+        typer.Option(
+            "--default-runtime",
+            help="Expected runtime of running pods without a gangplan.io/expected-end or "
+            "-runtime annotation (e.g. 4h; default: they run on).",
+        ),
+    ] = None,
 ) -> None:
     """Why a gang (or a pod's gang) waits: its certificate — the constraint that binds and
     the numbers that prove it —, the counted reason, and the smallest changes that would
@@ -229,6 +243,7 @@ def why_cmd(
     ask = Ask(config, engine, time_limit, workers, seed, preempt, server)
     try:
         load_conf(config)
+        at, runtime = _clock(now, default_runtime)
         if (gang is None) == (pod is None):
             raise InputError("name the gang with --gang NS/NAME or a pod with --pod NS/NAME")
         cluster = model_of(files, kubeconfig, context)
@@ -243,10 +258,26 @@ def why_cmd(
         cert = decision.certificates.get(gang_id)
         found = changes(cluster, load_conf(config), gang_id, cert, time_limit=min(time_limit, 2.0))
         data["changes"] = [c.to_dict() for c in found]
+        data["start"] = estimate(cluster, load_conf(config), gang_id, at, runtime).to_dict()
     if output is Output.table:
         why_table(data, Console())
     else:
         write_data(data, output)
+
+
+def _clock(now: str | None, runtime: str | None) -> tuple[datetime, timedelta | None]:
+    """`--now` and `--default-runtime`, checked."""
+    at = datetime.now(UTC)
+    if now is not None:
+        try:
+            at = datetime.fromisoformat(now)
+        except ValueError:
+            raise InputError(f"--now {now!r}: not an RFC 3339 time") from None
+        at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    parsed = parse_duration(runtime) if runtime is not None else None
+    if runtime is not None and parsed is None:
+        raise InputError(f"--default-runtime {runtime!r}: not a duration like 90m or 4h")
+    return at, parsed
 
 
 def _key(text: str) -> str:
@@ -285,6 +316,7 @@ def why_data(decision: Decision, cluster: ClusterModel, gang_id: str) -> dict[st
         "reason": reason,
         "pods": pods,
         "changes": [],
+        "start": None,
         "engine": decision.engine,
         "seconds": round(decision.seconds, 6),
     }

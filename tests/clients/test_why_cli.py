@@ -56,3 +56,49 @@ def test_why_refuses_an_unknown_gang_or_pod_in_one_line() -> None:
         out = runner.invoke(app, ["why", "-f", EXAMPLE, *flags])
         assert out.exit_code == 2 and out.stdout == ""
         assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_why_estimates_the_start_from_the_running_pods_ends(tmp_path: Path) -> None:
+    """n1 (8 GPUs) runs `old` until 20:10; a 2 × 4 GPU gang starts then, after it."""
+    manifest = tmp_path / "c.yaml"
+    manifest.write_text(
+        yaml.safe_dump_all(
+            [
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                 "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110",
+                                            "nvidia.com/gpu": "8"}}},
+                {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "old", "namespace": "default",
+                              "annotations": {"gangplan.io/expected-end": "2026-11-28T20:10:00Z"}},
+                 "spec": {"nodeName": "n1", "containers": [
+                     {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
+                 "status": {"phase": "Running"}},
+                *[{"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": f"new-{i}", "namespace": "default"},
+                   "spec": {"containers": [
+                       {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]}}
+                  for i in range(1)],
+            ]
+        )
+    )  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "why",
+            "-f",
+            str(manifest),
+            "--pod",
+            "new-0",
+            "--now",
+            "2026-11-28T18:00:00Z",
+            "-o",
+            "json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    start = json.loads(out.stdout)["start"]
+    assert start["at"] == "2026-11-28T20:10:00+00:00" and start["after"] == ["default/old"]
+    table = runner.invoke(
+        app, ["why", "-f", str(manifest), "--pod", "new-0", "--now", "2026-11-28T18:00:00Z"]
+    )
+    assert "when: starts in ~2 h 10 min" in table.stdout

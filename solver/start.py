@@ -1,0 +1,138 @@
+"""When a gang will start: a replay of the running pods' expected ends.
+
+A running pod's end is read from its annotations, in this order:
+
+1. `gangplan.io/expected-end`: an RFC 3339 time;
+2. `gangplan.io/expected-runtime`: a duration (`90m`, `2h30m`, `3600s`, `1d`) from its
+   creationTimestamp;
+3. else the caller's `default_runtime` from its creationTimestamp (none: the pod runs on).
+
+The ends are replayed in time order: at each, the pods ended by then are gone and one
+scheduling cycle (the greedy, in queue order, so the gangs ahead of this one are placed
+first) is run over every pending pod; the earliest end after which the gang is placed is
+its start (found by bisection: an end only frees room). The estimate names where it would
+go and whose ends it waits for (the gangs of the ended pods on those nodes) — Slurm's
+`squeue --start` for gangs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from solver.config import SchedulerConf
+from solver.model import ClusterModel, Pod
+from solver.schedule import schedule
+
+__all__ = ["END", "RUNTIME", "Estimate", "estimate", "parse_duration"]
+
+END = "gangplan.io/expected-end"
+RUNTIME = "gangplan.io/expected-runtime"
+_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """`1d2h30m15s` (any part may be left out; at least one given), else None."""
+    match = _DURATION.match(text.strip())
+    if not match or not any(match.groups()):
+        return None
+    d, h, m, s = (int(x) if x else 0 for x in match.groups())
+    return timedelta(days=d, hours=h, minutes=m, seconds=s)
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _end(pod: Pod, default_runtime: timedelta | None) -> datetime | None:
+    if (at := _time(pod.annotations.get(END))) is not None:
+        return at
+    started = _time(pod.created)
+    runtime = parse_duration(pod.annotations.get(RUNTIME, "")) or default_runtime
+    return started + runtime if started is not None and runtime is not None else None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The earliest start found (`at`, None: not within the known ends), where, and whose
+    ends it waits for; `unknown`: running pods with no expected end (they run on)."""
+
+    now: datetime
+    at: datetime | None
+    nodes: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    unknown: int = 0
+
+    def text(self) -> str:
+        if self.at is None:
+            tail = f" ({self.unknown} running pod(s) have no expected end)" if self.unknown else ""
+            return f"no start found: it does not fit even after every known end{tail}"
+        if self.at <= self.now:
+            return "it can start now"
+        wait = self.at - self.now
+        hours, rest = divmod(int(wait.total_seconds()), 3600)
+        when = (f"{hours} h " if hours else "") + f"{rest // 60} min"
+        where = f" on {', '.join(self.nodes[:3])}" + (" …" if len(self.nodes) > 3 else "")
+        after = f", after {', '.join(self.after[:3])} end" if self.after else ""
+        extra = f" and {len(self.after) - 3} more" if len(self.after) > 3 else ""
+        return f"starts in ~{when} ({self.at.isoformat()}){where}{after}{extra}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat() if self.at else None,
+            "nodes": list(self.nodes),
+            "after": list(self.after),
+            "unknownEnds": self.unknown,
+            "text": self.text(),
+        }
+
+
+def estimate(
+    model: ClusterModel,
+    conf: SchedulerConf | None,
+    gang: str,
+    now: datetime,
+    default_runtime: timedelta | None = None,
+) -> Estimate:
+    """The earliest start of `gang` by the running pods' expected ends (see the module)."""
+    conf = conf or SchedulerConf.default()
+    running = [p for p in model.pods if not p.pending and p.node_name]
+    ends = {p.key: e for p in running if (e := _end(p, default_runtime)) is not None}
+    unknown = len(running) - len(ends)
+    times = sorted({max(e, now) for e in ends.values()})
+
+    def placed_at(when: datetime | None) -> dict[str, str] | None:
+        gone = {k for k, e in ends.items() if when is not None and e <= when}
+        kept = tuple(p for p in model.pods if p.key not in gone)
+        d = schedule(model.model_copy(update={"pods": kept}), conf, engine="greedy")
+        outcome = d.podgroups.get(gang)
+        members = [p.key for p in model.pods if p.pending and p.gang == gang]
+        ok = outcome.placed if outcome is not None else any(k in d.placed for k in members)
+        return {k: d.placed[k] for k in members if k in d.placed} if ok else None
+
+    if (where := placed_at(None)) is not None:
+        return Estimate(now, now, tuple(sorted(set(where.values()))), (), unknown)
+    if not times or placed_at(times[-1]) is None:
+        return Estimate(now, None, unknown=unknown)
+    lo, hi = 0, len(times) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if placed_at(times[mid]) is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    at = times[lo]
+    where = placed_at(at) or {}
+    nodes = set(where.values())
+    waited = sorted(
+        {p.gang for p in running if p.key in ends and ends[p.key] <= at and p.node_name in nodes}
+    )
+    return Estimate(now, at, tuple(sorted(nodes)), tuple(waited), unknown)

@@ -1,0 +1,114 @@
+"""When a gang will start: the running pods' expected ends replayed in time order.
+
+n1 [8 GPU: `old` 8, ends 20:10]   n2 [8 GPU: `older` 4, ends 19:00]
+t: 3 × 4 GPU   ->  19:00 frees 4 on n2 (2 pods fit), 20:10 frees n1: starts 20:10
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.start import Estimate, estimate, parse_duration
+from tests.builders import model, node, pod, podgroup
+
+NOW = datetime(2026, 11, 28, 18, 0, tzinfo=UTC)
+END = "gangplan.io/expected-end"
+
+
+def _gang(size: int, gpu: int) -> list[dict[str, Any]]:
+    return [
+        podgroup("t", size),
+        *[pod(f"t-{i}").group("t").requests(gpu=gpu).obj() for i in range(size)],
+    ]
+
+
+def _running(name: str, node_name: str, gpu: int, **annotations: str) -> dict[str, Any]:
+    b = pod(name).requests(gpu=gpu).on(node_name)
+    for k, v in annotations.items():
+        b.annotate(k, v)
+    return b.obj()
+
+
+def test_the_start_is_the_first_end_after_which_it_fits() -> None:
+    objs = [
+        node("n1").gpu(8).obj(),
+        node("n2").gpu(8).obj(),
+        _running("old", "n1", 8, **{END: "2026-11-28T20:10:00Z"}),
+        _running("older", "n2", 4, **{END: "2026-11-28T19:00:00Z"}),
+        *_gang(3, 4),
+    ]
+    e = estimate(model(*objs), None, "default/t", NOW)
+    assert e == Estimate(
+        NOW,
+        datetime(2026, 11, 28, 20, 10, tzinfo=UTC),
+        ("n1", "n2"),
+        ("default/old", "default/older"),
+    )
+    assert e.text().startswith("starts in ~2 h 10 min (2026-11-28T20:10:00+00:00) on n1, n2")
+
+
+def test_a_runtime_counts_from_creation_and_a_default_covers_the_rest() -> None:
+    running = pod("r").requests(gpu=8).on("n1").obj()
+    running["metadata"]["creationTimestamp"] = "2026-11-28T17:30:00Z"
+    objs = [node("n1").gpu(8).obj(), running, *_gang(1, 8)]
+    assert estimate(model(*objs), None, "default/t", NOW).at is None  # runs on
+    e = estimate(model(*objs), None, "default/t", NOW, timedelta(hours=1))
+    assert e.at == datetime(2026, 11, 28, 18, 30, tzinfo=UTC) and e.after == ("default/r",)
+    running["metadata"]["annotations"] = {"gangplan.io/expected-runtime": "2h"}
+    e = estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), None, "default/t", NOW)
+    assert e.at == datetime(2026, 11, 28, 19, 30, tzinfo=UTC)
+
+
+def test_now_and_never() -> None:
+    fits = [node("n1").gpu(8).obj(), *_gang(2, 4)]
+    assert estimate(model(*fits), None, "default/t", NOW).at == NOW
+    never = [node("n1").gpu(8).obj(), *_gang(3, 4)]
+    e = estimate(model(*never), None, "default/t", NOW)
+    assert e.at is None and e.text().startswith("no start found")
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("90m", 90), ("2h30m", 150), ("1d", 1440), ("3600s", 60), ("", None), ("2x", None)],
+)
+def test_durations(text: str, minutes: int | None) -> None:
+    parsed = parse_duration(text)
+    assert (parsed.total_seconds() / 60 if parsed else None) == minutes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(1, 8), st.integers(1, 300)), max_size=8),
+    st.integers(1, 6),
+    st.integers(1, 8),
+)
+def test_the_estimate_equals_a_step_by_step_replay(
+    running: list[tuple[int, int, int]], size: int, gpu: int
+) -> None:
+    """Bisection over the ends gives the first end of a linear replay."""
+    objs: list[dict[str, Any]] = [node(f"n{i}").gpu(8).obj() for i in range(4)]
+    used = [0, 0, 0, 0]
+    ends = []
+    for k, (n, g, minutes) in enumerate(running):
+        if used[n] + g > 8:
+            continue
+        used[n] += g
+        end = NOW + timedelta(minutes=minutes)
+        ends.append(end)
+        objs.append(_running(f"r{k}", f"n{n}", g, **{END: end.isoformat()}))
+    objs += _gang(size, gpu)
+    cluster = model(*objs)
+    got = estimate(cluster, None, "default/t", NOW).at
+    linear = None
+    for at in [NOW, *sorted(set(ends))]:
+        kept = [o for o in objs if not (o["kind"] == "Pod" and END in o["metadata"]["annotations"]
+                and datetime.fromisoformat(o["metadata"]["annotations"][END]) <= at)]  # fmt: skip
+        if estimate(model(*kept), None, "default/t", at).at == at:
+            linear = at
+            break
+    assert got == linear
