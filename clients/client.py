@@ -8,7 +8,7 @@
 
 Errors arrive as `ClientError` with the status code, the message and, for
 INVALID_ARGUMENT, the field violations. Only idempotent calls (PlaceJob, Preempt, Enqueue,
-ValidateQueues, PlanCapacity and the health check) are retried, by gRPC's own retry policy,
+ValidateQueues, PlanCapacity, Why and the health check) are retried, by gRPC's own retry policy,
 on UNAVAILABLE and RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -42,7 +43,7 @@ SERVICE = "gangplan.v1.PlacementService"
 # already gone: solver/snapshot/_snapshot.py, Snapshot.apply), and a retried DeleteSnapshot
 # reports NOT_FOUND for a delete that succeeded. The health check only reads too (a probe
 # that must see the first failure, as `gangplan health` does, passes retries=0).
-IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues", "PlanCapacity")
+IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues", "PlanCapacity", "Why")
 HEALTH_SERVICE = "grpc.health.v1.Health"
 MAX_RETRIES = 4  # gRPC caps a retry policy's maxAttempts at 5 (gRFC A6)
 
@@ -315,6 +316,36 @@ class Client:
             **self._source(snapshot, cluster, expected_generation),
         )
         response: spb.EnqueueResponse = self._call(self._stub.Enqueue, request, timeout)
+        return response
+
+    def why(
+        self,
+        gang: str,
+        job: pb.Job | None = None,
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        expected_generation: int = 0,
+        engine: str = "",
+        scheduler_conf: str = "",
+        now: datetime | None = None,
+        default_runtime: float = 0.0,
+        timeout: float | None = None,
+    ) -> spb.WhyResponse:
+        """Why `gang` (`namespace/name`; a pod's key for a pod alone) waits: its certificate,
+        the smallest checked changes that would let it run and when it will start (from the
+        running pods' `gangplan.io/expected-end` annotations, counted from `now`;
+        `default_runtime` seconds for pods without one)."""
+        request = spb.WhyRequest(
+            gang=gang,
+            job=job or pb.Job(),
+            options=self._options(engine, scheduler_conf, 0, 0),
+            default_runtime_seconds=default_runtime,
+            **self._source(snapshot, cluster, expected_generation),
+        )
+        if now is not None:
+            request.now.FromDatetime(now)
+        response: spb.WhyResponse = self._call(self._stub.Why, request, timeout)
         return response
 
     def validate_queues(

@@ -258,7 +258,8 @@ def why_cmd(
         cert = decision.certificates.get(gang_id)
         found = changes(cluster, load_conf(config), gang_id, cert, time_limit=min(time_limit, 2.0))
         data["changes"] = [c.to_dict() for c in found]
-        data["start"] = estimate(cluster, load_conf(config), gang_id, at, runtime).to_dict()
+        found_start = estimate(cluster, load_conf(config), gang_id, at, runtime)
+        data["start"] = found_start.to_dict() if found_start is not None else None
     if output is Output.table:
         why_table(data, Console())
     else:

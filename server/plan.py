@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from gangplan.v1 import placement_service_pb2 as spb
-from solver.codec import ConvertError, job_from_proto
+from server.model import model_of
+from solver.codec import ConvertError
 from solver.errors import FieldError, InputError
-from solver.model import ClusterModel, Gang, Pod
 from solver.plan import (
     PlanOptions,
     PlanResult,
@@ -27,7 +27,7 @@ from solver.plan import (
     valued,
     workload_from_model,
 )
-from solver.snapshot import Snapshot, gang_of_one
+from solver.snapshot import Snapshot
 
 __all__ = ["plan_capacity", "plan_to_proto"]
 
@@ -83,47 +83,6 @@ def _request_path(field: str) -> str:
     return ".".join(out)
 
 
-def _model(snapshot: Snapshot, request: spb.PlanCapacityRequest) -> ClusterModel:
-    """The snapshot with the request's workload added, as one ClusterModel."""
-    pods, given, _ = job_from_proto(request.workload, "workload", snapshot)
-    gangs: dict[str, Gang] = {**snapshot.gangs, **given}
-    running = snapshot.running
-    everything: dict[str, Pod] = {}
-    for row in running.rows().tolist():
-        item = running.pod(row)
-        ns, name = item.key.split("/", 1)
-        everything[item.key] = Pod(
-            namespace=ns,
-            name=name,
-            labels=dict(item.labels),
-            annotations=dict(item.annotations),
-            requests=dict(item.requests),
-            node_name=item.node,
-            priority=item.priority,
-            gang=item.gang or item.key,
-            terminating=item.terminating,
-            preempted=item.preempted,
-        )
-    everything.update(snapshot.pending)
-    everything.update({p.key: p for p in pods})
-    members: dict[str, list[str]] = {}
-    for key in sorted(everything):
-        pod = everything[key]
-        members.setdefault(pod.gang, []).append(key)
-        if pod.gang not in gangs:
-            gangs[pod.gang] = gang_of_one(pod)
-    return ClusterModel(
-        nodes=snapshot.nodes.nodes,
-        pods=tuple(everything[k] for k in sorted(everything)),
-        gangs={
-            gid: g.model_copy(update={"members": tuple(members.get(gid, ()))})
-            for gid, g in sorted(gangs.items())
-        },
-        queues=dict(snapshot.queues),
-        topology=snapshot.topology,
-    )
-
-
 def plan_capacity(
     snapshot: Snapshot,
     request: spb.PlanCapacityRequest,
@@ -131,7 +90,7 @@ def plan_capacity(
     workers: int,
     seed: int,
 ) -> spb.PlanCapacityResponse:
-    model = _model(snapshot, request)
+    model = model_of(snapshot, request.workload, "workload")
     try:
         catalog = catalog_from_dict(_catalog(request), "request")
     except FieldError as err:

@@ -53,6 +53,7 @@ from server.store import (
     TooManySnapshots,
     collector_paused,
 )
+from server.why import why_answer
 from solver import (
     SCHEMA,
     ConfigError,
@@ -332,6 +333,38 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         workers = request.options.workers or self.settings.solver_workers or 1
         seed = request.options.seed or self.settings.seed
         return plan_capacity(snapshot, request, budget, workers, seed)
+
+    @_guard
+    def Why(self, request: spb.WhyRequest, context: grpc.ServicerContext) -> spb.WhyResponse:
+        """The cycle PlaceJob runs, then the asked gang's certificate, changes and start
+        estimate (`server.why`) within what is left of the deadline."""
+        if not request.gang or "/" not in request.gang:
+            message = "required: the gang as namespace/name (a pod's key for a pod alone)"
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
+        started = time.perf_counter()
+        answer = self._solve(request, context)
+        snapshot, _ = self._cluster(request)
+        if (
+            request.gang not in answer.decision.podgroups
+            and request.gang not in answer.decision.placements
+        ):
+            message = f"no gang or pending pod {request.gang} in the call"
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
+        remaining = context.time_remaining()
+        budget = self.settings.time_limit
+        if remaining is not None and remaining < NO_DEADLINE:
+            budget = min(budget, self.settings.budget(remaining))
+        conf = (
+            _conf_from_text(request.options.scheduler_conf)
+            if request.options.scheduler_conf
+            else None
+        ) or self.default_conf
+        _, response = why_answer(
+            snapshot, request, answer.decision, conf, started + max(0.05, budget)
+        )
+        response.decision.CopyFrom(self._decision(answer))
+        response.generation = answer.generation
+        return response
 
     # ------------------------------------------------------------------------- the pipeline
 

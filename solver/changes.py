@@ -18,6 +18,7 @@ room first (the certificate says when they did).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from solver.quantity import format_quantity
 from solver.schedule import schedule, snapshot_of
 from solver.snapshot import Workload
 
-__all__ = ["MAX_NODES", "Change", "changes"]
+__all__ = ["MAX_NODES", "Change", "OutOfTime", "changes"]
 
 MAX_NODES = 4096
 """The most nodes a `nodes` change may add."""
@@ -50,6 +51,10 @@ class Change:
         return {"kind": self.kind, "change": self.text, "size": self.size}
 
 
+class OutOfTime(Exception):
+    """The deadline passed before a change was sized: that kind is left out."""
+
+
 def changes(
     model: ClusterModel,
     conf: SchedulerConf | None,
@@ -57,20 +62,28 @@ def changes(
     certificate: Certificate | None,
     *,
     time_limit: float = 2.0,
+    deadline: float | None = None,
 ) -> list[Change]:
-    """The checked changes that let `gang` run alone, smallest first (none when it runs)."""
+    """The checked changes that let `gang` run alone, smallest first (none when it runs).
+    `time_limit` bounds each check; past `deadline` (a `time.perf_counter()` instant) the
+    kinds not yet sized are left out (a change is never reported unchecked)."""
     conf = conf or SchedulerConf.default()
 
     def runs(candidate: ClusterModel) -> bool:
-        return _runs(candidate, conf, gang, time_limit)
+        left = time_limit if deadline is None else min(time_limit, deadline - time.perf_counter())
+        if left <= 0.02:
+            raise OutOfTime
+        return _runs(candidate, conf, gang, left)
 
-    if runs(model):
-        return []
-    found = [
-        c
-        for make in (_quota, _nodes, _min_member, _topology)
-        if (c := make(model, gang, certificate, runs)) is not None
-    ]
+    found: list[Change] = []
+    try:
+        if runs(model):
+            return []
+        for make in (_quota, _nodes, _min_member, _topology):
+            if (c := make(model, gang, certificate, runs)) is not None:
+                found.append(c)
+    except OutOfTime:
+        pass
     order = {"quota": 0, "nodes": 1, "min-member": 2, "topology": 3}
     return sorted(found, key=lambda c: order[c.kind])
 

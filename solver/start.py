@@ -18,18 +18,21 @@ go and whose ends it waits for (the gangs of the ended pods on those nodes) — 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from solver.changes import OutOfTime
 from solver.config import SchedulerConf
-from solver.model import ClusterModel, Pod
+from solver.model import EXPECTED_END, EXPECTED_RUNTIME, ClusterModel, Pod
 from solver.schedule import schedule
 
 __all__ = ["END", "RUNTIME", "Estimate", "estimate", "parse_duration"]
 
-END = "gangplan.io/expected-end"
-RUNTIME = "gangplan.io/expected-runtime"
+END = EXPECTED_END
+RUNTIME = EXPECTED_RUNTIME
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -101,15 +104,18 @@ def estimate(
     gang: str,
     now: datetime,
     default_runtime: timedelta | None = None,
-) -> Estimate:
-    """The earliest start of `gang` by the running pods' expected ends (see the module)."""
+    deadline: float | None = None,
+) -> Estimate | None:
+    """The earliest start of `gang` by the running pods' expected ends (see the module);
+    None when `deadline` (a `time.perf_counter()` instant) passes first."""
     conf = conf or SchedulerConf.default()
     running = [p for p in model.pods if not p.pending and p.node_name]
     ends = {p.key: e for p in running if (e := _end(p, default_runtime)) is not None}
     unknown = len(running) - len(ends)
-    times = sorted({max(e, now) for e in ends.values()})
 
     def placed_at(when: datetime | None) -> dict[str, str] | None:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OutOfTime
         gone = {k for k, e in ends.items() if when is not None and e <= when}
         kept = tuple(p for p in model.pods if p.key not in gone)
         d = schedule(model.model_copy(update={"pods": kept}), conf, engine="greedy")
@@ -118,6 +124,20 @@ def estimate(
         ok = outcome.placed if outcome is not None else any(k in d.placed for k in members)
         return {k: d.placed[k] for k in members if k in d.placed} if ok else None
 
+    try:
+        return _search(now, ends, unknown, running, placed_at)
+    except OutOfTime:
+        return None
+
+
+def _search(
+    now: datetime,
+    ends: dict[str, datetime],
+    unknown: int,
+    running: list[Pod],
+    placed_at: Callable[[datetime | None], dict[str, str] | None],
+) -> Estimate:
+    times = sorted({max(e, now) for e in ends.values()})
     if (where := placed_at(None)) is not None:
         return Estimate(now, now, tuple(sorted(set(where.values()))), (), unknown)
     if not times or placed_at(times[-1]) is None:

@@ -108,7 +108,7 @@ func (c *Client) bounded(ctx context.Context) (context.Context, context.CancelFu
 
 // idempotent runs a call that only reads, again on Unavailable or ResourceExhausted, with
 // exponential backoff, while attempts and the deadline last. PlaceJob, Preempt, Enqueue,
-// ValidateQueues, PlanCapacity and health only read (server/servicer.py solves on the
+// ValidateQueues, PlanCapacity, Why and health only read (server/servicer.py solves on the
 // stored generation and never stores the answer), so a repeat is harmless. Snapshot writes
 // never come here: a repeated PutSnapshot whose first attempt landed bumps the generation
 // again, a repeated UpdateSnapshot fails its expected_generation check or applies its
@@ -189,6 +189,14 @@ func (c *Client) Enqueue(ctx context.Context, req *pb.EnqueueRequest) (*pb.Enque
 func (c *Client) ValidateQueues(ctx context.Context, req *pb.ValidateQueuesRequest) (*pb.ValidateQueuesResponse, error) {
 	return idempotent(ctx, c, func(ctx context.Context) (*pb.ValidateQueuesResponse, error) {
 		return c.placement.ValidateQueues(ctx, req)
+	})
+}
+
+// Why answers why a gang waits: its certificate, the smallest checked changes that would
+// let it run and when it will start.
+func (c *Client) Why(ctx context.Context, req *pb.WhyRequest) (*pb.WhyResponse, error) {
+	return idempotent(ctx, c, func(ctx context.Context) (*pb.WhyResponse, error) {
+		return c.placement.Why(ctx, req)
 	})
 }
 

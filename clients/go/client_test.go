@@ -168,6 +168,25 @@ func TestTokenHealthAndDelete(t *testing.T) {
 	}
 }
 
+func TestWhyGivesTheCertificateAndTheChanges(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	answer, err := c.Why(ctx, &pb.WhyRequest{
+		ClusterSource: onWhySnapshot("go"),
+		Job:           gangJob("huge", 9, 4),
+		Gang:          "default/huge",
+	})
+	if err != nil || answer.GetPlaced() || !answer.GetCertificate().GetProven() || len(answer.GetChanges()) == 0 {
+		t.Fatalf("Why: %v %v", answer, err)
+	}
+	if answer.GetChanges()[0].GetKind() != "nodes" || answer.GetStart().GetText() == "" {
+		t.Fatalf("Why: the changes and the start: %v", answer)
+	}
+}
+
+func onWhySnapshot(id string) *pb.WhyRequest_Snapshot {
+	return &pb.WhyRequest_Snapshot{Snapshot: &pb.SnapshotRef{Id: id}}
+}
+
 func TestPlanCapacityAndValidateQueues(t *testing.T) {
 	c, ctx := dial(t, token), context.Background()
 	plan, err := c.PlanCapacity(ctx, &pb.PlanCapacityRequest{

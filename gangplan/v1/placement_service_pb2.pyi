@@ -32,6 +32,7 @@ from collections import abc as _abc
 from gangplan.v1 import cluster_pb2 as _cluster_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
@@ -1079,6 +1080,192 @@ class PlaceJobRequest(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_cluster_source) -> _WhichOneofReturnType_cluster_source | None: ...
 
 Global___PlaceJobRequest: _TypeAlias = PlaceJobRequest  # noqa: Y015
+
+@_typing.final
+class WhyRequest(_message.Message):
+    """Request of Why."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SNAPSHOT_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    JOB_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    GANG_FIELD_NUMBER: _builtins.int
+    NOW_FIELD_NUMBER: _builtins.int
+    DEFAULT_RUNTIME_SECONDS_FIELD_NUMBER: _builtins.int
+    gang: _builtins.str
+    """The gang asked about (`namespace/name`; a pod's key for a pod without a PodGroup)."""
+    default_runtime_seconds: _builtins.float
+    """Expected runtime of running pods without a gangplan.io/expected-end annotation
+    (counted from their creation); 0: they run on.
+    """
+    @_builtins.property
+    def snapshot(self) -> Global___SnapshotRef:
+        """A stored snapshot."""
+
+    @_builtins.property
+    def cluster(self) -> _cluster_pb2.Cluster:
+        """The cluster, inline."""
+
+    @_builtins.property
+    def job(self) -> _cluster_pb2.Job:
+        """Pods and gangs to add, as for PlaceJob (empty: the cluster's pending pods)."""
+
+    @_builtins.property
+    def options(self) -> Global___SolveOptions:
+        """How to solve the cycle the answer is read from."""
+
+    @_builtins.property
+    def now(self) -> _timestamp_pb2.Timestamp:
+        """The time the start estimate counts from; unset: the server's clock."""
+
+    def __init__(
+        self,
+        *,
+        snapshot: Global___SnapshotRef | None = ...,
+        cluster: _cluster_pb2.Cluster | None = ...,
+        job: _cluster_pb2.Job | None = ...,
+        options: Global___SolveOptions | None = ...,
+        gang: _builtins.str = ...,
+        now: _timestamp_pb2.Timestamp | None = ...,
+        default_runtime_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "job", b"job", "now", b"now", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "default_runtime_seconds", b"default_runtime_seconds", "gang", b"gang", "job", b"job", "now", b"now", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_cluster_source: _TypeAlias = _typing.Literal["snapshot", "cluster"]  # noqa: Y015
+    _WhichOneofArgType_cluster_source: _TypeAlias = _typing.Literal["cluster_source", b"cluster_source"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_cluster_source) -> _WhichOneofReturnType_cluster_source | None: ...
+
+Global___WhyRequest: _TypeAlias = WhyRequest  # noqa: Y015
+
+@_typing.final
+class Change(_message.Message):
+    """A change that lets the gang run, checked: with it the gang alone is placed, with it one
+    unit smaller it is not.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    CHANGE_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """quota, nodes, min-member or topology."""
+    change: _builtins.str
+    """The change in words, e.g. `+2 node(s) like gpu-a1, empty`."""
+    size: _builtins.int
+    """Its size in its unit (nodes, base units of a quota dimension, members)."""
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        change: _builtins.str = ...,
+        size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["change", b"change", "kind", b"kind", "size", b"size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Change: _TypeAlias = Change  # noqa: Y015
+
+@_typing.final
+class StartEstimate(_message.Message):
+    """When the gang will start, by the running pods' expected ends."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AT_FIELD_NUMBER: _builtins.int
+    NODES_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    UNKNOWN_ENDS_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    unknown_ends: _builtins.int
+    """Running pods with no expected end (they run on)."""
+    text: _builtins.str
+    """The estimate in words."""
+    @_builtins.property
+    def at(self) -> _timestamp_pb2.Timestamp:
+        """The earliest start; unset when none was found within the known ends."""
+
+    @_builtins.property
+    def nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The nodes it would start on."""
+
+    @_builtins.property
+    def after(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The gangs whose ends it waits for."""
+
+    def __init__(
+        self,
+        *,
+        at: _timestamp_pb2.Timestamp | None = ...,
+        nodes: _abc.Iterable[_builtins.str] | None = ...,
+        after: _abc.Iterable[_builtins.str] | None = ...,
+        unknown_ends: _builtins.int = ...,
+        text: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["at", b"at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "at", b"at", "nodes", b"nodes", "text", b"text", "unknown_ends", b"unknown_ends"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartEstimate: _TypeAlias = StartEstimate  # noqa: Y015
+
+@_typing.final
+class WhyResponse(_message.Message):
+    """Response of Why."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DECISION_FIELD_NUMBER: _builtins.int
+    PLACED_FIELD_NUMBER: _builtins.int
+    CERTIFICATE_FIELD_NUMBER: _builtins.int
+    CHANGES_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    GENERATION_FIELD_NUMBER: _builtins.int
+    placed: _builtins.bool
+    """The gang is placed in it (then nothing else is set)."""
+    generation: _builtins.int
+    """The snapshot generation the answer is based on; 0 for an inline cluster."""
+    @_builtins.property
+    def decision(self) -> Global___Decision:
+        """The cycle's verified answer the certificate belongs to."""
+
+    @_builtins.property
+    def certificate(self) -> Global___Certificate:
+        """Why it is not placed."""
+
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___Change]:
+        """What would let it run, smallest first."""
+
+    @_builtins.property
+    def start(self) -> Global___StartEstimate:
+        """When it will start."""
+
+    def __init__(
+        self,
+        *,
+        decision: Global___Decision | None = ...,
+        placed: _builtins.bool = ...,
+        certificate: Global___Certificate | None = ...,
+        changes: _abc.Iterable[Global___Change] | None = ...,
+        start: Global___StartEstimate | None = ...,
+        generation: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["certificate", b"certificate", "decision", b"decision", "start", b"start"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["certificate", b"certificate", "changes", b"changes", "decision", b"decision", "generation", b"generation", "placed", b"placed", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WhyResponse: _TypeAlias = WhyResponse  # noqa: Y015
 
 @_typing.final
 class PlaceJobResponse(_message.Message):

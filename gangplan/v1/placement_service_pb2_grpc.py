@@ -75,6 +75,11 @@ class PlacementServiceStub:
                 request_serializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityRequest.SerializeToString,
                 response_deserializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityResponse.FromString,
                 _registered_method=True)
+        self.Why = channel.unary_unary(
+                '/gangplan.v1.PlacementService/Why',
+                request_serializer=gangplan_dot_v1_dot_placement__service__pb2.WhyRequest.SerializeToString,
+                response_deserializer=gangplan_dot_v1_dot_placement__service__pb2.WhyResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -138,6 +143,14 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Why(self, request, context):
+        """Why a gang waits: its certificate, the smallest checked changes that would let it run
+        and when it will start (docs/concepts/why.md). Reads only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -180,6 +193,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.PlanCapacity,
                     request_deserializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityRequest.FromString,
                     response_serializer=gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityResponse.SerializeToString,
+            ),
+            'Why': grpc.unary_unary_rpc_method_handler(
+                    servicer.Why,
+                    request_deserializer=gangplan_dot_v1_dot_placement__service__pb2.WhyRequest.FromString,
+                    response_serializer=gangplan_dot_v1_dot_placement__service__pb2.WhyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -399,6 +417,33 @@ class PlacementService:
             '/gangplan.v1.PlacementService/PlanCapacity',
             gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityRequest.SerializeToString,
             gangplan_dot_v1_dot_placement__service__pb2.PlanCapacityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Why(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gangplan.v1.PlacementService/Why',
+            gangplan_dot_v1_dot_placement__service__pb2.WhyRequest.SerializeToString,
+            gangplan_dot_v1_dot_placement__service__pb2.WhyResponse.FromString,
             options,
             channel_credentials,
             insecure,

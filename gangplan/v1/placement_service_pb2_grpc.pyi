@@ -76,6 +76,10 @@ class PlacementServiceStub:
     """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
     the workload runs on the cluster; what still cannot run and why; the proven bound.
     """
+    Why: _grpc.UnaryUnaryMultiCallable[_placement_service_pb2.WhyRequest, _placement_service_pb2.WhyResponse]
+    """Why a gang waits: its certificate, the smallest checked changes that would let it run
+    and when it will start (docs/concepts/why.md). Reads only.
+    """
 
 @_typing.type_check_only
 class PlacementServiceAsyncStub(PlacementServiceStub):
@@ -99,6 +103,10 @@ class PlacementServiceAsyncStub(PlacementServiceStub):
     PlanCapacity: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.PlanCapacityRequest, _placement_service_pb2.PlanCapacityResponse]  # type: ignore[assignment]
     """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
     the workload runs on the cluster; what still cannot run and why; the proven bound.
+    """
+    Why: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.WhyRequest, _placement_service_pb2.WhyResponse]  # type: ignore[assignment]
+    """Why a gang waits: its certificate, the smallest checked changes that would let it run
+    and when it will start (docs/concepts/why.md). Reads only.
     """
 
 class PlacementServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -168,6 +176,16 @@ class PlacementServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_placement_service_pb2.PlanCapacityResponse, _abc.Awaitable[_placement_service_pb2.PlanCapacityResponse]]:
         """Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
         the workload runs on the cluster; what still cannot run and why; the proven bound.
+        """
+
+    @_abc_1.abstractmethod
+    def Why(
+        self,
+        request: _placement_service_pb2.WhyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_placement_service_pb2.WhyResponse, _abc.Awaitable[_placement_service_pb2.WhyResponse]]:
+        """Why a gang waits: its certificate, the smallest checked changes that would let it run
+        and when it will start (docs/concepts/why.md). Reads only.
         """
 
 def add_PlacementServiceServicer_to_server(servicer: PlacementServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

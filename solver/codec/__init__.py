@@ -7,7 +7,12 @@
 Shared by `server/` and `clients/remote.py`; the thin `gangplan.Client` needs none of it.
 """
 
-from solver.codec._answers import cluster_to_proto, decision_from_proto, decision_to_proto
+from solver.codec._answers import (
+    certificate_to_proto,
+    cluster_to_proto,
+    decision_from_proto,
+    decision_to_proto,
+)
 from solver.codec._cluster import delta_from_proto, job_from_proto, snapshot_from_proto
 from solver.codec._errors import MAX_VIOLATIONS, ConvertError, Violations
 from solver.codec._messages import (
@@ -22,6 +27,7 @@ __all__ = [
     "MAX_VIOLATIONS",
     "ConvertError",
     "Violations",
+    "certificate_to_proto",
     "cluster_to_proto",
     "decision_from_proto",
     "decision_to_proto",

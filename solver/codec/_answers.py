@@ -32,7 +32,7 @@ from solver.model import (
     parse_job_affinity,
 )
 
-__all__ = ["cluster_to_proto", "decision_from_proto", "decision_to_proto"]
+__all__ = ["certificate_to_proto", "cluster_to_proto", "decision_from_proto", "decision_to_proto"]
 
 
 def decision_to_proto(decision: Decision) -> spb.Decision:
@@ -76,7 +76,7 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
         stats={k: float(v) for k, v in decision.stats.items()},
     )
     for gang, cert in decision.certificates.items():
-        msg.certificates[gang].CopyFrom(_certificate_to_proto(cert))
+        msg.certificates[gang].CopyFrom(certificate_to_proto(cert))
     if decision.objective_fits_int64:
         msg.objective = decision.objective
     if decision.bound is not None:
@@ -90,7 +90,7 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
 _CAUSES = {"preemption": spb.VICTIM_CAUSE_PREEMPTION, "reclaim": spb.VICTIM_CAUSE_RECLAIM}
 
 
-def _certificate_to_proto(cert: Certificate) -> spb.Certificate:
+def certificate_to_proto(cert: Certificate) -> spb.Certificate:
     return spb.Certificate(
         kind=cert.kind,
         constraint=cert.constraint,

@@ -94,6 +94,8 @@ from solver.model._topology import (
     parse_job_affinity,
 )
 from solver.model._workload import (
+    EXPECTED_END,
+    EXPECTED_RUNTIME,
     QUEUE_ANNOTATION,
     QUEUE_WEIGHT_MAX,
     Dialect,
@@ -111,6 +113,8 @@ __all__ = [
     "CLUSTER_LAYER",
     "DEFAULT_SCHEDULER_NAMES",
     "DEVICE_ANNOTATIONS",
+    "EXPECTED_END",
+    "EXPECTED_RUNTIME",
     "GPU_MEMORY_LABEL",
     "GPU_MILLI",
     "GPU_RESOURCE",

@@ -31,6 +31,10 @@ class MatchPolicy(StrEnum):
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+EXPECTED_END = "gangplan.io/expected-end"
+"""A running pod's expected end (RFC 3339): the start estimates replay it (`solver.start`)."""
+EXPECTED_RUNTIME = "gangplan.io/expected-runtime"
+"""A running pod's expected runtime from its creation (`90m`, `2h30m`, `1d`)."""
 
 
 class Pod(Frozen):

@@ -105,6 +105,7 @@ def _every_read(client: Client) -> dict[str, Callable[[], Any]]:
         "PlanCapacity": lambda: client.plan_capacity(
             gang_job("j", 1), catalogue, snapshot="s", workers=1
         ),
+        "Why": lambda: client.why("default/j", gang_job("j", 1), snapshot="s"),
     }
 
 
@@ -120,6 +121,7 @@ def test_idempotent_calls_are_retried_until_they_succeed(flaky: Any) -> None:
     assert [a.admitted for a in answers["Enqueue"].admissions] == [True]
     assert answers["ValidateQueues"].valid
     assert answers["PlanCapacity"].placed_pods == 1
+    assert answers["Why"].placed
     assert {m.removeprefix(PREFIX): n for m, n in proxy.attempts.items()} == dict.fromkeys(
         IDEMPOTENT, 3
     )

@@ -27,6 +27,7 @@ METHODS = [
     "Enqueue",
     "ValidateQueues",
     "PlanCapacity",
+    "Why",
 ]
 GARBAGE = [
     b"\xff" * 16,  # an invalid tag
@@ -123,13 +124,14 @@ def test_enum_values_the_proto_does_not_declare_are_invalid_argument(
         ("PlaceJob", spb.PlaceJobRequest(options=spb.SolveOptions(seed=-1))),
         ("PlaceJob", spb.PlaceJobRequest(options=spb.SolveOptions(seed=2**40, workers=1000))),
         ("PlanCapacity", spb.PlanCapacityRequest(options=spb.SolveOptions(seed=2**35))),
+        ("Why", spb.WhyRequest(gang="default/x", options=spb.SolveOptions(seed=-1))),
     ],
 )
 def test_out_of_range_search_options_are_invalid_argument(
     start: Callable[..., tuple[GangplanServer, int]], method: str, request_message: Any
 ) -> None:
     _, port = start()
-    if method == "PlaceJob":
+    if method in ("PlaceJob", "Why"):
         request_message.cluster.CopyFrom(small_cluster())
     with pytest.raises(grpc.RpcError) as err:
         _raw(port, method)(request_message.SerializeToString(), timeout=30)

@@ -34,6 +34,9 @@ type PlacementServiceClient interface {
 	// Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
 	// the workload runs on the cluster; what still cannot run and why; the proven bound.
 	PlanCapacity(ctx context.Context, in *PlanCapacityRequest, opts ...grpc.CallOption) (*PlanCapacityResponse, error)
+	// Why a gang waits: its certificate, the smallest checked changes that would let it run
+	// and when it will start (docs/concepts/why.md). Reads only.
+	Why(ctx context.Context, in *WhyRequest, opts ...grpc.CallOption) (*WhyResponse, error)
 }
 
 type placementServiceClient struct {
@@ -116,6 +119,15 @@ func (c *placementServiceClient) PlanCapacity(ctx context.Context, in *PlanCapac
 	return out, nil
 }
 
+func (c *placementServiceClient) Why(ctx context.Context, in *WhyRequest, opts ...grpc.CallOption) (*WhyResponse, error) {
+	out := new(WhyResponse)
+	err := c.cc.Invoke(ctx, "/gangplan.v1.PlacementService/Why", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PlacementServiceServer is the server API for PlacementService service.
 // All implementations must embed UnimplementedPlacementServiceServer
 // for forward compatibility
@@ -137,6 +149,9 @@ type PlacementServiceServer interface {
 	// Capacity planning: how many nodes of each catalogue type to add, at minimum cost, so
 	// the workload runs on the cluster; what still cannot run and why; the proven bound.
 	PlanCapacity(context.Context, *PlanCapacityRequest) (*PlanCapacityResponse, error)
+	// Why a gang waits: its certificate, the smallest checked changes that would let it run
+	// and when it will start (docs/concepts/why.md). Reads only.
+	Why(context.Context, *WhyRequest) (*WhyResponse, error)
 	mustEmbedUnimplementedPlacementServiceServer()
 }
 
@@ -167,6 +182,9 @@ func (UnimplementedPlacementServiceServer) ValidateQueues(context.Context, *Vali
 }
 func (UnimplementedPlacementServiceServer) PlanCapacity(context.Context, *PlanCapacityRequest) (*PlanCapacityResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PlanCapacity not implemented")
+}
+func (UnimplementedPlacementServiceServer) Why(context.Context, *WhyRequest) (*WhyResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Why not implemented")
 }
 func (UnimplementedPlacementServiceServer) mustEmbedUnimplementedPlacementServiceServer() {}
 
@@ -325,6 +343,24 @@ func _PlacementService_PlanCapacity_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PlacementService_Why_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PlacementServiceServer).Why(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/gangplan.v1.PlacementService/Why",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PlacementServiceServer).Why(ctx, req.(*WhyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _PlacementService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "gangplan.v1.PlacementService",
 	HandlerType: (*PlacementServiceServer)(nil),
@@ -360,6 +396,10 @@ var _PlacementService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PlanCapacity",
 			Handler:    _PlacementService_PlanCapacity_Handler,
+		},
+		{
+			MethodName: "Why",
+			Handler:    _PlacementService_Why_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -51,6 +51,14 @@ test('an unschedulable gang is an answer with reasons', async () => {
   assert.ok(answer.decision.gangs[0].reason.startsWith(cert.sentence));
 });
 
+test('Why gives the certificate, the changes and the start', async () => {
+  const answer = await client.why({ snapshot: { id: 'node' }, job: job('huge', 9, 4), gang: 'default/huge' });
+  assert.equal(answer.placed, false);
+  assert.equal(answer.certificate.proven, true);
+  assert.equal(answer.changes[0].kind, 'nodes');
+  assert.ok(answer.start.text.length > 0);
+});
+
 test('invalid input is INVALID_ARGUMENT with field violations', async () => {
   await assert.rejects(
     client.placeJob({ cluster: { nodes: [{ name: '' }] }, job: job('j', 1, 1) }),

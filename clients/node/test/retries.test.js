@@ -46,6 +46,7 @@ const reads = (client) => ({
     const answer = await client.planCapacity({ snapshot: { id: 's' }, workload: job, node_types: [], options: { workers: 1 } }, 20000);
     assert.equal(answer.placed_pods, 1);
   },
+  Why: async () => assert.equal((await client.why({ snapshot: { id: 's' }, job, gang: 'default/j' }, 20000)).placed, true),
 });
 
 async function withProxy(options, clientOptions, body) {

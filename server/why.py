@@ -1,0 +1,70 @@
+"""`Why`: a gang's certificate, the changes that would let it run and its start estimate.
+
+The cycle is the one PlaceJob runs (the servicer's pipeline, verified); the certificate is
+read from its Decision. The changes (`solver.changes`) and the estimate
+(`solver.start`) work on objects: the snapshot with the request's job becomes one
+`ClusterModel` (`server.model`), and each check is a scheduling cycle of its own, within
+what is left of the call's deadline (kinds not sized by then are left out; an estimate not
+reached says so).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from gangplan.v1 import placement_service_pb2 as spb
+from server.model import model_of
+from solver.changes import changes
+from solver.codec import certificate_to_proto
+from solver.config import SchedulerConf
+from solver.decision import Decision
+from solver.snapshot import Snapshot
+from solver.start import estimate
+
+__all__ = ["why_answer"]
+
+
+def why_answer(
+    snapshot: Snapshot,
+    request: spb.WhyRequest,
+    decision: Decision,
+    conf: SchedulerConf,
+    deadline: float,
+) -> tuple[bool, spb.WhyResponse]:
+    """(placed, the response without its Decision and generation) for `request.gang`."""
+    gang = request.gang
+    outcome = decision.podgroups.get(gang)
+    placement = decision.placements.get(gang)
+    placed = outcome.placed if outcome is not None else bool(placement and placement.node)
+    response = spb.WhyResponse(placed=placed)
+    if placed:
+        return True, response
+    cert = decision.certificates.get(gang)
+    if cert is not None:
+        response.certificate.CopyFrom(certificate_to_proto(cert))
+    model = model_of(snapshot, request.job, "job")
+    half = time.perf_counter() + (deadline - time.perf_counter()) / 2
+    for change in changes(model, conf, gang, cert, deadline=half):
+        response.changes.append(spb.Change(kind=change.kind, change=change.text, size=change.size))
+    now = request.now.ToDatetime(tzinfo=UTC) if request.HasField("now") else datetime.now(UTC)
+    runtime = (
+        timedelta(seconds=request.default_runtime_seconds)
+        if request.default_runtime_seconds > 0
+        else None
+    )
+    found = estimate(model, conf, gang, now, runtime, deadline=deadline)
+    if found is None:
+        response.start.text = "not estimated: the call's deadline ran out"
+        return False, response
+    if found.at is not None:
+        at = Timestamp()
+        at.FromDatetime(found.at)
+        response.start.at.CopyFrom(at)
+    response.start.nodes.extend(found.nodes)
+    response.start.after.extend(found.after)
+    response.start.unknown_ends = found.unknown
+    response.start.text = found.text()
+    return False, response

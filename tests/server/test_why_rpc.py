@@ -1,0 +1,81 @@
+"""Why end to end: a real server on 127.0.0.1:0, through the Python client.
+
+n0 [4 GPU]  n1 [4 GPU]  n2 [4 GPU]      train: 5 × 4 GPU (all required)
+-> capacity: 20 GPUs needed, 12 free; +2 nodes like n0; minMember 3; starts when
+   nothing ends (no running pod): no start found
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+import pytest
+
+from clients.client import Client, ClientError
+from gangplan.v1 import cluster_pb2 as pb
+from tests.server.conftest import gang_job, gpu_pod, small_cluster
+
+
+def test_why_gives_the_certificate_the_changes_and_the_start(start: Any) -> None:
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.why("default/train", gang_job("train", 5, gpus=4), cluster=small_cluster())
+    assert not answer.placed
+    cert = answer.certificate
+    assert cert.kind == "capacity" and cert.proven and (cert.needed, cert.offered) == (20, 12)
+    assert [(c.kind, c.change, c.size) for c in answer.changes] == [
+        ("nodes", "+2 node(s) like n0, empty", 2),
+        ("min-member", "minMember 3 instead of 5", 2),
+    ]
+    assert answer.start.text.startswith("no start found") and not answer.start.HasField("at")
+    assert answer.decision.certificates["default/train"].sentence == cert.sentence
+
+
+def test_why_estimates_from_the_running_pods_ends(start: Any) -> None:
+    """n0..n2 hold a 4-GPU pod each, ending at 19:00, 20:00 and 21:00: a 2 × 4 GPU gang
+    (room for none now) starts at 20:00 on n0 and n1."""
+    cluster = small_cluster()
+    for i, hour in enumerate((19, 20, 21)):
+        running = gpu_pod(f"run-{i}", gpus=4)
+        running.node_name = f"n{i}"
+        running.annotations["gangplan.io/expected-end"] = f"2026-11-28T{hour}:00:00Z"
+        cluster.pods.append(running)
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.why(
+            "default/two",
+            gang_job("two", 2, gpus=4),
+            cluster=cluster,
+            now=datetime(2026, 11, 28, 18, 0, tzinfo=UTC),
+        )
+    assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 20, 0, tzinfo=UTC)
+    assert list(answer.start.nodes) == ["n0", "n1"]
+    assert list(answer.start.after) == ["default/run-0", "default/run-1"]
+
+
+def test_a_placed_gang_has_nothing_to_explain(start: Any) -> None:
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.why("default/ok", gang_job("ok", 2, gpus=4), cluster=small_cluster())
+    assert answer.placed and not answer.HasField("certificate") and not answer.changes
+
+
+@pytest.mark.parametrize("gang", ["", "nope", "default/missing"])
+def test_a_gang_not_in_the_call_is_invalid(start: Any, gang: str) -> None:
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client, pytest.raises(ClientError) as err:
+        client.why(gang, gang_job("ok", 1, gpus=1), cluster=small_cluster())
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in err.value.violations] == ["gang"]
+
+
+def test_the_job_is_optional(start: Any) -> None:
+    cluster = small_cluster(nodes=1)
+    cluster.gangs.append(pb.Gang(namespace="default", name="g", min_member=2))
+    cluster.pods.extend(gpu_pod(f"g-{i}", gang="default/g", gpus=4) for i in range(2))
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.why("default/g", cluster=cluster)
+    assert answer.certificate.kind == "capacity"
