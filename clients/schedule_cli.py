@@ -31,7 +31,7 @@ from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.schedule import AFTER_ENGINE_PER_POD, snapshot_of
 from solver.snapshot import Workload
-from solver.start import estimate, parse_duration
+from solver.start import estimate, parse_duration, parse_time
 
 __all__ = [
     "Config",
@@ -268,16 +268,14 @@ def why_cmd(
 
 def _clock(now: str | None, runtime: str | None) -> tuple[datetime, timedelta | None]:
     """`--now` and `--default-runtime`, checked."""
-    at = datetime.now(UTC)
-    if now is not None:
-        try:
-            at = datetime.fromisoformat(now)
-        except ValueError:
-            raise InputError(f"--now {now!r}: not an RFC 3339 time") from None
-        at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    at = datetime.now(UTC) if now is None else parse_time(now)
+    if at is None:
+        raise InputError(f"--now {(now or '')[:64]!r}: not an RFC 3339 time")
     parsed = parse_duration(runtime) if runtime is not None else None
     if runtime is not None and parsed is None:
-        raise InputError(f"--default-runtime {runtime!r}: not a duration like 90m or 4h")
+        raise InputError(
+            f"--default-runtime {runtime[:64]!r}: not a duration like 90m or 4h (at most 3650d)"
+        )
     return at, parsed
 
 

@@ -53,7 +53,7 @@ from server.store import (
     TooManySnapshots,
     collector_paused,
 )
-from server.why import why_answer
+from server.why import clock, why_answer
 from solver import (
     SCHEMA,
     ConfigError,
@@ -342,6 +342,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             message = "required: the gang as namespace/name (a pod's key for a pod alone)"
             raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
         started = time.perf_counter()
+        clock(request)  # a bad `now` or runtime is refused before any work
         answer = self._solve(request, context)
         snapshot, _ = self._cluster(request)
         if (

@@ -10,6 +10,7 @@ reached says so).
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -18,13 +19,28 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from gangplan.v1 import placement_service_pb2 as spb
 from server.model import model_of
 from solver.changes import changes
-from solver.codec import certificate_to_proto
+from solver.codec import ConvertError, certificate_to_proto
 from solver.config import SchedulerConf
 from solver.decision import Decision
 from solver.snapshot import Snapshot
-from solver.start import estimate
+from solver.start import MAX_RUNTIME, estimate
 
-__all__ = ["why_answer"]
+__all__ = ["clock", "why_answer"]
+
+
+def clock(request: spb.WhyRequest) -> tuple[datetime, timedelta | None]:
+    """`now` and `default_runtime_seconds`, checked: ConvertError names the field."""
+    now = datetime.now(UTC)
+    if request.HasField("now"):
+        try:
+            now = request.now.ToDatetime(tzinfo=UTC)
+        except (ValueError, OverflowError):
+            raise ConvertError([("now", "not a time between years 1 and 9999")]) from None
+    seconds = request.default_runtime_seconds
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_RUNTIME.total_seconds():
+        reason = f"must be 0 (none) or a positive number of seconds up to {MAX_RUNTIME.days}d"
+        raise ConvertError([("default_runtime_seconds", reason)])
+    return now, timedelta(seconds=seconds) if seconds > 0 else None
 
 
 def why_answer(

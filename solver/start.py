@@ -29,24 +29,37 @@ from solver.config import SchedulerConf
 from solver.model import EXPECTED_END, EXPECTED_RUNTIME, ClusterModel, Pod
 from solver.schedule import schedule
 
-__all__ = ["END", "RUNTIME", "Estimate", "estimate", "parse_duration"]
+__all__ = [
+    "END",
+    "MAX_RUNTIME",
+    "RUNTIME",
+    "Estimate",
+    "estimate",
+    "parse_duration",
+    "parse_time",
+]
 
 END = EXPECTED_END
 RUNTIME = EXPECTED_RUNTIME
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION = re.compile(r"^(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
+MAX_RUNTIME = timedelta(days=3650)
+"""The longest runtime read; longer ones are not read (counted among the unknown ends)."""
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """`1d2h30m15s` (any part may be left out; at least one given), else None."""
-    match = _DURATION.match(text.strip())
+    """`1d2h30m15s` (any part may be left out; at least one given; at most ten years),
+    else None."""
+    match = _DURATION.match(text.strip()) if len(text) <= 64 else None
     if not match or not any(match.groups()):
         return None
     d, h, m, s = (int(x) if x else 0 for x in match.groups())
-    return timedelta(days=d, hours=h, minutes=m, seconds=s)
+    found = timedelta(days=d, hours=h, minutes=m, seconds=s)
+    return found if found <= MAX_RUNTIME else None
 
 
-def _time(text: str | None) -> datetime | None:
-    if not text:
+def parse_time(text: str | None) -> datetime | None:
+    """An RFC 3339 time (a time without a zone is UTC), None when it is not one."""
+    if not text or len(text) > 64:
         return None
     try:
         parsed = datetime.fromisoformat(text)
@@ -56,11 +69,16 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _end(pod: Pod, default_runtime: timedelta | None) -> datetime | None:
-    if (at := _time(pod.annotations.get(END))) is not None:
+    if (at := parse_time(pod.annotations.get(END))) is not None:
         return at
-    started = _time(pod.created)
+    started = parse_time(pod.created)
     runtime = parse_duration(pod.annotations.get(RUNTIME, "")) or default_runtime
-    return started + runtime if started is not None and runtime is not None else None
+    if started is None or runtime is None:
+        return None
+    try:
+        return started + runtime
+    except OverflowError:  # past year 9999
+        return None
 
 
 @dataclass(frozen=True)
@@ -76,7 +94,11 @@ class Estimate:
 
     def text(self) -> str:
         if self.at is None:
-            tail = f" ({self.unknown} running pod(s) have no expected end)" if self.unknown else ""
+            tail = (
+                f" ({self.unknown} running pod(s) have no readable expected end)"
+                if self.unknown
+                else ""
+            )
             return f"no start found: it does not fit even after every known end{tail}"
         if self.at <= self.now:
             return "it can start now"
@@ -111,6 +133,7 @@ def estimate(
     conf = conf or SchedulerConf.default()
     running = [p for p in model.pods if not p.pending and p.node_name]
     ends = {p.key: e for p in running if (e := _end(p, default_runtime)) is not None}
+    # an unreadable annotation is an unknown end, counted in the answer like a missing one
     unknown = len(running) - len(ends)
 
     def placed_at(when: datetime | None) -> dict[str, str] | None:

@@ -112,3 +112,21 @@ def test_the_estimate_equals_a_step_by_step_replay(
             linear = at
             break
     assert got == linear
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        {"gangplan.io/expected-runtime": "99999999999d"},
+        {"gangplan.io/expected-runtime": "9999999d"},
+        {"gangplan.io/expected-end": "not a time"},
+        {"gangplan.io/expected-end": "x" * 10_000},
+    ],
+)
+def test_an_unreadable_end_is_an_unknown_end_not_a_crash(annotations: dict[str, str]) -> None:
+    running = pod("r").requests(gpu=8).on("n1").obj()
+    running["metadata"]["creationTimestamp"] = "9999-12-31T00:00:00Z"
+    running["metadata"]["annotations"] = annotations
+    e = estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), None, "default/t", NOW)
+    assert e is not None and e.at is None and e.unknown == 1
+    assert "1 running pod(s) have no readable expected end" in e.text()

@@ -102,3 +102,13 @@ def test_why_estimates_the_start_from_the_running_pods_ends(tmp_path: Path) -> N
         app, ["why", "-f", str(manifest), "--pod", "new-0", "--now", "2026-11-28T18:00:00Z"]
     )
     assert "when: starts in ~2 h 10 min" in table.stdout
+
+
+def test_why_refuses_a_bad_clock_in_one_line() -> None:
+    for flags, words in (
+        (["--now", "yesterday"], "--now 'yesterday': not an RFC 3339 time"),
+        (["--default-runtime", "99999999d"], "--default-runtime '99999999d': not a duration"),
+    ):
+        out = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "default/train-big", *flags])
+        assert out.exit_code == 2 and out.stdout == ""
+        assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -15,6 +15,8 @@ import pytest
 
 from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
+from gangplan.v1 import placement_service_pb2 as spb
+from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from tests.server.conftest import gang_job, gpu_pod, small_cluster
 
 
@@ -79,3 +81,30 @@ def test_the_job_is_optional(start: Any) -> None:
     with Client(f"127.0.0.1:{port}", timeout=30) as client:
         answer = client.why("default/g", cluster=cluster)
     assert answer.certificate.kind == "capacity"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("default_runtime_seconds", float("inf")),
+        ("default_runtime_seconds", float("nan")),
+        ("default_runtime_seconds", -1.0),
+        ("default_runtime_seconds", 1e300),
+        ("now", 2**62),
+    ],
+)
+def test_a_bad_clock_is_invalid_argument_naming_the_field(
+    start: Any, field: str, value: float
+) -> None:
+    _, port = start()
+    request = spb.WhyRequest(gang="default/t", cluster=small_cluster(), job=gang_job("t", 9, 4))
+    if field == "now":
+        request.now.seconds = int(value)
+    else:
+        request.default_runtime_seconds = value
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = spb_grpc.PlacementServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Why(request, timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in (err.value.details() or "")
