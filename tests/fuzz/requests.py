@@ -387,6 +387,18 @@ def _solve_door(method: str, request: type[Message], response: type[Message]) ->
     )
 
 
+def base_why() -> spb.WhyRequest:
+    request = spb.WhyRequest(
+        cluster=base_cluster(),
+        job=base_job(),
+        options=spb.SolveOptions(engine="greedy"),
+        gang="default/g",
+        default_runtime_seconds=3600.0,
+    )
+    request.now.seconds = 1_800_000_000
+    return request
+
+
 DOORS = [
     _solve_door("PlaceJob", spb.PlaceJobRequest, spb.PlaceJobResponse),
     _solve_door("Preempt", spb.PreemptRequest, spb.PreemptResponse),
@@ -460,6 +472,20 @@ DOORS = [
             *_under(("workload",), JOB_STRS),
         ],
         [("node_types", 0, "cost"), ("budget",)],
+    ),
+    Door(
+        "Why",
+        base_why,
+        spb.WhyResponse,
+        [
+            *_under(("cluster",), CLUSTER_INTS),
+            *_under(("job",), JOB_INTS),
+            *OPTION_INTS,
+            ("now", "seconds"),
+            ("now", "nanos"),
+        ],
+        [("gang",), *_under(("cluster",), CLUSTER_STRS), *_under(("job",), JOB_STRS)],
+        [("default_runtime_seconds",)],
     ),
 ]
 
