@@ -64,7 +64,15 @@ def why_answer(
     model = model_of(snapshot, request.job, "job")
     half = time.perf_counter() + (deadline - time.perf_counter()) / 2
     for change in changes(model, conf, gang, cert, deadline=half):
-        response.changes.append(spb.Change(kind=change.kind, change=change.text, size=change.size))
+        response.changes.append(
+            spb.Change(
+                kind=change.kind,
+                change=change.text,
+                size=change.size,
+                target=change.target,
+                dimension=change.dimension,
+            )
+        )
     now = request.now.ToDatetime(tzinfo=UTC) if request.HasField("now") else datetime.now(UTC)
     runtime = (
         timedelta(seconds=request.default_runtime_seconds)

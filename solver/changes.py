@@ -46,9 +46,17 @@ class Change:
     kind: str
     text: str
     size: int
+    target: str = ""  # what it changes: the queue, the node copied, the gang
+    dimension: str = ""  # quota: the dimension raised
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "change": self.text, "size": self.size}
+        return {
+            "kind": self.kind,
+            "change": self.text,
+            "size": self.size,
+            "target": self.target,
+            "dimension": self.dimension,
+        }
 
 
 class OutOfTime(Exception):
@@ -139,7 +147,11 @@ def _quota(
         return None
     shown = dim.removeprefix("card:")
     return Change(
-        "quota", f"+{format_quantity(dim, delta)} {shown} capability on queue {queue}", delta
+        "quota",
+        f"+{format_quantity(dim, delta)} {shown} capability on queue {queue}",
+        delta,
+        queue,
+        dim,
     )
 
 
@@ -161,11 +173,18 @@ def _nodes(
             update={"nodes": tuple(sorted((*model.nodes, *added), key=lambda n: n.name))}
         )
 
-    k = _smallest(lambda k: runs(more(k)), MAX_NODES)
+    # more nodes than pending pods cannot be what it takes: each new node holds one at least
+    pending = sum(1 for p in model.pods if p.pending and p.gang in _group(model, gang))
+    k = _smallest(lambda k: runs(more(k)), max(1, min(MAX_NODES, pending)))
     if k is None:
         return None
     where = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
-    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k)
+    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k, like.name)
+
+
+def _group(model: ClusterModel, gang: str) -> set[str]:
+    g = model.gangs.get(gang)
+    return {gang, *(g.groups if g is not None else ())}
 
 
 def _node_in(model: ClusterModel, domain: str) -> Node | None:
@@ -195,7 +214,7 @@ def _min_member(
     if cut is None:
         return None
     m = g.min_member - cut
-    return Change("min-member", f"minMember {m} instead of {g.min_member}", cut)
+    return Change("min-member", f"minMember {m} instead of {g.min_member}", cut, gang)
 
 
 def _topology(
@@ -215,4 +234,4 @@ def _topology(
     gangs = {**model.gangs, gang: g.model_copy(update={"annotations": annotations})}
     if not runs(model.model_copy(update={"gangs": gangs})):
         return None
-    return Change("topology", "PreferGather instead of MustGather", 1)
+    return Change("topology", "PreferGather instead of MustGather", 1, gang)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from solver import SchedulerConf, schedule
-from solver.changes import Change, changes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver import SchedulerConf, schedule, snapshot_of, verify
+from solver.changes import SPEC, Change, changes
 from solver.model import ClusterModel
+from solver.snapshot import Workload
+from tests.test_properties import clusters
+from tests.why.test_properties import rich_clusters
 from tests.builders import (
     BLOCK,
     SPINE,
@@ -43,8 +49,8 @@ def test_nodes_and_min_member_are_the_smallest_that_run() -> None:
         *_gang("train", 16, 16, gpu=1),
     )
     assert _changes(cluster, "default/train") == [
-        Change("nodes", "+2 node(s) like n1, empty", 2),
-        Change("min-member", "minMember 11 instead of 16", 5),
+        Change("nodes", "+2 node(s) like n1, empty", 2, "n1"),
+        Change("min-member", "minMember 11 instead of 16", 5, "default/train"),
     ]
 
 
@@ -61,7 +67,7 @@ def test_quota_is_raised_by_exactly_what_is_missing() -> None:
         ],
     )
     found = _changes(cluster, "default/vj")
-    assert found[0] == Change("quota", "+1 cpu capability on queue eng", 1000)
+    assert found[0] == Change("quota", "+1 cpu capability on queue eng", 1000, "eng", "cpu")
 
 
 def test_must_gather_is_offered_as_prefer_gather_and_nodes_in_the_best_domain() -> None:
@@ -76,11 +82,61 @@ def test_must_gather_is_offered_as_prefer_gather_and_nodes_in_the_best_domain() 
         *[pod(f"t-{i}").group("t").requests(gpu=1).obj() for i in range(6)],
     )
     assert _changes(cluster, "default/t") == [
-        Change("nodes", "+1 node(s) like a1 in s1, empty", 1),
-        Change("topology", "PreferGather instead of MustGather", 1),
+        Change("nodes", "+1 node(s) like a1 in s1, empty", 1, "a1"),
+        Change("topology", "PreferGather instead of MustGather", 1, "default/t"),
     ]
 
 
 def test_a_gang_that_runs_needs_no_change() -> None:
     cluster = model(node("n").gpu(8).obj(), *_gang("ok", 4, 4, gpu=1))
     assert changes(cluster, None, "default/ok", None) == []
+
+
+def _apply(cluster: ClusterModel, change: Change, size: int) -> ClusterModel:
+    """The change of `size` units, applied here on its own (not by solver.changes)."""
+    if change.kind == "quota":
+        q = cluster.queues[change.target]
+        raised = {**q.capability, change.dimension: q.capability[change.dimension] + size}
+        queues = {**cluster.queues, q.name: q.model_copy(update={"capability": raised})}
+        return cluster.model_copy(update={"queues": queues})
+    if change.kind == "nodes":
+        like = cluster.node_by_name[change.target]
+        copies = []
+        for i in range(size):
+            labels = dict(like.labels)
+            if "kubernetes.io/hostname" in labels:
+                labels["kubernetes.io/hostname"] = f"copy-{i}"
+            copies.append(like.model_copy(update={"name": f"copy-{i}", "labels": labels}))
+        nodes = tuple(sorted((*cluster.nodes, *copies), key=lambda n: n.name))
+        return cluster.model_copy(update={"nodes": nodes})
+    if change.kind == "min-member":
+        g = cluster.gangs[change.target]
+        lowered = g.model_copy(update={"min_member": g.min_member - size})
+        return cluster.model_copy(update={"gangs": {**cluster.gangs, g.id: lowered}})
+    assert change.kind == "topology"
+    g = cluster.gangs[change.target]
+    spec = g.annotations[SPEC].replace("MustGather", "PreferGather") if size else g.annotations[SPEC]
+    lowered = g.model_copy(update={"annotations": {**g.annotations, SPEC: spec}})
+    return cluster.model_copy(update={"gangs": {**cluster.gangs, g.id: lowered}})
+
+
+def _runs(cluster: ClusterModel, gang: str) -> bool:
+    snapshot = snapshot_of(cluster)
+    d = schedule(snapshot, SchedulerConf.default(), workload=Workload.of(snapshot, gang_ids=[gang]),
+                 workers=1)  # fmt: skip
+    assert verify(snapshot, SchedulerConf.default(), d) == []
+    return d.podgroups[gang].placed
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(clusters(), rich_clusters()))
+def test_each_change_applied_runs_the_gang_and_one_unit_less_does_not(
+    cluster: ClusterModel,
+) -> None:
+    d = schedule(cluster, SchedulerConf.default(), engine="greedy", workers=1)
+    for gang, cert in d.certificates.items():
+        if gang not in cluster.gangs or cluster.gangs[gang].implicit:
+            continue
+        for change in changes(cluster, SchedulerConf.default(), gang, cert):
+            assert _runs(_apply(cluster, change, change.size), gang), change
+            assert not _runs(_apply(cluster, change, change.size - 1), gang), change

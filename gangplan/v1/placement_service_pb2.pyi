@@ -1152,22 +1152,30 @@ class Change(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     CHANGE_FIELD_NUMBER: _builtins.int
     SIZE_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    DIMENSION_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
     """quota, nodes, min-member or topology."""
     change: _builtins.str
     """The change in words, e.g. `+2 node(s) like gpu-a1, empty`."""
     size: _builtins.int
     """Its size in its unit (nodes, base units of a quota dimension, members)."""
+    target: _builtins.str
+    """What it changes: the queue, the node copied, the gang."""
+    dimension: _builtins.str
+    """quota: the dimension raised."""
     def __init__(
         self,
         *,
         kind: _builtins.str = ...,
         change: _builtins.str = ...,
         size: _builtins.int = ...,
+        target: _builtins.str = ...,
+        dimension: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["change", b"change", "kind", b"kind", "size", b"size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["change", b"change", "dimension", b"dimension", "kind", b"kind", "size", b"size", "target", b"target"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
