@@ -31,7 +31,7 @@ from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.schedule import AFTER_ENGINE_PER_POD, snapshot_of
 from solver.snapshot import Workload
-from solver.start import estimate, parse_duration, parse_time
+from solver.start import estimate, parse_duration, parse_time, running_ends
 
 __all__ = [
     "Config",
@@ -255,10 +255,14 @@ def why_cmd(
     notes(decision.notes)
     data = why_data(decision, cluster, gang_id)
     if not data["placed"]:
+        conf = load_conf(config)
+        snapshot = snapshot_of(cluster)
         cert = decision.certificates.get(gang_id)
-        found = changes(cluster, load_conf(config), gang_id, cert, time_limit=min(time_limit, 2.0))
+        found = changes(snapshot, conf, gang_id, cert, time_limit=min(time_limit, 2.0))
         data["changes"] = [c.to_dict() for c in found]
-        found_start = estimate(cluster, load_conf(config), gang_id, at, runtime)
+        created = {p.key: p.created for p in cluster.pods}
+        ends, unknown = running_ends(snapshot, runtime, created)
+        found_start = estimate(snapshot, conf, gang_id, at, ends, unknown)
         data["start"] = found_start.to_dict() if found_start is not None else None
     if output is Output.table:
         why_table(data, Console())

@@ -1,11 +1,10 @@
 """`Why`: a gang's certificate, the changes that would let it run and its start estimate.
 
 The cycle is the one PlaceJob runs (the servicer's pipeline, verified); the certificate is
-read from its Decision. The changes (`solver.changes`) and the estimate
-(`solver.start`) work on objects: the snapshot with the request's job becomes one
-`ClusterModel` (`server.model`), and each check is a scheduling cycle of its own, within
-what is left of the call's deadline (kinds not sized by then are left out; an estimate not
-reached says so).
+read from its Decision. The changes (`solver.changes`) and the estimate (`solver.start`)
+work on the snapshot with the request's job in it, each check a `Delta` and a scheduling
+call of its own, within what is left of the call's deadline (kinds not sized by then are
+left out; an estimate not reached says so).
 """
 
 from __future__ import annotations
@@ -16,16 +15,24 @@ from datetime import UTC, datetime, timedelta
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
-from server.model import model_of
 from solver.changes import changes
-from solver.codec import ConvertError, certificate_to_proto
+from solver.codec import ConvertError, certificate_to_proto, job_from_proto
 from solver.config import SchedulerConf
 from solver.decision import Decision
-from solver.snapshot import Snapshot
-from solver.start import MAX_RUNTIME, estimate
+from solver.snapshot import Delta, Snapshot
+from solver.start import MAX_RUNTIME, estimate, running_ends
 
 __all__ = ["clock", "why_answer"]
+
+
+def _with_job(snapshot: Snapshot, job: pb.Job) -> Snapshot:
+    """The snapshot with the request's job in it (its gangs and pending pods)."""
+    pods, given, _ = job_from_proto(job, "job", snapshot)
+    if not pods and not given:
+        return snapshot
+    return snapshot.apply(Delta(upsert_gangs=tuple(given.values()), upsert_pods=tuple(pods)))
 
 
 def clock(request: spb.WhyRequest) -> tuple[datetime, timedelta | None]:
@@ -61,9 +68,9 @@ def why_answer(
     cert = decision.certificates.get(gang)
     if cert is not None:
         response.certificate.CopyFrom(certificate_to_proto(cert))
-    model = model_of(snapshot, request.job, "job")
+    base = _with_job(snapshot, request.job)
     half = time.perf_counter() + (deadline - time.perf_counter()) / 2
-    for change in changes(model, conf, gang, cert, deadline=half):
+    for change in changes(base, conf, gang, cert, deadline=half):
         response.changes.append(
             spb.Change(
                 kind=change.kind,
@@ -79,7 +86,8 @@ def why_answer(
         if request.default_runtime_seconds > 0
         else None
     )
-    found = estimate(model, conf, gang, now, runtime, deadline=deadline)
+    ends, unknown = running_ends(base, runtime)
+    found = estimate(base, conf, gang, now, ends, unknown, deadline=deadline)
     if found is None:
         response.start.text = "not estimated: the call's deadline ran out"
         return False, response

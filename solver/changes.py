@@ -2,8 +2,10 @@
 
 For a gang left out of an answer, each kind of change is sized by search and kept only
 when it is checked: with the change, the gang alone (the other pending gangs left as they
-are, pending) is placed by `schedule` — so `verify` passed — and with the change one unit
-smaller it is not. Smallest first:
+are, pending) is placed by `schedule` — so `verify` passed (the search itself runs on
+unverified answers; the size reported is verified) — and with the change one unit
+smaller it is not (checked, or proven by the certificate's bound where the search starts
+from it: k new nodes must offer what the gang is short of). Smallest first:
 
     quota       +X of a dimension on the queue that sets the limit (its capability)
     nodes       +k nodes like the eligible node (or the best domain's node) with the most
@@ -12,7 +14,9 @@ smaller it is not. Smallest first:
     topology    the gang runs with PreferGather instead of MustGather (Koordinator)
 
 A change is about the cluster before this cycle: other pending gangs may still take the
-room first (the certificate says when they did).
+room first (the certificate says when they did). Each change is a `Delta` on the snapshot
+(new nodes, one queue, one gang), so a check costs one scheduling call of the gang, not a
+rebuild of the cluster (a node change re-packs the running pods' columns once per check).
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ from typing import Any
 
 from solver.config import SchedulerConf
 from solver.decision import Certificate, Decision
-from solver.model import ClusterModel, Node
+from solver.model import Node
 from solver.quantity import format_quantity
-from solver.schedule import schedule, snapshot_of
-from solver.snapshot import Workload
+from solver.schedule import schedule, solve
+from solver.snapshot import Delta, Snapshot, Workload
 
 __all__ = ["MAX_NODES", "Change", "OutOfTime", "changes"]
 
@@ -64,7 +68,7 @@ class OutOfTime(Exception):
 
 
 def changes(
-    model: ClusterModel,
+    snapshot: Snapshot,
     conf: SchedulerConf | None,
     gang: str,
     certificate: Certificate | None,
@@ -72,35 +76,44 @@ def changes(
     time_limit: float = 2.0,
     deadline: float | None = None,
 ) -> list[Change]:
-    """The checked changes that let `gang` run alone, smallest first (none when it runs).
-    `time_limit` bounds each check; past `deadline` (a `time.perf_counter()` instant) the
-    kinds not yet sized are left out (a change is never reported unchecked)."""
+    """The checked changes that let `gang` (its pending pods in `snapshot`) run alone,
+    smallest first (none when it runs). `time_limit` bounds each check; past `deadline` (a
+    `time.perf_counter()` instant) the kinds not yet sized are left out (a change is never
+    reported unchecked)."""
     conf = conf or SchedulerConf.default()
 
-    def runs(candidate: ClusterModel) -> bool:
+    def runs(delta: Delta, verified: bool = False) -> bool:
         left = time_limit if deadline is None else min(time_limit, deadline - time.perf_counter())
         if left <= 0.02:
             raise OutOfTime
-        return _runs(candidate, conf, gang, left)
+        return _runs(snapshot.apply(delta), conf, gang, left, verified)
 
     found: list[Change] = []
     try:
-        if runs(model):
+        if runs(Delta(), verified=True):
             return []
         for make in (_quota, _nodes, _min_member, _topology):
-            if (c := make(model, gang, certificate, runs)) is not None:
-                found.append(c)
+            sized = make(snapshot, gang, certificate, runs)
+            # sized on unverified answers; reported only once verified
+            if sized is not None and runs(sized[1], verified=True):
+                found.append(sized[0])
     except OutOfTime:
         pass
     order = {"quota": 0, "nodes": 1, "min-member": 2, "topology": 3}
     return sorted(found, key=lambda c: order[c.kind])
 
 
-def _runs(model: ClusterModel, conf: SchedulerConf, gang: str, time_limit: float) -> bool:
-    snapshot = snapshot_of(model)
-    own = [p for p in model.pods if p.pending and p.key == gang and p.gang == gang]
+Runs = Callable[[Delta], bool]
+Sized = tuple[Change, Delta]
+
+
+def _runs(
+    snapshot: Snapshot, conf: SchedulerConf, gang: str, time_limit: float, verified: bool
+) -> bool:
+    alone = snapshot.pending.get(gang)
+    own = [alone] if alone is not None and alone.gang == gang else []
     workload = Workload.of(snapshot, pods=own) if own else Workload.of(snapshot, gang_ids=[gang])
-    d: Decision = schedule(
+    d: Decision = (schedule if verified else solve)(
         snapshot, conf, workload=workload, engine="auto", time_limit=time_limit, workers=1
     )
     outcome = d.podgroups.get(gang)
@@ -109,14 +122,16 @@ def _runs(model: ClusterModel, conf: SchedulerConf, gang: str, time_limit: float
     return bool(own) and d.placements[own[0].key].node is not None
 
 
-def _smallest(fits: Callable[[int], bool], top: int) -> int | None:
-    """The smallest k in 1..top with fits(k), fits monotone; None when top does not fit."""
-    hi = 1
-    while hi < top and not fits(hi):
-        hi = min(top, hi * 2)
-    if not fits(hi):
-        return None
-    lo = hi // 2 + 1 if hi > 1 else 1
+def _smallest(fits: Callable[[int], bool], top: int, start: int = 1) -> int | None:
+    """The smallest k in start..top with fits(k), fits monotone (`start`: a proven lower
+    bound); None when top does not fit. Steps grow geometrically from `start`, then bisect."""
+    start = max(1, min(start, top))
+    lo = hi = start  # lo: the smallest k not yet ruled out
+    while not fits(hi):
+        if hi >= top:
+            return None
+        lo = hi + 1
+        hi = min(top, start + 2 * (hi - start + 1) - 1)
     while lo < hi:
         mid = (lo + hi) // 2
         if fits(mid):
@@ -126,70 +141,73 @@ def _smallest(fits: Callable[[int], bool], top: int) -> int | None:
     return hi
 
 
-def _quota(
-    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
-) -> Change | None:
+def _quota(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
     if cert is None or cert.kind != "quota" or not cert.unit:
         return None
     queue = cert.constraint.removeprefix("queue ")
     dim = cert.unit
-    q = model.queues.get(queue)
+    q = snapshot.queues.get(queue)
     if q is None or dim not in q.capability:
         return None
     delta = cert.needed - cert.offered
 
-    def raised(by: int) -> ClusterModel:
+    def raised(by: int) -> Delta:
         capability = {**q.capability, dim: q.capability[dim] + by}
-        queues = {**model.queues, queue: q.model_copy(update={"capability": capability})}
-        return model.model_copy(update={"queues": queues})
+        return Delta(upsert_queues=(q.model_copy(update={"capability": capability}),))
 
     if delta <= 0 or not runs(raised(delta)) or runs(raised(delta - 1)):
         return None
     shown = dim.removeprefix("card:")
-    return Change(
+    change = Change(
         "quota",
         f"+{format_quantity(dim, delta)} {shown} capability on queue {queue}",
         delta,
         queue,
         dim,
     )
+    return change, raised(delta)
 
 
-def _nodes(
-    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
-) -> Change | None:
+def _nodes(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
     if cert is None or cert.kind not in ("capacity", "pods", "domain") or not cert.places:
         return None
     if cert.kind == "domain":
-        like = _node_in(model, cert.places[0][0])
+        like = _node_in(snapshot, cert.places[0][0])
     else:
-        like = model.node_by_name.get(cert.places[0][0])
+        like = snapshot.nodes.by_name.get(cert.places[0][0])
     if like is None:
         return None
 
-    def more(k: int) -> ClusterModel:
-        added = tuple(_clone(like, f"{like.name}-new-{i}") for i in range(k))
-        return model.model_copy(
-            update={"nodes": tuple(sorted((*model.nodes, *added), key=lambda n: n.name))}
-        )
+    def more(k: int) -> Delta:
+        return Delta(upsert_nodes=tuple(_clone(like, f"{like.name}-new-{i}") for i in range(k)))
 
     # more nodes than pending pods cannot be what it takes: each new node holds one at least
-    pending = sum(1 for p in model.pods if p.pending and p.gang in _group(model, gang))
-    k = _smallest(lambda k: runs(more(k)), max(1, min(MAX_NODES, pending)))
+    group = _group(snapshot, gang)
+    pending = sum(1 for p in snapshot.pending.values() if p.gang in group)
+    top = max(1, min(MAX_NODES, pending))
+    k = _smallest(lambda k: runs(more(k)), top, _fewest_nodes(cert, like))
     if k is None:
         return None
     where = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
-    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k, like.name)
+    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k, like.name), more(k)
 
 
-def _group(model: ClusterModel, gang: str) -> set[str]:
-    g = model.gangs.get(gang)
+def _fewest_nodes(cert: Certificate, like: Node) -> int:
+    """A lower bound on the nodes to add: the certificate's resource short, over what one
+    empty copy offers of it (each copy is eligible where `like` is, in its domain)."""
+    per = like.allocatable.get(cert.unit, 0) if cert.unit else 0
+    short = cert.needed - cert.offered
+    return max(1, -(-short // per)) if per > 0 and short > 0 else 1
+
+
+def _group(snapshot: Snapshot, gang: str) -> set[str]:
+    g = snapshot.gangs.get(gang)
     return {gang, *(g.groups if g is not None else ())}
 
 
-def _node_in(model: ClusterModel, domain: str) -> Node | None:
+def _node_in(snapshot: Snapshot, domain: str) -> Node | None:
     """The node of the named domain (a label value) with the most allocatable."""
-    inside = [n for n in model.nodes if domain in n.labels.values()]
+    inside = [n for n in snapshot.nodes.nodes if domain in n.labels.values()]
     return max(inside, key=lambda n: sorted(n.allocatable.items()), default=None)
 
 
@@ -199,28 +217,26 @@ def _clone(node: Node, name: str) -> Node:
 
 
 def _min_member(
-    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
-) -> Change | None:
-    g = model.gangs.get(gang)
+    snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs
+) -> Sized | None:
+    g = snapshot.gangs.get(gang)
     if g is None or g.min_member <= 1:
         return None
 
-    def with_min(m: int) -> ClusterModel:
-        gangs = {**model.gangs, gang: g.model_copy(update={"min_member": m})}
-        return model.model_copy(update={"gangs": gangs})
+    def with_min(m: int) -> Delta:
+        return Delta(upsert_gangs=(g.model_copy(update={"min_member": m}),))
 
     # the largest m below min_member that runs: the smallest cut (min_member - m) that runs
     cut = _smallest(lambda c: runs(with_min(g.min_member - c)), g.min_member - 1)
     if cut is None:
         return None
     m = g.min_member - cut
-    return Change("min-member", f"minMember {m} instead of {g.min_member}", cut, gang)
+    change = Change("min-member", f"minMember {m} instead of {g.min_member}", cut, gang)
+    return change, with_min(m)
 
 
-def _topology(
-    model: ClusterModel, gang: str, cert: Certificate | None, runs: Callable[[ClusterModel], bool]
-) -> Change | None:
-    g = model.gangs.get(gang)
+def _topology(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+    g = snapshot.gangs.get(gang)
     if g is None or "MustGather" not in g.annotations.get(SPEC, ""):
         return None
     try:
@@ -231,7 +247,7 @@ def _topology(
         if isinstance(rule, dict) and rule.get("strategy") == "MustGather":
             rule["strategy"] = "PreferGather"
     annotations = {**g.annotations, SPEC: json.dumps(spec)}
-    gangs = {**model.gangs, gang: g.model_copy(update={"annotations": annotations})}
-    if not runs(model.model_copy(update={"gangs": gangs})):
+    prefer = Delta(upsert_gangs=(g.model_copy(update={"annotations": annotations}),))
+    if not runs(prefer):
         return None
-    return Change("topology", "PreferGather instead of MustGather", 1, gang)
+    return Change("topology", "PreferGather instead of MustGather", 1, gang), prefer

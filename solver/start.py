@@ -19,24 +19,27 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from solver.changes import OutOfTime
 from solver.config import SchedulerConf
-from solver.model import EXPECTED_END, EXPECTED_RUNTIME, ClusterModel, Pod
+from solver.model import EXPECTED_END, EXPECTED_RUNTIME
 from solver.schedule import schedule
+from solver.snapshot import Delta, Snapshot
 
 __all__ = [
     "END",
     "MAX_RUNTIME",
     "RUNTIME",
+    "End",
     "Estimate",
     "estimate",
     "parse_duration",
     "parse_time",
+    "running_ends",
 ]
 
 END = EXPECTED_END
@@ -68,17 +71,55 @@ def parse_time(text: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _end(pod: Pod, default_runtime: timedelta | None) -> datetime | None:
-    if (at := parse_time(pod.annotations.get(END))) is not None:
+@dataclass(frozen=True)
+class End:
+    """A running pod's expected end, where it runs and its gang."""
+
+    at: datetime
+    node: str
+    gang: str
+
+
+def _end_of(
+    annotations: Mapping[str, str], created: str | None, default_runtime: timedelta | None
+) -> datetime | None:
+    if (at := parse_time(annotations.get(END))) is not None:
         return at
-    started = parse_time(pod.created)
-    runtime = parse_duration(pod.annotations.get(RUNTIME, "")) or default_runtime
+    started = parse_time(created)
+    runtime = parse_duration(annotations.get(RUNTIME, "")) or default_runtime
     if started is None or runtime is None:
         return None
     try:
         return started + runtime
     except OverflowError:  # past year 9999
         return None
+
+
+def running_ends(
+    snapshot: Snapshot,
+    default_runtime: timedelta | None = None,
+    created: Mapping[str, str | None] | None = None,
+) -> tuple[dict[str, End], int]:
+    """Every running pod's expected end (by key), and how many have none (or none readable:
+    an unreadable annotation counts as unknown). The snapshot keeps the two annotations but
+    not the pods' creation times: `created` gives them when the caller has them."""
+    running = snapshot.running
+    sets = running.label_sets
+    ends: dict[str, End] = {}
+    unknown = 0
+    for row, set_id in zip(
+        running.rows().tolist(), running.annotation_set[running.rows()].tolist(), strict=True
+    ):
+        key = running.key(row)
+        annotations = sets[set_id] if set_id >= 0 else {}
+        at = _end_of(annotations, created.get(key) if created else None, default_runtime)
+        if at is None:
+            unknown += 1
+            continue
+        gang = int(running.gang[row])
+        name = running.gang_name(gang) if gang >= 0 else key
+        ends[key] = End(at, running.node_name(row), name)
+    return ends, unknown
 
 
 @dataclass(frozen=True)
@@ -121,46 +162,42 @@ class Estimate:
 
 
 def estimate(
-    model: ClusterModel,
+    snapshot: Snapshot,
     conf: SchedulerConf | None,
     gang: str,
     now: datetime,
-    default_runtime: timedelta | None = None,
+    ends: Mapping[str, End],
+    unknown: int = 0,
     deadline: float | None = None,
 ) -> Estimate | None:
-    """The earliest start of `gang` by the running pods' expected ends (see the module);
-    None when `deadline` (a `time.perf_counter()` instant) passes first."""
+    """The earliest start of `gang` (its pending pods in `snapshot`) by the running pods'
+    expected `ends` (`running_ends`); None when `deadline` (a `time.perf_counter()`
+    instant) passes first. Each step removes the ended pods by a `Delta`."""
     conf = conf or SchedulerConf.default()
-    running = [p for p in model.pods if not p.pending and p.node_name]
-    ends = {p.key: e for p in running if (e := _end(p, default_runtime)) is not None}
-    # an unreadable annotation is an unknown end, counted in the answer like a missing one
-    unknown = len(running) - len(ends)
+    members = [k for k, p in snapshot.pending.items() if p.gang == gang]
 
     def placed_at(when: datetime | None) -> dict[str, str] | None:
         if deadline is not None and time.perf_counter() > deadline:
             raise OutOfTime
-        gone = {k for k, e in ends.items() if when is not None and e <= when}
-        kept = tuple(p for p in model.pods if p.key not in gone)
-        d = schedule(model.model_copy(update={"pods": kept}), conf, engine="greedy")
+        gone = tuple(sorted(k for k, e in ends.items() if when is not None and e.at <= when))
+        d = schedule(snapshot.apply(Delta(remove_pods=gone)), conf, engine="greedy")
         outcome = d.podgroups.get(gang)
-        members = [p.key for p in model.pods if p.pending and p.gang == gang]
         ok = outcome.placed if outcome is not None else any(k in d.placed for k in members)
         return {k: d.placed[k] for k in members if k in d.placed} if ok else None
 
     try:
-        return _search(now, ends, unknown, running, placed_at)
+        return _search(now, ends, unknown, placed_at)
     except OutOfTime:
         return None
 
 
 def _search(
     now: datetime,
-    ends: dict[str, datetime],
+    ends: Mapping[str, End],
     unknown: int,
-    running: list[Pod],
     placed_at: Callable[[datetime | None], dict[str, str] | None],
 ) -> Estimate:
-    times = sorted({max(e, now) for e in ends.values()})
+    times = sorted({max(e.at, now) for e in ends.values()})
     if (where := placed_at(None)) is not None:
         return Estimate(now, now, tuple(sorted(set(where.values()))), (), unknown)
     if not times or placed_at(times[-1]) is None:
@@ -175,7 +212,5 @@ def _search(
     at = times[lo]
     where = placed_at(at) or {}
     nodes = set(where.values())
-    waited = sorted(
-        {p.gang for p in running if p.key in ends and ends[p.key] <= at and p.node_name in nodes}
-    )
+    waited = sorted({e.gang for e in ends.values() if e.at <= at and e.node in nodes})
     return Estimate(now, at, tuple(sorted(nodes)), tuple(waited), unknown)

@@ -16,8 +16,6 @@ from solver import SchedulerConf, schedule, snapshot_of, verify
 from solver.changes import SPEC, Change, changes
 from solver.model import ClusterModel
 from solver.snapshot import Workload
-from tests.test_properties import clusters
-from tests.why.test_properties import rich_clusters
 from tests.builders import (
     BLOCK,
     SPINE,
@@ -29,6 +27,8 @@ from tests.builders import (
     queue,
     spine_block_topology,
 )
+from tests.test_properties import clusters
+from tests.why.test_properties import rich_clusters
 
 
 def _gang(name: str, size: int, min_member: int, **requests: Any) -> list[dict[str, Any]]:
@@ -38,7 +38,7 @@ def _gang(name: str, size: int, min_member: int, **requests: Any) -> list[dict[s
 
 def _changes(cluster: ClusterModel, gang: str) -> list[Change]:
     d = schedule(cluster, SchedulerConf.default(), workers=1)
-    return changes(cluster, SchedulerConf.default(), gang, d.certificates.get(gang))
+    return changes(snapshot_of(cluster), SchedulerConf.default(), gang, d.certificates.get(gang))
 
 
 def test_nodes_and_min_member_are_the_smallest_that_run() -> None:
@@ -89,7 +89,7 @@ def test_must_gather_is_offered_as_prefer_gather_and_nodes_in_the_best_domain() 
 
 def test_a_gang_that_runs_needs_no_change() -> None:
     cluster = model(node("n").gpu(8).obj(), *_gang("ok", 4, 4, gpu=1))
-    assert changes(cluster, None, "default/ok", None) == []
+    assert changes(snapshot_of(cluster), None, "default/ok", None) == []
 
 
 def _apply(cluster: ClusterModel, change: Change, size: int) -> ClusterModel:
@@ -115,7 +115,9 @@ def _apply(cluster: ClusterModel, change: Change, size: int) -> ClusterModel:
         return cluster.model_copy(update={"gangs": {**cluster.gangs, g.id: lowered}})
     assert change.kind == "topology"
     g = cluster.gangs[change.target]
-    spec = g.annotations[SPEC].replace("MustGather", "PreferGather") if size else g.annotations[SPEC]
+    spec = (
+        g.annotations[SPEC].replace("MustGather", "PreferGather") if size else g.annotations[SPEC]
+    )
     lowered = g.model_copy(update={"annotations": {**g.annotations, SPEC: spec}})
     return cluster.model_copy(update={"gangs": {**cluster.gangs, g.id: lowered}})
 
@@ -137,6 +139,6 @@ def test_each_change_applied_runs_the_gang_and_one_unit_less_does_not(
     for gang, cert in d.certificates.items():
         if gang not in cluster.gangs or cluster.gangs[gang].implicit:
             continue
-        for change in changes(cluster, SchedulerConf.default(), gang, cert):
+        for change in changes(snapshot_of(cluster), SchedulerConf.default(), gang, cert):
             assert _runs(_apply(cluster, change, change.size), gang), change
             assert not _runs(_apply(cluster, change, change.size - 1), gang), change

@@ -13,11 +13,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.start import Estimate, estimate, parse_duration
+from solver.model import ClusterModel
+from solver.schedule import snapshot_of
+from solver.start import Estimate, estimate, parse_duration, running_ends
 from tests.builders import model, node, pod, podgroup
 
 NOW = datetime(2026, 11, 28, 18, 0, tzinfo=UTC)
 END = "gangplan.io/expected-end"
+
+
+def _estimate(
+    cluster: ClusterModel, now: datetime, runtime: timedelta | None = None
+) -> Estimate | None:
+    snapshot = snapshot_of(cluster)
+    ends, unknown = running_ends(snapshot, runtime, {p.key: p.created for p in cluster.pods})
+    return estimate(snapshot, None, "default/t", now, ends, unknown)
 
 
 def _gang(size: int, gpu: int) -> list[dict[str, Any]]:
@@ -42,7 +52,7 @@ def test_the_start_is_the_first_end_after_which_it_fits() -> None:
         _running("older", "n2", 4, **{END: "2026-11-28T19:00:00Z"}),
         *_gang(3, 4),
     ]
-    e = estimate(model(*objs), None, "default/t", NOW)
+    e = _estimate(model(*objs), NOW)
     assert e == Estimate(
         NOW,
         datetime(2026, 11, 28, 20, 10, tzinfo=UTC),
@@ -56,20 +66,25 @@ def test_a_runtime_counts_from_creation_and_a_default_covers_the_rest() -> None:
     running = pod("r").requests(gpu=8).on("n1").obj()
     running["metadata"]["creationTimestamp"] = "2026-11-28T17:30:00Z"
     objs = [node("n1").gpu(8).obj(), running, *_gang(1, 8)]
-    assert estimate(model(*objs), None, "default/t", NOW).at is None  # runs on
-    e = estimate(model(*objs), None, "default/t", NOW, timedelta(hours=1))
+    assert _estimate(model(*objs), NOW).at is None  # runs on
+    e = _estimate(model(*objs), NOW, timedelta(hours=1))
     assert e.at == datetime(2026, 11, 28, 18, 30, tzinfo=UTC) and e.after == ("default/r",)
     running["metadata"]["annotations"] = {"gangplan.io/expected-runtime": "2h"}
-    e = estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), None, "default/t", NOW)
+    e = _estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), NOW)
     assert e.at == datetime(2026, 11, 28, 19, 30, tzinfo=UTC)
 
 
 def test_now_and_never() -> None:
     fits = [node("n1").gpu(8).obj(), *_gang(2, 4)]
-    assert estimate(model(*fits), None, "default/t", NOW).at == NOW
+    assert _estimate(model(*fits), NOW).at == NOW
     never = [node("n1").gpu(8).obj(), *_gang(3, 4)]
-    e = estimate(model(*never), None, "default/t", NOW)
+    e = _estimate(model(*never), NOW)
     assert e.at is None and e.text().startswith("no start found")
+
+
+def _at(found: Estimate | None) -> datetime | None:
+    assert found is not None
+    return found.at
 
 
 @pytest.mark.parametrize(
@@ -103,12 +118,12 @@ def test_the_estimate_equals_a_step_by_step_replay(
         objs.append(_running(f"r{k}", f"n{n}", g, **{END: end.isoformat()}))
     objs += _gang(size, gpu)
     cluster = model(*objs)
-    got = estimate(cluster, None, "default/t", NOW).at
+    got = _at(_estimate(cluster, NOW))
     linear = None
     for at in [NOW, *sorted(set(ends))]:
         kept = [o for o in objs if not (o["kind"] == "Pod" and END in o["metadata"]["annotations"]
                 and datetime.fromisoformat(o["metadata"]["annotations"][END]) <= at)]  # fmt: skip
-        if estimate(model(*kept), None, "default/t", at).at == at:
+        if _at(_estimate(model(*kept), at)) == at:
             linear = at
             break
     assert got == linear
@@ -127,6 +142,6 @@ def test_an_unreadable_end_is_an_unknown_end_not_a_crash(annotations: dict[str, 
     running = pod("r").requests(gpu=8).on("n1").obj()
     running["metadata"]["creationTimestamp"] = "9999-12-31T00:00:00Z"
     running["metadata"]["annotations"] = annotations
-    e = estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), None, "default/t", NOW)
+    e = _estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), NOW)
     assert e is not None and e.at is None and e.unknown == 1
     assert "1 running pod(s) have no readable expected end" in e.text()

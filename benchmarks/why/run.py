@@ -19,6 +19,8 @@ schedule), one CP-SAT worker:
 Measured per case, engine and count of running pods: the whole call (p50 / p99 over
 `--reps`), the certificate's own share (`stats.why_seconds`), and the certificate's kind
 and whether it is proven. Rows go to results.json with the git SHA and the machine.
+`--changes`: the `capacity` gang's changes and start estimate, timed, to
+results_changes.json.
 The anchor: KAI-Scheduler's nightly scale test takes 249.5 s on average to call a 10-pod,
 80-GPU job unschedulable.
 """
@@ -28,7 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +52,10 @@ from benchmarks.scale.run import (  # noqa: E402
 )
 from gangplan.v1 import cluster_pb2 as pb  # noqa: E402
 from solver import SCHEMA, SchedulerConf, Workload, schedule  # noqa: E402
+from solver.changes import changes  # noqa: E402
 from solver.codec import job_from_proto, snapshot_from_proto  # noqa: E402
+from solver.snapshot import Delta  # noqa: E402
+from solver.start import estimate, running_ends  # noqa: E402
 
 HOST = "kubernetes.io/hostname"
 GATHER = "gang.scheduling.koordinator.sh/network-topology-spec"
@@ -139,14 +146,46 @@ def measure(running: int, engines: list[str], reps: int) -> list[dict[str, Any]]
     return rows
 
 
+def what_would(running: int) -> dict[str, Any]:
+    """The `capacity` gang's changes (`solver.changes`) and start estimate (`solver.start`),
+    timed once each, on the snapshot with the job in it (what the Why RPC does)."""
+    snapshot = snapshot_from_proto(the_cluster(running), "cluster", SCHEMA)
+    pods, given, _ = job_from_proto(capacity(1), "job", snapshot)
+    base = snapshot.apply(Delta(upsert_gangs=tuple(given.values()), upsert_pods=tuple(pods)))
+    cert = schedule(base, SchedulerConf.default(), engine="greedy").certificates["bench/cap1"]
+    started = time.perf_counter()
+    found = changes(base, None, "bench/cap1", cert)
+    sized = time.perf_counter()
+    ends, unknown = running_ends(base)
+    estimate(base, None, "bench/cap1", datetime.now(UTC), ends, unknown)
+    done = time.perf_counter()
+    row = {
+        "running": running,
+        "changes_s": round(sized - started, 2),
+        "start_s": round(done - sized, 2),
+        "changes": [c.text for c in found],
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--running", type=int, nargs="+", default=[0, 20_000, 100_000])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--engines", nargs="+", default=["greedy", "auto"])
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    parser.add_argument(
+        "--changes", action="store_true", help="time the changes and the start estimate instead"
+    )
     args = running_pods_args(parser)
     source = provenance()
+    if args.changes or args.smoke:
+        rows = [what_would(running) for running in args.running]
+        out = Path(args.out).with_name("results_changes.json")
+        write_results(out, source, rows)
+        if args.changes:
+            return
     rows = [row for running in args.running for row in measure(running, args.engines, args.reps)]
     write_results(args.out, source, rows)
 
