@@ -50,7 +50,8 @@ WHY_SECONDS = 0.25
 @dataclass(frozen=True)
 class Certified:
     """A gang's certificate and the reason a person reads: the certificate's sentence,
-    then the counted kube-style breakdown on the same state."""
+    then the engine's counted reason (marked `when its turn came:` when gangs placed ahead
+    changed the room), or the kube-style breakdown on the certificate's own room."""
 
     certificate: Certificate
     reason: str
