@@ -368,3 +368,18 @@ def test_the_bundled_example_still_thinks_about_its_placed_gangs() -> None:
     GangGroup does not reach the lower tiers' bounds, so CP-SAT still runs for them."""
     d = schedule(load_manifests(str(ROOT / "examples" / "ganggroup-gpu.yaml")), workers=1)
     assert d.status == "OPTIMAL" and "vars_after" in d.stats
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_kueue_required_topology_is_a_domain_certificate(engine: str) -> None:
+    """Kueue's own required-rack Job sample: 10 pods of 1 cpu, the largest rack has room for
+    8; Kueue keeps it pending with "allows to fit only 8 out of 10 pod(s)", which follows
+    the certificate."""
+    cluster = load_manifests(str(ROOT / "examples" / "topology" / "kueue-job.yaml"))
+    d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1)
+    gang = next(g for g in d.certificates if "required" in g)
+    cert = d.certificates[gang]
+    assert (cert.kind, cert.proven, cert.needed, cert.offered) == ("domain", True, 10_000, 8_000)
+    assert cert.constraint == "one cloud.provider.com/topology-rack domain (Kueue required)"
+    assert cert.places[0] == ("b2/r3", 8_000)
+    assert "allows to fit only 8 out of 10 pod(s)" in d.podgroups[gang].reason

@@ -1,8 +1,8 @@
 """The one-domain rule's bound: no domain the rule allows has room for the gang.
 
 A unit under the one-domain rule (`TopologyBlock.unit_domain`: Koordinator MustGather,
-Godel and the Workload API's required topology, Volcano HyperNode tiers) places every new
-pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
+Godel and the Workload API's required topology, Volcano HyperNode tiers; a Kueue pod set
+with a required level) places every new pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
 in one pass; when every domain fails one, no placement exists, and the certificate names
 the measure that fails everywhere with the best domains:
 
@@ -30,6 +30,8 @@ def one_domain_bound(
     if block is None or not block.unit_domain:
         return None
     for u in sorted({int(problem.gang_unit[h]) for h in gangs if problem.gang_pending[h] > 0}):
+        if (kueue := _kueue_bound(problem, block, u, gangs, free)) is not None:
+            return kueue
         domain = block.domain_of(u)
         names = block.unit_domain_names[u] if block.unit_domain_names else ()
         rule = block.unit_domain_rule[u] if block.unit_domain_rule else ""
@@ -46,6 +48,33 @@ def one_domain_bound(
         if gather and any(problem.gang_pending[h] > problem.gang_need[h] for h in members):
             rule = f"{rule or 'the cluster'}, all its pending pods together (Koordinator gather)"
         return _certificate(problem, found, names, rule or "one domain")
+    return None
+
+
+def _kueue_bound(
+    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], free: IntArray
+) -> Certificate | None:
+    """Kueue's `podset-required-topology`: the whole pod set inside one domain of the
+    level (its node pool's tree); a pod set that is all of its gang's pending pods, with no
+    leader and no slices (the rest is Kueue's algorithm, left to the counted reason)."""
+    for ps in block.kueue(u) or ():
+        req = ps.request
+        g = ps.gang
+        if (
+            g not in gangs
+            or not req.required
+            or ps.leader is not None
+            or req.slice_size != 1
+            or set(ps.types) != set(problem.gang_types(g))
+            or req.count != int(problem.gang_pending[g])
+        ):
+            continue
+        domain = ps.tree.node_domain(req.level)
+        names = tuple("/".join(path) for path in ps.tree.paths[req.level])
+        found = room(problem, [g], free, domain, len(names), whole=True)
+        if found.gangs and not bool(found.fits.any()):
+            level = ps.tree.levels[req.level]
+            return _certificate(problem, found, names, f"one {level} domain (Kueue required)")
     return None
 
 
