@@ -40,6 +40,10 @@ def _check(cluster: ClusterModel, conf: SchedulerConf, engine: str) -> None:
             continue
         own = [p for p in cluster.pods if p.key == gang and p.gang == gang]  # a pod alone
         alone = Workload.of(snapshot, pods=own) if own else Workload.of(snapshot, gang_ids=[gang])
+        if not conf.enabled("gang") and gang in alone.gangs:
+            # without the gang plugin no GangGroup binds: the gang alone is just its own pods
+            mine = tuple(p for p in alone.pods if p.gang == gang)
+            alone = Workload(pods=mine, gangs={gang: alone.gangs[gang]})
         members = set(alone.gangs[gang].members) if gang in alone.gangs else {gang}
         answer = solve(snapshot, conf, workload=alone, engine="cpsat", workers=1, time_limit=5)
         placed = {k for k in members if answer.placements.get(k) and answer.placements[k].node}
