@@ -7,7 +7,8 @@ unverified answers; the size reported is verified) — and with the change one u
 smaller it is not (checked, or proven by the certificate's bound where the search starts
 from it: k new nodes must offer what the gang is short of). Smallest first:
 
-    quota       +X of a dimension on the queue that sets the limit (its capability)
+    quota       +X of a dimension on the queue that sets the limit (its capability); for a
+                gang refused at enqueue, the smallest raise on one queue of its path
     nodes       +k nodes like the eligible node (or the best domain's node) with the most
                 room, with the same labels and taints, empty
     min-member  the gang runs with minMember m (the largest m below its own that runs)
@@ -50,7 +51,8 @@ class Change:
     kind: str
     text: str
     size: int
-    target: str = ""  # what it changes: the queue, the node copied, the gang
+    target: str = ""  # what it changes: the queue (several joined by ","), the node
+    #   copied, the gang
     dimension: str = ""  # quota: the dimension raised
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,7 +94,7 @@ def changes(
     try:
         if runs(Delta(), verified=True):
             return []
-        for make in (_quota, _nodes, _min_member, _topology):
+        for make in (_quota, _enqueue, _nodes, _min_member, _topology):
             sized = make(snapshot, gang, certificate, runs)
             # sized on unverified answers; reported only once verified
             if sized is not None and runs(sized[1], verified=True):
@@ -166,6 +168,60 @@ def _quota(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) 
         dim,
     )
     return change, raised(delta)
+
+
+def _enqueue(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+    """A gang refused at enqueue: the smallest raise of one capability on one queue of its
+    path (leaf first), else on every queue of the path that limits it, that lets it in and
+    run; searched up to what the gang requests of it."""
+    g = snapshot.gangs.get(gang)
+    if cert is None or cert.kind != "blocked" or cert.constraint != "enqueue" or g is None:
+        return None
+    asked = dict(g.min_resources) or _requests(snapshot, gang)
+    path: list[str] = []
+    name = g.queue
+    while name and name in snapshot.queues and name not in path and len(path) < 64:
+        path.append(name)
+        name = snapshot.queues[name].parent
+    for dim in sorted(d for d in asked if asked[d] > 0):
+        limiting = [q for q in path if dim in snapshot.queues[q].capability]
+        choices = [[q] for q in limiting] + ([limiting] if len(limiting) > 1 else [])
+        for queues in choices:
+            found = _raise(snapshot, queues, dim, asked[dim], runs)
+            if found is not None:
+                return found
+    return None
+
+
+def _raise(snapshot: Snapshot, queues: list[str], dim: str, top: int, runs: Runs) -> Sized | None:
+    """The smallest raise of `dim` on all of `queues` (at most `top`) after which it runs."""
+
+    def raised(by: int) -> Delta:
+        return Delta(
+            upsert_queues=tuple(
+                q.model_copy(update={"capability": {**q.capability, dim: q.capability[dim] + by}})
+                for q in (snapshot.queues[name] for name in queues)
+            )
+        )
+
+    if not runs(raised(top)):
+        return None
+    by = _smallest(lambda x: runs(raised(x)), top)
+    if by is None:
+        return None
+    where = f"queue {queues[0]}" if len(queues) == 1 else f"queues {', '.join(queues)}"
+    text = f"+{format_quantity(dim, by)} {dim} capability on {where} (to enter it)"
+    return Change("quota", text, by, ",".join(queues), dim), raised(by)
+
+
+def _requests(snapshot: Snapshot, gang: str) -> dict[str, int]:
+    """What the gang's pending pods request together."""
+    total: dict[str, int] = {}
+    for pod in snapshot.pending.values():
+        if pod.gang == gang:
+            for resource, value in pod.requests.items():
+                total[resource] = total.get(resource, 0) + value
+    return total
 
 
 def _nodes(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from solver import SchedulerConf, schedule, snapshot_of, verify
 from solver.changes import SPEC, Change, changes
+from solver.kube import load_objects
 from solver.model import ClusterModel
 from solver.snapshot import Workload
 from tests.builders import (
@@ -25,6 +26,7 @@ from tests.builders import (
     pod,
     podgroup,
     queue,
+    raw,
     spine_block_topology,
 )
 from tests.test_properties import clusters
@@ -94,10 +96,12 @@ def test_a_gang_that_runs_needs_no_change() -> None:
 
 def _apply(cluster: ClusterModel, change: Change, size: int) -> ClusterModel:
     """The change of `size` units, applied here on its own (not by solver.changes)."""
-    if change.kind == "quota":
-        q = cluster.queues[change.target]
-        raised = {**q.capability, change.dimension: q.capability[change.dimension] + size}
-        queues = {**cluster.queues, q.name: q.model_copy(update={"capability": raised})}
+    if change.kind == "quota":  # the target names one queue, or several joined by ","
+        queues = dict(cluster.queues)
+        for name in change.target.split(","):
+            q = queues[name]
+            raised = {**q.capability, change.dimension: q.capability[change.dimension] + size}
+            queues[name] = q.model_copy(update={"capability": raised})
         return cluster.model_copy(update={"queues": queues})
     if change.kind == "nodes":
         like = cluster.node_by_name[change.target]
@@ -142,3 +146,44 @@ def test_each_change_applied_runs_the_gang_and_one_unit_less_does_not(
         for change in changes(snapshot_of(cluster), SchedulerConf.default(), gang, cert):
             assert _runs(_apply(cluster, change, change.size), gang), change
             assert not _runs(_apply(cluster, change, change.size - 1), gang), change
+
+
+def test_a_gang_refused_at_enqueue_gets_the_capability_it_lacks() -> None:
+    """A Volcano job of 3 × 1 cpu (minResources 3 cpu) in queue small (capability 2 cpu):
+    refused at enqueue; +1 cpu on small lets it in and run. Under an ancestor with the same
+    cap, only raising both does: that is offered as one change on both queues."""
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "vj"},
+        "spec": {
+            "minAvailable": 3,
+            "queue": "small",
+            "tasks": [{"name": "t", "replicas": 3, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "1"}}}
+            ]}}}],
+        },
+    }  # fmt: skip
+    alone = load_objects(
+        raw(node("n").cpu("16").obj(), queue("small", capability={"cpu": "2"}), job)
+    )
+    assert _changes(alone, "default/vj") == [
+        Change("quota", "+1 cpu capability on queue small (to enter it)", 1000, "small", "cpu")
+    ]
+    nested = load_objects(
+        raw(
+            node("n").cpu("16").obj(),
+            queue("eng", capability={"cpu": "2"}),
+            queue("small", "eng", capability={"cpu": "2"}),
+            job,
+        )
+    )
+    assert _changes(nested, "default/vj") == [
+        Change(
+            "quota",
+            "+1 cpu capability on queues small, eng (to enter it)",
+            1000,
+            "small,eng",
+            "cpu",
+        )
+    ]

@@ -1161,7 +1161,7 @@ class Change(_message.Message):
     size: _builtins.int
     """Its size in its unit (nodes, base units of a quota dimension, members)."""
     target: _builtins.str
-    """What it changes: the queue, the node copied, the gang."""
+    """What it changes: the queue (several joined by commas), the node copied, the gang."""
     dimension: _builtins.str
     """quota: the dimension raised."""
     def __init__(

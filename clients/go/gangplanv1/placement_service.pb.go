@@ -1970,7 +1970,7 @@ type Change struct {
 	Change string `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
 	// Its size in its unit (nodes, base units of a quota dimension, members).
 	Size int64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
-	// What it changes: the queue, the node copied, the gang.
+	// What it changes: the queue (several joined by commas), the node copied, the gang.
 	Target string `protobuf:"bytes,4,opt,name=target,proto3" json:"target,omitempty"`
 	// quota: the dimension raised.
 	Dimension string `protobuf:"bytes,5,opt,name=dimension,proto3" json:"dimension,omitempty"`
