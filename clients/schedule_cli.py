@@ -292,13 +292,13 @@ def _gang_of(cluster: ClusterModel, gang: str | None, pod: str | None) -> str:
     if gang is not None:
         key = _key(gang)
         if key not in cluster.gangs:
-            raise InputError(f"--gang {gang}: no PodGroup {key} in the input")
+            raise InputError(f"--gang {gang[:64]}: no PodGroup {key[:64]} in the input")
         return key
     assert pod is not None
     key = _key(pod)
     found = next((p for p in cluster.pods if p.key == key), None)
     if found is None:
-        raise InputError(f"--pod {pod}: no pod {key} in the input")
+        raise InputError(f"--pod {pod[:64]}: no pod {key[:64]} in the input")
     return found.gang or found.key
 
 
@@ -313,7 +313,7 @@ def why_data(decision: Decision, cluster: ClusterModel, gang_id: str) -> dict[st
         reason = decision.placements[members[0]].reason
     return {
         "gang": gang_id,
-        "placed": outcome.placed if outcome is not None else all(pods.values()) and bool(pods),
+        "placed": decision.gang_placed(gang_id),
         "enqueued": outcome.enqueued if outcome is not None else True,
         "certificate": cert.to_dict() if cert is not None else None,
         "reason": reason,

@@ -1,5 +1,5 @@
 """A stored snapshot back as one `ClusterModel` (with a request's job added): for the calls
-that work on objects, not columns — capacity planning and the changes of `Why`. The
+that work on objects, not columns (capacity planning). The
 running pods become objects with what the snapshot keeps of them (labels, annotations,
 requests, node, priority, gang)."""
 

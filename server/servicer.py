@@ -349,7 +349,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             request.gang not in answer.decision.podgroups
             and request.gang not in answer.decision.placements
         ):
-            message = f"no gang or pending pod {request.gang} in the call"
+            message = f"no gang or pending pod {request.gang[:64]!r} in the call"
             raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
         remaining = context.time_remaining()
         budget = self.settings.time_limit
@@ -360,9 +360,17 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             if request.options.scheduler_conf
             else None
         ) or self.default_conf
-        _, response = why_answer(
-            snapshot, request, answer.decision, conf, started + max(0.05, budget)
-        )
+        stop = threading.Event()  # the client gone or the drain over: stop searching
+        context.add_callback(stop.set)
+        self.drain.watch(stop)
+        try:
+            _, response = why_answer(
+                snapshot, request, answer.decision, conf, started + max(0.05, budget), stop
+            )
+        finally:
+            self.drain.forget(stop)
+        if not context.is_active():
+            raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         response.decision.CopyFrom(self._decision(answer))
         response.generation = answer.generation
         return response

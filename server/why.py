@@ -4,12 +4,14 @@ The cycle is the one PlaceJob runs (the servicer's pipeline, verified); the cert
 read from its Decision. The changes (`solver.changes`) and the estimate (`solver.start`)
 work on the snapshot with the request's job in it, each check a `Delta` and a scheduling
 call of its own, within what is left of the call's deadline (kinds not sized by then are
-left out; an estimate not reached says so).
+left out; an estimate not reached says so); a cancelled call or the drain's end stops them
+the same way.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -56,12 +58,11 @@ def why_answer(
     decision: Decision,
     conf: SchedulerConf,
     deadline: float,
+    stop: threading.Event | None = None,
 ) -> tuple[bool, spb.WhyResponse]:
     """(placed, the response without its Decision and generation) for `request.gang`."""
     gang = request.gang
-    outcome = decision.podgroups.get(gang)
-    placement = decision.placements.get(gang)
-    placed = outcome.placed if outcome is not None else bool(placement and placement.node)
+    placed = decision.gang_placed(gang)
     response = spb.WhyResponse(placed=placed)
     if placed:
         return True, response
@@ -70,7 +71,7 @@ def why_answer(
         response.certificate.CopyFrom(certificate_to_proto(cert))
     base = _with_job(snapshot, request.job)
     half = time.perf_counter() + (deadline - time.perf_counter()) / 2
-    for change in changes(base, conf, gang, cert, deadline=half):
+    for change in changes(base, conf, gang, cert, deadline=half, stop=stop):
         response.changes.append(
             spb.Change(
                 kind=change.kind,
@@ -87,9 +88,9 @@ def why_answer(
         else None
     )
     ends, unknown = running_ends(base, runtime)
-    found = estimate(base, conf, gang, now, ends, unknown, deadline=deadline)
+    found = estimate(base, conf, gang, now, ends, unknown, deadline=deadline, stop=stop)
     if found is None:
-        response.start.text = "not estimated: the call's deadline ran out"
+        response.start.text = "not estimated: the call's deadline ran out or the call ended"
         return False, response
     if found.at is not None:
         at = Timestamp()

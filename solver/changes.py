@@ -23,6 +23,7 @@ rebuild of the cluster (a node change re-packs the running pods' columns once pe
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,16 +78,18 @@ def changes(
     *,
     time_limit: float = 2.0,
     deadline: float | None = None,
+    stop: threading.Event | None = None,
 ) -> list[Change]:
     """The checked changes that let `gang` (its pending pods in `snapshot`) run alone,
     smallest first (none when it runs). `time_limit` bounds each check; past `deadline` (a
     `time.perf_counter()` instant) the kinds not yet sized are left out (a change is never
-    reported unchecked)."""
+    reported unchecked); `stop` being set (the caller has gone) ends the search the same
+    way."""
     conf = conf or SchedulerConf.default()
 
     def runs(delta: Delta, verified: bool = False) -> bool:
         left = time_limit if deadline is None else min(time_limit, deadline - time.perf_counter())
-        if left <= 0.02:
+        if left <= 0.02 or (stop is not None and stop.is_set()):
             raise OutOfTime
         return _runs(snapshot.apply(delta), conf, gang, left, verified)
 
@@ -118,10 +121,7 @@ def _runs(
     d: Decision = (schedule if verified else solve)(
         snapshot, conf, workload=workload, engine="auto", time_limit=time_limit, workers=1
     )
-    outcome = d.podgroups.get(gang)
-    if outcome is not None:
-        return outcome.placed
-    return bool(own) and d.placements[own[0].key].node is not None
+    return d.gang_placed(gang)
 
 
 def _smallest(fits: Callable[[int], bool], top: int, start: int = 1) -> int | None:

@@ -181,6 +181,15 @@ class Decision:
         """The packed objective fits a signed 64-bit integer (else compare `tiers`)."""
         return -INT64_MAX - 1 <= self.objective <= INT64_MAX
 
+    def gang_placed(self, gang: str) -> bool:
+        """Gang `gang` is placed: its PodGroup's outcome, or for a pod without a PodGroup
+        (its gang id is its key) its own placement."""
+        outcome = self.podgroups.get(gang)
+        if outcome is not None:
+            return outcome.placed
+        alone = self.placements.get(gang)
+        return alone is not None and alone.node is not None
+
     @property
     def placed(self) -> dict[str, str]:
         """pod key -> node, for placed pods only."""

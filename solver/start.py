@@ -18,6 +18,7 @@ go and whose ends it waits for (the gangs of the ended pods on those nodes) — 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -169,21 +170,23 @@ def estimate(
     ends: Mapping[str, End],
     unknown: int = 0,
     deadline: float | None = None,
+    stop: threading.Event | None = None,
 ) -> Estimate | None:
     """The earliest start of `gang` (its pending pods in `snapshot`) by the running pods'
     expected `ends` (`running_ends`); None when `deadline` (a `time.perf_counter()`
-    instant) passes first. Each step removes the ended pods by a `Delta`."""
+    instant) passes or `stop` is set first. Each step removes the ended pods by a `Delta`."""
     conf = conf or SchedulerConf.default()
     members = [k for k, p in snapshot.pending.items() if p.gang == gang]
 
     def placed_at(when: datetime | None) -> dict[str, str] | None:
-        if deadline is not None and time.perf_counter() > deadline:
+        late = deadline is not None and time.perf_counter() > deadline
+        if late or (stop is not None and stop.is_set()):
             raise OutOfTime
         gone = tuple(sorted(k for k, e in ends.items() if when is not None and e.at <= when))
         d = schedule(snapshot.apply(Delta(remove_pods=gone)), conf, engine="greedy")
-        outcome = d.podgroups.get(gang)
-        ok = outcome.placed if outcome is not None else any(k in d.placed for k in members)
-        return {k: d.placed[k] for k in members if k in d.placed} if ok else None
+        if not d.gang_placed(gang):
+            return None
+        return {k: d.placed[k] for k in members if k in d.placed}
 
     try:
         return _search(now, ends, unknown, placed_at)

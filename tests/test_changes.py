@@ -7,6 +7,7 @@ the gang, and one unit less does not work (table tests, one per kind).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -187,3 +188,12 @@ def test_a_gang_refused_at_enqueue_gets_the_capability_it_lacks() -> None:
             "cpu",
         )
     ]
+
+
+def test_a_caller_gone_stops_the_search_and_reports_nothing_unchecked() -> None:
+    cluster = model(node("n1").gpu(4).obj(), *_gang("train", 16, 16, gpu=1))
+    d = schedule(cluster, SchedulerConf.default(), workers=1)
+    gone = threading.Event()
+    gone.set()
+    cert = d.certificates["default/train"]
+    assert changes(snapshot_of(cluster), None, "default/train", cert, stop=gone) == []

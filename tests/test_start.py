@@ -6,6 +6,7 @@ t: 3 × 4 GPU   ->  19:00 frees 4 on n2 (2 pods fit), 20:10 frees n1: starts 20:
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -145,3 +146,11 @@ def test_an_unreadable_end_is_an_unknown_end_not_a_crash(annotations: dict[str, 
     e = _estimate(model(node("n1").gpu(8).obj(), running, *_gang(1, 8)), NOW)
     assert e is not None and e.at is None and e.unknown == 1
     assert "1 running pod(s) have no readable expected end" in e.text()
+
+
+def test_a_caller_gone_stops_the_estimate() -> None:
+    cluster = model(node("n1").gpu(8).obj(), *_gang(3, 4))
+    snapshot = snapshot_of(cluster)
+    gone = threading.Event()
+    gone.set()
+    assert estimate(snapshot, None, "default/t", NOW, {}, 0, stop=gone) is None

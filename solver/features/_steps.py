@@ -12,8 +12,8 @@ feature that only compiles (filters, scores, a block the core reads).
                   splits, per-node types, rules it does not encode, answer post-processing,
                   per-pod assignments read from a solution
     ExplainSteps  a constraint family guarded by one assumption literal in the "why not"
-                  model, whether that model's relaxation leaves its rule out, and cheap
-                  bounds that prove a gang cannot fit under the feature's rule
+                  model, and cheap bounds that prove a gang cannot fit under the
+                  feature's rule
     DecideSteps   fields of each Placement and of the Decision it fills
     AfterSteps    a step after placement that changes the answer (preemption, reclaim):
                   whether the call wants it, and the step
@@ -104,9 +104,6 @@ class ExplainSteps:
     """`guard(problem, model, vars, types)`: encode the family for `types` (local type i
     is problem type `types[i]`) behind a fresh literal, or None when it does not concern
     them."""
-    relaxed: Callable[[Problem, int, list[int]], bool] | None = None
-    """`relaxed(problem, gang, types)`: the explanation model leaves this rule out for
-    them, so "it fits on its own" would be untrue."""
     bounds: tuple[Callable[[Problem, list[int], IntArray, bool], Certificate | None], ...] = ()
     """`bound(problem, gangs, free, evicted)`: a proven certificate that `gangs` (one gang
     and the gangs it requires) cannot all be placed under this feature's rule with `free`

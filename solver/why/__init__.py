@@ -2,12 +2,11 @@
 the explanation model they fall back on (`core.py`)."""
 
 from solver.why.certify import WHY_SECONDS, Certified, certify
-from solver.why.core import CoreAnswer, explain_gang
+from solver.why.core import explain_gang
 
 __all__ = [
     "WHY_SECONDS",
     "Certified",
-    "CoreAnswer",
     "certify",
     "explain_gang",
 ]

@@ -65,9 +65,8 @@ def certify(
     preempted: bool = False,
     deadline: float | None = None,
     extra_seconds: float = WHY_SECONDS,
-    gangs: list[int] | None = None,
 ) -> dict[int, Certified]:
-    """A certificate for each gang left out (or each of `gangs`); `counted` holds the
+    """A certificate for each gang left out; `counted` holds the
     engine's counted reasons (in queue order), `preempted` says victims were in play."""
     now = time.perf_counter()
     end = now + 3600 if deadline is None else deadline
@@ -75,7 +74,7 @@ def certify(
     free = problem.capacity if preempted else problem.free
     placed = placed_per_gang(problem, pod_node)
     out: dict[int, Certified] = {}
-    for g in left_out(problem, pod_node) if gangs is None else gangs:
+    for g in left_out(problem, pod_node):
         said = counted.get(g, "")
         ahead = int(placed.sum()) > int(placed[closure(problem, g)].sum())
         found = _own_rule(problem, g, said)
@@ -84,9 +83,9 @@ def certify(
         if found is None and time.perf_counter() < extra_end:
             found = _competition(problem, g, pod_node, counted.get(g, ""))
         if found is None and not preempted and (left := extra_end - time.perf_counter()) > 0.02:
-            answer = explain_gang(problem, g, left)
-            if answer.verdict == "infeasible" and answer.words:
-                cert = Certificate("rules", "", answer.words, True)
+            words = explain_gang(problem, g, left)
+            if words:
+                cert = Certificate("rules", "", words, True)
                 found = _proven(problem, g, cert, free, said, ahead)
         if found is None:
             text = counted.get(g) or "not placed"

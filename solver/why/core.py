@@ -13,14 +13,14 @@ an assumption literal:
 If CP-SAT proves it infeasible, `sufficient_assumptions_for_infeasibility()` names the
 families that together make it so, and each is put in words with its numbers
 ("gang default/train needs 16 × 1 nvidia.com/gpu, eligible nodes offer 12"). A closure
-that fits is no witness when a feature's rule is left out of the relaxation
-(`ExplainSteps.relaxed`); `solver.why` asks this model only after the cheap bounds.
+that fits proves nothing (the model leaves some rules out), so only an infeasibility core
+is used; `solver.why` asks this model only after the cheap bounds and the competition
+check.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -31,7 +31,7 @@ from solver.problem import Problem, Rows, closure
 from solver.quantity import format_quantity
 from solver.sat import PlacementVars, node_classes
 
-__all__ = ["CoreAnswer", "explain_gang"]
+__all__ = ["explain_gang"]
 
 EXPLAIN_SECONDS = 1.0
 
@@ -55,26 +55,16 @@ def _subproblem(problem: Problem, types: list[int]) -> Problem:
     )
 
 
-@dataclass(frozen=True)
-class CoreAnswer:
-    """The explanation model's verdict on a gang's closure: `infeasible` (with the core in
-    words), `fits` (alone, within the model's relaxation) or `unknown` (time ran out), and
-    whether a feature's rule is left out of that relaxation (`relaxed`: "fits" is no
-    witness then)."""
-
-    verdict: str
-    words: str | None = None
-    relaxed: bool = False
-
-
-def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> CoreAnswer:
+def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> str | None:
     """Gang g with its required gangs, alone on the cluster as it stands (other pending
     gangs ignored), every constraint family behind an assumption literal: when CP-SAT
-    proves it infeasible, the families of a sufficient core, in words with their numbers."""
+    proves it infeasible, the families of a sufficient core, in words with their numbers;
+    None when it is not proven infeasible in `seconds` (the model relaxes some rules, so
+    "feasible" here proves nothing)."""
     gangs = closure(problem, g)
     types = [t for h in gangs for t in problem.gang_types(h)]
     if not types:
-        return CoreAnswer("unknown")
+        return None
     sub = _subproblem(problem, types)
     idx = np.array(types)
     eligible = np.asarray(problem.eligible[idx])
@@ -119,17 +109,12 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     status = solver.solve(model)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        # a feature's rule the relaxation drops (one domain, node-group limits): "fits"
-        # would be untrue
-        relaxed = any(step.relaxed and step.relaxed(problem, g, types) for step in _STEPS)
-        return CoreAnswer("fits", relaxed=relaxed)
     if status != cp_model.INFEASIBLE:
-        return CoreAnswer("unknown")
+        return None
     in_core = set(solver.sufficient_assumptions_for_infeasibility())
     core = {model.proto.variables[i].name for i in in_core}
     families = [g.words for g in guards if g.literal.index in in_core]
-    return CoreAnswer("infeasible", _words(problem, gangs, types, core, families))
+    return _words(problem, gangs, types, core, families)
 
 
 def _per_node(problem: Problem) -> np.ndarray | None:

@@ -112,3 +112,8 @@ def test_why_refuses_a_bad_clock_in_one_line() -> None:
         out = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "default/train-big", *flags])
         assert out.exit_code == 2 and out.stdout == ""
         assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_a_long_unknown_name_is_cut_in_the_error_line() -> None:
+    out = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "x" * 5000])
+    assert out.exit_code == 2 and len(out.stderr) < 400, len(out.stderr)

@@ -45,7 +45,7 @@ import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.features._base import CompileContext, Feature
-from solver.features._steps import CpsatSteps, ExplainSteps, GreedySteps
+from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.nodegroup import cpsat
 from solver.features.nodegroup.greedy import nodegroup_tracker
 from solver.features.nodegroup.groups import LABEL, node_groups
@@ -235,5 +235,4 @@ FEATURE = Feature(
     compile=_compile,
     greedy=GreedySteps(trackers=(nodegroup_tracker,)),
     cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
-    explain=ExplainSteps(relaxed=cpsat.relaxed),
 )

@@ -56,10 +56,3 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             if parts:
                 model.add(cp_model.LinearExpr.sum(parts) <= limit)
     return []
-
-
-def relaxed(problem: Problem, g: int, types: list[int]) -> bool:
-    """The explanation model leaves out the node-group resource limits: some of `types`
-    count against a queue's."""
-    block = problem.block(NodeGroupLimitBlock)
-    return block is not None and bool((block.type_queue[types] >= 0).any())

@@ -321,6 +321,6 @@ FEATURE = Feature(
         unsupported=(cpsat.unsupported,),
         postprocess=(cpsat.layout_ranks,),
     ),
-    explain=ExplainSteps(relaxed=cpsat.relaxed, bounds=(one_domain_bound,)),
+    explain=ExplainSteps(bounds=(one_domain_bound,)),
     decide=DecideSteps(decision=decision_fields),
 )

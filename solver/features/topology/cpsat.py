@@ -204,16 +204,6 @@ def _nodes_used(
     return out
 
 
-def relaxed(problem: Problem, g: int, types: list[int]) -> bool:
-    """The explanation model leaves out the one-domain rule of gang g's unit (a gather, a
-    job-affinity domain, or Kueue TAS pod sets)."""
-    topology = problem.block(TopologyBlock)
-    u = int(problem.gang_unit[g])
-    return topology is not None and (
-        topology.is_gather(u) or topology.domain_of(u) is not None or bool(topology.kueue(u))
-    )
-
-
 def layout_ranks(problem: Problem, pod_node: list[IntArray]) -> list[IntArray]:
     """Consecutive ranks share the smallest domain: in gathered units, each type's pods (kept
     in `network-topology-index` order) take their nodes sorted by domain path, then name."""
