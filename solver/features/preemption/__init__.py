@@ -42,6 +42,7 @@ from solver.features._steps import AfterSteps
 from solver.features.interpod import InterPodBlock
 from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracker
 from solver.features.preemption.cpsat import cpsat_plan
+from solver.features.preemption.domains import domain_need, domain_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
 from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
 from solver.features.preemption.pool import CandidatePool
@@ -55,6 +56,7 @@ from solver.features.preemption.victims import (
 )
 from solver.features.queues import QuotaBlock, QuotaLedger, QuotaMode, build_queue_tree
 from solver.features.topology import TopologyBlock
+from solver.features.topology.rules import domain_rules
 from solver.problem import IntArray, Ledger, NoLimits, Problem
 from solver.snapshot import NONE, Snapshot, Workload, charged_queue
 
@@ -124,12 +126,10 @@ def preempt(
                 result.reasons[g] = f"preemption: {why}"
             continue
         gathered = topology is not None and topology.is_gather(u)
-        if topology is not None and topology.domain_of(u) is not None and not gathered:
+        rules = [] if gathered else domain_rules(problem, u)
+        if isinstance(rules, str):
             for g in gangs:
-                result.reasons[g] = (
-                    "preemption: not supported for Godel job-level affinity or a PodGroup "
-                    "topology constraint"
-                )
+                result.reasons[g] = f"preemption: not planned for {rules}"
             continue
         terms = problem.block(InterPodBlock)
         if terms is not None and terms.unit_involved(
@@ -143,9 +143,11 @@ def preempt(
             continue
         priority = int(problem.unit_priority[u])
         required = required_pods(problem, gangs)
+        for rule in rules:
+            required.update(domain_need(problem, rule, required))
         plan: PreemptionPlan | str | None = None
         if reclaim is not None:
-            plan = reclaim_plan(problem, pre, reclaim, u, required, free, removed)
+            plan = reclaim_plan(problem, pre, reclaim, u, required, free, removed, rules)
             if isinstance(plan, str):
                 for g in gangs:
                     result.reasons[g] = f"reclaim: {plan}"
@@ -154,7 +156,9 @@ def preempt(
         if pool is None:
             candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
             pool = pools[priority] = CandidatePool.build(pre, problem.num_nodes, candidates)
-        if plan is None:
+        if plan is None and rules:
+            plan = domain_plan(problem, pre, u, rules, required, free, pool)
+        elif plan is None:
             plan = greedy_plan(problem, pre, u, gangs, required, free, pool)
         if isinstance(plan, str):
             for g in gangs:
@@ -169,8 +173,9 @@ def preempt(
         ):
             budget = max(0.05, deadline - time.perf_counter() - 0.05)
             better = cpsat_plan(
-                problem, pre, u, required, free, pool.candidates(), plan, workers, seed, budget
-            )
+                problem, pre, u, required, free, pool.candidates(), plan, workers, seed, budget,
+                rules,
+            )  # fmt: skip
             if better is not None:
                 plan = better
         nominated = {t: np.array(n, dtype=np.int64) for t, n in plan.nominated.items()}

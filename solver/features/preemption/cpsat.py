@@ -3,6 +3,8 @@
     # x[t, n] = pods of type t nominated to node n;  e[v] = victim v evicted;  z[j] = job j
     # Σ_t x[t, n] · d_tr ≤ free_nr + Σ_{v on n} e_v · d_vr;   e_v ⇒ z_job(v)
     # a victim gang left below minMember is evicted whole
+    # per domain rule k: y[k, d] = its pods in domain d;  Σ_d y[k, d] = 1;
+    #   x[t, n] ≤ slots_tn · y[k, dom_k(n)] for t of rule k (one domain, chosen with the victims)
     # minimise (Σ_j rank_j · z_j) · (V + 1) + Σ_v e_v
 
 Hinted with the greedy plan; the cheaper plan wins (never worse than the greedy's).
@@ -15,6 +17,7 @@ from ortools.sat.python import cp_model
 
 from solver.features.preemption.plans import PreemptionPlan, plan_cost, whole_gangs
 from solver.features.preemption.victims import PreemptionInput
+from solver.features.topology.rules import DomainRule
 from solver.problem import IntArray, Problem
 
 __all__ = ["cpsat_plan"]
@@ -34,6 +37,7 @@ def cpsat_plan(
     workers: int,
     seed: int,
     budget: float,
+    rules: list[DomainRule] | None = None,
 ) -> PreemptionPlan | None:
     """Victims and nodes together: minimise Σ rank of evicted jobs, then evicted pods.
 
@@ -98,6 +102,7 @@ def cpsat_plan(
             )
     for t in types:
         model.add(cp_model.LinearExpr.sum([x[t, n] for n in nodes if (t, n) in x]) == required[t])
+    _one_domain(model, x, rules or [], required)
     # a victim gang left below minMember is evicted whole
     for j in jobs:
         members = [v for v in pre.job_members[j].tolist() if v in e]
@@ -140,3 +145,26 @@ def cpsat_plan(
         for t in types
     }
     return PreemptionPlan(u, victims, nominated, new_cost, "cpsat")
+
+
+def _one_domain(
+    model: cp_model.CpModel,
+    x: dict[tuple[int, int], cp_model.IntVar],
+    rules: list[DomainRule],
+    required: dict[int, int],
+) -> None:
+    """Each rule's pods in one domain: y[k, d] chosen once, x off that domain 0."""
+    for k, rule in enumerate(rules):
+        ruled = set(rule.types)
+        y: dict[int, cp_model.IntVar] = {}
+        for (t, n), var in x.items():
+            if t not in ruled:
+                continue
+            d = int(rule.domain[n])
+            if d < 0:
+                model.add(var == 0)
+                continue
+            if d not in y:
+                y[d] = model.new_bool_var(f"y[{k},{d}]")
+            model.add(var <= required[t] * y[d])
+        model.add_at_most_one(list(y.values()))

@@ -21,23 +21,70 @@ from solver.features.preemption.victims import PreemptionInput
 from solver.features.queues import QuotaBlock
 from solver.features.topology import TopologyBlock
 from solver.features.topology.koordinator.gather import gather_unit
+from solver.features.topology.rules import DomainRule
 from solver.problem import IntArray, Problem, fill, fit_report, format_fit_error
 
-__all__ = ["fill_all", "greedy_plan", "ineligible", "reclaim_plan"]
+__all__ = [
+    "cheapest_nodes",
+    "fill_all",
+    "finish_plan",
+    "greedy_plan",
+    "ineligible",
+    "reclaim_plan",
+    "reprieve",
+    "shortfall",
+]
 
 
 def fill_all(
-    problem: Problem, required: dict[int, int], room: IntArray
+    problem: Problem,
+    required: dict[int, int],
+    room: IntArray,
+    rules: list[DomainRule] | None = None,
 ) -> dict[int, list[int]] | None:
-    """Nodes for every required pod on `room` (binpack order, as the greedy places), or None."""
+    """Nodes for every required pod on `room` (binpack order, as the greedy places), each
+    rule's pods in its first domain (by index) that holds them all; or None."""
     trial = room.copy()
     out: dict[int, list[int]] = {}
+    ruled: set[int] = set()
+    for rule in rules or ():
+        ruled.update(rule.types)
+        found = _in_one_domain(problem, rule, required, trial)
+        if found is None:
+            return None
+        out.update(found)
     for t, count in required.items():
+        if t in ruled:
+            continue
         nodes = fill(problem, t, count, trial)
         if nodes.size < count:
             return None
         out[t] = nodes.tolist()
     return out
+
+
+def _in_one_domain(
+    problem: Problem, rule: DomainRule, required: dict[int, int], trial: IntArray
+) -> dict[int, list[int]] | None:
+    """The rule's required pods in its first domain that holds them (`trial` charged)."""
+    need = {t: required[t] for t in rule.types if required.get(t, 0) > 0}
+    zero = np.zeros(problem.num_nodes, dtype=np.int64)
+    order = np.argsort(rule.domain, kind="stable")
+    bounds = np.searchsorted(rule.domain[order], np.arange(len(rule.names) + 1))
+    for d in range(len(rule.names)):
+        nodes = order[bounds[d] : bounds[d + 1]]
+        saved = trial[nodes].copy()
+        out: dict[int, list[int]] = {}
+        for t, count in need.items():
+            chosen = cheapest_nodes(problem, t, count, trial, zero, nodes)
+            if chosen.size < count:
+                break
+            np.subtract.at(trial, chosen, problem.type_demand[t])
+            out[t] = chosen.tolist()
+        else:
+            return out
+        trial[nodes] = saved
+    return None
 
 
 def reclaim_plan(
@@ -48,8 +95,10 @@ def reclaim_plan(
     required: dict[int, int],
     free: IntArray,
     removed: np.ndarray,
+    rules: list[DomainRule],
 ) -> PreemptionPlan | str | None:
-    """Volcano's reclaim for unit u: evict in victim order until the job fits (or nothing).
+    """Volcano's reclaim for unit u: evict in victim order until the job fits (or nothing),
+    inside one domain of each of its `rules`.
 
     None when the unit is in no queue; a reason when reclaim cannot help.
     """
@@ -74,7 +123,7 @@ def reclaim_plan(
             continue
         chosen.append(v)
         room[pre.victim_node[v]] += pre.victim_demand[v]
-        nominated = fill_all(problem, required, room)
+        nominated = fill_all(problem, required, room, rules)
         if nominated is not None:
             victims = sorted(whole_gangs(pre, set(chosen)), key=pre.key)
             return PreemptionPlan(u, victims, nominated, plan_cost(pre, victims), "reclaim", queue)
@@ -113,7 +162,7 @@ def greedy_plan(
         return "preemption not helpful: no potential victims"
     room = free + pool.room
     # job-aware cost per node: Σ over distinct candidate jobs on the node of their rank
-    node_cost = pool.node_cost.copy()
+    node_cost = pool.node_cost
     nominated: dict[int, list[int]] = {}
     topology = problem.block(TopologyBlock)
     if topology is not None and topology.is_gather(u):
@@ -128,33 +177,78 @@ def greedy_plan(
             np.subtract.at(room, chosen, problem.type_demand[t])
             nominated[t] = chosen.tolist()
         required = {}
+    return finish_plan(problem, pre, pool, u, required, room, nominated)
+
+
+def finish_plan(
+    problem: Problem,
+    pre: PreemptionInput,
+    pool: CandidatePool,
+    u: int,
+    required: dict[int, int],
+    room: IntArray,
+    nominated: dict[int, list[int]],
+) -> PreemptionPlan | str:
+    """The required pods of types not yet in `nominated` on the cheapest nodes of the dry
+    run's `room`, then the reprieve: the plan, or why a pod has no node."""
     for t, count in required.items():
-        demand = problem.type_demand[t]
-        positive = demand > 0
-        slots = np.min(np.maximum(room[:, positive], 0) // demand[positive], axis=1)
-        slots = np.where(problem.eligible[t], slots, 0)
-        order = np.lexsort((np.arange(problem.num_nodes), node_cost))
-        order = order[slots[order] > 0]
-        take = np.minimum(
-            slots[order], np.maximum(count - (np.cumsum(slots[order]) - slots[order]), 0)
-        )
-        chosen = np.repeat(order[take > 0], take[take > 0])
+        if t in nominated:
+            continue
+        chosen = cheapest_nodes(problem, t, count, room, pool.node_cost)
         if chosen.size < count:
-            _, counts = fit_report(problem, t, room)
-            return (
-                "preemption not helpful: after evicting every eligible lower-priority pod, "
-                f"{chosen.size} of {count} required pod(s) fit; {format_fit_error(problem.num_nodes, counts)}"
-            )
-        np.subtract.at(room, chosen, demand)
+            return shortfall(problem, t, chosen.size, count, room)
+        np.subtract.at(room, chosen, problem.type_demand[t])
         nominated[t] = chosen.tolist()
-    # reprieve, node by node, in (priority ↓, job, name) order
+    victims = reprieve(problem, pre, pool, nominated, room)
+    return PreemptionPlan(u, victims, nominated, plan_cost(pre, victims), "greedy")
+
+
+def cheapest_nodes(
+    problem: Problem,
+    t: int,
+    count: int,
+    room: IntArray,
+    node_cost: IntArray,
+    nodes: IntArray | None = None,
+) -> IntArray:
+    """Up to `count` nodes for pods of type t (a node once per pod), whole nodes first in
+    (job-aware cost ↑, node index) order, among `nodes` (every node when None)."""
+    demand = problem.type_demand[t]
+    positive = demand > 0
+    if nodes is None:
+        nodes = np.arange(problem.num_nodes)
+    slots = np.min(np.maximum(room[nodes][:, positive], 0) // demand[positive], axis=1)
+    slots = np.where(problem.eligible[t][nodes], slots, 0)
+    order = np.lexsort((nodes, node_cost[nodes]))
+    order = order[slots[order] > 0]
+    take = np.minimum(slots[order], np.maximum(count - (np.cumsum(slots[order]) - slots[order]), 0))
+    return np.repeat(nodes[order[take > 0]], take[take > 0])
+
+
+def shortfall(problem: Problem, t: int, placed: int, count: int, room: IntArray) -> str:
+    _, counts = fit_report(problem, t, room)
+    return (
+        "preemption not helpful: after evicting every eligible lower-priority pod, "
+        f"{placed} of {count} required pod(s) fit; {format_fit_error(problem.num_nodes, counts)}"
+    )
+
+
+def reprieve(
+    problem: Problem,
+    pre: PreemptionInput,
+    pool: CandidatePool,
+    nominated: dict[int, list[int]],
+    room: IntArray,
+) -> list[int]:
+    """The victims: per node the plan uses, its potential victims in (priority ↓, job, name)
+    order are reprieved while the planned pods still fit (`room`: the dry run's room left
+    after the planned pods, indexed by node); victim gangs left below minMember go whole."""
     victims: set[int] = set()
-    used_nodes = {n for nodes in nominated.values() for n in nodes}
+    used_nodes = sorted({n for nodes in nominated.values() for n in nodes})
     per_node: dict[int, list[int]] = {}
-    on_used = pool.on_nodes(sorted(used_nodes))
-    for v in on_used.tolist():
+    for v in pool.on_nodes(used_nodes).tolist():
         per_node.setdefault(int(pre.victim_node[v]), []).append(v)
-    for n in sorted(used_nodes):
+    for n in used_nodes:
         checked = np.zeros(len(problem.resources), dtype=bool)
         for t, targets in nominated.items():
             if n in targets:
@@ -174,6 +268,4 @@ def greedy_plan(
                 left = after  # reprieved: it stays
             else:
                 victims.add(v)
-    victims = whole_gangs(pre, victims)
-    listed = sorted(victims, key=pre.key)
-    return PreemptionPlan(u, listed, nominated, plan_cost(pre, listed), "greedy")
+    return sorted(whole_gangs(pre, victims), key=pre.key)

@@ -1,0 +1,140 @@
+"""Preemption inside one domain: victims chosen so the freed room lands where the gang may run.
+
+For a unit under hard domain rules (`solver.features.topology.domain_rules`: Godel and the
+Workload API's required topology, Volcano HyperNode tiers, Kueue required pod sets), the
+dry run of `greedy.py` is made per candidate domain, and the cheapest domain wins:
+
+1. **Candidates**: the domains whose dry-run room (free + every potential victim gone)
+   holds the rule's pods by the sum of their pod slots, ordered by how many of those pods
+   their free room alone lacks (fewest first), then domain index; at most `_MAX_DOMAINS`
+   are tried (a gang that fits without evicting anything stops the search).
+2. **Per domain**: the rule's pods on the domain's nodes in (job-aware cost ↑, node index)
+   order, whole nodes first, then Koordinator's reprieve on the nodes used.
+3. **Choice**: (plan cost, victims, domain index) ↑ — the same lexicographic cost as the
+   unconstrained plan.
+
+Rules are planned one after the other (a unit with two Kueue pod sets: the first set's
+domain first, its pods then hold their room), then the unit's pods under no rule anywhere,
+then one reprieve over every node used. Never "freed 8 GPUs on 4 nodes": a plan either
+places every required pod inside its domains or evicts nothing (Kueue #5243).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.features.preemption.greedy import cheapest_nodes, finish_plan, reprieve
+from solver.features.preemption.plans import PreemptionPlan, plan_cost
+from solver.features.preemption.pool import CandidatePool
+from solver.features.preemption.victims import PreemptionInput
+from solver.features.topology.rules import DomainRule
+from solver.problem import IntArray, Problem
+
+__all__ = ["domain_need", "domain_plan"]
+
+_MAX_DOMAINS = 512  # candidate domains tried per rule
+
+
+def domain_need(problem: Problem, rule: DomainRule, required: dict[int, int]) -> dict[int, int]:
+    """Pods per type the rule places: the gang's required pods, or every pod when whole."""
+    need = {t: len(problem.type_pods[t]) if rule.whole else required.get(t, 0) for t in rule.types}
+    return {t: c for t, c in need.items() if c > 0}
+
+
+def domain_plan(
+    problem: Problem,
+    pre: PreemptionInput,
+    u: int,
+    rules: list[DomainRule],
+    required: dict[int, int],
+    free: IntArray,
+    pool: CandidatePool,
+) -> PreemptionPlan | str:
+    """The cheapest plan that keeps every rule in one domain; a reason when none exists."""
+    if pool.size == 0:
+        return "preemption not helpful: no potential victims"
+    room = free + pool.room
+    nominated: dict[int, list[int]] = {}
+    for rule in rules:
+        need = domain_need(problem, rule, required)
+        if not need:
+            continue
+        best = _best_domain(problem, pre, rule, need, free, room, pool)
+        if isinstance(best, str):
+            return best
+        for t, nodes in best.items():
+            np.subtract.at(room, nodes, problem.type_demand[t])
+            nominated[t] = nominated.get(t, []) + nodes
+    return finish_plan(problem, pre, pool, u, required, room, nominated)
+
+
+def _best_domain(
+    problem: Problem,
+    pre: PreemptionInput,
+    rule: DomainRule,
+    need: dict[int, int],
+    free: IntArray,
+    room: IntArray,
+    pool: CandidatePool,
+) -> dict[int, list[int]] | str:
+    """The rule's pods in its cheapest domain (type -> nodes), or why no domain holds them."""
+    domains = len(rule.names)
+    holds = np.ones(domains, dtype=bool)
+    lacking = np.zeros(domains, dtype=np.int64)
+    for t, count in need.items():
+        demand = problem.type_demand[t]
+        positive = demand > 0
+        usable = problem.eligible[t] & (rule.domain >= 0)
+        at = np.maximum(rule.domain, 0)
+        slots = np.where(usable, _slots(room, demand, positive), 0)
+        now = np.where(usable, _slots(free, demand, positive), 0)
+        per_domain = np.bincount(at, weights=slots, minlength=domains)[:domains]
+        per_domain_now = np.bincount(at, weights=now, minlength=domains)[:domains]
+        holds &= per_domain >= count
+        lacking += np.maximum(count - per_domain_now, 0).astype(np.int64)
+    candidates = np.flatnonzero(holds)
+    if candidates.size == 0:
+        total = sum(need.values())
+        return (
+            f"preemption not helpful: after evicting every eligible lower-priority pod, no "
+            f"domain of {rule.rule} holds its {total} pod(s)"
+        )
+    candidates = candidates[np.lexsort((candidates, lacking[candidates]))][:_MAX_DOMAINS]
+    order = np.argsort(rule.domain, kind="stable")
+    bounds = np.searchsorted(rule.domain[order], np.arange(domains + 1))
+    best: tuple[tuple[int, int, int], dict[int, list[int]]] | None = None
+    for d in candidates.tolist():
+        nodes = np.sort(order[bounds[d] : bounds[d + 1]])
+        trial = room.copy() if nodes.size * 4 > problem.num_nodes else None
+        local = trial if trial is not None else room
+        saved = None if trial is not None else room[nodes].copy()
+        placed: dict[int, list[int]] = {}
+        for t, count in need.items():
+            chosen = cheapest_nodes(problem, t, count, local, pool.node_cost, nodes)
+            if chosen.size < count:
+                placed = {}
+                break
+            np.subtract.at(local, chosen, problem.type_demand[t])
+            placed[t] = chosen.tolist()
+        if placed:
+            victims = reprieve(problem, pre, pool, placed, local)
+            key = (plan_cost(pre, victims), len(victims), d)
+            if best is None or key < best[0]:
+                best = (key, placed)
+        if saved is not None:
+            room[nodes] = saved
+        if best is not None and best[0][:2] == (0, 0):
+            break  # nothing evicted: no domain does better
+    if best is None:
+        return (
+            f"preemption not helpful: after evicting every eligible lower-priority pod, no "
+            f"domain of {rule.rule} holds its pods node by node"
+        )
+    return best[1]
+
+
+def _slots(room: IntArray, demand: IntArray, positive: np.ndarray) -> IntArray:
+    if not positive.any():
+        return np.full(len(room), 1 << 30, dtype=np.int64)
+    slots: IntArray = np.min(np.maximum(room[:, positive], 0) // demand[positive], axis=1)
+    return slots

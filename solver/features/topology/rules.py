@@ -1,0 +1,73 @@
+"""A unit's hard domain rules, dialect-neutral: which of its pod types must share one domain.
+
+Every topology dialect states its hard rule as "these pods, inside one value of this node
+array":
+
+    Koordinator MustGather, Godel / Workload API required topology, HyperNode tiers
+        every pending pod of the unit, one value of `TopologyBlock.unit_domain`
+    Kueue `podset-required-topology: L`
+        every pod of the pod set (and its group's leader), one domain of level L of the
+        pod set's flavor tree
+
+A consumer that places a unit outside the placement engines (preemption's dry run) reads
+these rules instead of the dialects (Koordinator's gather, which also counts offer slots
+and podCountMultiple, keeps its own planner there). What a rule cannot say is refused in words: Kueue
+slices (`podset-slice-*`: a multiple of the slice size in every domain of another level)
+and HyperNode sub-groups with their own tier limit (a domain inside the job's domain).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.features.topology.block import TopologyBlock
+from solver.features.topology.hypernode.block import HyperNodeBlock
+from solver.problem import IntArray, Problem
+
+__all__ = ["DomainRule", "domain_rules"]
+
+
+@dataclass(frozen=True, eq=False)
+class DomainRule:
+    """Every new pod of `types` on nodes sharing one value >= 0 of `domain`."""
+
+    types: tuple[int, ...]
+    domain: IntArray  # [N] the node's domain; -1 = not usable under the rule
+    names: tuple[str, ...]  # [D] each domain's name
+    rule: str  # the rule in its dialect's words, e.g. "one HyperNode within its tier"
+    whole: bool = False  # every pod of `types` (a Kueue pod set is admitted whole)
+
+
+def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
+    """Unit u's hard domain rules (empty: none), or why they cannot be stated as such."""
+    block = problem.block(TopologyBlock)
+    if block is None:
+        return []
+    hypernode = problem.block(HyperNodeBlock)
+    plan = hypernode.plan(u) if hypernode is not None else None
+    if plan is not None and any(s.domain is not None for s in plan.subgroups):
+        return "a HyperNode sub-group with its own tier limit"
+    rules: list[DomainRule] = []
+    domain = block.domain_of(u)
+    if domain is not None:
+        types = tuple(t for t in range(problem.num_types) if problem.type_unit(t) == u)
+        names = tuple(n.rstrip(";") for n in block.unit_domain_names[u])
+        rules.append(DomainRule(types, domain, names, block.unit_domain_rule[u] or "one domain"))
+    for ps in block.kueue(u) or ():
+        req = ps.request
+        if req.slice_size != 1 or req.layers:
+            return f"Kueue pod set {ps.name}: topology slices"
+        if not req.required:
+            continue
+        names = tuple("/".join(path) for path in ps.tree.paths[req.level])
+        level = ps.tree.levels[req.level]
+        rules.append(
+            DomainRule(
+                ps.all_types,
+                ps.tree.node_domain(req.level),
+                names,
+                f"one {level} domain (Kueue pod set {ps.name})",
+                whole=True,
+            )
+        )
+    return rules
