@@ -5,6 +5,7 @@ group, evict little.
     pool.py     the potential victims of one priority, kept by deltas across a call's plans
     reclaim.py  Volcano's hierarchy-aware reclaim: who may reclaim, victim order, eligibility
     greedy.py   Koordinator's dry run and reprieve; reclaim in victim order
+    domains.py  the dry run per candidate domain, for gangs under a hard domain rule
     cpsat.py    victims and nodes chosen together, exactly
     plans.py    a plan, its cost, whole victim gangs
 
@@ -15,8 +16,10 @@ For every gang group left unplaced by the placement engine, highest priority fir
    name) must not say `preemptionPolicy: Never`; no member may be nominated to a node where
    a lower-priority pod is still terminating from an earlier preemption.
 2. **Reclaim first** (with the `reclaim` action and a capacity or proportion queue tree), else or when
-   it does not help, **priority preemption**: the greedy plan, then (engines cpsat/auto,
-   not for gathered groups) the CP-SAT plan when it is cheaper.
+   it does not help, **priority preemption**: the greedy plan (Koordinator's gather
+   planner for gathered groups, `domains.py` for the other hard domain rules), then
+   (engines cpsat/auto; not for a Koordinator group with podCountMultiple) the CP-SAT plan,
+   under the same domain rules, when it is cheaper.
 3. **All or nothing**: if even evicting every eligible pod leaves a required pod without a
    node, nothing is evicted and the reason says so; the plan must fit the queue quotas and
    the queues' node-group resource limits, checked after the victims' use is released at
@@ -126,7 +129,7 @@ def preempt(
                 result.reasons[g] = f"preemption: {why}"
             continue
         gathered = topology is not None and topology.is_gather(u)
-        rules = [] if gathered else domain_rules(problem, u)
+        rules = domain_rules(problem, u)
         if isinstance(rules, str):
             for g in gangs:
                 result.reasons[g] = f"preemption: not planned for {rules}"
@@ -156,7 +159,7 @@ def preempt(
         if pool is None:
             candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
             pool = pools[priority] = CandidatePool.build(pre, problem.num_nodes, candidates)
-        if plan is None and rules:
+        if plan is None and rules and not gathered:
             plan = domain_plan(problem, pre, u, rules, required, free, pool)
         elif plan is None:
             plan = greedy_plan(problem, pre, u, gangs, required, free, pool)
@@ -168,7 +171,7 @@ def preempt(
         if (
             exact
             and plan.engine == "greedy"
-            and not gathered
+            and not (gathered and topology is not None and topology.has_multiples(u))
             and time.perf_counter() < deadline - 0.05
         ):
             budget = max(0.05, deadline - time.perf_counter() - 0.05)

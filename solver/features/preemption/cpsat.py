@@ -12,6 +12,8 @@ Hinted with the greedy plan; the cheaper plan wins (never worse than the greedy'
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from ortools.sat.python import cp_model
 
@@ -45,8 +47,10 @@ def cpsat_plan(
     victim is cheapest (up to `_NODES_PER_POD` per required pod): a smaller model that
     still contains the greedy plan, so the answer is never worse, only possibly not optimal.
     """
+    started = time.perf_counter()
     types = sorted(required)
     limit = max(_MIN_NODES, _NODES_PER_POD * sum(required.values()))
+    candidates = _that_can_help(problem, pre, required, free, candidates)
     if np.unique(pre.victim_node[candidates]).size > limit:
         cheapest = np.full(problem.num_nodes, np.iinfo(np.int64).max)
         np.minimum.at(
@@ -55,6 +59,9 @@ def cpsat_plan(
         order = np.lexsort((np.arange(problem.num_nodes), cheapest))
         keep = set(order[:limit].tolist()) | {n for nodes in hint.nominated.values() for n in nodes}
         keep |= {int(pre.victim_node[v]) for v in hint.victims}
+        for rule in rules or ():  # the whole domain the greedy chose, to choose inside it
+            chosen = {int(rule.domain[n]) for t in rule.types for n in hint.nominated.get(t, [])}
+            keep |= set(np.flatnonzero(np.isin(rule.domain, sorted(chosen))).tolist())
         candidates = candidates[np.isin(pre.victim_node[candidates], sorted(keep))]
         free = free.copy()
         free[
@@ -128,7 +135,7 @@ def cpsat_plan(
     for (t, n), var in x.items():
         model.add_hint(var, hint.nominated.get(t, []).count(n))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = budget
+    solver.parameters.max_time_in_seconds = max(0.01, budget - (time.perf_counter() - started))
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     status = solver.solve(model)
@@ -168,3 +175,31 @@ def _one_domain(
                 y[d] = model.new_bool_var(f"y[{k},{d}]")
             model.add(var <= required[t] * y[d])
         model.add_at_most_one(list(y.values()))
+
+
+def _that_can_help(
+    problem: Problem,
+    pre: PreemptionInput,
+    required: dict[int, int],
+    free: IntArray,
+    candidates: IntArray,
+) -> IntArray:
+    """The candidates whose eviction can make room: a victim that frees nothing of a
+    resource the required pods could ever be short of on its node is never in an optimal
+    plan (it only costs), so it is left out of the model — exactly, not as a heuristic.
+    Resource r binds on node n only if the most the required pods could load there
+    (Σ_t min(count_t, pods of t that fit with every candidate gone) · d_tr) exceeds free."""
+    room_all = free.copy()
+    np.add.at(room_all, pre.victim_node[candidates], pre.victim_demand[candidates])
+    load = np.zeros_like(free)
+    for t, count in required.items():
+        demand = problem.type_demand[t]
+        positive = demand > 0
+        if not positive.any():
+            continue
+        slots = np.min(np.maximum(room_all[:, positive], 0) // demand[positive], axis=1)
+        slots = np.where(problem.eligible[t], np.minimum(slots, count), 0)
+        load += slots[:, None] * demand[None, :]
+    binds = load > free  # [N, R]
+    helps = (binds[pre.victim_node[candidates]] & (pre.victim_demand[candidates] > 0)).any(axis=1)
+    return candidates[helps]

@@ -9,9 +9,11 @@ dry run of `greedy.py` is made per candidate domain, and the cheapest domain win
    their free room alone lacks (fewest first), then domain index; at most `_MAX_DOMAINS`
    are tried (a gang that fits without evicting anything stops the search).
 2. **Per domain**: the rule's pods on the domain's nodes in (job-aware cost ↑, node index)
-   order, whole nodes first, then Koordinator's reprieve on the nodes used.
-3. **Choice**: (plan cost, victims, domain index) ↑ — the same lexicographic cost as the
-   unconstrained plan.
+   order, whole nodes first; its dry-run cost is the nodes' job-aware cost summed (what
+   evicting every candidate there would cost).
+3. **Reprieve**: the `_REPRIEVED` domains of lowest (dry-run cost, pods short, index) get
+   Koordinator's reprieve on the nodes used; of those, (plan cost, victims, domain index) ↑
+   wins — the same lexicographic cost as the unconstrained plan.
 
 Rules are planned one after the other (a unit with two Kueue pod sets: the first set's
 domain first, its pods then hold their room), then the unit's pods under no rule anywhere,
@@ -33,6 +35,7 @@ from solver.problem import IntArray, Problem
 __all__ = ["domain_need", "domain_plan"]
 
 _MAX_DOMAINS = 512  # candidate domains tried per rule
+_REPRIEVED = 4  # of those, the ones with the cheapest dry run get the reprieve
 
 
 def domain_need(problem: Problem, rule: DomainRule, required: dict[int, int]) -> dict[int, int]:
@@ -102,34 +105,40 @@ def _best_domain(
     candidates = candidates[np.lexsort((candidates, lacking[candidates]))][:_MAX_DOMAINS]
     order = np.argsort(rule.domain, kind="stable")
     bounds = np.searchsorted(rule.domain[order], np.arange(domains + 1))
-    best: tuple[tuple[int, int, int], dict[int, list[int]]] | None = None
+    trials: list[tuple[tuple[int, int], int, dict[int, list[int]]]] = []
     for d in candidates.tolist():
         nodes = np.sort(order[bounds[d] : bounds[d + 1]])
-        trial = room.copy() if nodes.size * 4 > problem.num_nodes else None
-        local = trial if trial is not None else room
-        saved = None if trial is not None else room[nodes].copy()
+        saved = room[nodes].copy()
         placed: dict[int, list[int]] = {}
         for t, count in need.items():
-            chosen = cheapest_nodes(problem, t, count, local, pool.node_cost, nodes)
+            chosen = cheapest_nodes(problem, t, count, room, pool.node_cost, nodes)
             if chosen.size < count:
                 placed = {}
                 break
-            np.subtract.at(local, chosen, problem.type_demand[t])
+            np.subtract.at(room, chosen, problem.type_demand[t])
             placed[t] = chosen.tolist()
+        room[nodes] = saved
         if placed:
-            victims = reprieve(problem, pre, pool, placed, local)
-            key = (plan_cost(pre, victims), len(victims), d)
-            if best is None or key < best[0]:
-                best = (key, placed)
-        if saved is not None:
-            room[nodes] = saved
-        if best is not None and best[0][:2] == (0, 0):
-            break  # nothing evicted: no domain does better
-    if best is None:
+            used = np.unique(np.concatenate([np.asarray(v) for v in placed.values()]))
+            trials.append(((int(pool.node_cost[used].sum()), int(lacking[d])), d, placed))
+            if trials[-1][0] == (0, 0):
+                break  # nothing to evict: no domain does better
+    if not trials:
         return (
             f"preemption not helpful: after evicting every eligible lower-priority pod, no "
             f"domain of {rule.rule} holds its pods node by node"
         )
+    trials.sort(key=lambda trial: (trial[0], trial[1]))
+    best: tuple[tuple[int, int, int], dict[int, list[int]]] | None = None
+    for _, d, placed in trials[:_REPRIEVED]:
+        local = room.copy()
+        for t, nodes_of in placed.items():
+            np.subtract.at(local, nodes_of, problem.type_demand[t])
+        victims = reprieve(problem, pre, pool, placed, local)
+        key = (plan_cost(pre, victims), len(victims), d)
+        if best is None or key < best[0]:
+            best = (key, placed)
+    assert best is not None
     return best[1]
 
 

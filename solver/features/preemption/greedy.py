@@ -243,29 +243,54 @@ def reprieve(
     """The victims: per node the plan uses, its potential victims in (priority ↓, job, name)
     order are reprieved while the planned pods still fit (`room`: the dry run's room left
     after the planned pods, indexed by node); victim gangs left below minMember go whole."""
-    victims: set[int] = set()
     used_nodes = sorted({n for nodes in nominated.values() for n in nodes})
-    per_node: dict[int, list[int]] = {}
-    for v in pool.on_nodes(used_nodes).tolist():
-        per_node.setdefault(int(pre.victim_node[v]), []).append(v)
-    for n in used_nodes:
-        checked = np.zeros(len(problem.resources), dtype=bool)
-        for t, targets in nominated.items():
-            if n in targets:
-                checked |= problem.type_demand[t] > 0
-        left = room[n].copy()
-        reprieve_order = sorted(
-            per_node.get(n, []),
-            key=lambda v: (
-                -int(pre.victim_priority[v]),
-                pre.job_name(int(pre.victim_job[v])),
-                pre.key(v),
-            ),
-        )
-        for v in reprieve_order:
-            after = left - pre.victim_demand[v]
-            if np.all(after[checked] >= 0):
-                left = after  # reprieved: it stays
-            else:
-                victims.add(v)
+    found = pool.on_nodes(used_nodes)
+    if found.size == 0:
+        return []
+    checked = np.zeros((problem.num_nodes, len(problem.resources)), dtype=bool)
+    for t, targets in nominated.items():
+        checked[targets] |= problem.type_demand[t] > 0
+    ordered = _reprieve_order(pre, found)
+    nodes_of = pre.victim_node[ordered].tolist()
+    demands = pre.victim_demand[ordered].tolist()
+    victims: set[int] = set()
+    left: list[int] = []
+    mask: list[int] = []
+    current = -1
+    for i, v in enumerate(ordered.tolist()):
+        n = nodes_of[i]
+        if n != current:
+            current = n
+            mask = np.flatnonzero(checked[n]).tolist()
+            left = room[n].tolist()
+        d = demands[i]
+        if all(left[r] - d[r] >= 0 for r in mask):
+            for r in mask:
+                left[r] -= d[r]  # reprieved: it stays
+        else:
+            victims.add(v)
     return sorted(whole_gangs(pre, victims), key=pre.key)
+
+
+def _reprieve_order(pre: PreemptionInput, found: IntArray) -> IntArray:
+    """`found` by node, then the reprieve order: priority ↓, job name, pod key (the key is
+    read only where node, priority and job tie)."""
+    jobs = pre.victim_job[found]
+    unique_jobs, job_index = np.unique(jobs, return_inverse=True)
+    names = [pre.job_name(int(j)) for j in unique_jobs.tolist()]
+    name_rank = np.empty(len(names), dtype=np.int64)
+    name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    nodes = pre.victim_node[found]
+    priority = pre.victim_priority[found]
+    job_rank = name_rank[job_index]
+    order = np.lexsort((job_rank, -priority, nodes))
+    group = np.stack([nodes[order], priority[order], job_rank[order]], axis=1)
+    same = (group[1:] == group[:-1]).all(axis=1)
+    if same.any():  # runs of equal (node, priority, job): by pod key
+        starts = np.flatnonzero(np.r_[True, ~same])
+        ends = np.r_[starts[1:], order.size]
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            if b - a > 1:
+                order[a:b] = sorted(order[a:b].tolist(), key=lambda i: pre.key(int(found[i])))
+    ordered: IntArray = found[order]
+    return ordered

@@ -77,6 +77,10 @@ class TopologyBlock(Block):
     def is_gather(self, u: int) -> bool:
         return bool(self.unit_gather.size and self.unit_gather[u])
 
+    def has_multiples(self, u: int) -> bool:
+        """Koordinator podCountMultiple constraints on unit u."""
+        return bool(self.unit_pod_multiple.size and (self.unit_pod_multiple[u] > 1).any())
+
     def godel(self, u: int) -> GodelPlan | None:
         return self.unit_godel[u] if self.unit_godel else None
 
