@@ -61,6 +61,7 @@ def solve(
     seed: int = 0,
     preempt: bool = False,
     stop: threading.Event | None = None,
+    after: bool = True,
 ) -> Decision:
     """Place every pending pod of the workload (default: every pending pod of the input).
     The Decision is NOT verified: `schedule` is this plus `verify`; property tests call
@@ -69,7 +70,8 @@ def solve(
     `time_limit` bounds the engine (seconds), `workers` is CP-SAT's num_workers (0: the
     machine's cores, capped) and `seed` its random_seed; one worker and a fixed seed give
     the same Decision for the same input. Preemption runs when `preempt` is set or the conf
-    lists the `preempt` or `reclaim` action (`solver/features/preemption`). Setting `stop`
+    lists the `preempt` or `reclaim` action (`solver/features/preemption`); `after=False`
+    runs no step after the placement (nobody evicted, whatever the conf). Setting `stop`
     (the caller has gone) ends CP-SAT's model building or search at once with the best
     answer so far.
     """
@@ -91,8 +93,8 @@ def solve(
     result = ENGINES[engine](problem, params)
     preemption = None
     skipped: list[str] = []
-    for after in AFTER_PLACEMENT:
-        if not after.wanted(conf, preempt):
+    for step in AFTER_PLACEMENT if after else ():
+        if not step.wanted(conf, preempt):
             continue
         if result.stats.get("units_unreached"):
             # placement used the call's whole time: gang groups it did not try must not
@@ -101,7 +103,7 @@ def solve(
             continue
         left = max(0.05, time_limit - (time.perf_counter() - started))
         params = replace(params, time_limit=left)
-        preemption, seconds = after.run(
+        preemption, seconds = step.run(
             problem,
             snapshot,
             workload,
@@ -168,7 +170,7 @@ def _schedule(
     snapshot = question if isinstance(question, Snapshot) else snapshot_of(question)
     workload = workload or Workload.everything(snapshot)
 
-    def run(name: str, limit: float) -> Decision:
+    def run(name: str, limit: float, evict: bool = True) -> Decision:
         return solve(
             snapshot,
             conf,
@@ -179,6 +181,7 @@ def _schedule(
             seed=seed,
             preempt=preempt,
             stop=stop,
+            after=evict,
         )
 
     decision = run(engine, time_limit)
@@ -209,5 +212,23 @@ def _schedule(
             notes=(*again.notes, note),
             stats={**again.stats, "verify_fallback": 1},
         )
+    if any(after.wanted(conf, preempt) for after in AFTER_PLACEMENT):
+        # the placement alone, evicting nobody
+        left = max(0.05, time_limit - (time.perf_counter() - started))
+        again = run(engine, left, evict=False)
+        if not verify(snapshot, conf, again, workload):
+            LOG.warning("preemption's plan failed verification: %s; nothing evicted", problems[0])
+            note = (
+                f"the preemption plan failed verification ({problems[0]}); nothing is "
+                "evicted (please report this)"
+            )
+            return replace(
+                again,
+                status="HEURISTIC",
+                bound=None,
+                notes=(*again.notes, note),
+                stats={**again.stats, "verify_fallback": 1},
+            )
     listed = "\n  ".join(problems[:20])
     raise InternalError(f"decision failed verification ({len(problems)}):\n  {listed}")
+

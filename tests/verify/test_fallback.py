@@ -4,6 +4,8 @@ note, `stats["verify_fallback"]`), and raises only when no engine's answer passe
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,30 @@ def test_the_service_counts_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
         "gangplan_verify_fallbacks_total", {"engine": "greedy"}
     )
     assert sample == 1
+
+
+def test_a_failed_preemption_plan_gives_way_to_the_placement_alone(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A broken preemption step in every engine: its victims are not on the nodes it
+    # names, so verify refuses it; the answer is the placement with nobody evicted.
+    schedule_module = sys.modules["solver.schedule"]  # (`solver.schedule` is the function)
+    real = schedule_module.verify
+
+    def refuses_victims(*args: object, **kwargs: object) -> list[str]:
+        decision = args[2]
+        problems: list[str] = real(*args, **kwargs)
+        return problems + (["victim batch/low: broken"] if decision.victims else [])  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(schedule_module, "verify", refuses_victims)
+    cluster = [
+        node("a").cpu("4").obj(),
+        pod("low", "batch").requests(cpu="4").priority(1).on("a").obj(),
+        podgroup("hi", 1),
+        pod("hi-0").requests(cpu="4").priority(100).group("hi").obj(),
+    ]
+    d = schedule(model(*cluster), SchedulerConf.default(), engine="greedy", preempt=True)
+    assert d.victims == ()
+    assert d.stats["verify_fallback"] == 1
+    assert any("preemption plan failed verification" in n for n in d.notes)
+    assert "nothing evicted" in caplog.text
