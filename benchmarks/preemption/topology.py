@@ -13,7 +13,8 @@ Kueue's `podset-required-topology`, a Volcano HyperNode `highestTierAllowed` (ra
 blocks tier 2) and Koordinator's MustGather (`BlockLayer`).
 
 Measured per dialect, running level and seed: the preemption step alone (greedy: the
-per-domain dry run and reprieve; p50 / p99 over `--reps` on seed 0, 3 on the others), then
+per-domain dry run and reprieve; p50 / p99 over `--reps` on seed 0, 3 on the others; full
+garbage collections held, as `schedule` holds them around every call), then
 CP-SAT (`exact`, `--cpsat-limit` seconds covering its model, 2 workers, seed 0): cost
 (Σ rank of evicted jobs, then pods) against the greedy's, and whether it is strictly
 cheaper. Seed 0's plans also go through `schedule` (so `verify`) once per dialect.
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from solver import SchedulerConf, compile_problem, schedule, snapshot_of  # noqa: E402
+from solver.collector import full_collections_held  # noqa: E402
 from solver.engines.greedy import solve_greedy  # noqa: E402
 from solver.features.preemption import preempt  # noqa: E402
 from solver.features.preemption.victims import compile_preemption  # noqa: E402
@@ -288,12 +290,13 @@ def measure(
     pre = compile_preemption(snapshot, workload, problem)
     times = []
     for _ in range(reps):
-        t0 = time.perf_counter()
-        greedy = preempt(
-            problem, pre, placed, exact=False, workers=1, seed=0,
-            deadline=time.perf_counter() + 10,
-        )  # fmt: skip
-        times.append(time.perf_counter() - t0)
+        with full_collections_held():  # as `schedule` runs every call
+            t0 = time.perf_counter()
+            greedy = preempt(
+                problem, pre, placed, exact=False, workers=1, seed=0,
+                deadline=time.perf_counter() + 10,
+            )  # fmt: skip
+            times.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
     exact = preempt(
         problem, pre, placed, exact=True, workers=2, seed=0,
