@@ -58,6 +58,7 @@ def domain_plan(
         return "preemption not helpful: no potential victims"
     room = free + pool.room
     nominated: dict[int, list[int]] = {}
+    victims: list[int] | None = None
     for rule in rules:
         need = domain_need(problem, rule, required)
         if not need:
@@ -65,9 +66,13 @@ def domain_plan(
         best = _best_domain(problem, pre, rule, need, free, room, pool)
         if isinstance(best, str):
             return best
-        for t, nodes in best.items():
+        placed, victims = best
+        for t, nodes in placed.items():
             np.subtract.at(room, nodes, problem.type_demand[t])
             nominated[t] = nominated.get(t, []) + nodes
+    if victims is not None and len(rules) == 1 and set(required) <= set(nominated):
+        # one rule placed every required pod: its domain's reprieve is the plan's
+        return PreemptionPlan(u, victims, nominated, plan_cost(pre, victims), "greedy")
     return finish_plan(problem, pre, pool, u, required, room, nominated)
 
 
@@ -79,8 +84,9 @@ def _best_domain(
     free: IntArray,
     room: IntArray,
     pool: CandidatePool,
-) -> dict[int, list[int]] | str:
-    """The rule's pods in its cheapest domain (type -> nodes), or why no domain holds them."""
+) -> tuple[dict[int, list[int]], list[int]] | str:
+    """The rule's pods in its cheapest domain (type -> nodes) and the victims there, or why
+    no domain holds them."""
     domains = len(rule.names)
     holds = np.ones(domains, dtype=bool)
     lacking = np.zeros(domains, dtype=np.int64)
@@ -129,7 +135,7 @@ def _best_domain(
             f"domain of {rule.rule} holds its pods node by node"
         )
     trials.sort(key=lambda trial: (trial[0], trial[1]))
-    best: tuple[tuple[int, int, int], dict[int, list[int]]] | None = None
+    best: tuple[tuple[int, int, int], dict[int, list[int]], list[int]] | None = None
     for _, d, placed in trials[:_REPRIEVED]:
         local = room.copy()
         for t, nodes_of in placed.items():
@@ -137,9 +143,9 @@ def _best_domain(
         victims = reprieve(problem, pre, pool, placed, local)
         key = (plan_cost(pre, victims), len(victims), d)
         if best is None or key < best[0]:
-            best = (key, placed)
+            best = (key, placed, victims)
     assert best is not None
-    return best[1]
+    return best[1], best[2]
 
 
 def _slots(room: IntArray, demand: IntArray, positive: np.ndarray) -> IntArray:

@@ -28,7 +28,8 @@ class CandidatePool:
     alive: BoolArray  # [V] a candidate, not yet evicted
     room: IntArray  # [N, R] what the alive candidates hold on each node
     node_cost: IntArray  # [N] Σ over distinct alive candidate jobs on the node of their rank
-    pairs: dict[int, int]  # node × J + job -> alive candidates of that job on that node
+    pair_keys: IntArray  # sorted node × J + job of every (node, job) with candidates
+    pair_counts: IntArray  # alive candidates of that job on that node
     order: IntArray  # the candidates sorted by node
     bounds: IntArray  # [N + 1] node n's candidates: order[bounds[n]:bounds[n + 1]]
     size: int  # alive candidates
@@ -38,17 +39,25 @@ class CandidatePool:
         alive = np.zeros(len(pre.rows), dtype=bool)
         alive[candidates] = True
         nodes = pre.victim_node[candidates]
-        room = np.zeros((num_nodes, pre.victim_demand.shape[1]), dtype=np.int64)
-        np.add.at(room, nodes, pre.victim_demand[candidates])
+        demand = pre.victim_demand[candidates]
+        room = np.zeros((num_nodes, demand.shape[1]), dtype=np.int64)
+        for r in range(demand.shape[1]):  # a bincount per resource: np.add.at is slower
+            room[:, r] = np.bincount(nodes, weights=demand[:, r], minlength=num_nodes)
         jobs = len(pre.job_rank)
-        keys, counts = np.unique(nodes * jobs + pre.victim_job[candidates], return_counts=True)
+        keys, counts = np.unique(
+            nodes.astype(np.int64) * jobs + pre.victim_job[candidates], return_counts=True
+        )
         node_cost = np.bincount(
             keys // jobs, weights=pre.job_rank[keys % jobs], minlength=num_nodes
         ).astype(np.int64)
-        order = candidates[np.argsort(nodes, kind="stable")]
+        # a stable sort by node (a radix sort on 16-bit node ids where they fit)
+        narrow = nodes.astype(np.int16) if num_nodes < 2**15 else nodes
+        order = candidates[np.argsort(narrow, kind="stable")]
         bounds = np.searchsorted(pre.victim_node[order], np.arange(num_nodes + 1))
-        pairs = dict(zip(keys.tolist(), counts.tolist(), strict=True))
-        return cls(pre, alive, room, node_cost, pairs, order, bounds, int(candidates.size))
+        return cls(
+            pre, alive, room, node_cost, keys, counts.astype(np.int64), order, bounds,
+            int(candidates.size),
+        )  # fmt: skip
 
     def remove(self, victims: Iterable[int]) -> None:
         """These pods are evicted by a plan: no longer candidates (if they were)."""
@@ -60,9 +69,9 @@ class CandidatePool:
             self.size -= 1
             n, j = int(pre.victim_node[v]), int(pre.victim_job[v])
             self.room[n] -= pre.victim_demand[v]
-            key = n * jobs + j
-            self.pairs[key] -= 1
-            if self.pairs[key] == 0:
+            at = int(np.searchsorted(self.pair_keys, n * jobs + j))
+            self.pair_counts[at] -= 1
+            if self.pair_counts[at] == 0:
                 self.node_cost[n] -= int(pre.job_rank[j])
 
     def on_nodes(self, nodes: Iterable[int]) -> IntArray:
