@@ -90,6 +90,14 @@ def schedule_table(decision: Decision, console: Console) -> None:
         for key, g in decision.podgroups.items():
             groups.add_row(key, "[green]yes[/green]" if g.placed else "[red]no[/red]", g.reason)
         console.print(groups)
+    if decision.victims:
+        victims = Table(title="Victims")
+        for column in ("pod", "node", "cause"):
+            victims.add_column(column, overflow="fold")
+        for v in decision.victims:
+            cause = f"reclaim for queue {v.queue}" if v.cause == "reclaim" else v.cause
+            victims.add_row(v.pod, v.node, cause)
+        console.print(victims)
     if decision.queues:
         queues = Table(title="Queues (limit: deserved under proportion, else realCapability)")
         for column in ("queue", "limit", "held", "placed", "share"):
@@ -101,10 +109,12 @@ def schedule_table(decision: Decision, console: Console) -> None:
             )
         console.print(queues)
     placed = sum(1 for p in decision.placements.values() if p.node)
+    nominated = sum(1 for p in decision.placements.values() if p.nominated)
     console.print(
         f"engine [bold]{decision.engine}[/bold]  status {decision.status}  "
-        f"placed {placed}/{len(decision.placements)} pods  objective {decision.objective}  "
-        f"{decision.seconds * 1000:.1f} ms"
+        f"placed {placed}/{len(decision.placements)} pods  "
+        + (f"nominated {nominated}  evicted {len(decision.victims)}  " if nominated else "")
+        + f"objective {decision.objective}  {decision.seconds * 1000:.1f} ms"
     )
 
 

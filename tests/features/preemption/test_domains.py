@@ -14,12 +14,15 @@ or evict nothing.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from clients.cli import app
 from solver import SchedulerConf, schedule
 from solver.decision import Decision
 from tests.builders import gather, model, network_topology, node, pod, podgroup, workload_podgroup
@@ -344,3 +347,19 @@ def test_kueue_tas_preemption_cases(case: str, engine: str) -> None:
     assert victims(d) == expected
     if expected:
         assert len({p.nominated for p in d.placements.values()}) == 1
+
+
+def test_the_rack_example_frees_the_cheaper_rack_on_the_command_line() -> None:
+    example = Path(__file__).resolve().parents[3] / "examples/preemption/rack-preemption.yaml"
+    for engine in ("greedy", "auto"):
+        result = CliRunner().invoke(
+            app, ["schedule", "-f", str(example), "--preempt", "--engine", engine, "-o", "json"]
+        )
+        assert result.exit_code == 0, result.stderr
+        data = json.loads(result.stdout)
+        assert {p["nominated"] for p in data["placements"].values()} == {"x3", "x4"}
+        assert sorted(v["pod"] for v in data["victims"]) == [
+            f"batch/batch-{n}-{i}" for n in ("x3", "x4") for i in (0, 1)
+        ]
+    table = CliRunner().invoke(app, ["schedule", "-f", str(example), "--preempt", "-o", "table"])
+    assert "Victims" in table.stdout and "nominated 4  evicted 4" in table.stdout
