@@ -231,4 +231,3 @@ def _schedule(
             )
     listed = "\n  ".join(problems[:20])
     raise InternalError(f"decision failed verification ({len(problems)}):\n  {listed}")
-

@@ -11,9 +11,14 @@ kept; a gang that even evicting everything cannot place evicts nothing.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+from clients.kubefake import load
+from solver.kube import expand_workloads, read_sources
 from tests.clients.scheduler.conftest import Harness, gang, node, pod, wait_until
+
+RACK_EXAMPLE = Path(__file__).resolve().parents[3] / "examples/preemption/rack-preemption.yaml"
 
 Obj = dict[str, Any]
 
@@ -132,3 +137,32 @@ def test_dry_run_says_whom_it_would_evict_and_writes_nothing(cluster: Harness) -
     assert sorted(entry["evict"]) == ["default/low-1", "default/low-2"]
     assert sorted(entry["nominated"].values()) == ["n1", "n2"]
     assert _evictions(cluster) == [] and cluster.api.store.counts.get("PATCH", 0) == 0
+
+
+def test_a_kueue_job_that_needs_one_rack_evicts_inside_the_cheaper_rack(
+    cluster: Harness,
+) -> None:
+    # examples/preemption/rack-preemption.yaml, read from the cluster: the Job's pods (as
+    # its controller makes them) must run inside one rack; the front end evicts rack r2's
+    # four pods and binds the Job there, never freeing GPUs in both racks (Kueue #5243).
+    expanded, _ = expand_workloads(read_sources([str(RACK_EXAMPLE)]))
+    load(cluster.api.store, [raw.body for raw in expanded])
+    names = {
+        raw.body["spec"].get("schedulerName", "default-scheduler")
+        for raw in expanded
+        if raw.body.get("kind") == "Pod" and not raw.body["spec"].get("nodeName")
+    }
+    cluster.scheduler(preempt=True, scheduler_names=frozenset(names))
+    bound = wait_until(
+        lambda: (
+            {n: v for n, v in cluster.bound().items() if n.startswith("train")}
+            if len([n for n in cluster.bound() if n.startswith("train")]) == 4
+            else None
+        ),
+        timeout=15,
+        what="the Job bound",
+    )
+    assert sorted(bound.values()) == ["x3", "x3", "x4", "x4"]
+    assert sorted(p for p, code in _evictions(cluster) if code == 201) == [
+        f"batch/batch-{n}-{i}" for n in ("x3", "x4") for i in (0, 1)
+    ]

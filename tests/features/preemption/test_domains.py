@@ -271,6 +271,17 @@ def test_every_plan_places_the_gang_in_one_rack_and_cpsat_is_never_costlier(
             greedy.tiers["preemption_cost"],
             len(greedy.victims),
         )
+    for d in (greedy, exact):  # applied: with the victims gone, the gang is placed
+        if d.victims:
+            gone = {v.pod for v in d.victims}
+            left = [
+                o
+                for o in objects
+                if f"{o['metadata'].get('namespace')}/{o['metadata']['name']}" not in gone
+            ]
+            after = schedule(model(*left), SchedulerConf.default(), engine="auto", workers=1)
+            placed = [p for k, p in after.placements.items() if k.startswith("default/job")]
+            assert all(p.node for p in placed) and len(placed) == size
 
 
 # ----------------------------------------------------------------------------- Kueue's own
