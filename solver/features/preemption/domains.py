@@ -90,6 +90,7 @@ def _best_domain(
     domains = len(rule.names)
     holds = np.ones(domains, dtype=bool)
     lacking = np.zeros(domains, dtype=np.int64)
+    held = np.zeros(domains, dtype=np.int64)  # the rule's pods each domain holds, at most
     for t, count in need.items():
         demand = problem.type_demand[t]
         positive = demand > 0
@@ -101,12 +102,14 @@ def _best_domain(
         per_domain_now = np.bincount(at, weights=now, minlength=domains)[:domains]
         holds &= per_domain >= count
         lacking += np.maximum(count - per_domain_now, 0).astype(np.int64)
+        held += np.minimum(per_domain, count).astype(np.int64)
     candidates = np.flatnonzero(holds)
     if candidates.size == 0:
-        total = sum(need.values())
+        best = int(np.argmax(held)) if domains else -1
+        most = f"; the best, {rule.names[best]}, holds {int(held[best])}" if best >= 0 else ""
         return (
-            f"preemption not helpful: after evicting every eligible lower-priority pod, no "
-            f"domain of {rule.rule} holds its {total} pod(s)"
+            f"preemption not helpful: with every eligible lower-priority pod evicted, no "
+            f"domain holds its {sum(need.values())} pod(s) under its rule ({rule.rule}){most}"
         )
     candidates = candidates[np.lexsort((candidates, lacking[candidates]))][:_MAX_DOMAINS]
     order = np.argsort(rule.domain, kind="stable")
@@ -131,8 +134,8 @@ def _best_domain(
                 break  # nothing to evict: no domain does better
     if not trials:
         return (
-            f"preemption not helpful: after evicting every eligible lower-priority pod, no "
-            f"domain of {rule.rule} holds its pods node by node"
+            f"preemption not helpful: with every eligible lower-priority pod evicted, no "
+            f"domain holds its pods node by node under its rule ({rule.rule})"
         )
     trials.sort(key=lambda trial: (trial[0], trial[1]))
     best: tuple[tuple[int, int, int], dict[int, list[int]], list[int]] | None = None
