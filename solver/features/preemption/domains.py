@@ -105,8 +105,8 @@ def _best_domain(
         held += np.minimum(per_domain, count).astype(np.int64)
     candidates = np.flatnonzero(holds)
     if candidates.size == 0:
-        best = int(np.argmax(held)) if domains else -1
-        most = f"; the best, {rule.names[best]}, holds {int(held[best])}" if best >= 0 else ""
+        top = int(np.argmax(held)) if domains else -1
+        most = f"; the best, {rule.names[top]}, holds {int(held[top])}" if top >= 0 else ""
         return (
             f"preemption not helpful: with every eligible lower-priority pod evicted, no "
             f"domain holds its {sum(need.values())} pod(s) under its rule ({rule.rule}){most}"
