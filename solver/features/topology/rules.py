@@ -13,7 +13,8 @@ A consumer that places a unit outside the placement engines (preemption's dry ru
 these rules instead of the dialects (Koordinator's gather, which also counts offer slots
 and podCountMultiple, keeps its own planner there). What a rule cannot say is refused in words: Kueue
 slices (`podset-slice-*`: a multiple of the slice size in every domain of another level)
-and HyperNode sub-groups with their own tier limit (a domain inside the job's domain).
+and HyperNode `subGroupPolicy` (sub-groups of `subGroupSize` pods placed whole, each
+possibly inside a HyperNode of its own).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         return []
     hypernode = problem.block(HyperNodeBlock)
     plan = hypernode.plan(u) if hypernode is not None else None
-    if plan is not None and any(s.domain is not None for s in plan.subgroups):
-        return "a HyperNode sub-group with its own tier limit"
+    if plan is not None and any(s.policy >= 0 for s in plan.subgroups):
+        return "a HyperNode subGroupPolicy (sub-groups placed whole, in their own HyperNodes)"
     rules: list[DomainRule] = []
     domain = block.domain_of(u)
     if domain is not None:

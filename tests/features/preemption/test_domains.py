@@ -26,7 +26,8 @@ from clients.cli import app
 from solver import SchedulerConf, schedule
 from solver.decision import Decision
 from tests.builders import gather, model, network_topology, node, pod, podgroup, workload_podgroup
-from tests.features.topology.hypernode.fixtures import hypernode, vc_group
+from tests.features.topology.hypernode.fixtures import FOUR, TWO_TIERS, hypernode, vc_group
+from tests.features.topology.hypernode.fixtures import conf as hypernode_conf
 from tests.features.topology.kueue.helpers import POOL, REQUIRED, SLICE_LEVEL, SLICE_SIZE
 from tests.features.topology.kueue.helpers import topology as kueue_topology
 
@@ -379,3 +380,31 @@ def test_the_rack_example_frees_the_cheaper_rack_on_the_command_line() -> None:
         ]
     table = CliRunner().invoke(app, ["schedule", "-f", str(example), "--preempt", "-o", "table"])
     assert "Victims" in table.stdout and "nominated 4  evicted 4" in table.stdout
+
+
+def test_a_hypernode_sub_group_policy_is_refused_in_words() -> None:
+    # four 2-cpu nodes in two tier-1 leaves, each running a low-priority 2-cpu pod; a job of
+    # two 2-cpu pods with a subGroupPolicy would need evictions: not planned, said.
+    busy = [
+        pod(f"low-{n}", "c1").requests(cpu="2", memory="1G").priority(1).on(n).obj()
+        for n in ("s0-n1", "s0-n2", "s1-n3", "s1-n4")
+    ]
+    pg = vc_group("pg1", 2, "hard", 2)
+    pg["spec"]["subGroupPolicy"] = [
+        {"name": "p", "matchLabelKeys": ["pipeline"], "subGroupSize": 2, "minSubGroups": 1}
+    ]
+    members = [
+        pod(f"p{i}", "c1")
+        .annotate("scheduling.k8s.io/group-name", "pg1")
+        .requests(cpu="2", memory="1G")
+        .priority(1000)
+        .label("pipeline", "a")
+        .obj()
+        for i in range(2)
+    ]
+    d = schedule(
+        model(*FOUR, *TWO_TIERS, *busy, pg, *members), hypernode_conf(), engine="greedy",
+        preempt=True,
+    )  # fmt: skip
+    assert d.victims == ()
+    assert "preemption: not planned for a HyperNode subGroupPolicy" in d.podgroups["c1/pg1"].reason
