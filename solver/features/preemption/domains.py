@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solver.features.preemption.greedy import cheapest_nodes, finish_plan, reprieve
+from solver.features.preemption.greedy import finish_plan, reprieve, rule_nodes
 from solver.features.preemption.plans import PreemptionPlan, plan_cost
 from solver.features.preemption.pool import CandidatePool
 from solver.features.preemption.victims import PreemptionInput
@@ -120,7 +120,7 @@ def _best_domain(
         saved = room[nodes].copy()
         placed: dict[int, list[int]] = {}
         for t, count in need.items():
-            chosen = cheapest_nodes(problem, t, count, room, pool.node_cost, nodes)
+            chosen = rule_nodes(problem, rule, t, count, room, pool.node_cost, nodes)
             if chosen.size < count:
                 placed = {}
                 break

@@ -32,6 +32,7 @@ __all__ = [
     "ineligible",
     "reclaim_plan",
     "reprieve",
+    "rule_nodes",
     "shortfall",
 ]
 
@@ -76,7 +77,7 @@ def _in_one_domain(
         saved = trial[nodes].copy()
         out: dict[int, list[int]] = {}
         for t, count in need.items():
-            chosen = cheapest_nodes(problem, t, count, trial, zero, nodes)
+            chosen = rule_nodes(problem, rule, t, count, trial, zero, nodes)
             if chosen.size < count:
                 break
             np.subtract.at(trial, chosen, problem.type_demand[t])
@@ -223,6 +224,42 @@ def cheapest_nodes(
     order = order[slots[order] > 0]
     take = np.minimum(slots[order], np.maximum(count - (np.cumsum(slots[order]) - slots[order]), 0))
     return np.repeat(nodes[order[take > 0]], take[take > 0])
+
+
+def rule_nodes(
+    problem: Problem,
+    rule: DomainRule,
+    t: int,
+    count: int,
+    room: IntArray,
+    node_cost: IntArray,
+    nodes: IntArray,
+) -> IntArray:
+    """`cheapest_nodes` among `nodes` (one domain of the rule), in whole slices when the rule
+    has them: slice domains in (their nodes' summed cost ↑, index) order, each taking as
+    many whole slices as its room holds, until `count` pods have nodes."""
+    if rule.slices is None:
+        return cheapest_nodes(problem, t, count, room, node_cost, nodes)
+    slice_of, size = rule.slices
+    inside = slice_of[nodes]
+    nodes, inside = nodes[inside >= 0], inside[inside >= 0]
+    values, at = np.unique(inside, return_inverse=True)
+    cost = np.bincount(at, weights=node_cost[nodes], minlength=values.size)
+    chosen: list[IntArray] = []
+    left = count
+    for k in np.lexsort((values, cost)).tolist():
+        members = nodes[at == k]
+        fits = cheapest_nodes(problem, t, left, room, node_cost, members)
+        take = (fits.size // size) * size
+        if take:
+            chosen.append(fits[:take])
+            np.subtract.at(room, fits[:take], problem.type_demand[t])
+            left -= take
+        if left == 0:
+            break
+    picked = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+    np.add.at(room, picked, problem.type_demand[t])  # the caller charges them
+    return picked
 
 
 def shortfall(problem: Problem, t: int, placed: int, count: int, room: IntArray) -> str:

@@ -11,9 +11,11 @@ array":
 
 A consumer that places a unit outside the placement engines (preemption's dry run) reads
 these rules instead of the dialects (Koordinator's gather, which also counts offer slots
-and podCountMultiple, keeps its own planner there). What a rule cannot say is refused in words: Kueue
-slices (`podset-slice-*`: a multiple of the slice size in every domain of another level)
-and HyperNode `subGroupPolicy` (sub-groups of `subGroupSize` pods placed whole, each
+and podCountMultiple, keeps its own planner there). A Kueue pod set with slices
+(`podset-slice-required-topology` + `podset-slice-size`) adds them to its rule: in every
+domain of the slice level, a multiple of the slice size of its pods. What a rule cannot
+say is refused in words: multi-layer slices, slices beside a leader or without a required
+level, and HyperNode `subGroupPolicy` (sub-groups of `subGroupSize` pods placed whole, each
 possibly inside a HyperNode of its own).
 """
 
@@ -37,6 +39,8 @@ class DomainRule:
     names: tuple[str, ...]  # [D] each domain's name
     rule: str  # the rule in its dialect's words, e.g. "one HyperNode within its tier"
     whole: bool = False  # every pod of `types` (a Kueue pod set is admitted whole)
+    slices: tuple[IntArray, int] | None = None  # ([N] the node's slice domain, slice size):
+    #   in every slice domain, a multiple of the size of the rule's pods (Kueue slices)
 
 
 def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
@@ -56,10 +60,14 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         rules.append(DomainRule(types, domain, names, block.unit_domain_rule[u] or "one domain"))
     for ps in block.kueue(u) or ():
         req = ps.request
-        if req.slice_size != 1 or req.layers:
-            return f"Kueue pod set {ps.name}: topology slices"
+        sliced = req.slice_size != 1
+        if sliced and (req.layers or ps.leader is not None or len(ps.types) != 1):
+            return f"Kueue pod set {ps.name}: multi-layer slices, or slices beside a leader"
+        if sliced and not req.required:
+            return f"Kueue pod set {ps.name}: topology slices without a required level"
         if not req.required:
             continue
+        slices = (ps.tree.node_domain(req.slice_level), req.slice_size) if sliced else None
         names = tuple("/".join(path) for path in ps.tree.paths[req.level])
         level = ps.tree.levels[req.level]
         rules.append(
@@ -69,6 +77,7 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
                 names,
                 f"one {level} domain (Kueue pod set {ps.name})",
                 whole=True,
+                slices=slices,
             )
         )
     return rules

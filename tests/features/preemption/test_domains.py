@@ -166,7 +166,41 @@ def test_no_rack_can_be_freed_so_nothing_is_evicted(dialect: str, engine: str) -
         assert reason.endswith("holds 1")  # a rack frees one node's 4 GPUs: one pod
 
 
-def test_kueue_slices_are_refused_in_words() -> None:
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_kueue_slices_are_kept_whole_in_every_rack(engine: str) -> None:
+    #   block b1:  rack r1: r1-0 [3 GPU]     rack r2: r2-0 [3 GPU]     (each: 3 x 1-GPU pods)
+    # 4 pods of 1 GPU inside the block, in slices of 2 per rack. The cheapest node alone
+    # (r1-0, priority 1) takes 3, leaving 1 for r2: an odd count in each rack. Slices take
+    # 2 on each node, reprieving one pod on each.
+    objects = [
+        *racked_nodes([1, 1], 3),
+        *(
+            pod(f"low-{n}-{i}", "batch").requests(cpu="1", gpu=1).priority(p).on(n).obj()
+            for n, p in (("r1-0", 1), ("r2-0", 2))
+            for i in range(3)
+        ),
+        *kueue_topology((BLOCK, RACK, HOST)),
+        podgroup("job", 4),
+        *[
+            pod(f"job-{i}")
+            .requests(cpu="1", gpu=1)
+            .priority(1000)
+            .label("scheduling.x-k8s.io/pod-group", "job")
+            .annotate(REQUIRED, BLOCK)
+            .annotate(SLICE_LEVEL, RACK)
+            .annotate(SLICE_SIZE, "2")
+            .obj()
+            for i in range(4)
+        ],
+    ]
+    d = run(objects, engine)
+    assert sorted(nominated(d)) == ["r1-0", "r2-0"]
+    per_node = [p.nominated for k, p in d.placements.items() if k.startswith("default/job")]
+    assert sorted(per_node) == ["r1-0", "r1-0", "r2-0", "r2-0"]
+    assert len(d.victims) == 4
+
+
+def test_kueue_slices_without_a_required_level_are_refused_in_words() -> None:
     objects = [
         *nodes(),
         *running({"r1-a": 1, "r1-b": 1, "r2-a": 1, "r2-b": 1}),
@@ -175,12 +209,12 @@ def test_kueue_slices_are_refused_in_words() -> None:
         *members(
             "job",
             labels={"scheduling.x-k8s.io/pod-group": "job"},
-            annotations={REQUIRED: BLOCK, SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
+            annotations={SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
         ),
     ]
     d = run(objects, "greedy")
     assert d.victims == ()
-    assert "preemption: not planned for Kueue pod set main: topology slices" in (
+    assert "preemption: not planned for Kueue pod set main: topology slices without" in (
         d.podgroups["default/job"].reason
     )
 
