@@ -195,8 +195,10 @@ def _that_can_help(
     candidates: IntArray,
 ) -> IntArray:
     """The candidates whose eviction can make room: a victim that frees nothing of a
-    resource the required pods could ever be short of on its node is never in an optimal
-    plan (it only costs), so it is left out of the model — exactly, not as a heuristic.
+    resource the required pods could ever be short of on its node is evicted by an optimal
+    plan only as part of a whole victim gang, so it is left out of the model (its gang's
+    other members may then not go below minMember, as with the node pre-filter: the model
+    stays a restriction, its answer valid and never worse than the greedy's hint).
     Resource r binds on node n only if the most the required pods could load there
     (Σ_t min(count_t, pods of t that fit with every candidate gone) · d_tr) exceeds free."""
     room_all = free.copy()
