@@ -56,22 +56,22 @@ CLIENT_CODES = {
 # ----------------------------------------------------------------------------- the CLI
 
 
-def run_cli(text: str) -> tuple[int, str, str]:
-    """`gangplan schedule -f` on `text`; the exit code and what it printed. An exception
+def run_cli(text: str, preempt: bool = False) -> tuple[int, str, str]:
+    """`gangplan schedule -f` on `text` (with `--preempt`: preemption in every topology
+    dialect on the hostile input too); the exit code and what it printed. An exception
     escaping the command (a traceback for a user) fails the test here."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "input.yaml"
         path.write_text(text, encoding="utf-8")
-        result = CliRunner().invoke(
-            app, ["schedule", "-f", str(path), "--engine", "greedy", "-o", "json"]
-        )
+        args = ["schedule", "-f", str(path), "--engine", "greedy", "-o", "json"]
+        result = CliRunner().invoke(app, args + (["--preempt"] if preempt else []))
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"traceback for input:\n{text[:2000]}") from result.exception
     return result.exit_code, result.stdout, result.stderr
 
 
-def check_cli_answer(text: str) -> int:
-    code, stdout, stderr = run_cli(text)
+def check_cli_answer(text: str, preempt: bool = False) -> int:
+    code, stdout, stderr = run_cli(text, preempt)
     assert code in (0, 2), f"exit {code}: {stderr[-2000:]}"
     if code == 0:
         json.loads(stdout)  # a whole Decision
@@ -80,9 +80,9 @@ def check_cli_answer(text: str) -> int:
     return code
 
 
-@given(hostile_manifest_text())
-def test_hostile_manifests_get_a_decision_or_one_error(text: str) -> None:
-    check_cli_answer(text)
+@given(hostile_manifest_text(), st.booleans())
+def test_hostile_manifests_get_a_decision_or_one_error(text: str, preempt: bool) -> None:
+    check_cli_answer(text, preempt)
 
 
 @given(invalid_manifest_text())
@@ -92,9 +92,9 @@ def test_manifests_invalid_by_construction_are_refused(text: str) -> None:
 
 @pytest.mark.slow
 @settings(max_examples=SLOW_EXAMPLES)
-@given(hostile_manifest_text())
-def test_hostile_manifests_long_run(text: str) -> None:
-    check_cli_answer(text)
+@given(hostile_manifest_text(), st.booleans())
+def test_hostile_manifests_long_run(text: str, preempt: bool) -> None:
+    check_cli_answer(text, preempt)
 
 
 # ----------------------------------------------------------------------------- gRPC
