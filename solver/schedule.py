@@ -201,16 +201,10 @@ def _schedule(
             problems[0],
             other,
         )
-        note = (
-            f"the {engine} engine's answer failed verification ({problems[0]}); the {other} "
-            "engine's verified answer is given instead (please report this)"
-        )
-        return replace(
+        return _fallen_back(
             again,
-            status="HEURISTIC",
-            bound=None,
-            notes=(*again.notes, note),
-            stats={**again.stats, "verify_fallback": 1},
+            f"the {engine} engine's answer failed verification ({problems[0]}); the {other} "
+            "engine's verified answer is given instead (please report this)",
         )
     if any(after.wanted(conf, preempt) for after in AFTER_PLACEMENT):
         # the placement alone, evicting nobody
@@ -218,16 +212,21 @@ def _schedule(
         again = run(engine, left, evict=False)
         if not verify(snapshot, conf, again, workload):
             LOG.warning("preemption's plan failed verification: %s; nothing evicted", problems[0])
-            note = (
-                f"the preemption plan failed verification ({problems[0]}); nothing is "
-                "evicted (please report this)"
-            )
-            return replace(
+            return _fallen_back(
                 again,
-                status="HEURISTIC",
-                bound=None,
-                notes=(*again.notes, note),
-                stats={**again.stats, "verify_fallback": 1},
+                f"the preemption plan failed verification ({problems[0]}); nothing is "
+                "evicted (please report this)",
             )
     listed = "\n  ".join(problems[:20])
     raise InternalError(f"decision failed verification ({len(problems)}):\n  {listed}")
+
+
+def _fallen_back(decision: Decision, note: str) -> Decision:
+    """A verified answer given instead of one that failed: heuristic, with the note."""
+    return replace(
+        decision,
+        status="HEURISTIC",
+        bound=None,
+        notes=(*decision.notes, note),
+        stats={**decision.stats, "verify_fallback": 1},
+    )

@@ -44,7 +44,7 @@ from solver.features.preemption import preempt  # noqa: E402
 from solver.features.preemption.victims import compile_preemption  # noqa: E402
 from solver.kube import RawObject, build_model  # noqa: E402
 from solver.model import ClusterModel, Gang, Pod  # noqa: E402
-from solver.snapshot import Workload  # noqa: E402
+from solver.snapshot import Workload, gang_of_one  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 GPU = "nvidia.com/gpu"
@@ -251,15 +251,7 @@ def running_pods(
                 requests={"cpu": 1000 if gpu else 500, GPU: 2 if gpu else 0, "pods": 1},
             )
         )
-        gangs[f"batch/{name}"] = Gang(
-            id=f"batch/{name}",
-            namespace="batch",
-            name=name,
-            dialect="none",
-            min_member=1,
-            total_number=1,
-            members=(f"batch/{name}",),
-        )
+        gangs[f"batch/{name}"] = gang_of_one(pods[-1])
     return pods, gangs
 
 
