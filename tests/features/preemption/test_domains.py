@@ -8,7 +8,8 @@ A 2-pod gang of 4-GPU pods that must run inside one rack, on a full cluster:
 
 Evicting the cheapest pods anywhere frees r1-a and r2-a (two racks: the gang still cannot
 run, Kueue #5243). Preemption must free one rack's worth inside one rack, the cheaper one,
-or evict nothing.
+or evict nothing — in every dialect: the Workload API, Godel, Kueue, Volcano HyperNode,
+Koordinator and KAI-Scheduler.
 """
 
 from __future__ import annotations
@@ -115,12 +116,32 @@ def koordinator() -> Objects:
     ]
 
 
+def kai() -> Objects:
+    topology = {
+        "apiVersion": "kai.scheduler/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": "cluster-topology"},
+        "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]},
+    }
+    pg = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "job", "namespace": "default"},
+        "spec": {
+            "minMember": 2,
+            "topologyConstraint": {"topology": "cluster-topology", "requiredTopologyLevel": RACK},
+        },
+    }
+    return [topology, pg, *members("job", annotations={"pod-group-name": "job"})]
+
+
 DIALECTS = {
     "workload-api": workload_api,
     "godel": godel,
     "kueue": kueue,
     "hypernode": hypernodes,
     "koordinator": koordinator,
+    "kai": kai,
 }
 
 
