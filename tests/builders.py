@@ -403,6 +403,28 @@ def volcano_job(
     return out
 
 
+def volcano_batch_job(name: str, queue_name: str, replicas: int, cpu: str = "1") -> dict[str, Any]:
+    """A `batch.volcano.sh` Job of one task (`minAvailable` = its replicas): the workload
+    object, expanded by gangplan's reader into a PodGroup and pods."""
+    container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "minAvailable": replicas,
+            "queue": queue_name,
+            "tasks": [
+                {
+                    "name": "t",
+                    "replicas": replicas,
+                    "template": {"spec": {"containers": [container]}},
+                }
+            ],
+        },
+    }
+
+
 def queue_tree(cluster: ClusterModel, conf: SchedulerConf) -> QueueTree | None:
     """The queue tree the conf's quota plugin builds for a whole input (None without one)."""
     if conf.enabled("capacity-card"):

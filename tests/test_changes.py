@@ -29,6 +29,7 @@ from tests.builders import (
     queue,
     raw,
     spine_block_topology,
+    volcano_batch_job,
 )
 from tests.test_properties import clusters
 from tests.why.test_properties import rich_clusters
@@ -153,18 +154,7 @@ def test_a_gang_refused_at_enqueue_gets_the_capability_it_lacks() -> None:
     """A Volcano job of 3 × 1 cpu (minResources 3 cpu) in queue small (capability 2 cpu):
     refused at enqueue; +1 cpu on small lets it in and run. Under an ancestor with the same
     cap, only raising both does: that is offered as one change on both queues."""
-    job = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "vj"},
-        "spec": {
-            "minAvailable": 3,
-            "queue": "small",
-            "tasks": [{"name": "t", "replicas": 3, "template": {"spec": {"containers": [
-                {"name": "c", "resources": {"requests": {"cpu": "1"}}}
-            ]}}}],
-        },
-    }  # fmt: skip
+    job = volcano_batch_job("vj", "small", 3)
     alone = load_objects(
         raw(node("n").cpu("16").obj(), queue("small", capability={"cpu": "2"}), job)
     )

@@ -25,8 +25,9 @@ import numpy as np
 from solver import SchedulerConf, compile_problem, snapshot_of
 from solver.engines.greedy import solve_greedy
 from solver.features.preemption import preempt
-from solver.features.preemption.victims import compile_preemption
+from solver.features.preemption.victims import PreemptionInput, compile_preemption
 from solver.model import ClusterModel, Gang, Node, Pod
+from solver.problem import IntArray, Problem
 from solver.snapshot import Workload
 
 HERE = Path(__file__).resolve().parent
@@ -98,6 +99,18 @@ def instance(
     )
 
 
+def dry_run_input(
+    model: ClusterModel, conf: SchedulerConf
+) -> tuple[Problem, PreemptionInput, list[IntArray]]:
+    """What `preempt` reads for a model: its Problem, the potential victims and the greedy
+    placement it runs after."""
+    snapshot = snapshot_of(model)
+    workload = Workload.everything(snapshot)
+    problem = compile_problem(snapshot, conf, workload)
+    placed = solve_greedy(problem).pod_node
+    return problem, compile_preemption(snapshot, workload, problem), placed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=50)
@@ -114,12 +127,7 @@ def main() -> None:
     rows = []
     latencies: list[float] = []
     for seed in range(args.seeds):
-        model = instance(seed)
-        snapshot = snapshot_of(model)
-        workload = Workload.everything(snapshot)
-        problem = compile_problem(snapshot, conf, workload)
-        placed = solve_greedy(problem).pod_node
-        pre = compile_preemption(snapshot, workload, problem)
+        problem, pre, placed = dry_run_input(instance(seed), conf)
         times = []
         for _ in range(args.reps if seed == 0 else 3):
             t0 = time.perf_counter()

@@ -37,14 +37,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from solver import SchedulerConf, compile_problem, schedule, snapshot_of  # noqa: E402
+from benchmarks.preemption.run import dry_run_input  # noqa: E402
+from solver import SchedulerConf, schedule  # noqa: E402
 from solver.collector import full_collections_held  # noqa: E402
-from solver.engines.greedy import solve_greedy  # noqa: E402
 from solver.features.preemption import preempt  # noqa: E402
-from solver.features.preemption.victims import compile_preemption  # noqa: E402
 from solver.kube import RawObject, build_model  # noqa: E402
 from solver.model import ClusterModel, Gang, Pod  # noqa: E402
-from solver.snapshot import Workload, gang_of_one  # noqa: E402
+from solver.snapshot import gang_of_one  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 GPU = "nvidia.com/gpu"
@@ -275,11 +274,7 @@ def measure(
 ) -> dict[str, Any]:
     conf = SchedulerConf.default()
     model = instance(dialect, seed, running, smoke)
-    snapshot = snapshot_of(model)
-    workload = Workload.everything(snapshot)
-    problem = compile_problem(snapshot, conf, workload)
-    placed = solve_greedy(problem).pod_node
-    pre = compile_preemption(snapshot, workload, problem)
+    problem, pre, placed = dry_run_input(model, conf)
     times = []
     for _ in range(reps):
         with full_collections_held():  # as `schedule` runs every call

@@ -8,7 +8,7 @@ import pytest
 
 from solver import SchedulerConf, schedule
 from solver.kube import load_objects
-from tests.builders import model, node, pod, podgroup, queue, raw, volcano_job
+from tests.builders import model, node, pod, podgroup, queue, raw, volcano_batch_job, volcano_job
 
 ENGINES = ["greedy", "cpsat", "auto"]
 
@@ -18,18 +18,7 @@ def test_a_gang_blocked_by_its_queue_alone_is_told_the_quota(engine: str) -> Non
     """A Volcano job of 3 x 1 cpu in a queue capped at 2 cpu, alone on a 16-cpu node. CP-SAT
     said "fits on the cluster on its own; the room went to other pending gang groups"; the
     allocate gate's reason is `test_the_allocate_gate_is_named_without_min_resources`."""
-    job = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "vj"},
-        "spec": {
-            "minAvailable": 3,
-            "queue": "small",
-            "tasks": [{"name": "t", "replicas": 3, "template": {"spec": {"containers": [
-                {"name": "c", "resources": {"requests": {"cpu": "1"}}}
-            ]}}}],
-        },
-    }  # fmt: skip
+    job = volcano_batch_job("vj", "small", 3)
     cluster = load_objects(
         raw(node("n").cpu("16").obj(), queue("small", capability={"cpu": "2"}), job)
     )
