@@ -3,6 +3,7 @@ interceptors, TLS and metrics, bound but not started (as grpc's own examples do)
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent import futures
@@ -25,6 +26,8 @@ from server.store import SnapshotStore, settle
 from server.warmup import warm_up
 
 __all__ = ["SERVICE_NAME", "GangplanServer", "create_server"]
+
+log = logging.getLogger("gangplan.server")
 
 SERVICE_NAME: str = spb.DESCRIPTOR.services_by_name["PlacementService"].full_name
 
@@ -76,6 +79,7 @@ class GangplanServer:
             # New calls get UNAVAILABLE from admission while the admitted ones finish; grpc's
             # own stop comes after, when it can no longer cut an admitted call short.
             self.admission.close()
+            log.info(f"refusing new calls; admitted calls have {grace:g} s")
             self.admission.wait_idle(end - time.monotonic())
         self.server.stop(max(0.0, end - time.monotonic())).wait()
         self.servicer.drain.close()

@@ -171,9 +171,10 @@ def test_sigterm_answers_every_admitted_call_before_the_grace_ends() -> None:
 def test_calls_arriving_during_the_drain_are_refused_with_unavailable_never_cancelled() -> None:
     """While the admitted call finishes, every new call gets UNAVAILABLE from admission
     (what clients retry on another replica); grpc's own stop, which ends a call on its way
-    in with CANCELLED, runs only when no admitted call is left. (On a loaded machine a call
-    sent right after the signal may reach admission before the handler runs: it is answered.)"""
-    with slow_server(1.5) as (proc, port):
+    in with CANCELLED, runs only when no admitted call is left. (The late calls start once the
+    server logs that admission is closed: sent right after the signal, on a loaded machine,
+    one may reach admission before the handler runs, and is rightly answered.)"""
+    with slow_server(3.0) as (proc, port):
         codes: list[grpc.StatusCode] = []
         details: list[str] = []
         with Client(f"127.0.0.1:{port}", retries=0, timeout=15) as client:
@@ -183,6 +184,8 @@ def test_calls_arriving_during_the_drain_are_refused_with_unavailable_never_canc
             in_flight.start()
             _wait_for(proc.stderr, "solving")
             proc.send_signal(signal.SIGTERM)
+            # admission is closed from this line on; the call in flight has ~3 s to go
+            _wait_for(proc.stderr, "refusing new calls")
             with Client(f"127.0.0.1:{port}", retries=0, timeout=2) as late:
                 deadline = time.monotonic() + 1.0
                 while time.monotonic() < deadline:
@@ -194,11 +197,8 @@ def test_calls_arriving_during_the_drain_are_refused_with_unavailable_never_canc
                         details.append(err.details)
                     time.sleep(0.01)
             in_flight.join(15)
-        # A call that reached admission before the signal was handled is answered (OK);
-        # from the first refusal on, every call is refused with UNAVAILABLE, never CANCELLED.
-        assert grpc.StatusCode.UNAVAILABLE in codes, codes
-        refused = codes[codes.index(grpc.StatusCode.UNAVAILABLE) :]
-        assert set(refused) == {grpc.StatusCode.UNAVAILABLE}, set(refused)
-        assert set(codes) <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}, set(codes)
+        # Admission closed before the first late call: every one is refused with UNAVAILABLE
+        # (what clients retry on another replica), none answered, none CANCELLED.
+        assert codes and set(codes) == {grpc.StatusCode.UNAVAILABLE}, codes
         assert any("shutting down" in d for d in details), details[:3]
         assert proc.wait(15) == 0
