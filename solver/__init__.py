@@ -11,6 +11,7 @@ Everything a caller needs is re-exported here.
 from solver.compile import compile_problem
 from solver.config import SchedulerConf, conf_from_text, load_conf
 from solver.decision import Decision, GroupOutcome, Placement, Victim
+from solver.defrag import DefragGoal, DefragPlan, defragment
 from solver.errors import ConfigError, GangplanError, InputError, InternalError, ManifestError
 from solver.explain import explain
 from solver.kube import load_manifests, load_objects
@@ -25,6 +26,8 @@ __all__ = [
     "ClusterModel",
     "ConfigError",
     "Decision",
+    "DefragGoal",
+    "DefragPlan",
     "Delta",
     "GangplanError",
     "GroupOutcome",
@@ -40,6 +43,7 @@ __all__ = [
     "check",
     "compile_problem",
     "conf_from_text",
+    "defragment",
     "explain",
     "load_conf",
     "load_manifests",

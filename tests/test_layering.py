@@ -13,8 +13,8 @@ Layers, lowest first (a module may import its own layer and the ones below, neve
     6  solver.compile, solver.engines
     7  solver.decide, solver.why                        the answer: names, certificates
     8  solver.schedule
-    9  solver.explain, solver.views, solver.changes,     the library's answers beside a Decision
-       solver.start
+    9  solver.explain, solver.views, solver.changes,     the library's answers beside a Decision,
+       solver.start, solver.defrag                     and the defragmentation planner
     10 solver (the package), solver.codec               the library's front doors
     11 server
     12 clients, gangplan (the client facade)
@@ -67,6 +67,7 @@ LAYERS: dict[str, int] = {
     "solver.explain": 9,
     "solver.changes": 9,
     "solver.start": 9,
+    "solver.defrag": 9,
     "solver.views": 9,
     "solver": 10,
     "solver.codec": 10,

@@ -10,6 +10,7 @@ in one comment line above it.
 """
 
 from solver.sat._classes import MAX_PATTERN_CELLS, NodeClass, node_classes
+from solver.sat._stop import stop_on
 from solver.sat._terms import SAFE_WEIGHT, Term, combine, ordered
 from solver.sat._vars import PlacementVars
 
@@ -22,4 +23,5 @@ __all__ = [
     "combine",
     "node_classes",
     "ordered",
+    "stop_on",
 ]

@@ -30,6 +30,10 @@ Rules, and the plugins that put them in force:
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
 
+A defragmentation plan (`solver.defrag`) is checked by `verify_moves` (`_moves`): room at
+every step, the freed nodes empty, gangs whole and as compact as they were, each pod on a
+node with its old node's labels and taints.
+
 A constraint this verifier does not know is not silently passed: the input readers refuse
 or note what gangplan does not enforce.
 """
@@ -57,8 +61,9 @@ from solver.verify import (
     _topology,
 )
 from solver.verify._context import VerifyContext
+from solver.verify._moves import verify_moves
 
-__all__ = ["ANNOTATIONS", "check", "verify"]
+__all__ = ["ANNOTATIONS", "check", "verify", "verify_moves"]
 
 Rule = Callable[[VerifyContext], list[str]]
 

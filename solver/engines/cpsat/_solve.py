@@ -18,10 +18,7 @@ finds no solution in time the greedy answer is returned with status HEURISTIC.
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -41,7 +38,7 @@ from solver.engines.cpsat._modules import (
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
 from solver.problem import IntArray, Problem, evaluate, proven_optimal
-from solver.sat import PlacementVars, combine, node_classes, ordered
+from solver.sat import PlacementVars, combine, node_classes, ordered, stop_on
 
 __all__ = ["solve_auto", "solve_cpsat"]
 
@@ -170,7 +167,7 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     lexicographic = objective is None
     staged: list[int] | None = None
     solve_started = time.perf_counter()
-    with _stop_on(params.stop, solver):
+    with stop_on(params.stop, solver):
         if lexicographic:
             status, proven_all, staged = _solve_lexicographically(
                 model, solver, ordered(problem, terms), budget, callback, params
@@ -265,30 +262,6 @@ def _greedy_instead(greedy: EngineResult, engine: str, why: str) -> EngineResult
     greedy.engine, greedy.status = engine, "HEURISTIC"
     greedy.stats = {**greedy.stats, why: 1}
     return greedy
-
-
-@contextmanager
-def _stop_on(stop: threading.Event | None, solver: cp_model.CpSolver) -> Iterator[None]:
-    """While the block runs, `stop` being set stops `solver`'s search (from a watcher
-    thread: CP-SAT's stop_search is safe to call from anywhere)."""
-    if stop is None:
-        yield
-        return
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            if stop.wait(0.05):
-                solver.stop_search()
-                return
-
-    watcher = threading.Thread(target=watch, name="cpsat-stop", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        done.set()
-        watcher.join()
 
 
 def _solve_lexicographically(

@@ -1,0 +1,168 @@
+"""A defragmentation plan: which units move where, and what it frees.
+
+`Choice` is what an engine decides (domains freed, units moved, each moved pod's node);
+`DefragPlan` is the answer: the moves in an order that keeps every step valid, per freed
+domain what it cost, the bound and the gap.
+
+Every move lands on room that is free *before* the plan starts — never on room another
+move frees — so every order is valid: evicting and re-creating the pods one by one, or
+creating each new pod before its old one goes (make-before-break). The plan lists them
+domain by domain, a gang's pods together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from solver.defrag._goal import DefragGoal
+from solver.defrag._input import DefragInput
+
+__all__ = ["Choice", "DefragPlan", "Move", "plan_of"]
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class Choice:
+    freed: tuple[int, ...]  # domain indices
+    targets: Mapping[int, int]  # pod index -> node, for every pod of the freed domains' units
+
+
+@dataclass(frozen=True)
+class Move:
+    pod: str  # namespace/name
+    unit: str  # its gang, or the pod itself
+    source: str
+    target: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"pod": self.pod, "unit": self.unit, "from": self.source, "to": self.target}
+
+
+@dataclass(frozen=True)
+class DefragPlan:
+    goal: DefragGoal
+    engine: str  # greedy | cpsat
+    status: str  # OPTIMAL (proven) | FEASIBLE (CP-SAT, not proven) | HEURISTIC (greedy)
+    freed: tuple[str, ...]
+    already_free: tuple[str, ...]
+    moves: tuple[Move, ...]
+    domain_cost: Mapping[str, int]  # freed domain -> pods moved off it
+    units_moved: int
+    gangs_moved: int
+    gpus_moved: int  # GPUs of the moved pods (the work interrupted)
+    candidates: int  # domains that could be freed on their own
+    bound: float | None  # maximise: domains freeable at most; count: pods to move at least
+    gap: float | None  # (bound − found) / bound, or (found − bound) / found
+    blocked: Mapping[str, int]
+    solve_seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def pods_moved(self) -> int:
+        return len(self.moves)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "status": self.status,
+            "level": self.goal.level,
+            "freed": list(self.freed),
+            "already_free": list(self.already_free),
+            "pods_moved": self.pods_moved,
+            "units_moved": self.units_moved,
+            "gangs_moved": self.gangs_moved,
+            "gpus_moved": self.gpus_moved,
+            "domain_cost": dict(self.domain_cost),
+            "candidates": self.candidates,
+            "bound": self.bound,
+            "gap": self.gap,
+            "blocked": dict(self.blocked),
+            "moves": [m.to_dict() for m in self.moves],
+            "notes": list(self.notes),
+        }
+
+    def manifests(self) -> list[dict[str, Any]]:
+        """What a front end applies, in order: per moved pod an Eviction, and the
+        `nominatedNodeName` its replacement should get (a pod status patch)."""
+        out: list[dict[str, Any]] = []
+        for step, m in enumerate(self.moves, start=1):
+            ns, name = m.pod.split("/", 1)
+            meta = {
+                "name": name,
+                "namespace": ns,
+                "annotations": {"gangplan.io/defrag-step": str(step)},
+            }
+            out.append({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": meta})
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "namespace": ns},
+                    "status": {"nominatedNodeName": m.target},
+                }
+            )
+        return out
+
+
+def plan_of(
+    inp: DefragInput,
+    choice: Choice,
+    *,
+    engine: str,
+    status: str,
+    bound: float | None,
+    seconds: float,
+    notes: tuple[str, ...] = (),
+) -> DefragPlan:
+    running, names = inp.snapshot.running, inp.snapshot.nodes.names
+    freed = sorted(choice.freed, key=lambda d: inp.domains[d])
+    moved_units: dict[int, None] = {}
+    for d in freed:  # domain by domain, a unit with the first domain it frees
+        for u in inp.domain_units[d].tolist():
+            moved_units.setdefault(int(u), None)
+    moves = []
+    gpu = inp.axis.index(GPU) if GPU in inp.axis else -1
+    gpus = 0
+    for u in moved_units:
+        unit = inp.units[u]
+        for p in unit.pods.tolist():
+            row = int(inp.pod_rows[p])
+            moves.append(
+                Move(
+                    running.key(row),
+                    unit.name,
+                    names[int(inp.pod_node[p])],
+                    names[choice.targets[p]],
+                )
+            )
+            gpus += int(inp.pod_demand[p, gpu]) if gpu >= 0 else 0
+    cost = {inp.domains[d]: int(inp.cost[d]) for d in freed}
+    found = len(freed) if inp.goal.count is None else len(moves)
+    gap = None
+    if bound is not None:
+        if inp.goal.count is None:
+            gap = (bound - found) / bound if bound > 0 else 0.0
+        else:
+            gap = (found - bound) / found if found > 0 else 0.0
+        gap = max(0.0, round(gap, 6))
+    return DefragPlan(
+        goal=inp.goal,
+        engine=engine,
+        status=status,
+        freed=tuple(inp.domains[d] for d in freed),
+        already_free=tuple(name for d, name in enumerate(inp.domains) if inp.empty[d]),
+        moves=tuple(moves),
+        domain_cost=cost,
+        units_moved=len(moved_units),
+        gangs_moved=sum(inp.units[u].gang for u in moved_units),
+        gpus_moved=gpus,
+        candidates=int(inp.candidate.sum()),
+        bound=bound,
+        gap=gap,
+        blocked=inp.blocked,
+        solve_seconds=round(seconds, 4),
+        notes=notes,
+    )
