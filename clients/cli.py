@@ -6,6 +6,10 @@
                       [--kubeconfig F [--context C]]   (the live cluster, plus the files)
     gangplan why      -f FILE... (--gang NS/NAME | --pod NS/NAME) [--config CONF]
                       [--engine E] [--preempt] [--server HOST:PORT] [-o json|yaml|table]
+    gangplan defrag   -f FILE... [--level KEY] [--count N | --max-pods K] [--max-gangs J]
+                      [--shape RES=QTY]... [--protect-priority P] [--protect-namespace NS]...
+                      [--protect-label K=V]... [--max-cost-per-domain C] [--engine E]
+                      [--server HOST:PORT] [-o json|yaml|table]     (clients/defrag_cli.py)
     gangplan explain  -f FILE... [--config CONF] --pod NS/NAME [-o json|yaml|table]
                       [--kubeconfig F [--context C]]
     gangplan topology -f FILE... [-o json|yaml|table] [--nodes]
@@ -47,6 +51,7 @@ from clients._exit import fail
 from clients._options import Context, Files, Kubeconfig, LiveFiles, Output, OutputFormat
 from clients.cards_cli import cards_cmd
 from clients.config_cli import config_app
+from clients.defrag_cli import defrag_cmd
 from clients.expand_cli import expand_cmd
 from clients.health_cli import health_cmd
 from clients.plan_cli import plan_cmd
@@ -245,6 +250,7 @@ def _hypernode_tree(model: ClusterModel, output: OutputFormat, show_nodes: bool)
 
 app.command("schedule")(schedule_cmd)
 app.command("why")(why_cmd)
+app.command("defrag")(defrag_cmd)
 app.add_typer(queues_app, name="queues")
 app.add_typer(config_app, name="config")
 app.command("plan")(plan_cmd)

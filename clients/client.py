@@ -8,7 +8,7 @@
 
 Errors arrive as `ClientError` with the status code, the message and, for
 INVALID_ARGUMENT, the field violations. Only idempotent calls (PlaceJob, Preempt, Enqueue,
-ValidateQueues, PlanCapacity, Why and the health check) are retried, by gRPC's own retry policy,
+ValidateQueues, PlanCapacity, Why, Defragment and the health check) are retried, by gRPC's own retry policy,
 on UNAVAILABLE and RESOURCE_EXHAUSTED with exponential backoff; snapshot writes never are.
 """
 
@@ -35,7 +35,7 @@ __all__ = ["Client", "ClientError"]
 SERVICE = "gangplan.v1.PlacementService"
 # The calls that only read (server/servicer.py): PlaceJob, Preempt, Enqueue and
 # ValidateQueues solve or check against the snapshot without changing it (Preempt proposes
-# victims but evicts nothing) and PlanCapacity builds its own model of the snapshot plus the
+# victims but evicts nothing; Defragment proposes moves but moves nothing) and PlanCapacity builds its own model of the snapshot plus the
 # workload, so a second attempt after one that may have reached the server changes nothing.
 # The snapshot writes are not: a retried PutSnapshot without an id stores a second snapshot
 # and one with an id bumps the generation twice, a retried UpdateSnapshot whose first attempt
@@ -43,7 +43,15 @@ SERVICE = "gangplan.v1.PlacementService"
 # already gone: solver/snapshot/_snapshot.py, Snapshot.apply), and a retried DeleteSnapshot
 # reports NOT_FOUND for a delete that succeeded. The health check only reads too (a probe
 # that must see the first failure, as `gangplan health` does, passes retries=0).
-IDEMPOTENT = ("PlaceJob", "Preempt", "Enqueue", "ValidateQueues", "PlanCapacity", "Why")
+IDEMPOTENT = (
+    "PlaceJob",
+    "Preempt",
+    "Enqueue",
+    "ValidateQueues",
+    "PlanCapacity",
+    "Why",
+    "Defragment",
+)
 HEALTH_SERVICE = "grpc.health.v1.Health"
 MAX_RETRIES = 4  # gRPC caps a retry policy's maxAttempts at 5 (gRFC A6)
 
@@ -346,6 +354,29 @@ class Client:
         if now is not None:
             request.now.FromDatetime(now)
         response: spb.WhyResponse = self._call(self._stub.Why, request, timeout)
+        return response
+
+    def defragment(
+        self,
+        goal: spb.DefragmentGoal | None = None,
+        *,
+        snapshot: str | None = None,
+        cluster: pb.Cluster | None = None,
+        expected_generation: int = 0,
+        engine: str = "",
+        workers: int = 0,
+        seed: int = 0,
+        timeout: float | None = None,
+    ) -> spb.DefragmentResponse:
+        """The running pods to move so that whole nodes or domains become free (`goal`:
+        the level, a count or the most within `max_pods`, protections), with the bound and
+        the gap; nothing is moved. The call's deadline is the solver's time limit."""
+        request = spb.DefragmentRequest(
+            goal=goal or spb.DefragmentGoal(),
+            options=self._options(engine, "", workers, seed),
+            **self._source(snapshot, cluster, expected_generation),
+        )
+        response: spb.DefragmentResponse = self._call(self._stub.Defragment, request, timeout)
         return response
 
     def validate_queues(

@@ -26,19 +26,16 @@ search stop at once (`stop_search`), and a cancelled call's answer is dropped.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
-from google.protobuf import any_pb2
-from google.rpc import error_details_pb2, status_pb2
-from grpc_status import rpc_status
 
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
@@ -46,35 +43,31 @@ from server.drain import Drain
 from server.metrics import Metrics
 from server.plan import plan_capacity
 from server.settings import Settings
+from server.status import Abort, check_id, check_search_options, conf_from_text_cached, guard
 from server.store import (
-    NotFound,
     SnapshotStore,
-    StaleGeneration,
-    TooManySnapshots,
     collector_paused,
 )
 from server.why import clock, why_answer
 from solver import (
     SCHEMA,
-    ConfigError,
     Decision,
-    InputError,
-    InternalError,
-    SchedulerConf,
-    conf_from_text,
     load_conf,
 )
 from solver import schedule as solver_schedule
 from solver.codec import (
-    ConvertError,
     decision_to_proto,
     delta_from_proto,
+    goal_from_proto,
     job_from_proto,
+    plan_to_proto,
     snapshot_from_proto,
 )
+from solver.defrag import ENGINES as DEFRAG_ENGINES
+from solver.defrag import defragment
 from solver.engines import ENGINES
 from solver.model import PodSelection
-from solver.snapshot import DeltaError, Snapshot, Workload
+from solver.snapshot import Snapshot, Workload
 from solver.views import validate_queues
 
 __all__ = ["PlacementServicer", "ScheduleFn"]
@@ -82,107 +75,8 @@ __all__ = ["PlacementServicer", "ScheduleFn"]
 log = logging.getLogger("gangplan.server")
 
 ScheduleFn = Callable[..., Decision]  # `solver.schedule`'s signature; tests pass spies
-MAX_SNAPSHOT_ID = 253  # a Kubernetes object name's limit: ids are echoed in errors
 NO_DEADLINE = 1e6  # grpc reports a call without a deadline as ~infinite time remaining
 DRAIN_FLOOR = 0.05  # s: a call starting as the drain ends still gets the greedy's answer
-
-
-def _check_id(snapshot_id: str, field: str) -> None:
-    """An id no snapshot can have is INVALID_ARGUMENT in every method, not NOT_FOUND."""
-    if len(snapshot_id) > MAX_SNAPSHOT_ID:
-        message = f"longer than {MAX_SNAPSHOT_ID} characters"
-        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [(field, message)])
-
-
-class _Abort(Exception):
-    """Raised inside the servicer; turned into a status by `_guard`."""
-
-    def __init__(
-        self, code: grpc.StatusCode, message: str, violations: list[tuple[str, str]] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.violations = violations or []
-
-
-def _abort(context: grpc.ServicerContext, err: _Abort) -> NoReturn:
-    if not err.violations:
-        context.abort(err.code, err.message)
-    bad = error_details_pb2.BadRequest(
-        field_violations=[
-            error_details_pb2.BadRequest.FieldViolation(field=f, description=d)
-            for f, d in err.violations
-        ]
-    )
-    detail = any_pb2.Any()
-    detail.Pack(bad)
-    status = status_pb2.Status(code=err.code.value[0], message=err.message, details=[detail])
-    context.abort_with_status(rpc_status.to_status(status))
-    raise AssertionError("unreachable")  # abort raises
-
-
-MAX_SOLVER_WORKERS = 64  # CP-SAT num_workers
-MAX_SEED = 2**31 - 1  # CP-SAT random_seed is an int32
-
-
-def _check_search_options(options: Any) -> None:
-    """`options.workers` and `options.seed` within what CP-SAT takes (INVALID_ARGUMENT)."""
-    violations = []
-    if not 0 <= options.workers <= MAX_SOLVER_WORKERS:
-        violations.append(("options.workers", f"must be 0..{MAX_SOLVER_WORKERS}"))
-    if not 0 <= options.seed <= MAX_SEED:
-        violations.append(("options.seed", f"must be 0..{MAX_SEED}"))
-    if violations:
-        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid search options", violations)
-
-
-def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Maps the servicer's exceptions to status codes (see the module docstring)."""
-
-    @functools.wraps(method)
-    def wrapper(self: PlacementServicer, request: Any, context: grpc.ServicerContext) -> Any:
-        try:
-            return method(self, request, context)
-        except _Abort as err:
-            _abort(context, err)
-        except (ConvertError, DeltaError) as err:
-            _abort(context, _Abort(grpc.StatusCode.INVALID_ARGUMENT, str(err), err.violations))
-        except NotFound as err:
-            _abort(context, _Abort(grpc.StatusCode.NOT_FOUND, str(err)))
-        except StaleGeneration as err:
-            _abort(context, _Abort(grpc.StatusCode.FAILED_PRECONDITION, str(err)))
-        except TooManySnapshots as err:
-            _abort(context, _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err)))
-        except InputError as err:
-            _abort(context, _Abort(grpc.StatusCode.INVALID_ARGUMENT, str(err), [("", str(err))]))
-        except InternalError as err:
-            log.exception("internal error")
-            _abort(context, _Abort(grpc.StatusCode.INTERNAL, str(err)))
-        except Exception:
-            if context.code() is not None:  # type: ignore[attr-defined]  # grpc's abort
-                raise
-            # A bug, not the client's fault: INTERNAL with a log line, never UNKNOWN.
-            log.exception("unexpected error in %s", method.__name__)
-            _abort(
-                context,
-                _Abort(grpc.StatusCode.INTERNAL, "internal error; the server log has details"),
-            )
-
-    return wrapper
-
-
-@functools.lru_cache(maxsize=32)
-def _conf_from_text(text: str) -> SchedulerConf:
-    """Parse a Volcano conf sent in a request (cached: front ends resend the same text)."""
-    source = "options.scheduler_conf"
-    try:
-        return conf_from_text(text, source)
-    except ConfigError as err:
-        where = source + (f".{err.field}" if err.field else "")
-        raise _Abort(
-            grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {err.message}", [(where, err.message)]
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -211,22 +105,22 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
 
     # ------------------------------------------------------------------------- snapshots
 
-    @_guard
+    @guard
     def PutSnapshot(
         self, request: spb.PutSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.PutSnapshotResponse:
-        _check_id(request.snapshot_id, "snapshot_id")
+        check_id(request.snapshot_id, "snapshot_id")
         with collector_paused(len(request.cluster.pods)):
             snapshot = snapshot_from_proto(request.cluster, "cluster", SCHEMA)
             stored = self.store.put(snapshot, request.snapshot_id)
         self._snapshot_sizes()
         return spb.PutSnapshotResponse(snapshot_id=stored.id, generation=stored.generation)
 
-    @_guard
+    @guard
     def UpdateSnapshot(
         self, request: spb.UpdateSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.UpdateSnapshotResponse:
-        _check_id(request.snapshot_id, "snapshot_id")
+        check_id(request.snapshot_id, "snapshot_id")
         with collector_paused(
             len(request.upsert_pods) + len(request.remove_pods) + len(request.bindings)
         ):
@@ -240,11 +134,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             pod_count=len(stored.snapshot),
         )
 
-    @_guard
+    @guard
     def DeleteSnapshot(
         self, request: spb.DeleteSnapshotRequest, context: grpc.ServicerContext
     ) -> spb.DeleteSnapshotResponse:
-        _check_id(request.snapshot_id, "snapshot_id")
+        check_id(request.snapshot_id, "snapshot_id")
         self.store.delete(request.snapshot_id)
         self._snapshot_sizes()
         return spb.DeleteSnapshotResponse()
@@ -255,7 +149,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
 
     # ------------------------------------------------------------------------- placement
 
-    @_guard
+    @guard
     def PlaceJob(
         self, request: spb.PlaceJobRequest, context: grpc.ServicerContext
     ) -> spb.PlaceJobResponse:
@@ -266,7 +160,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             generation=answer.generation,
         )
 
-    @_guard
+    @guard
     def Preempt(
         self, request: spb.PreemptRequest, context: grpc.ServicerContext
     ) -> spb.PreemptResponse:
@@ -285,7 +179,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             generation=answer.generation,
         )
 
-    @_guard
+    @guard
     def Enqueue(
         self, request: spb.EnqueueRequest, context: grpc.ServicerContext
     ) -> spb.EnqueueResponse:
@@ -298,7 +192,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             admissions.append(spb.Admission(gang=gid, admitted=outcome.enqueued, reason=reason))
         return spb.EnqueueResponse(admissions=admissions, generation=answer.generation)
 
-    @_guard
+    @guard
     def ValidateQueues(
         self, request: spb.ValidateQueuesRequest, context: grpc.ServicerContext
     ) -> spb.ValidateQueuesResponse:
@@ -313,7 +207,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             ],
         )
 
-    @_guard
+    @guard
     def PlanCapacity(
         self, request: spb.PlanCapacityRequest, context: grpc.ServicerContext
     ) -> spb.PlanCapacityResponse:
@@ -323,24 +217,41 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             if request.WhichOneof("cluster_source") is None
             else self._cluster(request)[0]
         )
-        remaining = context.time_remaining()
-        budget = self.settings.time_limit
-        if remaining is not None and remaining < NO_DEADLINE:
-            budget = min(budget, self.settings.budget(remaining))
-            if budget <= 0.05:
-                raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline left no time to plan")
-        _check_search_options(request.options)
+        budget = self._call_budget(context, "plan")
+        check_search_options(request.options)
         workers = request.options.workers or self.settings.solver_workers or 1
         seed = request.options.seed or self.settings.seed
         return plan_capacity(snapshot, request, budget, workers, seed)
 
-    @_guard
+    @guard
+    def Defragment(
+        self, request: spb.DefragmentRequest, context: grpc.ServicerContext
+    ) -> spb.DefragmentResponse:
+        """A migration plan (`solver.defrag`): the deadline less the margin is its time
+        limit; a cancelled call or the drain's end stops CP-SAT with its best plan."""
+        goal = goal_from_proto(request.goal)
+        check_search_options(request.options)
+        engine = request.options.engine or "auto"
+        if engine not in DEFRAG_ENGINES:
+            message = f"unknown engine {engine!r} (available: {', '.join(DEFRAG_ENGINES)})"
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("options.engine", message)])
+        snapshot, generation = self._cluster(request)
+        budget = self._call_budget(context, "plan")
+        with self._stoppable(context) as stop:
+            plan = defragment(
+                snapshot, goal, engine=engine, time_limit=budget,
+                workers=request.options.workers or self.settings.solver_workers or 1,
+                seed=request.options.seed or self.settings.seed, stop=stop,
+            )  # fmt: skip
+        return plan_to_proto(plan, generation)
+
+    @guard
     def Why(self, request: spb.WhyRequest, context: grpc.ServicerContext) -> spb.WhyResponse:
         """The cycle PlaceJob runs, then the asked gang's certificate, changes and start
         estimate (`server.why`) within what is left of the deadline."""
         if not request.gang or "/" not in request.gang:
             message = "required: the gang as namespace/name (a pod's key for a pod alone)"
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
         started = time.perf_counter()
         clock(request)  # a bad `now` or runtime is refused before any work
         answer = self._solve(request, context)
@@ -350,42 +261,59 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             and request.gang not in answer.decision.placements
         ):
             message = f"no gang or pending pod {request.gang[:64]!r} in the call"
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
-        remaining = context.time_remaining()
-        budget = self.settings.time_limit
-        if remaining is not None and remaining < NO_DEADLINE:
-            budget = min(budget, self.settings.budget(remaining))
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
+        budget = self._call_budget(context)
         conf = (
-            _conf_from_text(request.options.scheduler_conf)
+            conf_from_text_cached(request.options.scheduler_conf)
             if request.options.scheduler_conf
             else None
         ) or self.default_conf
-        stop = threading.Event()  # the client gone or the drain over: stop searching
-        context.add_callback(stop.set)
-        self.drain.watch(stop)
-        try:
+        with self._stoppable(context) as stop:
             _, response = why_answer(
                 snapshot, request, answer.decision, conf, started + max(0.05, budget), stop
             )
-        finally:
-            self.drain.forget(stop)
-        if not context.is_active():
-            raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         response.decision.CopyFrom(self._decision(answer))
         response.generation = answer.generation
         return response
 
     # ------------------------------------------------------------------------- the pipeline
 
+    @contextlib.contextmanager
+    def _stoppable(self, context: grpc.ServicerContext) -> Iterator[threading.Event]:
+        """An event set when the RPC ends for any reason (a cancelled or disconnected call
+        stops its solver — CP-SAT's stop_search — instead of running out its budget) or when
+        the drain ends (its best answer goes out); a call no longer active is CANCELLED."""
+        stop = threading.Event()
+        context.add_callback(stop.set)
+        self.drain.watch(stop)
+        try:
+            yield stop
+        finally:
+            self.drain.forget(stop)
+        if not context.is_active():
+            raise Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
+
+    def _call_budget(self, context: grpc.ServicerContext, work: str = "") -> float:
+        """The solver's time for a call that is not a placement: the server's time limit,
+        or less what the deadline leaves; with `work` named, too little is DEADLINE_EXCEEDED."""
+        remaining = context.time_remaining()
+        budget = self.settings.time_limit
+        if remaining is not None and remaining < NO_DEADLINE:
+            budget = min(budget, self.settings.budget(remaining))
+            if work and budget <= 0.05:
+                message = f"the deadline left no time to {work}"
+                raise Abort(grpc.StatusCode.DEADLINE_EXCEEDED, message)
+        return budget
+
     def _cluster(self, request: Any) -> tuple[Snapshot, int]:
         which = request.WhichOneof("cluster_source")
         if which == "snapshot":
-            _check_id(request.snapshot.id, "snapshot.id")
+            check_id(request.snapshot.id, "snapshot.id")
             stored = self.store.get(request.snapshot.id, request.snapshot.expected_generation)
             return stored.snapshot, stored.generation
         if which == "cluster":
             return snapshot_from_proto(request.cluster, "cluster", SCHEMA), 0
-        raise _Abort(
+        raise Abort(
             grpc.StatusCode.INVALID_ARGUMENT,
             "name a snapshot or send a cluster",
             [("cluster_source", "set `snapshot` or `cluster`")],
@@ -411,27 +339,17 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
                 namespaces=frozenset(options.namespaces) or None,
             )
             workload, left = workload.select(selection)
-        conf = _conf_from_text(options.scheduler_conf) if options.scheduler_conf else None
+        conf = conf_from_text_cached(options.scheduler_conf) if options.scheduler_conf else None
         conf = conf or self.default_conf
         engine, kwargs, notes = self._budget(
             options, context, len(workload.pods), time.perf_counter() - started
         )
         if not context.is_active():
-            raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
+            raise Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if preempt:
             kwargs["preempt"] = True
-        # Set when the RPC ends for any reason: a cancelled or disconnected call stops its
-        # solver (CP-SAT's stop_search) instead of running out its budget.
-        stop = threading.Event()
-        context.add_callback(stop.set)
-        kwargs["stop"] = stop
-        self.drain.watch(stop)  # the drain's end stops the solver: its best answer goes out
-        try:
+        with self._stoppable(context) as kwargs["stop"]:
             decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
-        finally:
-            self.drain.forget(stop)
-        if not context.is_active():
-            raise _Abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
         if left is not None:
             notes.append(left)
         if notes:
@@ -445,11 +363,11 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     ) -> tuple[str, dict[str, Any], list[str]]:
         """(engine, extra schedule() arguments, notes) for the time this call has left to
         place `pods` pods, decoding having taken `decoded` seconds."""
-        _check_search_options(options)
+        check_search_options(options)
         engine = options.engine or self.settings.engine
         if engine not in ENGINES:
             message = f"unknown engine {engine!r} (available: {', '.join(sorted(ENGINES))})"
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("options.engine", message)])
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("options.engine", message)])
         remaining = context.time_remaining()
         if remaining is None or remaining > NO_DEADLINE:
             budget = self.settings.time_limit
@@ -459,7 +377,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             if remaining < floor:
                 # compiling, verifying and encoding this many pods would outlast the
                 # deadline: refused at once, with why, rather than cut off by it
-                raise _Abort(
+                raise Abort(
                     grpc.StatusCode.DEADLINE_EXCEEDED,
                     f"the deadline left {remaining * 1000:.0f} ms after decoding; answering "
                     f"a call of {pods} pod(s) needs about {floor * 1000:.0f} ms",

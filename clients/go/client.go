@@ -108,7 +108,7 @@ func (c *Client) bounded(ctx context.Context) (context.Context, context.CancelFu
 
 // idempotent runs a call that only reads, again on Unavailable or ResourceExhausted, with
 // exponential backoff, while attempts and the deadline last. PlaceJob, Preempt, Enqueue,
-// ValidateQueues, PlanCapacity, Why and health only read (server/servicer.py solves on the
+// ValidateQueues, PlanCapacity, Why, Defragment and health only read (server/servicer.py solves on the
 // stored generation and never stores the answer), so a repeat is harmless. Snapshot writes
 // never come here: a repeated PutSnapshot whose first attempt landed bumps the generation
 // again, a repeated UpdateSnapshot fails its expected_generation check or applies its
@@ -197,6 +197,15 @@ func (c *Client) ValidateQueues(ctx context.Context, req *pb.ValidateQueuesReque
 func (c *Client) Why(ctx context.Context, req *pb.WhyRequest) (*pb.WhyResponse, error) {
 	return idempotent(ctx, c, func(ctx context.Context) (*pb.WhyResponse, error) {
 		return c.placement.Why(ctx, req)
+	})
+}
+
+// Defragment plans the moves of running pods that free whole nodes or topology domains
+// (req.Goal), with the proven bound and the gap; nothing is moved. The call's deadline is
+// the solver's time limit.
+func (c *Client) Defragment(ctx context.Context, req *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
+	return idempotent(ctx, c, func(ctx context.Context) (*pb.DefragmentResponse, error) {
+		return c.placement.Defragment(ctx, req)
 	})
 }
 

@@ -183,6 +183,30 @@ func TestWhyGivesTheCertificateAndTheChanges(t *testing.T) {
 	}
 }
 
+func TestDefragmentFreesTheEmptiestNode(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	busy, light := gpuNode("d0"), gpuNode("d1")
+	pods := []*pb.Pod{}
+	for i, node := range []string{"d0", "d0", "d0", "d1"} {
+		pods = append(pods, &pb.Pod{
+			Namespace: "default", Name: fmt.Sprintf("run-%d", i), NodeName: node,
+			Requests: map[string]int64{"cpu": 1000, "nvidia.com/gpu": 1},
+		})
+	}
+	maxPods := int32(1)
+	answer, err := c.Defragment(ctx, &pb.DefragmentRequest{
+		ClusterSource: &pb.DefragmentRequest_Cluster{Cluster: &pb.Cluster{Nodes: []*pb.Node{busy, light}, Pods: pods}},
+		Goal:          &pb.DefragmentGoal{MaxPods: &maxPods},
+		Options:       &pb.SolveOptions{Engine: "cpsat", Workers: 1},
+	})
+	if err != nil || len(answer.GetFreed()) != 1 || answer.GetFreed()[0] != "d1" || answer.GetStatus() != "OPTIMAL" {
+		t.Fatalf("Defragment: %v %v", answer, err)
+	}
+	if len(answer.GetMoves()) != 1 || answer.GetMoves()[0].GetToNode() != "d0" {
+		t.Fatalf("Defragment: the move: %v", answer.GetMoves())
+	}
+}
+
 func onWhySnapshot(id string) *pb.WhyRequest_Snapshot {
 	return &pb.WhyRequest_Snapshot{Snapshot: &pb.SnapshotRef{Id: id}}
 }

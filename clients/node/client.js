@@ -13,7 +13,7 @@
  * with `violations` ([{field, description}]) added for INVALID_ARGUMENT.
  *
  * Every RPC of the service has a method, plus `health(service)`. Only the calls that read
- * (PlaceJob, Preempt, Enqueue, ValidateQueues, PlanCapacity, Why and the health check) are
+ * (PlaceJob, Preempt, Enqueue, ValidateQueues, PlanCapacity, Why, Defragment and the health check) are
  * retried, by gRPC's own retry policy, on UNAVAILABLE and RESOURCE_EXHAUSTED; snapshot writes
  * never are (see IDEMPOTENT below).
  */
@@ -42,7 +42,7 @@ const SERVICE = 'gangplan.v1.PlacementService';
 // already gone), and a retried DeleteSnapshot reports NOT_FOUND for a delete that succeeded.
 // The health check only reads too (a probe that must see the first failure passes
 // retries: 0).
-const IDEMPOTENT = ['PlaceJob', 'Preempt', 'Enqueue', 'ValidateQueues', 'PlanCapacity', 'Why'];
+const IDEMPOTENT = ['PlaceJob', 'Preempt', 'Enqueue', 'ValidateQueues', 'PlanCapacity', 'Why', 'Defragment'];
 const HEALTH_SERVICE = 'grpc.health.v1.Health';
 const MAX_RETRIES = 4; // gRPC caps a retry policy's maxAttempts at 5 (gRFC A6)
 
@@ -232,6 +232,14 @@ class GangplanClient {
    *  {decision, placed, certificate, changes: [{kind, change, size}], start, generation}. */
   why(request, timeoutMs) {
     return this.call('Why', request, timeoutMs);
+  }
+
+  /** request: {snapshot|cluster, goal: {level?, count?, max_pods?, max_gangs?, shape?,
+   *  protect_priority?, protect_namespaces?, protect_labels?, topology_keys?}, options?}:
+   *  {freed, moves: [{pod, unit, from_node, to_node}], domain_cost, bound?, gap?, status};
+   *  the deadline is the planner's time limit. Nothing is moved. */
+  defragment(request, timeoutMs) {
+    return this.call('Defragment', request, timeoutMs);
   }
 
   /** request: {snapshot|cluster (optional), workload, node_types, card_quota?, budget?,

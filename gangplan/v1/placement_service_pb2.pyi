@@ -1974,3 +1974,353 @@ class PlanCapacityResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PlanCapacityResponse: _TypeAlias = PlanCapacityResponse  # noqa: Y015
+
+@_typing.final
+class DefragmentGoal(_message.Message):
+    """What a defragmentation plan frees, within which budget, and who never moves."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ShapeEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class ProtectLabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    LEVEL_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    MAX_PODS_FIELD_NUMBER: _builtins.int
+    MAX_GANGS_FIELD_NUMBER: _builtins.int
+    MAX_COST_PER_DOMAIN_FIELD_NUMBER: _builtins.int
+    SHAPE_FIELD_NUMBER: _builtins.int
+    PROTECT_PRIORITY_FIELD_NUMBER: _builtins.int
+    PROTECT_NAMESPACES_FIELD_NUMBER: _builtins.int
+    PROTECT_LABELS_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_KEYS_FIELD_NUMBER: _builtins.int
+    level: _builtins.str
+    """The domains to free: a node label key (e.g. `cloud.com/topology-rack`); empty or
+    `node`: single nodes.
+    """
+    count: _builtins.int
+    """Free this many domains (already free ones count) with the fewest pods moved; unset:
+    as many as the budget allows.
+    """
+    max_pods: _builtins.int
+    """Pods moved, at most (a moved gang counts all its pods); unset: 100."""
+    max_gangs: _builtins.int
+    """Units moved (a gang, or a pod of its own), at most; unset: no limit."""
+    max_cost_per_domain: _builtins.int
+    """A domain costing more pods than this is not freed (cost-to-value); unset: no limit."""
+    protect_priority: _builtins.int
+    """Pods at or above this priority never move."""
+    @_builtins.property
+    def shape(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Only domains whose every node has this allocatable (resource -> quantity, e.g.
+        `nvidia.com/gpu: "8"`).
+        """
+
+    @_builtins.property
+    def protect_namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Pods of these namespaces never move (kube-system never does)."""
+
+    @_builtins.property
+    def protect_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Pods carrying any of these labels never move."""
+
+    @_builtins.property
+    def topology_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """More node labels that say where a node is, not what it is (a pod may move between
+        their values); hostname and keys with `topology` in them always are.
+        """
+
+    def __init__(
+        self,
+        *,
+        level: _builtins.str = ...,
+        count: _builtins.int | None = ...,
+        max_pods: _builtins.int | None = ...,
+        max_gangs: _builtins.int | None = ...,
+        max_cost_per_domain: _builtins.int | None = ...,
+        shape: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        protect_priority: _builtins.int | None = ...,
+        protect_namespaces: _abc.Iterable[_builtins.str] | None = ...,
+        protect_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        topology_keys: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "_max_cost_per_domain", b"_max_cost_per_domain", "_max_gangs", b"_max_gangs", "_max_pods", b"_max_pods", "_protect_priority", b"_protect_priority", "count", b"count", "max_cost_per_domain", b"max_cost_per_domain", "max_gangs", b"max_gangs", "max_pods", b"max_pods", "protect_priority", b"protect_priority"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "_max_cost_per_domain", b"_max_cost_per_domain", "_max_gangs", b"_max_gangs", "_max_pods", b"_max_pods", "_protect_priority", b"_protect_priority", "count", b"count", "level", b"level", "max_cost_per_domain", b"max_cost_per_domain", "max_gangs", b"max_gangs", "max_pods", b"max_pods", "protect_labels", b"protect_labels", "protect_namespaces", b"protect_namespaces", "protect_priority", b"protect_priority", "shape", b"shape", "topology_keys", b"topology_keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__count: _TypeAlias = _typing.Literal["count"]  # noqa: Y015
+    _WhichOneofArgType__count: _TypeAlias = _typing.Literal["_count", b"_count"]  # noqa: Y015
+    _WhichOneofReturnType__max_cost_per_domain: _TypeAlias = _typing.Literal["max_cost_per_domain"]  # noqa: Y015
+    _WhichOneofArgType__max_cost_per_domain: _TypeAlias = _typing.Literal["_max_cost_per_domain", b"_max_cost_per_domain"]  # noqa: Y015
+    _WhichOneofReturnType__max_gangs: _TypeAlias = _typing.Literal["max_gangs"]  # noqa: Y015
+    _WhichOneofArgType__max_gangs: _TypeAlias = _typing.Literal["_max_gangs", b"_max_gangs"]  # noqa: Y015
+    _WhichOneofReturnType__max_pods: _TypeAlias = _typing.Literal["max_pods"]  # noqa: Y015
+    _WhichOneofArgType__max_pods: _TypeAlias = _typing.Literal["_max_pods", b"_max_pods"]  # noqa: Y015
+    _WhichOneofReturnType__protect_priority: _TypeAlias = _typing.Literal["protect_priority"]  # noqa: Y015
+    _WhichOneofArgType__protect_priority: _TypeAlias = _typing.Literal["_protect_priority", b"_protect_priority"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__count) -> _WhichOneofReturnType__count | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_cost_per_domain) -> _WhichOneofReturnType__max_cost_per_domain | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_gangs) -> _WhichOneofReturnType__max_gangs | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_pods) -> _WhichOneofReturnType__max_pods | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__protect_priority) -> _WhichOneofReturnType__protect_priority | None: ...
+
+Global___DefragmentGoal: _TypeAlias = DefragmentGoal  # noqa: Y015
+
+@_typing.final
+class DefragmentRequest(_message.Message):
+    """Request of Defragment."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SNAPSHOT_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    GOAL_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def snapshot(self) -> Global___SnapshotRef:
+        """A stored snapshot."""
+
+    @_builtins.property
+    def cluster(self) -> _cluster_pb2.Cluster:
+        """The cluster, inline."""
+
+    @_builtins.property
+    def goal(self) -> Global___DefragmentGoal:
+        """What to free."""
+
+    @_builtins.property
+    def options(self) -> Global___SolveOptions:
+        """engine (`greedy`, `cpsat`, `auto`), workers and seed; the deadline is the time limit."""
+
+    def __init__(
+        self,
+        *,
+        snapshot: Global___SnapshotRef | None = ...,
+        cluster: _cluster_pb2.Cluster | None = ...,
+        goal: Global___DefragmentGoal | None = ...,
+        options: Global___SolveOptions | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "goal", b"goal", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "goal", b"goal", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_cluster_source: _TypeAlias = _typing.Literal["snapshot", "cluster"]  # noqa: Y015
+    _WhichOneofArgType_cluster_source: _TypeAlias = _typing.Literal["cluster_source", b"cluster_source"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_cluster_source) -> _WhichOneofReturnType_cluster_source | None: ...
+
+Global___DefragmentRequest: _TypeAlias = DefragmentRequest  # noqa: Y015
+
+@_typing.final
+class DefragmentMove(_message.Message):
+    """One pod moved: evicted from `from_node`, re-created on `to_node`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POD_FIELD_NUMBER: _builtins.int
+    UNIT_FIELD_NUMBER: _builtins.int
+    FROM_NODE_FIELD_NUMBER: _builtins.int
+    TO_NODE_FIELD_NUMBER: _builtins.int
+    pod: _builtins.str
+    """namespace/name."""
+    unit: _builtins.str
+    """Its gang (moved whole), or the pod itself."""
+    from_node: _builtins.str
+    """Where it runs."""
+    to_node: _builtins.str
+    """Where its replacement goes (its nominatedNodeName)."""
+    def __init__(
+        self,
+        *,
+        pod: _builtins.str = ...,
+        unit: _builtins.str = ...,
+        from_node: _builtins.str = ...,
+        to_node: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_node", b"from_node", "pod", b"pod", "to_node", b"to_node", "unit", b"unit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DefragmentMove: _TypeAlias = DefragmentMove  # noqa: Y015
+
+@_typing.final
+class DefragmentResponse(_message.Message):
+    """Response of Defragment."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class DomainCostEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class BlockedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ENGINE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    FREED_FIELD_NUMBER: _builtins.int
+    ALREADY_FREE_FIELD_NUMBER: _builtins.int
+    MOVES_FIELD_NUMBER: _builtins.int
+    DOMAIN_COST_FIELD_NUMBER: _builtins.int
+    UNITS_MOVED_FIELD_NUMBER: _builtins.int
+    GANGS_MOVED_FIELD_NUMBER: _builtins.int
+    GPUS_MOVED_FIELD_NUMBER: _builtins.int
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    BOUND_FIELD_NUMBER: _builtins.int
+    GAP_FIELD_NUMBER: _builtins.int
+    BLOCKED_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
+    GENERATION_FIELD_NUMBER: _builtins.int
+    engine: _builtins.str
+    """greedy or cpsat."""
+    status: _builtins.str
+    """OPTIMAL (proven), FEASIBLE (CP-SAT, not proven) or HEURISTIC (greedy, no bound)."""
+    units_moved: _builtins.int
+    """Units (gangs and pods of their own) moved."""
+    gangs_moved: _builtins.int
+    """Gangs moved whole."""
+    gpus_moved: _builtins.int
+    """GPUs of the moved pods: the work interrupted."""
+    candidates: _builtins.int
+    """Domains that could be freed on their own within the budget."""
+    bound: _builtins.float
+    """Maximise: domains freeable at most; count goal: pods to move at least. Unset: greedy."""
+    gap: _builtins.float
+    """How far from the bound, as a fraction; unset with no bound."""
+    generation: _builtins.int
+    """The snapshot's generation (0 for an inline cluster)."""
+    @_builtins.property
+    def freed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The domains the moves free."""
+
+    @_builtins.property
+    def already_free(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Domains that were free already."""
+
+    @_builtins.property
+    def moves(self) -> _containers.RepeatedCompositeFieldContainer[Global___DefragmentMove]:
+        """The moves, in an order in which every step is valid (any order is: every move lands on
+        room free before the plan starts).
+        """
+
+    @_builtins.property
+    def domain_cost(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Per freed domain, the pods moved off it."""
+
+    @_builtins.property
+    def blocked(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Why domains cannot be freed: reason -> domains."""
+
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What was not acted on, fallbacks."""
+
+    def __init__(
+        self,
+        *,
+        engine: _builtins.str = ...,
+        status: _builtins.str = ...,
+        freed: _abc.Iterable[_builtins.str] | None = ...,
+        already_free: _abc.Iterable[_builtins.str] | None = ...,
+        moves: _abc.Iterable[Global___DefragmentMove] | None = ...,
+        domain_cost: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        units_moved: _builtins.int = ...,
+        gangs_moved: _builtins.int = ...,
+        gpus_moved: _builtins.int = ...,
+        candidates: _builtins.int = ...,
+        bound: _builtins.float | None = ...,
+        gap: _builtins.float | None = ...,
+        blocked: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
+        generation: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "bound", b"bound", "gap", b"gap"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "already_free", b"already_free", "blocked", b"blocked", "bound", b"bound", "candidates", b"candidates", "domain_cost", b"domain_cost", "engine", b"engine", "freed", b"freed", "gangs_moved", b"gangs_moved", "gap", b"gap", "generation", b"generation", "gpus_moved", b"gpus_moved", "moves", b"moves", "notes", b"notes", "status", b"status", "units_moved", b"units_moved"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
+    _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015
+    _WhichOneofReturnType__gap: _TypeAlias = _typing.Literal["gap"]  # noqa: Y015
+    _WhichOneofArgType__gap: _TypeAlias = _typing.Literal["_gap", b"_gap"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bound) -> _WhichOneofReturnType__bound | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__gap) -> _WhichOneofReturnType__gap | None: ...
+
+Global___DefragmentResponse: _TypeAlias = DefragmentResponse  # noqa: Y015

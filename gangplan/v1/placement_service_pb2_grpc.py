@@ -80,6 +80,11 @@ class PlacementServiceStub:
                 request_serializer=gangplan_dot_v1_dot_placement__service__pb2.WhyRequest.SerializeToString,
                 response_deserializer=gangplan_dot_v1_dot_placement__service__pb2.WhyResponse.FromString,
                 _registered_method=True)
+        self.Defragment = channel.unary_unary(
+                '/gangplan.v1.PlacementService/Defragment',
+                request_serializer=gangplan_dot_v1_dot_placement__service__pb2.DefragmentRequest.SerializeToString,
+                response_deserializer=gangplan_dot_v1_dot_placement__service__pb2.DefragmentResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -151,6 +156,15 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Defragment(self, request, context):
+        """Defragmentation: the running pods to move so that whole nodes or topology domains
+        become free, with a proven bound (docs/concepts/defrag.md). Reads only: a front end
+        applies the moves.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -198,6 +212,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.Why,
                     request_deserializer=gangplan_dot_v1_dot_placement__service__pb2.WhyRequest.FromString,
                     response_serializer=gangplan_dot_v1_dot_placement__service__pb2.WhyResponse.SerializeToString,
+            ),
+            'Defragment': grpc.unary_unary_rpc_method_handler(
+                    servicer.Defragment,
+                    request_deserializer=gangplan_dot_v1_dot_placement__service__pb2.DefragmentRequest.FromString,
+                    response_serializer=gangplan_dot_v1_dot_placement__service__pb2.DefragmentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -444,6 +463,33 @@ class PlacementService:
             '/gangplan.v1.PlacementService/Why',
             gangplan_dot_v1_dot_placement__service__pb2.WhyRequest.SerializeToString,
             gangplan_dot_v1_dot_placement__service__pb2.WhyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Defragment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gangplan.v1.PlacementService/Defragment',
+            gangplan_dot_v1_dot_placement__service__pb2.DefragmentRequest.SerializeToString,
+            gangplan_dot_v1_dot_placement__service__pb2.DefragmentResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -80,6 +80,11 @@ class PlacementServiceStub:
     """Why a gang waits: its certificate, the smallest checked changes that would let it run
     and when it will start (docs/concepts/why.md). Reads only.
     """
+    Defragment: _grpc.UnaryUnaryMultiCallable[_placement_service_pb2.DefragmentRequest, _placement_service_pb2.DefragmentResponse]
+    """Defragmentation: the running pods to move so that whole nodes or topology domains
+    become free, with a proven bound (docs/concepts/defrag.md). Reads only: a front end
+    applies the moves.
+    """
 
 @_typing.type_check_only
 class PlacementServiceAsyncStub(PlacementServiceStub):
@@ -107,6 +112,11 @@ class PlacementServiceAsyncStub(PlacementServiceStub):
     Why: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.WhyRequest, _placement_service_pb2.WhyResponse]  # type: ignore[assignment]
     """Why a gang waits: its certificate, the smallest checked changes that would let it run
     and when it will start (docs/concepts/why.md). Reads only.
+    """
+    Defragment: _aio.UnaryUnaryMultiCallable[_placement_service_pb2.DefragmentRequest, _placement_service_pb2.DefragmentResponse]  # type: ignore[assignment]
+    """Defragmentation: the running pods to move so that whole nodes or topology domains
+    become free, with a proven bound (docs/concepts/defrag.md). Reads only: a front end
+    applies the moves.
     """
 
 class PlacementServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -186,6 +196,17 @@ class PlacementServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_placement_service_pb2.WhyResponse, _abc.Awaitable[_placement_service_pb2.WhyResponse]]:
         """Why a gang waits: its certificate, the smallest checked changes that would let it run
         and when it will start (docs/concepts/why.md). Reads only.
+        """
+
+    @_abc_1.abstractmethod
+    def Defragment(
+        self,
+        request: _placement_service_pb2.DefragmentRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_placement_service_pb2.DefragmentResponse, _abc.Awaitable[_placement_service_pb2.DefragmentResponse]]:
+        """Defragmentation: the running pods to move so that whole nodes or topology domains
+        become free, with a proven bound (docs/concepts/defrag.md). Reads only: a front end
+        applies the moves.
         """
 
 def add_PlacementServiceServicer_to_server(servicer: PlacementServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -3,6 +3,7 @@
     snapshot_from_proto, delta_from_proto, job_from_proto   requests in (the server)
     decision_to_proto                                        answers out (the server)
     cluster_to_proto, decision_from_proto                    the CLI as a client
+    goal_from_proto, plan_to_proto (and back)                Defragment
 
 Shared by `server/` and `clients/remote.py`; the thin `gangplan.Client` needs none of it.
 """
@@ -14,6 +15,7 @@ from solver.codec._answers import (
     decision_to_proto,
 )
 from solver.codec._cluster import delta_from_proto, job_from_proto, snapshot_from_proto
+from solver.codec._defrag import goal_from_proto, goal_to_proto, plan_from_proto, plan_to_proto
 from solver.codec._errors import MAX_VIOLATIONS, ConvertError, Violations
 from solver.codec._messages import (
     gang_from_proto,
@@ -33,8 +35,12 @@ __all__ = [
     "decision_to_proto",
     "delta_from_proto",
     "gang_from_proto",
+    "goal_from_proto",
+    "goal_to_proto",
     "job_from_proto",
     "node_from_proto",
+    "plan_from_proto",
+    "plan_to_proto",
     "pod_from_proto",
     "queue_from_proto",
     "snapshot_from_proto",

@@ -11,7 +11,17 @@ no move at all), with a note; a user never gets a plan that fails the check.
 """
 
 from solver.defrag._api import ENGINES, defragment
-from solver.defrag._goal import NODE_LEVEL, DefragGoal
+from solver.defrag._goal import MAX_PODS, NODE_LEVEL, DefragGoal, GoalError, goal_of
 from solver.defrag._plan import DefragPlan, Move
 
-__all__ = ["ENGINES", "NODE_LEVEL", "DefragGoal", "DefragPlan", "Move", "defragment"]
+__all__ = [
+    "ENGINES",
+    "MAX_PODS",
+    "NODE_LEVEL",
+    "DefragGoal",
+    "DefragPlan",
+    "GoalError",
+    "Move",
+    "defragment",
+    "goal_of",
+]

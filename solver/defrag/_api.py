@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, replace
 
 from solver.defrag._cpsat import cpsat_choice
 from solver.defrag._goal import NODE_LEVEL, DefragGoal
 from solver.defrag._greedy import greedy_choice
 from solver.defrag._input import DefragInput, defrag_input
-from solver.defrag._plan import Choice, DefragPlan, plan_of
+from solver.defrag._plan import Choice, DefragPlan, gap_of, plan_of
 from solver.errors import InputError
 from solver.snapshot import Snapshot
 from solver.verify import verify_moves
@@ -29,31 +30,57 @@ def defragment(
     seed: int = 0,
     stop: threading.Event | None = None,
 ) -> DefragPlan:
-    """The plan for `goal`: the greedy's, or CP-SAT's when it is better (`engine`)."""
+    """The plan for `goal`: the greedy's, or CP-SAT's when it is better (`engine`). A
+    count no plan reaches (proven) gets the plan that frees the most, with a note."""
     if engine not in ENGINES:
         raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
     started = time.perf_counter()
-    inp = defrag_input(snapshot, goal)
+    deadline = started + time_limit
+    solve = _Solve(snapshot, engine, deadline, workers or 2, seed, stop)
+    inp, plan, greedy, reached = solve(goal)
     notes = _level_notes(inp)
-    greedy = greedy_choice(inp)
-    best = plan_of(inp, greedy, engine="greedy", status="HEURISTIC", bound=None,
-                   seconds=time.perf_counter() - started)  # fmt: skip
-    if engine != "greedy" and inp.candidate.any():
-        left = time_limit - (time.perf_counter() - started)
-        found = cpsat_choice(
-            inp, greedy, time_limit=left, workers=workers or 2, seed=seed, stop=stop
-        )
-        if found is not None:
-            choice, status, bound = found
-            exact = plan_of(inp, choice, engine="cpsat", status=status, bound=bound,
-                            seconds=time.perf_counter() - started)  # fmt: skip
-            if _better(goal, inp, exact, best) or _same(exact, best):
-                best = exact if _better(goal, inp, exact, best) else _bounded(best, exact)
-    checked = _checked(inp, best, greedy, started)
-    return _with_notes(checked, notes)
+    if not reached and engine != "greedy":
+        inp, plan, greedy, _ = solve(replace(goal, count=None))
+        notes += (f"no plan frees {goal.count} domain(s) within the budget (proven): "
+                  "the plan frees as many as it can",)  # fmt: skip
+    elif goal.count is not None and len(plan.freed) + len(plan.already_free) < goal.count:
+        notes += (f"the greedy frees {len(plan.freed) + len(plan.already_free)} of the "
+                  f"{goal.count} domain(s) asked; --engine cpsat proves whether more can be",)  # fmt: skip
+    plan = replace(plan, solve_seconds=round(time.perf_counter() - started, 4))
+    return _with_notes(_checked(inp, plan, greedy, started), notes)
 
 
-def _better(goal: DefragGoal, inp: DefragInput, a: DefragPlan, b: DefragPlan) -> bool:
+@dataclass(frozen=True)
+class _Solve:
+    snapshot: Snapshot
+    engine: str
+    deadline: float
+    workers: int
+    seed: int
+    stop: threading.Event | None
+
+    def __call__(self, goal: DefragGoal) -> tuple[DefragInput, DefragPlan, Choice, bool]:
+        """(input, best plan, the greedy's choice, False when CP-SAT proved the count goal
+        out of reach)."""
+        inp = defrag_input(self.snapshot, goal)
+        greedy = greedy_choice(inp)
+        best = plan_of(inp, greedy, engine="greedy", status="HEURISTIC", bound=None, seconds=0)
+        if self.engine == "greedy" or not inp.candidate.any():
+            return inp, best, greedy, True
+        left = self.deadline - time.perf_counter()
+        found = cpsat_choice(inp, greedy, time_limit=left, workers=self.workers, seed=self.seed,
+                             stop=self.stop)  # fmt: skip
+        if found is None:
+            return inp, best, greedy, True
+        choice, status, bound = found
+        if choice is None:
+            return inp, best, greedy, goal.count is None
+        exact = plan_of(inp, choice, engine="cpsat", status=status, bound=bound, seconds=0)
+        return inp, exact if _better(inp, exact, best) else _bounded(best, exact), greedy, True
+
+
+def _better(inp: DefragInput, a: DefragPlan, b: DefragPlan) -> bool:
+    goal = inp.goal
     need = None if goal.count is None else max(0, goal.count - int(inp.empty.sum()))
     if need is not None and (len(a.freed) >= need) != (len(b.freed) >= need):
         return len(a.freed) >= need
@@ -62,14 +89,11 @@ def _better(goal: DefragGoal, inp: DefragInput, a: DefragPlan, b: DefragPlan) ->
     return a.pods_moved < b.pods_moved
 
 
-def _same(a: DefragPlan, b: DefragPlan) -> bool:
-    return len(a.freed) == len(b.freed) and a.pods_moved == b.pods_moved
-
-
 def _bounded(plan: DefragPlan, exact: DefragPlan) -> DefragPlan:
-    """The greedy's plan, as good as CP-SAT's: it carries CP-SAT's bound and status."""
-    return DefragPlan(**{**plan.__dict__, "status": exact.status, "bound": exact.bound,
-                         "gap": exact.gap, "engine": "cpsat"})  # fmt: skip
+    """The greedy's plan, at least as good as CP-SAT's: it carries CP-SAT's bound (its gap
+    recomputed for it) and status."""
+    gap = gap_of(plan.goal, len(plan.freed), plan.pods_moved, exact.bound)
+    return replace(plan, status=exact.status, bound=exact.bound, gap=gap, engine="cpsat")
 
 
 def _checked(inp: DefragInput, plan: DefragPlan, greedy: Choice, started: float) -> DefragPlan:
@@ -97,7 +121,7 @@ def _verify(inp: DefragInput, plan: DefragPlan) -> list[str]:
 
 
 def _with_notes(plan: DefragPlan, notes: tuple[str, ...]) -> DefragPlan:
-    return DefragPlan(**{**plan.__dict__, "notes": (*plan.notes, *notes)}) if notes else plan
+    return replace(plan, notes=(*plan.notes, *notes)) if notes else plan
 
 
 def _level_notes(inp: DefragInput) -> tuple[str, ...]:

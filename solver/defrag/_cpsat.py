@@ -32,7 +32,7 @@ from solver.sat import stop_on
 
 __all__ = ["CpsatResult", "cpsat_choice"]
 
-CpsatResult = tuple[Choice, str, float]  # the choice, OPTIMAL | FEASIBLE, the bound
+CpsatResult = tuple[Choice | None, str, float]  # the choice, its status, the bound
 
 
 @dataclass
@@ -56,8 +56,9 @@ def cpsat_choice(
     seed: int,
     stop: threading.Event | None = None,
 ) -> CpsatResult | None:
-    """The model's best choice and the bound (maximise: domains freed at most; count: pods
-    moved at least); None when it found nothing in time."""
+    """The model's best choice, OPTIMAL or FEASIBLE, and the bound (maximise: domains freed
+    at most; count: pods moved at least); (None, "INFEASIBLE", 0) when no choice meets the
+    count goal (proven); None when it found nothing in time."""
     started = time.perf_counter()
     goal, model = inp.goal, cp_model.CpModel()
     need = None if goal.count is None else max(0, goal.count - int(inp.empty.sum()))
@@ -116,6 +117,8 @@ def cpsat_choice(
     solver.parameters.random_seed = seed
     with stop_on(stop, solver):
         status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return None, "INFEASIBLE", 0.0
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     moved = {u for u in touched if solver.boolean_value(m[u])}

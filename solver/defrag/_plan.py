@@ -19,7 +19,7 @@ from typing import Any
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput
 
-__all__ = ["Choice", "DefragPlan", "Move", "plan_of"]
+__all__ = ["Choice", "DefragPlan", "Move", "gap_of", "plan_of"]
 
 GPU = "nvidia.com/gpu"
 
@@ -140,14 +140,6 @@ def plan_of(
             )
             gpus += int(inp.pod_demand[p, gpu]) if gpu >= 0 else 0
     cost = {inp.domains[d]: int(inp.cost[d]) for d in freed}
-    found = len(freed) if inp.goal.count is None else len(moves)
-    gap = None
-    if bound is not None:
-        if inp.goal.count is None:
-            gap = (bound - found) / bound if bound > 0 else 0.0
-        else:
-            gap = (found - bound) / found if found > 0 else 0.0
-        gap = max(0.0, round(gap, 6))
     return DefragPlan(
         goal=inp.goal,
         engine=engine,
@@ -161,8 +153,20 @@ def plan_of(
         gpus_moved=gpus,
         candidates=int(inp.candidate.sum()),
         bound=bound,
-        gap=gap,
+        gap=gap_of(inp.goal, len(freed), len(moves), bound),
         blocked=inp.blocked,
         solve_seconds=round(seconds, 4),
         notes=notes,
     )
+
+
+def gap_of(goal: DefragGoal, freed: int, pods: int, bound: float | None) -> float | None:
+    """How far a plan is from the bound: maximise, (bound − freed) / bound; count goal,
+    (pods − bound) / pods; None without a bound."""
+    if bound is None:
+        return None
+    if goal.count is None:
+        gap = (bound - freed) / bound if bound > 0 else 0.0
+    else:
+        gap = (pods - bound) / pods if pods > 0 else 0.0
+    return max(0.0, round(gap, 6))

@@ -136,7 +136,7 @@ def test_a_pod_never_lands_on_a_node_of_another_kind(engine: str) -> None:
 def test_a_goal_out_of_range_is_one_line_naming_the_field() -> None:
     with pytest.raises(InputError, match="defrag goal: max_pods: between 0 and 100,000"):
         DefragGoal(max_pods=-1)
-    with pytest.raises(InputError, match="defrag goal: count: at least 1"):
+    with pytest.raises(InputError, match="defrag goal: count: between 1 and 100,000"):
         DefragGoal(count=0)
 
 

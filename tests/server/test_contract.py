@@ -28,6 +28,7 @@ METHODS = [
     "ValidateQueues",
     "PlanCapacity",
     "Why",
+    "Defragment",
 ]
 GARBAGE = [
     b"\xff" * 16,  # an invalid tag
@@ -125,13 +126,14 @@ def test_enum_values_the_proto_does_not_declare_are_invalid_argument(
         ("PlaceJob", spb.PlaceJobRequest(options=spb.SolveOptions(seed=2**40, workers=1000))),
         ("PlanCapacity", spb.PlanCapacityRequest(options=spb.SolveOptions(seed=2**35))),
         ("Why", spb.WhyRequest(gang="default/x", options=spb.SolveOptions(seed=-1))),
+        ("Defragment", spb.DefragmentRequest(options=spb.SolveOptions(workers=65))),
     ],
 )
 def test_out_of_range_search_options_are_invalid_argument(
     start: Callable[..., tuple[GangplanServer, int]], method: str, request_message: Any
 ) -> None:
     _, port = start()
-    if method in ("PlaceJob", "Why"):
+    if method in ("PlaceJob", "Why", "Defragment"):
         request_message.cluster.CopyFrom(small_cluster())
     with pytest.raises(grpc.RpcError) as err:
         _raw(port, method)(request_message.SerializeToString(), timeout=30)

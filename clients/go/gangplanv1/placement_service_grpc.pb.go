@@ -37,6 +37,10 @@ type PlacementServiceClient interface {
 	// Why a gang waits: its certificate, the smallest checked changes that would let it run
 	// and when it will start (docs/concepts/why.md). Reads only.
 	Why(ctx context.Context, in *WhyRequest, opts ...grpc.CallOption) (*WhyResponse, error)
+	// Defragmentation: the running pods to move so that whole nodes or topology domains
+	// become free, with a proven bound (docs/concepts/defrag.md). Reads only: a front end
+	// applies the moves.
+	Defragment(ctx context.Context, in *DefragmentRequest, opts ...grpc.CallOption) (*DefragmentResponse, error)
 }
 
 type placementServiceClient struct {
@@ -128,6 +132,15 @@ func (c *placementServiceClient) Why(ctx context.Context, in *WhyRequest, opts .
 	return out, nil
 }
 
+func (c *placementServiceClient) Defragment(ctx context.Context, in *DefragmentRequest, opts ...grpc.CallOption) (*DefragmentResponse, error) {
+	out := new(DefragmentResponse)
+	err := c.cc.Invoke(ctx, "/gangplan.v1.PlacementService/Defragment", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PlacementServiceServer is the server API for PlacementService service.
 // All implementations must embed UnimplementedPlacementServiceServer
 // for forward compatibility
@@ -152,6 +165,10 @@ type PlacementServiceServer interface {
 	// Why a gang waits: its certificate, the smallest checked changes that would let it run
 	// and when it will start (docs/concepts/why.md). Reads only.
 	Why(context.Context, *WhyRequest) (*WhyResponse, error)
+	// Defragmentation: the running pods to move so that whole nodes or topology domains
+	// become free, with a proven bound (docs/concepts/defrag.md). Reads only: a front end
+	// applies the moves.
+	Defragment(context.Context, *DefragmentRequest) (*DefragmentResponse, error)
 	mustEmbedUnimplementedPlacementServiceServer()
 }
 
@@ -185,6 +202,9 @@ func (UnimplementedPlacementServiceServer) PlanCapacity(context.Context, *PlanCa
 }
 func (UnimplementedPlacementServiceServer) Why(context.Context, *WhyRequest) (*WhyResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Why not implemented")
+}
+func (UnimplementedPlacementServiceServer) Defragment(context.Context, *DefragmentRequest) (*DefragmentResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Defragment not implemented")
 }
 func (UnimplementedPlacementServiceServer) mustEmbedUnimplementedPlacementServiceServer() {}
 
@@ -361,6 +381,24 @@ func _PlacementService_Why_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PlacementService_Defragment_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DefragmentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PlacementServiceServer).Defragment(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/gangplan.v1.PlacementService/Defragment",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PlacementServiceServer).Defragment(ctx, req.(*DefragmentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _PlacementService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "gangplan.v1.PlacementService",
 	HandlerType: (*PlacementServiceServer)(nil),
@@ -400,6 +438,10 @@ var _PlacementService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Why",
 			Handler:    _PlacementService_Why_Handler,
+		},
+		{
+			MethodName: "Defragment",
+			Handler:    _PlacementService_Defragment_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -59,6 +59,21 @@ test('Why gives the certificate, the changes and the start', async () => {
   assert.ok(answer.start.text.length > 0);
 });
 
+test('Defragment frees the emptiest node, proven', async () => {
+  const running = ['n0', 'n0', 'n0', 'n1'].map((node, i) => ({
+    namespace: 'default', name: `run-${i}`, node_name: node,
+    requests: { cpu: '1000', 'nvidia.com/gpu': '1' },
+  }));
+  const answer = await client.defragment({
+    cluster: { nodes: [gpuNode('n0'), gpuNode('n1')], pods: running },
+    goal: { max_pods: 1 },
+    options: { engine: 'cpsat', workers: 1 },
+  });
+  assert.deepEqual(answer.freed, ['n1']);
+  assert.equal(answer.status, 'OPTIMAL');
+  assert.deepEqual(answer.moves.map((m) => [m.pod, m.to_node]), [['default/run-3', 'n0']]);
+});
+
 test('invalid input is INVALID_ARGUMENT with field violations', async () => {
   await assert.rejects(
     client.placeJob({ cluster: { nodes: [{ name: '' }] }, job: job('j', 1, 1) }),

@@ -47,6 +47,7 @@ const reads = (client) => ({
     assert.equal(answer.placed_pods, 1);
   },
   Why: async () => assert.equal((await client.why({ snapshot: { id: 's' }, job, gang: 'default/j' }, 20000)).placed, true),
+  Defragment: async () => assert.deepEqual((await client.defragment({ snapshot: { id: 's' }, goal: {} }, 20000)).freed, []),
 });
 
 async function withProxy(options, clientOptions, body) {
