@@ -73,6 +73,9 @@ class _Solve:
         if found is None:
             return inp, best, greedy, True
         choice, status, bound = found
+        if status == "UNORDERED":  # its moves wait on each other: the greedy's, noted
+            note = "CP-SAT's moves had no order with room at every step: the greedy's plan"
+            return inp, replace(best, notes=(note,)), greedy, True
         if choice is None:
             return inp, best, greedy, goal.count is None
         exact = plan_of(inp, choice, engine="cpsat", status=status, bound=bound, seconds=0)
@@ -106,7 +109,7 @@ def _checked(inp: DefragInput, plan: DefragPlan, greedy: Choice, started: float)
                            seconds=time.perf_counter() - started)  # fmt: skip
         if not _verify(inp, fallback):
             return _with_notes(fallback, (f"{note}: the greedy's plan instead",))
-    nothing = plan_of(inp, Choice((), {}), engine=plan.engine, status="HEURISTIC", bound=None,
+    nothing = plan_of(inp, Choice((), ()), engine=plan.engine, status="HEURISTIC", bound=None,
                       seconds=time.perf_counter() - started)  # fmt: skip
     return _with_notes(nothing, (f"{note}: nothing is moved",))
 

@@ -42,7 +42,7 @@ def greedy_choice(inp: DefragInput) -> Choice:
     avoid = _avoid_rank(inp)
     closed = np.zeros(inp.num_domains, dtype=bool)  # freed, or received a pod
     freed: list[int] = []
-    targets: dict[int, int] = {}
+    moves: list[tuple[int, int]] = []
     pods_used = units_used = 0
     for d in order.tolist():
         if need is not None and len(freed) >= need:
@@ -62,14 +62,14 @@ def greedy_choice(inp: DefragInput) -> Choice:
         big_first = sorted(units, key=lambda u: -int(inp.pod_demand[inp.units[u].pods].sum()))
         if all(_place_unit(inp, u, trial, allowed, avoid, placed) for u in big_first):
             free = trial
-            targets.update(placed)
+            moves += placed.items()
             freed.append(d)
             closed[d] = True
             landed = inp.node_domain[list(placed.values())]
             closed[landed[landed >= 0]] = True
             pods_used += pods
             units_used += len(units)
-    return Choice(tuple(freed), targets)
+    return Choice(tuple(freed), tuple(moves))
 
 
 def _avoid_rank(inp: DefragInput) -> IntArray:
@@ -94,8 +94,7 @@ def _place_unit(
 ) -> bool:
     unit = inp.units[u]
     pods = unit.pods
-    home_class = inp.node_class[inp.pod_node[pods[0]]]
-    ok = allowed & (inp.node_class == home_class)
+    ok = allowed
     if not unit.compact:
         return all(_best_fit(inp, int(p), free, ok, avoid, out) for p in pods.tolist())
     groups = np.stack([inp.where[k] for k in unit.compact], axis=1)
@@ -120,7 +119,7 @@ def _best_fit(
     inp: DefragInput, p: int, free: IntArray, ok: BoolArray, avoid: IntArray, out: dict[int, int]
 ) -> bool:
     need = inp.pod_demand[p]
-    fits = ok & (free >= need).all(axis=1)
+    fits = ok & (inp.node_class == inp.node_class[inp.pod_node[p]]) & (free >= need).all(axis=1)
     nodes = np.flatnonzero(fits)
     if nodes.size == 0:
         return False

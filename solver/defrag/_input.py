@@ -54,6 +54,7 @@ class Unit:
     pods: IntArray  # indices into DefragInput's pod arrays
     gang: bool
     compact: tuple[int, ...]  # where-keys (indices into `where`) it lies in one value of
+    movable: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,6 +73,7 @@ class DefragInput:
     pod_rows: IntArray  # [P] snapshot rows of the movable units' pods
     pod_node: IntArray  # [P]
     pod_demand: IntArray  # [P, R]
+    pod_unit: IntArray  # [P] the unit of each pod
     units: tuple[Unit, ...]  # [U]
     domain_units: tuple[IntArray, ...]  # [D] units on the domain's nodes
     cost: IntArray  # [D] pods moved to free it
@@ -138,7 +140,7 @@ def defrag_input(snapshot: Snapshot, goal: DefragGoal) -> DefragInput:
             if pods.size > 1 and values[pod_node[pods[0]]] >= 0
             and bool(np.all(values[pod_node[pods]] == values[pod_node[pods[0]]]))
         )  # fmt: skip
-        units.append(Unit(name, pods, named, compact))
+        units.append(Unit(name, pods, named, compact, not bool(immovable[u])))
 
     d_count = len(domains)
     pod_domain = node_domain[pod_node]
@@ -161,7 +163,7 @@ def defrag_input(snapshot: Snapshot, goal: DefragGoal) -> DefragInput:
             blocked[reason] = blocked.get(reason, 0) + 1
     return DefragInput(
         snapshot, goal, axis, capacity, free, target, node_class, node_domain, domains,
-        where, where_keys, rows, pod_node, demand, tuple(units), tuple(domain_units), cost,
+        where, where_keys, rows, pod_node, demand, unit_of, tuple(units), tuple(domain_units), cost,
         candidate, empty, blocked,
     )  # fmt: skip
 

@@ -1,13 +1,16 @@
-"""A defragmentation plan: which units move where, and what it frees.
+"""A defragmentation plan: which pods move where, in which order, and what it frees.
 
-`Choice` is what an engine decides (domains freed, units moved, each moved pod's node);
-`DefragPlan` is the answer: the moves in an order that keeps every step valid, per freed
-domain what it cost, the bound and the gap.
+`Choice` is what an engine decides (domains freed, each moved pod's node); `DefragPlan` is
+the answer: the moves in an order that keeps every step valid, per freed domain what it
+cost, the bound and the gap.
 
-Every move lands on room that is free *before* the plan starts — never on room another
-move frees — so every order is valid: evicting and re-creating the pods one by one, or
-creating each new pod before its old one goes (make-before-break). The plan lists them
-domain by domain, a gang's pods together.
+A step evicts one pod and creates its replacement on the target: the target must have
+room once the pods moved before it are gone. The greedy's moves land on room free before
+the plan starts, so any order is valid; CP-SAT's may land on room another move frees (a
+pod moved off a busy node to make a hole), and `order_moves` finds an order in which every
+step has room — the moves that land on free room first, then those their departures
+opened, and so on. A choice with no such order (moves waiting on each other in a cycle) is
+not a plan: the engine's answer is dropped for the greedy's.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput
 
-__all__ = ["Choice", "DefragPlan", "Move", "gap_of", "plan_of"]
+__all__ = ["Choice", "DefragPlan", "Move", "gap_of", "order_moves", "plan_of"]
 
 GPU = "nvidia.com/gpu"
 
@@ -27,7 +30,7 @@ GPU = "nvidia.com/gpu"
 @dataclass(frozen=True)
 class Choice:
     freed: tuple[int, ...]  # domain indices
-    targets: Mapping[int, int]  # pod index -> node, for every pod of the freed domains' units
+    moves: tuple[tuple[int, int], ...]  # (pod index, target node), in a valid order
 
 
 @dataclass(frozen=True)
@@ -119,26 +122,15 @@ def plan_of(
 ) -> DefragPlan:
     running, names = inp.snapshot.running, inp.snapshot.nodes.names
     freed = sorted(choice.freed, key=lambda d: inp.domains[d])
-    moved_units: dict[int, None] = {}
-    for d in freed:  # domain by domain, a unit with the first domain it frees
-        for u in inp.domain_units[d].tolist():
-            moved_units.setdefault(int(u), None)
-    moves = []
+    moves, units = [], set()
     gpu = inp.axis.index(GPU) if GPU in inp.axis else -1
     gpus = 0
-    for u in moved_units:
-        unit = inp.units[u]
-        for p in unit.pods.tolist():
-            row = int(inp.pod_rows[p])
-            moves.append(
-                Move(
-                    running.key(row),
-                    unit.name,
-                    names[int(inp.pod_node[p])],
-                    names[choice.targets[p]],
-                )
-            )
-            gpus += int(inp.pod_demand[p, gpu]) if gpu >= 0 else 0
+    for p, target in choice.moves:
+        unit = inp.units[int(inp.pod_unit[p])]
+        units.add(int(inp.pod_unit[p]))
+        source = names[int(inp.pod_node[p])]
+        moves.append(Move(running.key(int(inp.pod_rows[p])), unit.name, source, names[target]))
+        gpus += int(inp.pod_demand[p, gpu]) if gpu >= 0 else 0
     cost = {inp.domains[d]: int(inp.cost[d]) for d in freed}
     return DefragPlan(
         goal=inp.goal,
@@ -148,8 +140,8 @@ def plan_of(
         already_free=tuple(name for d, name in enumerate(inp.domains) if inp.empty[d]),
         moves=tuple(moves),
         domain_cost=cost,
-        units_moved=len(moved_units),
-        gangs_moved=sum(inp.units[u].gang for u in moved_units),
+        units_moved=len(units),
+        gangs_moved=sum(inp.units[u].gang for u in units),
         gpus_moved=gpus,
         candidates=int(inp.candidate.sum()),
         bound=bound,
@@ -170,3 +162,25 @@ def gap_of(goal: DefragGoal, freed: int, pods: int, bound: float | None) -> floa
     else:
         gap = (pods - bound) / pods if pods > 0 else 0.0
     return max(0.0, round(gap, 6))
+
+
+def order_moves(inp: DefragInput, moves: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """`moves` in an order where every step (evict the pod, create it on its target) has
+    room; None when some wait on each other in a cycle. Rounds: each takes, in the given
+    order, every move whose target has room now, and applies it."""
+    free = inp.free.copy()
+    left, out = list(moves), []
+    while left:
+        waiting = []
+        for p, target in left:
+            need = inp.pod_demand[p]
+            if (free[target] >= need).all():
+                free[int(inp.pod_node[p])] += need
+                free[target] -= need
+                out.append((p, target))
+            else:
+                waiting.append((p, target))
+        if len(waiting) == len(left):
+            return None
+        left = waiting
+    return out
