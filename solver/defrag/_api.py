@@ -44,8 +44,10 @@ def defragment(
         notes += (f"no plan frees {goal.count} domain(s) within the budget (proven): "
                   "the plan frees as many as it can",)  # fmt: skip
     elif goal.count is not None and len(plan.freed) + len(plan.already_free) < goal.count:
-        notes += (f"the greedy frees {len(plan.freed) + len(plan.already_free)} of the "
-                  f"{goal.count} domain(s) asked; --engine cpsat proves whether more can be",)  # fmt: skip
+        found = len(plan.freed) + len(plan.already_free)
+        more = ("--engine cpsat proves whether more can be" if engine == "greedy" else
+                "CP-SAT found no plan for more in its time")  # fmt: skip
+        notes += (f"the plan frees {found} of the {goal.count} domain(s) asked; {more}",)
     plan = replace(plan, solve_seconds=round(time.perf_counter() - started, 4))
     return _with_notes(_checked(inp, plan, greedy, started), notes)
 

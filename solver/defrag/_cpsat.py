@@ -12,7 +12,8 @@ that only make room (a pod moved off a busy node so that another fits there).
     # room: Σ in · d_r − Σ out · d_r − Σ_{u on n} m[u] · d_ur ≤ free_nr   (the final state)
     # moved = Σ out + Σ_u |u| · m[u] ≤ max_pods;  Σ_d own_d · f[d] ≤ max_pods (a cut: own_d
     #   the pods of the units inside d alone)
-    # maximise Σ f[d] · (max_pods + 1) − moved   (count goal: Σ f ≥ need, minimise moved)
+    # maximise Σ f[d], then minimise moved with Σ f[d] at that   (count goal: Σ f ≥ need,
+    #   minimise moved)
 
 A pod that leaves and an identical one that arrives on the same node cancel out; the moves
 are then put in an order in which every step has room (`order_moves`). Hinted with the
@@ -35,7 +36,7 @@ from solver.defrag._plan import Choice, order_moves
 from solver.problem import BoolArray
 from solver.sat import stop_on
 
-__all__ = ["CpsatResult", "cpsat_choice", "knapsack_bound"]
+__all__ = ["CpsatResult", "cpsat_choice", "knapsack_bound", "relaxed_bound"]
 
 CpsatResult = tuple[Choice | None, str, float]  # the choice, its status, the bound
 Var = cp_model.IntVar
@@ -85,20 +86,32 @@ def cpsat_choice(
     """The model's best choice, OPTIMAL or FEASIBLE, and the bound (maximise: domains freed
     at most; count: pods moved at least); (None, "INFEASIBLE", 0) when no choice meets the
     count goal (proven), (None, "UNORDERED", bound) when its moves have no valid order;
-    None when it found nothing in time."""
+    None when it found nothing in time.
+
+    On a large cluster the model keeps the cheapest candidate domains (by the pods only they
+    hold: `_DOMAINS_PER_BOUND` × the knapsack bound, at least `_MIN_DOMAINS`, and the
+    greedy's) and, past `_ALL_PODS` movable pods, lets move only the pods of those domains
+    and of the `_HOLES` nodes per kind closest to having room for it: a smaller model that
+    still holds the greedy's plan, so never worse. The bound is the whole cluster's: the
+    knapsack bound and a relaxation (`relaxed_bound`), and the model's own when nothing was
+    left out."""
     started = time.perf_counter()
     goal, model = inp.goal, cp_model.CpModel()
     need = None if goal.count is None else max(0, goal.count - int(inp.empty.sum()))
-    cand = np.flatnonzero(inp.candidate).tolist()
+    own = _own(inp)
+    cand = _kept(inp, own, hint, need)
     f = {d: model.new_bool_var(f"f{d}") for d in cand}
     gangs = sorted({int(u) for d in cand for u in inp.domain_units[d].tolist()
-                    if inp.units[int(u)].gang})  # fmt: skip
+                    if inp.units[int(u)].gang and inp.units[int(u)].movable})  # fmt: skip
     m = {u: model.new_bool_var(f"m{u}") for u in gangs}
     for d in cand:
         for u in inp.domain_units[d].tolist():
             if int(u) in m:
                 model.add_implication(f[d], m[int(u)])
-    flows = _flows(inp, model, m)
+    in_cand = np.isin(inp.node_domain, cand)
+    singles = sum(1 for u in inp.units if u.movable and not u.gang)
+    movers = in_cand | _holes(inp, in_cand) if singles > _ALL_PODS else np.ones_like(in_cand)
+    flows = _flows(inp, model, m, movers)
     room = inp.free.copy()  # what may be free on a node once its movable pods are gone
     for flow in flows:
         for n, pods in flow.pods.items():
@@ -108,27 +121,32 @@ def cpsat_choice(
             room[int(inp.pod_node[p])] += inp.pod_demand[p]
     arrivals: dict[int, list[tuple[Var, IntArray]]] = defaultdict(list)
     departures: dict[int, list[tuple[Var, IntArray]]] = defaultdict(list)
+    leaving_all: dict[int, tuple[list[Var], int]] = {}
     moved: list[cp_model.LinearExprT] = [len(inp.units[u].pods) * m[u] for u in gangs]
     for k, flow in enumerate(flows):
         for n, pods in flow.pods.items():
             var = model.new_int_var(0, len(pods), f"o{k}_{n}")
-            d = int(inp.node_domain[n])
-            if d in f:
-                model.add(var == len(pods)).only_enforce_if(f[d])
             flow.out[n] = var
             departures[n].append((var, flow.demand))
+            held, count = leaving_all.get(n, ([], 0))
+            leaving_all[n] = ([*held, var], count + len(pods))
             moved.append(var)
         for n, slots in zip(*_slots(inp, flow, room), strict=True):
             var = model.new_int_var(0, min(int(slots), goal.max_pods), f"i{k}_{n}")
-            d = int(inp.node_domain[n])
-            if d in f:
-                model.add(var == 0).only_enforce_if(f[d])
             if flow.gate is not None:
-                model.add(var == 0).only_enforce_if(flow.gate[n].Not())
+                model.add(var <= min(int(slots), goal.max_pods) * flow.gate[n])
             flow.into[n] = var
             arrivals[n].append((var, flow.demand))
         forced = sum(len(pods) * m[u] for u, pods in flow.forced.items())
         model.add(sum(flow.into.values()) == sum(flow.out.values()) + forced)
+    for n, (held, count) in leaving_all.items():  # a freed domain's pods all leave
+        d = int(inp.node_domain[n])
+        if d in f:
+            model.add(sum(held) >= count * f[d])
+    for n, landing in arrivals.items():  # nothing lands on a freed domain
+        d = int(inp.node_domain[n])
+        if d in f:
+            model.add(sum(var for var, _ in landing) <= goal.max_pods * (1 - f[d]))
     for u in gangs:
         for p in inp.units[u].pods.tolist():
             departures[int(inp.pod_node[p])].append((m[u], inp.pod_demand[p]))
@@ -141,39 +159,165 @@ def cpsat_choice(
             model.add(incoming - leaving <= int(inp.free[n, r]))
     total = cp_model.LinearExpr.sum(moved)
     model.add(total <= goal.max_pods)
-    own = _own(inp)
     model.add(sum(int(own[d]) * f[d] for d in cand) <= goal.max_pods)
-    weight = goal.max_pods + 1
-    if need is None:
-        model.maximize(cp_model.LinearExpr.sum(list(f.values())) * weight - total)
-    else:
-        model.add(sum(f.values()) >= need)
-        model.minimize(total)
     _hint(inp, model, hint, f, m, flows)
-
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started))
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    with stop_on(stop, solver):
-        status = solver.solve(model)
-    if status == cp_model.INFEASIBLE:
+    freed = cp_model.LinearExpr.sum(list(f.values()))
+    if need is None:  # lexicographic: the most domains, then the fewest pods moved
+        model.maximize(freed)
+        status = _run(solver, model, stop, started + 0.6 * time_limit)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            first = status
+            most = round(solver.objective_value)
+            _rehint(model, solver)
+            model.add(freed >= most)
+            model.minimize(total)
+            status = _run(solver, model, stop, started + time_limit)
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                return None
+            if first != cp_model.OPTIMAL:
+                status = int(cp_model.FEASIBLE)
+    else:
+        model.add(freed >= need)
+        model.minimize(total)
+        status = _run(solver, model, stop, started + time_limit)
+    restricted = len(cand) < int(inp.candidate.sum()) or not _whole(inp, flows)
+    if status == cp_model.INFEASIBLE and not restricted:
         return None, "INFEASIBLE", 0.0
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    bound = float(solver.best_objective_bound)
-    if need is None:  # objective = freed · weight − moved with 0 ≤ moved < weight
-        bound = float(np.ceil(round(bound) / weight)) if bound > 0 else 0.0
-        bound = min(bound, float(knapsack_bound(inp)))
+    relaxed = relaxed_bound(inp, need, workers, seed)
+    if need is None:
+        bound = float(min(knapsack_bound(inp), relaxed))
+        if not restricted and status == cp_model.OPTIMAL:
+            bound = min(bound, float(len([d for d in cand if solver.boolean_value(f[d])])))
+    else:
+        bound = relaxed if restricted else max(relaxed, float(solver.best_objective_bound))
     moves = order_moves(inp, _moves(inp, solver, flows, m))
-    name = "OPTIMAL" if status == cp_model.OPTIMAL else "FEASIBLE"
+    name = "OPTIMAL" if status == cp_model.OPTIMAL and not restricted else "FEASIBLE"
     if moves is None:
         return None, "UNORDERED", bound
     chosen = tuple(d for d in cand if solver.boolean_value(f[d]))
     return Choice(chosen, tuple(moves)), name, bound
 
 
-def _flows(inp: DefragInput, model: cp_model.CpModel, m: dict[int, Var]) -> list[_Flow]:
+def _run(
+    solver: cp_model.CpSolver, model: cp_model.CpModel, stop: threading.Event | None, end: float
+) -> int:
+    solver.parameters.max_time_in_seconds = max(0.05, end - time.perf_counter())
+    with stop_on(stop, solver):
+        return int(solver.solve(model))
+
+
+def _rehint(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
+    """Hint every variable with the solution just found (the next phase starts from it)."""
+    model.clear_hints()  # type: ignore[no-untyped-call]
+    for i in range(len(model.proto.variables)):
+        var = model.get_int_var_from_proto_index(i)
+        model.add_hint(var, solver.value(var))
+
+
+def relaxed_bound(inp: DefragInput, need: int | None, workers: int, seed: int) -> float:
+    """A bound for the whole cluster from a relaxation: per node class and resource, the
+    pods of the freed domains need room on the class's other target nodes, summed (no
+    packing, no holes: moving pods between kept nodes opens no room in sum); the pods only
+    a domain holds count against the budget. Maximise: domains freed at most; count goal:
+    pods moved at least."""
+    own = _own(inp)
+    cand = np.flatnonzero(inp.candidate).tolist()
+    model = cp_model.CpModel()
+    f = {d: model.new_bool_var(f"f{d}") for d in cand}
+    model.add(sum(int(own[d]) * f[d] for d in cand) <= inp.goal.max_pods)
+    room = np.where(inp.target[:, None], inp.free.clip(min=0), 0)
+    pod_domain = inp.node_domain[inp.pod_node]
+    for cls in np.unique(inp.node_class).tolist():
+        nodes = inp.node_class == cls
+        for r in range(len(inp.axis)):
+            need_r = np.zeros(inp.num_domains, dtype=np.int64)
+            here = (inp.node_class[inp.pod_node] == cls) & (pod_domain >= 0)
+            np.add.at(need_r, pod_domain[here], inp.pod_demand[here, r])
+            lost = np.zeros(inp.num_domains, dtype=np.int64)
+            inside = nodes & (inp.node_domain >= 0)
+            np.add.at(lost, inp.node_domain[inside], room[inside, r])
+            terms = [(int(need_r[d] + lost[d]), f[d]) for d in cand if need_r[d]]
+            if terms and sum(c for c, _ in terms) > int(room[nodes, r].sum()):
+                model.add(sum(c * v for c, v in terms) <= int(room[nodes, r].sum()))
+    if need is None:
+        model.maximize(sum(f.values()))
+    else:
+        model.add(sum(f.values()) >= need)
+        model.minimize(sum(int(own[d]) * f[d] for d in cand))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 1.0
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return 0.0 if need is None else float(inp.goal.max_pods + 1)
+    if need is None:
+        return float(np.floor(solver.best_objective_bound + 1e-9))
+    return float(np.ceil(solver.best_objective_bound - 1e-9))
+
+
+_MIN_DOMAINS = 16
+_ALL_PODS = 1000  # movable pods of their own: more, and only those near the kept domains move
+_DOMAINS_PER_BOUND = 3
+_HOLES = 8
+
+
+def _kept(inp: DefragInput, own: IntArray, hint: Choice, need: int | None) -> list[int]:
+    """The candidate domains the model keeps: every one on a small cluster; else the
+    cheapest by the pods only they hold, and the greedy's."""
+    cand = np.flatnonzero(inp.candidate)
+    bound = knapsack_bound(inp) if need is None else need
+    keep = max(_MIN_DOMAINS, _DOMAINS_PER_BOUND * bound)
+    if cand.size <= keep:
+        return cand.tolist()
+    order = cand[np.lexsort((cand, inp.cost[cand], own[cand]))]
+    return sorted(set(order[:keep].tolist()) | set(hint.freed))
+
+
+def _holes(inp: DefragInput, in_cand: BoolArray) -> BoolArray:
+    """[N] nodes where moving pods off may open room for a pod of the kept domains: per
+    kind of those pods, the `_HOLES` nodes of its class with the most free room that do not
+    fit it now but would once their movable pods of their own are gone."""
+    out = np.zeros(len(inp.node_domain), dtype=bool)
+    single = np.array([not inp.units[int(u)].gang and inp.units[int(u)].movable
+                       for u in inp.pod_unit], dtype=bool)  # fmt: skip
+    room = inp.free.copy()
+    for r in range(len(inp.axis)):
+        room[:, r] += np.bincount(inp.pod_node[single], weights=inp.pod_demand[single, r],
+                                  minlength=len(room)).astype(np.int64)  # fmt: skip
+    scale = np.maximum(inp.capacity, 1)
+    openness = (inp.free.clip(min=0) / scale).sum(axis=1)
+    movers = np.flatnonzero(in_cand[inp.pod_node])
+    kinds = {
+        (int(inp.node_class[inp.pod_node[p]]), tuple(inp.pod_demand[p].tolist()))
+        for p in movers.tolist()
+    }
+    for cls, demand in kinds:
+        need = np.array(demand)
+        near = (inp.target & (inp.node_class == cls) & ~in_cand
+                & ~(inp.free >= need).all(axis=1) & (room >= need).all(axis=1))  # fmt: skip
+        nodes = np.flatnonzero(near)
+        out[nodes[np.argsort(-openness[nodes], kind="stable")[:_HOLES]]] = True
+    return out
+
+
+def _whole(inp: DefragInput, flows: list[_Flow]) -> bool:
+    """Every movable pod of its own is in the model (nothing was left out for size)."""
+    modelled = sum(len(pods) for flow in flows for pods in flow.pods.values())
+    singles = sum(1 for u in inp.units if u.movable and not u.gang)
+    return modelled == singles
+
+
+def _flows(
+    inp: DefragInput, model: cp_model.CpModel, m: dict[int, Var], movers: BoolArray
+) -> list[_Flow]:
+    """The flows of the pods that may move: pods of their own on `movers` nodes (those of
+    the kept domains and the holes), the gangs of `m`."""
     loose: dict[tuple[int, tuple[int, ...]], _Flow] = {}
 
     def kind(p: int) -> _Flow:
@@ -187,7 +331,8 @@ def _flows(inp: DefragInput, model: cp_model.CpModel, m: dict[int, Var]) -> list
             continue
         if not unit.gang:
             p = int(unit.pods[0])
-            kind(p).pods.setdefault(int(inp.pod_node[p]), []).append(p)
+            if movers[inp.pod_node[p]]:
+                kind(p).pods.setdefault(int(inp.pod_node[p]), []).append(p)
         elif u in m and not unit.compact:
             for p in unit.pods.tolist():
                 kind(p).forced.setdefault(u, []).append(p)
@@ -240,25 +385,40 @@ def _hint(
     m: dict[int, Var],
     flows: list[_Flow],
 ) -> None:
+    """Every variable hinted with the greedy's choice (a complete, feasible hint: the
+    greedy's moves land on room free before the plan, which the model keeps)."""
     freed = set(hint.freed)
     for d, var in f.items():
         model.add_hint(var, d in freed)
-    moved = {int(inp.pod_unit[p]) for p, _ in hint.moves}
+    target = dict(hint.moves)
+    moved = {int(inp.pod_unit[p]) for p in target}
     for u, var in m.items():
         model.add_hint(var, u in moved)
-    left: dict[tuple[int, int], int] = defaultdict(int)
-    came: dict[tuple[int, int], int] = defaultdict(int)
-    for p, target in hint.moves:
-        left[(int(inp.pod_node[p]), p)] += 1
-        came[(target, p)] += 1
+    gates: dict[int, int] = {}
     for flow in flows:
-        if flow.gate is not None or flow.forced:
-            continue
-        mine = {p for pods in flow.pods.values() for p in pods}
+        mine = [p for pods in flow.pods.values() for p in pods]
+        mine += [p for pods in flow.forced.values() for p in pods]
         for n, var in flow.out.items():
-            model.add_hint(var, sum(1 for p in flow.pods[n] if (n, p) in left))
+            model.add_hint(var, sum(1 for p in flow.pods[n] if p in target))
+        landing: dict[int, int] = defaultdict(int)
+        for p in mine:
+            if p in target:
+                landing[target[p]] += 1
         for n, var in flow.into.items():
-            model.add_hint(var, sum(c for (t, p), c in came.items() if t == n and p in mine))
+            model.add_hint(var, landing.get(n, 0))
+        if flow.gate is not None:
+            for n, count in landing.items():
+                if n in flow.gate and count:
+                    gates[flow.gate[n].index] = 1
+    for flow in flows:
+        if flow.gate is not None:
+            for var in {v.index: v for v in flow.gate.values()}.values():
+                if var.index not in gates:
+                    gates[var.index] = 0
+                    model.add_hint(var, False)
+                elif gates[var.index] == 1:
+                    gates[var.index] = 2
+                    model.add_hint(var, True)
 
 
 def _moves(
