@@ -109,6 +109,7 @@ def cpsat_choice(
             if int(u) in m:
                 model.add_implication(f[d], m[int(u)])
     in_cand = np.isin(inp.node_domain, cand)
+    hinted = {n for _, n in hint.moves}
     singles = sum(1 for u in inp.units if u.movable and not u.gang)
     movers = in_cand | _holes(inp, in_cand) if singles > _ALL_PODS else np.ones_like(in_cand)
     flows = _flows(inp, model, m, movers)
@@ -131,7 +132,7 @@ def cpsat_choice(
             held, count = leaving_all.get(n, ([], 0))
             leaving_all[n] = ([*held, var], count + len(pods))
             moved.append(var)
-        for n, slots in zip(*_slots(inp, flow, room), strict=True):
+        for n, slots in zip(*_slots(inp, flow, room, hinted), strict=True):
             var = model.new_int_var(0, min(int(slots), goal.max_pods), f"i{k}_{n}")
             if flow.gate is not None:
                 model.add(var <= min(int(slots), goal.max_pods) * flow.gate[n])
@@ -164,43 +165,71 @@ def cpsat_choice(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    solver.parameters.hint_conflict_limit = _HINT_CONFLICTS
+    restricted = len(cand) < int(inp.candidate.sum()) or not _whole(inp, flows)
     freed = cp_model.LinearExpr.sum(list(f.values()))
+    found: tuple[Choice | None, int] | None = None  # the last phase's choice, its status
+    model_bound = float("inf")
     if need is None:  # lexicographic: the most domains, then the fewest pods moved
         model.maximize(freed)
-        status = _run(solver, model, stop, started + 0.6 * time_limit)
+        status = _run(solver, model, stop, started + _FIRST_PHASE * time_limit)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            first = status
+            model_bound = float(np.floor(solver.best_objective_bound + 1e-9))
+            found = _choice(inp, solver, cand, f, flows, m, int(cp_model.FEASIBLE))
             most = round(solver.objective_value)
             _rehint(model, solver)
             model.add(freed >= most)
             model.minimize(total)
-            status = _run(solver, model, stop, started + time_limit)
-            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                return None
-            if first != cp_model.OPTIMAL:
-                status = int(cp_model.FEASIBLE)
+            second = _run(solver, model, stop, started + time_limit)
+            if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                proven = status == cp_model.OPTIMAL and second == cp_model.OPTIMAL
+                better = _choice(inp, solver, cand, f, flows, m,
+                                 int(cp_model.OPTIMAL if proven else cp_model.FEASIBLE))  # fmt: skip
+                found = better if better[0] is not None or found[0] is None else found
     else:
         model.add(freed >= need)
         model.minimize(total)
         status = _run(solver, model, stop, started + time_limit)
-    restricted = len(cand) < int(inp.candidate.sum()) or not _whole(inp, flows)
-    if status == cp_model.INFEASIBLE and not restricted:
-        return None, "INFEASIBLE", 0.0
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if status == cp_model.INFEASIBLE and not restricted:
+            return None, "INFEASIBLE", 0.0
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            model_bound = float(np.ceil(solver.best_objective_bound - 1e-9))
+            found = _choice(inp, solver, cand, f, flows, m, status)
+    if found is None:
         return None
+    choice, status = found
     relaxed = relaxed_bound(inp, need, workers, seed)
     if need is None:
         bound = float(min(knapsack_bound(inp), relaxed))
-        if not restricted and status == cp_model.OPTIMAL:
-            bound = min(bound, float(len([d for d in cand if solver.boolean_value(f[d])])))
+        bound = bound if restricted else min(bound, model_bound)
     else:
-        bound = relaxed if restricted else max(relaxed, float(solver.best_objective_bound))
-    moves = order_moves(inp, _moves(inp, solver, flows, m))
+        bound = relaxed if restricted else max(relaxed, model_bound)
     name = "OPTIMAL" if status == cp_model.OPTIMAL and not restricted else "FEASIBLE"
-    if moves is None:
+    if choice is None:
         return None, "UNORDERED", bound
+    return choice, name, bound
+
+
+_FIRST_PHASE = 0.6  # of the time: the most domains; the rest: the fewest pods moved for them
+_HINT_CONFLICTS = 100_000  # CP-SAT's default (10) gives up on completing a large hint
+
+
+def _choice(
+    inp: DefragInput,
+    solver: cp_model.CpSolver,
+    cand: list[int],
+    f: dict[int, Var],
+    flows: list[_Flow],
+    m: dict[int, Var],
+    status: int,
+) -> tuple[Choice | None, int]:
+    """The solver's current solution as a choice with its moves in a valid order; None
+    when they have none."""
+    moves = order_moves(inp, _moves(inp, solver, flows, m))
+    if moves is None:
+        return None, status
     chosen = tuple(d for d in cand if solver.boolean_value(f[d]))
-    return Choice(chosen, tuple(moves)), name, bound
+    return Choice(chosen, tuple(moves)), status
 
 
 def _run(
@@ -262,7 +291,7 @@ def relaxed_bound(inp: DefragInput, need: int | None, workers: int, seed: int) -
 
 
 _MIN_DOMAINS = 16
-_ALL_PODS = 1000  # movable pods of their own: more, and only those near the kept domains move
+_ALL_PODS = 300  # movable pods of their own: more, and only those near the kept domains move
 _DOMAINS_PER_BOUND = 3
 _HOLES = 8
 
@@ -362,9 +391,13 @@ def _compact(inp: DefragInput, model: cp_model.CpModel, u: int, moved: Var) -> l
     return list(flows.values())
 
 
-def _slots(inp: DefragInput, flow: _Flow, room: IntArray) -> tuple[list[int], list[int]]:
+def _slots(
+    inp: DefragInput, flow: _Flow, room: IntArray, hinted: set[int]
+) -> tuple[list[int], list[int]]:
     """The nodes a pod of `flow` may land on, and how many fit each once every movable pod
-    there is gone."""
+    there is gone. On a large cluster: the nodes it fits now best (least room left, up to
+    `_TARGETS_PER_POD` per pod of the flow), those it fits only once pods leave (holes),
+    and the greedy's (`hinted`)."""
     ok = inp.target & (inp.node_class == flow.node_class)
     if flow.within is not None:
         ok &= flow.within
@@ -374,7 +407,20 @@ def _slots(inp: DefragInput, flow: _Flow, room: IntArray) -> tuple[list[int], li
     else:
         slots = (room[:, asked] // flow.demand[asked]).min(axis=1).clip(min=0)
     nodes = np.flatnonzero(ok & (slots > 0))
+    pods = sum(len(p) for p in flow.pods.values()) + sum(len(p) for p in flow.forced.values())
+    limit = max(_MIN_TARGETS, _TARGETS_PER_POD * pods)
+    if flow.gate is None and nodes.size > limit:
+        fits_now = (inp.free[nodes] >= flow.demand).all(axis=1)
+        now = nodes[fits_now]
+        left = ((inp.free[now] - flow.demand) / np.maximum(inp.capacity[now], 1)).sum(axis=1)
+        best = now[np.argsort(left, kind="stable")[:limit]]
+        keep = set(best.tolist()) | set(nodes[~fits_now].tolist()) | (hinted & set(nodes.tolist()))
+        nodes = np.array(sorted(keep), dtype=np.int64)
     return nodes.tolist(), slots[nodes].tolist()
+
+
+_MIN_TARGETS = 32
+_TARGETS_PER_POD = 4
 
 
 def _hint(
