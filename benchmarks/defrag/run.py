@@ -148,8 +148,10 @@ def full(nodes: list[Node], pods: Pods, seed: int) -> Snapshot:
         k += 1
         before = len(fill.running)
         fill.single(k)
-        asked += int(fill.pods.ngpu[fill.last]) if len(fill.running) == before else int(
-            fill.running[-1].requests[GPU]
+        asked += (
+            int(fill.pods.ngpu[fill.last])
+            if len(fill.running) == before
+            else int(fill.running[-1].requests[GPU])
         )
     return Snapshot.build(nodes, fill.running)
 
