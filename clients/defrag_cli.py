@@ -99,6 +99,14 @@ TopologyKey = Annotated[
     ),
 ]
 Engine = Annotated[str, _opt("--engine", f"Engine: {', '.join(ENGINES)}.")]
+Gang = Annotated[
+    str | None,
+    _opt(
+        "--gang",
+        "NS/NAME: room for this pending gang instead of freeing domains: the fewest pods "
+        "moved so that it is placed (consolidation).",
+    ),
+]
 
 
 def defrag_cmd(
@@ -113,6 +121,7 @@ def defrag_cmd(
     protect_namespace: ProtectNamespace = None,
     protect_label: ProtectLabel = None,
     topology_key: TopologyKey = None,
+    gang: Gang = None,
     engine: Engine = "auto",
     time_limit: TimeLimit = 10.0,
     workers: Workers = 0,
@@ -133,6 +142,7 @@ def defrag_cmd(
             protect_priority=protect_priority, protect_namespaces=tuple(protect_namespace or ()),
             protect_labels=_pairs("--protect-label", protect_label),
             topology_keys=tuple(topology_key or ()),
+            gang=gang,
         )  # fmt: skip
         if engine not in ENGINES:
             raise InputError(f"--engine: {engine!r} is not one of {', '.join(ENGINES)}")
@@ -186,29 +196,45 @@ def _remote(
 
 
 def defrag_table(plan: DefragPlan, console: Console) -> None:
-    level = "node" if plan.goal.level == "node" else plan.goal.level
-    freed = Table(title=f"Freed ({level})", title_justify="left")
-    for column in ("domain", "pods moved off it"):
-        freed.add_column(column)
-    for name in plan.freed:
-        freed.add_row(name, str(plan.domain_cost.get(name, 0)))
-    moves = Table(title="Moves, in order", title_justify="left")
-    for column in ("#", "pod", "unit", "from", "to"):
-        moves.add_column(column)
-    for step, m in enumerate(plan.moves, start=1):
-        moves.add_row(str(step), m.pod, "" if m.unit == m.pod else m.unit, m.source, m.target)
     if plan.freed:
+        level = plan.goal.level
+        freed = Table(title=f"Freed ({level})", title_justify="left")
+        for column in ("domain", "pods moved off it"):
+            freed.add_column(column)
+        for name in plan.freed:
+            freed.add_row(name, str(plan.domain_cost.get(name, 0)))
         console.print(freed)
     if plan.moves:
+        moves = Table(title="Moves, in order", title_justify="left")
+        for column in ("#", "pod", "unit", "from", "to"):
+            moves.add_column(column)
+        for step, m in enumerate(plan.moves, start=1):
+            moves.add_row(str(step), m.pod, "" if m.unit == m.pod else m.unit, m.source, m.target)
         console.print(moves)
+    if plan.placement:
+        placed = Table(
+            title=f"Gang {plan.goal.gang}, once the moves are done", title_justify="left"
+        )
+        for column in ("pod", "node"):
+            placed.add_column(column)
+        for pod, node in sorted(plan.placement.items()):
+            placed.add_row(pod, node)
+        console.print(placed)
     bound = (
         "" if plan.bound is None else f"  bound {plan.bound:g}  gap {100 * (plan.gap or 0):.1f}%"
     )
+    what = (
+        f"gang {plan.goal.gang} {'placed' if plan.placement else 'not placed'}"
+        if plan.goal.gang is not None
+        else f"freed {len(plan.freed)}  already free {len(plan.already_free)}"
+    )
     console.print(
-        f"freed {len(plan.freed)}  already free {len(plan.already_free)}  pods moved "
-        f"{plan.pods_moved}  gangs moved {plan.gangs_moved}  GPUs moved {plan.gpus_moved}  "
-        f"{plan.engine} {plan.status}{bound}",
+        f"{what}  pods moved {plan.pods_moved}  gangs moved {plan.gangs_moved}  "
+        f"GPUs moved {plan.gpus_moved}  {plan.engine} {plan.status}{bound}",
         markup=False, soft_wrap=True, highlight=False,
     )  # fmt: skip
-    for reason, domains in sorted(plan.blocked.items()):
-        console.print(f"  {domains} domain(s) not freed: {reason}", markup=False, highlight=False)
+    if plan.goal.gang is None:
+        for reason, domains in sorted(plan.blocked.items()):
+            console.print(
+                f"  {domains} domain(s) not freed: {reason}", markup=False, highlight=False
+            )

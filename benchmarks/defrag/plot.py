@@ -30,19 +30,15 @@ def main() -> None:
     loads = sorted({r["load"] for r in rows})
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     width = 0.27
-    for k, (label, pick) in enumerate(
-        (
-            (
-                "greedy (emptiest rack first)",
-                lambda r: r["freed"] if r["engine"] == "greedy" else None,
-            ),
-            ("CP-SAT, 10 s", lambda r: r["freed"] if r["engine"] == "cpsat" else None),
-            ("bound", lambda r: r["bound"] if r["engine"] == "cpsat" else None),
-        )
-    ):
+    series = (
+        ("greedy (emptiest rack first)", "greedy", "freed"),
+        ("CP-SAT, 10 s", "cpsat", "freed"),
+        ("bound", "cpsat", "bound"),
+    )
+    for k, (label, engine, column) in enumerate(series):
         means = []
         for load in loads:
-            values = [v for r in rows if r["load"] == load and (v := pick(r)) is not None]
+            values = [r[column] for r in rows if r["load"] == load and r["engine"] == engine]
             means.append(sum(values) / len(values) if values else 0)
         left.bar([i + k * width for i in range(len(loads))], means, width, label=label)
     left.set_xticks(

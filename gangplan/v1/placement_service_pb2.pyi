@@ -2031,6 +2031,7 @@ class DefragmentGoal(_message.Message):
     PROTECT_NAMESPACES_FIELD_NUMBER: _builtins.int
     PROTECT_LABELS_FIELD_NUMBER: _builtins.int
     TOPOLOGY_KEYS_FIELD_NUMBER: _builtins.int
+    GANG_FIELD_NUMBER: _builtins.int
     level: _builtins.str
     """The domains to free: a node label key (e.g. `cloud.com/topology-rack`); empty or
     `node`: single nodes.
@@ -2047,6 +2048,10 @@ class DefragmentGoal(_message.Message):
     """A domain costing more pods than this is not freed (cost-to-value); unset: no limit."""
     protect_priority: _builtins.int
     """Pods at or above this priority never move."""
+    gang: _builtins.str
+    """Room for this pending gang (`namespace/name`) instead of freeing domains: the fewest
+    pods moved so that the scheduler places it (KAI-Scheduler's consolidation, offline).
+    """
     @_builtins.property
     def shape(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Only domains whose every node has this allocatable (resource -> quantity, e.g.
@@ -2080,10 +2085,11 @@ class DefragmentGoal(_message.Message):
         protect_namespaces: _abc.Iterable[_builtins.str] | None = ...,
         protect_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         topology_keys: _abc.Iterable[_builtins.str] | None = ...,
+        gang: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "_max_cost_per_domain", b"_max_cost_per_domain", "_max_gangs", b"_max_gangs", "_max_pods", b"_max_pods", "_protect_priority", b"_protect_priority", "count", b"count", "max_cost_per_domain", b"max_cost_per_domain", "max_gangs", b"max_gangs", "max_pods", b"max_pods", "protect_priority", b"protect_priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "_max_cost_per_domain", b"_max_cost_per_domain", "_max_gangs", b"_max_gangs", "_max_pods", b"_max_pods", "_protect_priority", b"_protect_priority", "count", b"count", "level", b"level", "max_cost_per_domain", b"max_cost_per_domain", "max_gangs", b"max_gangs", "max_pods", b"max_pods", "protect_labels", b"protect_labels", "protect_namespaces", b"protect_namespaces", "protect_priority", b"protect_priority", "shape", b"shape", "topology_keys", b"topology_keys"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "_max_cost_per_domain", b"_max_cost_per_domain", "_max_gangs", b"_max_gangs", "_max_pods", b"_max_pods", "_protect_priority", b"_protect_priority", "count", b"count", "gang", b"gang", "level", b"level", "max_cost_per_domain", b"max_cost_per_domain", "max_gangs", b"max_gangs", "max_pods", b"max_pods", "protect_labels", b"protect_labels", "protect_namespaces", b"protect_namespaces", "protect_priority", b"protect_priority", "shape", b"shape", "topology_keys", b"topology_keys"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__count: _TypeAlias = _typing.Literal["count"]  # noqa: Y015
     _WhichOneofArgType__count: _TypeAlias = _typing.Literal["_count", b"_count"]  # noqa: Y015
@@ -2232,6 +2238,26 @@ class DefragmentResponse(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class PlacementEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ENGINE_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     FREED_FIELD_NUMBER: _builtins.int
@@ -2247,6 +2273,7 @@ class DefragmentResponse(_message.Message):
     BLOCKED_FIELD_NUMBER: _builtins.int
     NOTES_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
+    PLACEMENT_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """greedy or cpsat."""
     status: _builtins.str
@@ -2291,6 +2318,12 @@ class DefragmentResponse(_message.Message):
     def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """What was not acted on, fallbacks."""
 
+    @_builtins.property
+    def placement(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """With goal.gang: where the scheduler places its pods once the moves are done (pod ->
+        node); empty when no plan makes room.
+        """
+
     def __init__(
         self,
         *,
@@ -2309,10 +2342,11 @@ class DefragmentResponse(_message.Message):
         blocked: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         notes: _abc.Iterable[_builtins.str] | None = ...,
         generation: _builtins.int = ...,
+        placement: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "bound", b"bound", "gap", b"gap"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "already_free", b"already_free", "blocked", b"blocked", "bound", b"bound", "candidates", b"candidates", "domain_cost", b"domain_cost", "engine", b"engine", "freed", b"freed", "gangs_moved", b"gangs_moved", "gap", b"gap", "generation", b"generation", "gpus_moved", b"gpus_moved", "moves", b"moves", "notes", b"notes", "status", b"status", "units_moved", b"units_moved"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "already_free", b"already_free", "blocked", b"blocked", "bound", b"bound", "candidates", b"candidates", "domain_cost", b"domain_cost", "engine", b"engine", "freed", b"freed", "gangs_moved", b"gangs_moved", "gap", b"gap", "generation", b"generation", "gpus_moved", b"gpus_moved", "moves", b"moves", "notes", b"notes", "placement", b"placement", "status", b"status", "units_moved", b"units_moved"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015

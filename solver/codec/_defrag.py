@@ -25,6 +25,7 @@ def goal_from_proto(goal: spb.DefragmentGoal, path: str = "goal") -> DefragGoal:
             protect_namespaces=tuple(goal.protect_namespaces),
             protect_labels=dict(goal.protect_labels),
             topology_keys=tuple(goal.topology_keys),
+            gang=goal.gang or None,
         )
     except GoalError as err:
         raise ConvertError([(f"{path}.{err.field}", err.reason)]) from None
@@ -38,6 +39,7 @@ def goal_to_proto(goal: DefragGoal) -> spb.DefragmentGoal:
         protect_namespaces=sorted(goal.protect_namespaces),
         protect_labels=dict(goal.protect_labels),
         topology_keys=list(goal.topology_keys),
+        gang=goal.gang or "",
     )
     for name in ("count", "max_gangs", "max_cost_per_domain", "protect_priority"):
         value = getattr(goal, name)
@@ -64,6 +66,7 @@ def plan_to_proto(plan: DefragPlan, generation: int = 0) -> spb.DefragmentRespon
         blocked=dict(plan.blocked),
         notes=list(plan.notes),
         generation=generation,
+        placement=dict(plan.placement),
     )
     if plan.bound is not None:
         out.bound = plan.bound
@@ -89,4 +92,5 @@ def plan_from_proto(response: spb.DefragmentResponse, goal: DefragGoal) -> Defra
         gap=response.gap if response.HasField("gap") else None,
         blocked=dict(response.blocked),
         notes=tuple(response.notes),
+        placement=dict(response.placement),
     )

@@ -6,6 +6,8 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from solver.config import SchedulerConf, load_conf
+from solver.defrag._consolidate import room_plan
 from solver.defrag._cpsat import cpsat_choice
 from solver.defrag._goal import NODE_LEVEL, DefragGoal
 from solver.defrag._greedy import greedy_choice
@@ -29,11 +31,16 @@ def defragment(
     workers: int = 0,
     seed: int = 0,
     stop: threading.Event | None = None,
+    conf: SchedulerConf | None = None,
 ) -> DefragPlan:
     """The plan for `goal`: the greedy's, or CP-SAT's when it is better (`engine`). A
-    count no plan reaches (proven) gets the plan that frees the most, with a note."""
+    count no plan reaches (proven) gets the plan that frees the most, with a note. With
+    `goal.gang`: room for that pending gang (`_consolidate`; `conf` is the scheduler's)."""
     if engine not in ENGINES:
         raise InputError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    if goal.gang is not None:
+        return room_plan(snapshot, goal, conf or load_conf(None), engine=engine,
+                         time_limit=time_limit, workers=workers or 2, seed=seed, stop=stop)  # fmt: skip
     started = time.perf_counter()
     deadline = started + time_limit
     solve = _Solve(snapshot, engine, deadline, workers or 2, seed, stop)

@@ -33,6 +33,7 @@ from ortools.sat.python import cp_model
 from solver.arrays import IntArray
 from solver.defrag._input import DefragInput
 from solver.defrag._plan import Choice, order_moves
+from solver.defrag._room import GangArrivals
 from solver.problem import BoolArray
 from solver.sat import stop_on
 
@@ -82,11 +83,13 @@ def cpsat_choice(
     workers: int,
     seed: int,
     stop: threading.Event | None = None,
+    room_for: GangArrivals | None = None,
 ) -> CpsatResult | None:
     """The model's best choice, OPTIMAL or FEASIBLE, and the bound (maximise: domains freed
     at most; count: pods moved at least); (None, "INFEASIBLE", 0) when no choice meets the
     count goal (proven), (None, "UNORDERED", bound) when its moves have no valid order;
-    None when it found nothing in time.
+    None when it found nothing in time. With `room_for` (a pending gang's arrivals): no
+    domain is freed; the fewest pods of their own moved so that the gang fits.
 
     On a large cluster the model keeps the cheapest candidate domains (by the pods only they
     hold: `_DOMAINS_PER_BOUND` × the knapsack bound, at least `_MIN_DOMAINS`, and the
@@ -98,8 +101,10 @@ def cpsat_choice(
     started = time.perf_counter()
     goal, model = inp.goal, cp_model.CpModel()
     need = None if goal.count is None else max(0, goal.count - int(inp.empty.sum()))
+    if room_for is not None:
+        need = 0
     own = _own(inp)
-    cand = _kept(inp, own, hint, need)
+    cand = [] if room_for is not None else _kept(inp, own, hint, need)
     f = {d: model.new_bool_var(f"f{d}") for d in cand}
     gangs = sorted({int(u) for d in cand for u in inp.domain_units[d].tolist()
                     if inp.units[int(u)].gang and inp.units[int(u)].movable})  # fmt: skip
@@ -111,7 +116,8 @@ def cpsat_choice(
     in_cand = np.isin(inp.node_domain, cand)
     hinted = {n for _, n in hint.moves}
     singles = sum(1 for u in inp.units if u.movable and not u.gang)
-    movers = in_cand | _holes(inp, in_cand) if singles > _ALL_PODS else np.ones_like(in_cand)
+    near = room_for.eligible() if room_for is not None else in_cand | _holes(inp, in_cand)
+    movers = near if singles > _ALL_PODS else np.ones_like(in_cand)
     flows = _flows(inp, model, m, movers)
     room = inp.free.copy()  # what may be free on a node once its movable pods are gone
     for flow in flows:
@@ -151,6 +157,10 @@ def cpsat_choice(
     for u in gangs:
         for p in inp.units[u].pods.tolist():
             departures[int(inp.pod_node[p])].append((m[u], inp.pod_demand[p]))
+    if room_for is not None:
+        room_for.build(model, room, inp.target)
+        for n in room_for.nodes():
+            arrivals[n] += room_for.arrivals(n)
     for n, landing in arrivals.items():
         for r in range(len(inp.axis)):
             incoming = sum(var * int(dem[r]) for var, dem in landing if dem[r])
@@ -166,7 +176,8 @@ def cpsat_choice(
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     solver.parameters.hint_conflict_limit = _HINT_CONFLICTS
-    restricted = len(cand) < int(inp.candidate.sum()) or not _whole(inp, flows)
+    some_domains = room_for is None and len(cand) < int(inp.candidate.sum())
+    restricted = some_domains or not _whole(inp, flows)
     freed = cp_model.LinearExpr.sum(list(f.values()))
     found: tuple[Choice | None, int] | None = None  # the last phase's choice, its status
     model_bound = float("inf")
@@ -198,7 +209,7 @@ def cpsat_choice(
     if found is None:
         return None
     choice, status = found
-    relaxed = relaxed_bound(inp, need, workers, seed)
+    relaxed = 0.0 if room_for is not None else relaxed_bound(inp, need, workers, seed)
     if need is None:
         bound = float(min(knapsack_bound(inp), relaxed))
         bound = bound if restricted else min(bound, model_bound)

@@ -4,7 +4,8 @@ A *domain* is one value of a node label (`level`; `node`: every node is its own 
 restricted to nodes of one shape when `shape` is given (every node of the domain has that
 allocatable). The goal frees domains — no pod left on their nodes but DaemonSet pods and
 pods already terminating — either `count` of them with the fewest pods moved, or as many as
-the budget allows.
+the budget allows. With `gang` the goal is room for that pending gang instead: the fewest
+pods moved so that the scheduler places it (KAI-Scheduler's consolidation, offline).
 
 `goal_of(...)` builds a goal from what the CLI and the RPC receive (quantities as text);
 an invalid field raises `GoalError`, which names it (the CLI prints its flag, the server
@@ -46,6 +47,7 @@ class DefragGoal:
     protect_namespaces: frozenset[str] = frozenset()
     protect_labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     topology_keys: tuple[str, ...] = ()  # more node labels that say where, not what
+    gang: str | None = None  # room for this pending gang instead of freeing domains
 
     def __post_init__(self) -> None:
         checks = (
@@ -53,6 +55,7 @@ class DefragGoal:
             ("count", self.count is None or 1 <= self.count <= MAX_PODS, f"between 1 and {MAX_PODS:,}"),
             ("max_pods", 0 <= self.max_pods <= MAX_PODS, f"between 0 and {MAX_PODS:,}"),
             ("max_gangs", self.max_gangs is None or 0 <= self.max_gangs <= MAX_PODS, f"between 0 and {MAX_PODS:,}"),
+            ("gang", self.gang is None or (0 < len(self.gang) <= 317 and "/" in self.gang), "a pending gang as namespace/name"),
             ("max_cost_per_domain", self.max_cost_per_domain is None or 0 <= self.max_cost_per_domain <= MAX_PODS, f"between 0 and {MAX_PODS:,}"),
         )  # fmt: skip
         for name, ok, what in checks:
@@ -72,6 +75,7 @@ def goal_of(
     protect_namespaces: tuple[str, ...] = (),
     protect_labels: Mapping[str, str] | None = None,
     topology_keys: tuple[str, ...] = (),
+    gang: str | None = None,
 ) -> DefragGoal:
     """A goal from text as the front doors receive it (quantities such as `8` or `80Gi`)."""
     parsed: dict[str, int] = {}
@@ -91,4 +95,5 @@ def goal_of(
         protect_namespaces=frozenset(protect_namespaces),
         protect_labels=MappingProxyType(dict(protect_labels or {})),
         topology_keys=tuple(topology_keys),
+        gang=gang or None,
     )

@@ -62,6 +62,7 @@ class DefragPlan:
     blocked: Mapping[str, int]
     solve_seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    placement: Mapping[str, str] = field(default_factory=dict)  # room for a gang: pod -> node
 
     @property
     def pods_moved(self) -> int:
@@ -84,6 +85,8 @@ class DefragPlan:
             "gap": self.gap,
             "blocked": dict(self.blocked),
             "moves": [m.to_dict() for m in self.moves],
+            "gang": self.goal.gang,
+            "placement": dict(self.placement),
             "notes": list(self.notes),
         }
 
@@ -153,11 +156,11 @@ def plan_of(
 
 
 def gap_of(goal: DefragGoal, freed: int, pods: int, bound: float | None) -> float | None:
-    """How far a plan is from the bound: maximise, (bound − freed) / bound; count goal,
-    (pods − bound) / pods; None without a bound."""
+    """How far a plan is from the bound: maximise, (bound − freed) / bound; count goal and
+    room for a gang, (pods − bound) / pods; None without a bound."""
     if bound is None:
         return None
-    if goal.count is None:
+    if goal.count is None and goal.gang is None:
         gap = (bound - freed) / bound if bound > 0 else 0.0
     else:
         gap = (pods - bound) / pods if pods > 0 else 0.0

@@ -81,3 +81,14 @@ def test_the_server_gives_the_same_plan(start: Any) -> None:  # noqa: F811
     assert (remote["freed"], remote["moves"], remote["bound"]) == (
         here["freed"], here["moves"], here["bound"],
     )  # fmt: skip
+
+
+def test_room_for_a_gang_in_its_rack() -> None:
+    example = str(ROOT / "examples" / "defrag" / "consolidate.yaml")
+    out = runner.invoke(app, ["defrag", "-f", example, "--gang", "research/train", "--workers",
+                              "1", "-o", "json"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["pods_moved"] == 6 and data["status"] == "OPTIMAL" and data["gap"] == 0.0
+    assert sorted(data["placement"].values()) == ["gpu-a", "gpu-c"]
+    assert {m["from"] for m in data["moves"]} == {"gpu-a", "gpu-c"}

@@ -29,7 +29,7 @@ def goals(draw: st.DrawFn) -> spb.DefragmentGoal:
                 st.sampled_from(["8", "0", "-1", "1e400", "eight"]) | TEXT,
                 max_size=3,
             )
-        ),  # fmt: skip
+        ),
         protect_namespaces=draw(st.lists(TEXT, max_size=3)),
         protect_labels=draw(st.dictionaries(TEXT, TEXT, max_size=3)),
         topology_keys=draw(st.lists(TEXT, max_size=3)),

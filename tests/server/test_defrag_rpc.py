@@ -8,6 +8,7 @@ The racks of tests/defrag/test_defrag.py (1-GPU pods per node):
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,9 +16,12 @@ import pytest
 
 from clients.client import Client, ClientError
 from gangplan.v1 import placement_service_pb2 as spb
+from solver import load_manifests
 from solver.codec import cluster_to_proto
 from tests.builders import model
 from tests.defrag.test_defrag import RACK, ones, rack_nodes
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cluster() -> Any:
@@ -67,3 +71,15 @@ def test_a_bad_goal_is_invalid_argument_naming_the_field(
         client.defragment(goal, cluster=cluster())
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert [v[0] for v in err.value.violations] == [field]
+
+
+def test_room_for_a_gang_over_grpc(start: Any) -> None:
+    """examples/defrag/consolidate.yaml: six moves inside rack r1, then the gang placed."""
+    _, port = start()
+    cluster_msg = cluster_to_proto(load_manifests(str(ROOT / "examples/defrag/consolidate.yaml")))
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.defragment(
+            spb.DefragmentGoal(gang="research/train"), cluster=cluster_msg, workers=1
+        )
+    assert len(answer.moves) == 6 and answer.status == "OPTIMAL"
+    assert sorted(answer.placement.values()) == ["gpu-a", "gpu-c"]
