@@ -106,6 +106,7 @@ def _every_read(client: Client) -> dict[str, Callable[[], Any]]:
             gang_job("j", 1), catalogue, snapshot="s", workers=1
         ),
         "Why": lambda: client.why("default/j", gang_job("j", 1), snapshot="s"),
+        "Defragment": lambda: client.defragment(snapshot="s", workers=1),
     }
 
 
@@ -122,6 +123,7 @@ def test_idempotent_calls_are_retried_until_they_succeed(flaky: Any) -> None:
     assert answers["ValidateQueues"].valid
     assert answers["PlanCapacity"].placed_pods == 1
     assert answers["Why"].placed
+    assert list(answers["Defragment"].freed) == []  # nothing runs on the snapshot
     assert {m.removeprefix(PREFIX): n for m, n in proxy.attempts.items()} == dict.fromkeys(
         IDEMPOTENT, 3
     )
