@@ -14,7 +14,7 @@ Read once per call from one snapshot generation, as columns:
   can see: a target node has the same labels and taints as the pod's node but for the
   labels that say *where* (hostname, every label key with `topology` in it — zone, region,
   `network.topology.nvidia.com/*`, ... —, the goal's level, the snapshot's network topology
-  keys, `topology_keys`), so node selectors, node affinity and tolerations hold
+  keys, the topology keys of the gangs' constraints, `topology_keys`), so node selectors, node affinity and tolerations hold
   as they held; it is Ready, not cordoned, and no running pod's required anti-affinity
   covers it; a gang that lies in one value of a where-label (one node, one rack, ...) still
   lies in one after the move.
@@ -189,6 +189,8 @@ def _where_keys(snapshot: Snapshot, goal: DefragGoal) -> tuple[str, ...]:
     keys += sorted(k for k in labelled if "topology" in k)  # topology.kubernetes.io/*, ...
     if snapshot.topology is not None:
         keys += [k for layer in snapshot.topology.layers for k in layer.label_keys]
+    for gang in snapshot.gangs.values():  # the levels gangs are placed under (KAI, Workload API)
+        keys += [k for k in (gang.topology_key, *gang.preferred_keys) if k]
     return tuple(dict.fromkeys(keys))
 
 

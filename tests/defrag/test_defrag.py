@@ -57,7 +57,7 @@ def plan(snap: Snapshot, engine: str, **goal: Any) -> DefragPlan:
     return found
 
 
-def assert_valid(snap: Snapshot, found: DefragPlan) -> None:
+def assert_valid(snap: Snapshot, found: DefragPlan, *more_where: str) -> None:
     """The plan passes the independent check, and the freed domains are empty at the end."""
     level = found.goal.level
     nodes = [
@@ -66,7 +66,7 @@ def assert_valid(snap: Snapshot, found: DefragPlan) -> None:
         if (n.name if level == "node" else n.labels.get(level)) in set(found.freed)
     ]
     moves = [(m.pod, m.source, m.target) for m in found.moves]
-    where = ("kubernetes.io/hostname", RACK, level)
+    where = ("kubernetes.io/hostname", RACK, level, *found.goal.topology_keys, *more_where)
     assert verify_moves(snap, moves, nodes, where, found.goal.max_pods) == []
 
 
