@@ -364,16 +364,18 @@ class Client:
         cluster: pb.Cluster | None = None,
         expected_generation: int = 0,
         engine: str = "",
+        scheduler_conf: str = "",
         workers: int = 0,
         seed: int = 0,
         timeout: float | None = None,
     ) -> spb.DefragmentResponse:
         """The running pods to move so that whole nodes or domains become free (`goal`:
-        the level, a count or the most within `max_pods`, protections), with the bound and
-        the gap; nothing is moved. The call's deadline is the solver's time limit."""
+        the level, a count or the most within `max_pods`, protections; or room for a pending
+        gang, scheduled under `scheduler_conf`), with the bound and the gap; nothing is
+        moved. The call's deadline is the solver's time limit."""
         request = spb.DefragmentRequest(
             goal=goal or spb.DefragmentGoal(),
-            options=self._options(engine, "", workers, seed),
+            options=self._options(engine, scheduler_conf, workers, seed),
             **self._source(snapshot, cluster, expected_generation),
         )
         response: spb.DefragmentResponse = self._call(self._stub.Defragment, request, timeout)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -23,8 +24,8 @@ from clients._exit import fail
 from clients._options import Context, Kubeconfig, LiveFiles, Output, OutputFormat
 from clients.client import Client, ClientError
 from clients.render import write_data
-from clients.schedule_cli import Seed, Server, TimeLimit, Workers, model_of, notes
-from solver import GangplanError, InputError, snapshot_of
+from clients.schedule_cli import Config, Seed, Server, TimeLimit, Workers, model_of, notes
+from solver import GangplanError, InputError, load_conf, snapshot_of
 from solver.codec import cluster_to_proto, goal_to_proto, plan_from_proto
 from solver.defrag import ENGINES, MAX_PODS, DefragGoal, DefragPlan, GoalError, defragment, goal_of
 
@@ -122,6 +123,7 @@ def defrag_cmd(
     protect_label: ProtectLabel = None,
     topology_key: TopologyKey = None,
     gang: Gang = None,
+    config: Config = None,
     engine: Engine = "auto",
     time_limit: TimeLimit = 10.0,
     workers: Workers = 0,
@@ -146,14 +148,16 @@ def defrag_cmd(
         )  # fmt: skip
         if engine not in ENGINES:
             raise InputError(f"--engine: {engine!r} is not one of {', '.join(ENGINES)}")
+        conf = load_conf(config)  # the scheduler's, for --gang: a bad conf before the input
         cluster = model_of(files, kubeconfig, context)
         left = max(0.05, time_limit - (time.perf_counter() - started))
         if server is not None:
-            plan = _remote(server, cluster, goal, engine, left, workers, seed)
+            conf_text = Path(config).read_text(encoding="utf-8") if config else ""
+            plan = _remote(server, cluster, goal, (engine, conf_text), left, workers, seed)
         else:
             plan = defragment(
                 snapshot_of(cluster), goal, engine=engine, time_limit=left,
-                workers=workers or min(os.cpu_count() or 1, 8), seed=seed,
+                workers=workers or min(os.cpu_count() or 1, 8), seed=seed, conf=conf,
             )  # fmt: skip
     except GoalError as err:
         flag = "--" + err.field.split("[")[0].replace("_", "-")
@@ -178,15 +182,23 @@ def _pairs(flag: str, items: list[str] | None) -> dict[str, str]:
 
 
 def _remote(
-    server: str, cluster: Any, goal: DefragGoal, engine: str, left: float, workers: int, seed: int
+    server: str,
+    cluster: Any,
+    goal: DefragGoal,
+    ask: tuple[str, str],
+    left: float,
+    workers: int,
+    seed: int,
 ) -> DefragPlan:
-    """The plan from `server`'s Defragment RPC (a server error exits 2 with its status)."""
+    """The plan from `server`'s Defragment RPC, `ask` its engine and conf text (a server
+    error exits 2 with its status)."""
+    engine, conf_text = ask
     ca = os.environ.get("GANGPLAN_CA_CERT") or None
     try:
         with Client(server, token=os.environ.get("GANGPLAN_TOKEN") or None, ca_cert=ca) as client:
             response = client.defragment(
                 goal_to_proto(goal), cluster=cluster_to_proto(cluster), engine=engine,
-                workers=workers, seed=seed, timeout=left,
+                scheduler_conf=conf_text, workers=workers, seed=seed, timeout=left,
             )  # fmt: skip
     except ClientError as err:
         where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)

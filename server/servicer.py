@@ -237,11 +237,13 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             raise Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("options.engine", message)])
         snapshot, generation = self._cluster(request)
         budget = self._call_budget(context, "plan")
+        text = request.options.scheduler_conf
+        conf = conf_from_text_cached(text) if text else self.default_conf
         with self._stoppable(context) as stop:
             plan = defragment(
                 snapshot, goal, engine=engine, time_limit=budget,
                 workers=request.options.workers or self.settings.solver_workers or 1,
-                seed=request.options.seed or self.settings.seed, stop=stop,
+                seed=request.options.seed or self.settings.seed, stop=stop, conf=conf,
             )  # fmt: skip
         return plan_to_proto(plan, generation)
 

@@ -2138,7 +2138,9 @@ class DefragmentRequest(_message.Message):
 
     @_builtins.property
     def options(self) -> Global___SolveOptions:
-        """engine (`greedy`, `cpsat`, `auto`), workers and seed; the deadline is the time limit."""
+        """engine (`greedy`, `cpsat`, `auto`), workers and seed; scheduler_conf for goal.gang
+        (the conf the gang is scheduled under). The deadline is the time limit.
+        """
 
     def __init__(
         self,

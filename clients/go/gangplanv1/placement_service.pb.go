@@ -3696,7 +3696,8 @@ type DefragmentRequest struct {
 	ClusterSource isDefragmentRequest_ClusterSource `protobuf_oneof:"cluster_source"`
 	// What to free.
 	Goal *DefragmentGoal `protobuf:"bytes,3,opt,name=goal,proto3" json:"goal,omitempty"`
-	// engine (`greedy`, `cpsat`, `auto`), workers and seed; the deadline is the time limit.
+	// engine (`greedy`, `cpsat`, `auto`), workers and seed; scheduler_conf for goal.gang
+	// (the conf the gang is scheduled under). The deadline is the time limit.
 	Options *SolveOptions `protobuf:"bytes,4,opt,name=options,proto3" json:"options,omitempty"`
 }
 
