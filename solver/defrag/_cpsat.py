@@ -100,6 +100,11 @@ def cpsat_choice(
     left out."""
     started = time.perf_counter()
     goal, model = inp.goal, cp_model.CpModel()
+    # the relaxation's bound first, on a slice of the time: the model then gets the rest
+    relaxed = 0.0 if room_for is not None else relaxed_bound(
+        inp, None if goal.count is None else max(0, goal.count - int(inp.empty.sum())),
+        workers, seed, min(_RELAXED_SECONDS, _RELAXED_SHARE * time_limit),
+    )  # fmt: skip
     need = None if goal.count is None else max(0, goal.count - int(inp.empty.sum()))
     if room_for is not None:
         need = 0
@@ -209,7 +214,6 @@ def cpsat_choice(
     if found is None:
         return None
     choice, status = found
-    relaxed = 0.0 if room_for is not None else relaxed_bound(inp, need, workers, seed)
     if need is None:
         bound = float(min(knapsack_bound(inp), relaxed))
         bound = bound if restricted else min(bound, model_bound)
@@ -221,6 +225,7 @@ def cpsat_choice(
     return choice, name, bound
 
 
+_RELAXED_SECONDS, _RELAXED_SHARE = 1.0, 0.1  # the relaxation's time: at most 1 s, a tenth
 _FIRST_PHASE = 0.6  # of the time: the most domains; the rest: the fewest pods moved for them
 _HINT_CONFLICTS = 100_000  # CP-SAT's default (10) gives up on completing a large hint
 
@@ -259,7 +264,9 @@ def _rehint(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
         model.add_hint(var, solver.value(var))
 
 
-def relaxed_bound(inp: DefragInput, need: int | None, workers: int, seed: int) -> float:
+def relaxed_bound(
+    inp: DefragInput, need: int | None, workers: int, seed: int, seconds: float = 1.0
+) -> float:
     """A bound for the whole cluster from a relaxation: per node class and resource, the
     pods of the freed domains need room on the class's other target nodes, summed (no
     packing, no holes: moving pods between kept nodes opens no room in sum); the pods only
@@ -290,15 +297,16 @@ def relaxed_bound(inp: DefragInput, need: int | None, workers: int, seed: int) -
         model.add(sum(f.values()) >= need)
         model.minimize(sum(int(own[d]) * f[d] for d in cand))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 1.0
+    solver.parameters.max_time_in_seconds = max(0.01, seconds)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     status = solver.solve(model)
     if status == cp_model.INFEASIBLE:
         return 0.0 if need is None else float(inp.goal.max_pods + 1)
-    if need is None:
-        return float(np.floor(solver.best_objective_bound + 1e-9))
-    return float(np.ceil(solver.best_objective_bound - 1e-9))
+    bound = solver.best_objective_bound
+    if need is None:  # no time for even a bound: every candidate
+        return float(np.floor(bound + 1e-9)) if np.isfinite(bound) else float(len(cand))
+    return float(np.ceil(bound - 1e-9)) if np.isfinite(bound) else 0.0
 
 
 _MIN_DOMAINS = 16
