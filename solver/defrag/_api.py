@@ -20,6 +20,7 @@ from solver.verify import verify_moves
 __all__ = ["ENGINES", "defragment"]
 
 ENGINES = ("auto", "cpsat", "greedy")
+_MIN_CPSAT = 0.05  # s left after the greedy: less, and its plan is the answer
 
 
 def defragment(
@@ -74,9 +75,9 @@ class _Solve:
         inp = defrag_input(self.snapshot, goal)
         greedy = greedy_choice(inp)
         best = plan_of(inp, greedy, engine="greedy", status="HEURISTIC", bound=None, seconds=0)
-        if self.engine == "greedy" or not inp.candidate.any():
-            return inp, best, greedy, True
         left = self.deadline - time.perf_counter()
+        if self.engine == "greedy" or not inp.candidate.any() or left < _MIN_CPSAT:
+            return inp, best, greedy, True
         found = cpsat_choice(inp, greedy, time_limit=left, workers=self.workers, seed=self.seed,
                              stop=self.stop)  # fmt: skip
         if found is None:

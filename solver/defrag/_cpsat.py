@@ -135,7 +135,10 @@ def cpsat_choice(
     departures: dict[int, list[tuple[Var, IntArray]]] = defaultdict(list)
     leaving_all: dict[int, tuple[list[Var], int]] = {}
     moved: list[cp_model.LinearExprT] = [len(inp.units[u].pods) * m[u] for u in gangs]
+    building = started + _BUILDING * time_limit  # past it, no time is left to solve
     for k, flow in enumerate(flows):
+        if time.perf_counter() > building:
+            return None
         for n, pods in flow.pods.items():
             var = model.new_int_var(0, len(pods), f"o{k}_{n}")
             flow.out[n] = var
@@ -176,6 +179,8 @@ def cpsat_choice(
     total = cp_model.LinearExpr.sum(moved)
     model.add(total <= goal.max_pods)
     model.add(sum(int(own[d]) * f[d] for d in cand) <= goal.max_pods)
+    if time.perf_counter() > building:
+        return None
     _hint(inp, model, hint, f, m, flows)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
@@ -188,7 +193,7 @@ def cpsat_choice(
     model_bound = float("inf")
     if need is None:  # lexicographic: the most domains, then the fewest pods moved
         model.maximize(freed)
-        status = _run(solver, model, stop, started + _FIRST_PHASE * time_limit)
+        status = _run(solver, model, stop, started + _FIRST_PHASE * _SOLVING * time_limit)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             model_bound = float(np.floor(solver.best_objective_bound + 1e-9))
             found = _choice(inp, solver, cand, f, flows, m, int(cp_model.FEASIBLE))
@@ -196,7 +201,7 @@ def cpsat_choice(
             _rehint(model, solver)
             model.add(freed >= most)
             model.minimize(total)
-            second = _run(solver, model, stop, started + time_limit)
+            second = _run(solver, model, stop, started + _SOLVING * time_limit)
             if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 proven = status == cp_model.OPTIMAL and second == cp_model.OPTIMAL
                 better = _choice(inp, solver, cand, f, flows, m,
@@ -205,7 +210,7 @@ def cpsat_choice(
     else:
         model.add(freed >= need)
         model.minimize(total)
-        status = _run(solver, model, stop, started + time_limit)
+        status = _run(solver, model, stop, started + _SOLVING * time_limit)
         if status == cp_model.INFEASIBLE and not restricted:
             return None, "INFEASIBLE", 0.0
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -226,6 +231,9 @@ def cpsat_choice(
 
 
 _RELAXED_SECONDS, _RELAXED_SHARE = 1.0, 0.1  # the relaxation's time: at most 1 s, a tenth
+_BUILDING = 0.5  # of the time: the model built by then, or no CP-SAT answer
+_SOLVING = 0.85  # of the time: the solve ends here; the rest extracts, orders and checks
+_MIN_SOLVE = 0.01  # s: less left is no solve
 _FIRST_PHASE = 0.6  # of the time: the most domains; the rest: the fewest pods moved for them
 _HINT_CONFLICTS = 100_000  # CP-SAT's default (10) gives up on completing a large hint
 
@@ -251,7 +259,11 @@ def _choice(
 def _run(
     solver: cp_model.CpSolver, model: cp_model.CpModel, stop: threading.Event | None, end: float
 ) -> int:
-    solver.parameters.max_time_in_seconds = max(0.05, end - time.perf_counter())
+    """Solve until `end`; no time left (the model's building took it): UNKNOWN."""
+    left = end - time.perf_counter()
+    if left < _MIN_SOLVE:
+        return int(cp_model.UNKNOWN)
+    solver.parameters.max_time_in_seconds = left
     with stop_on(stop, solver):
         return int(solver.solve(model))
 

@@ -38,14 +38,19 @@ def verify_moves(
         problems.append(f"{len(moves)} pods moved, more than the budget of {max_pods}")
     axis = running.resources
     alloc = {n.name: n for n in table.nodes}
+    index = table.index
+    live = running.alive & (running.node >= 0)
+    usage = np.array(snapshot.used(axis), dtype=np.int64)  # [N, R], every running pod's
+    count = np.bincount(running.node[live], minlength=len(table)).astype(np.int64)
     used: dict[str, dict[str, int]] = {}
-    for row in np.flatnonzero(running.alive & (running.node >= 0)).tolist():
-        node = running.node_name(row)
-        book = used.setdefault(node, {})
-        for r, v in zip(axis, running.requests()[row].tolist(), strict=True):
-            if v:
-                book[r] = book.get(r, 0) + v
-        book[_PODS] = book.get(_PODS, 0) + 1
+
+    def book(node: str) -> dict[str, int]:
+        if node not in used:
+            row = usage[index[node]]
+            used[node] = {r: int(v) for r, v in zip(axis, row.tolist(), strict=True)}
+            used[node][_PODS] = int(count[index[node]])
+        return used[node]
+
     where_keys = set(where)
     moved: dict[str, tuple[int, str]] = {}
     for step, (key, source, target) in enumerate(moves, start=1):
@@ -67,14 +72,14 @@ def verify_moves(
             r: int(v) for r, v in zip(axis, running.requests()[row].tolist(), strict=True) if v
         }
         demand[_PODS] = 1
+        here, there = book(source), book(target)
         for r, v in demand.items():
-            used[source][r] -= v
-            used.setdefault(target, {})
-            used[target][r] = used[target].get(r, 0) + v
+            here[r] = here.get(r, 0) - v
+            there[r] = there.get(r, 0) + v
             cap = dest.allocatable.get(r)
-            if (cap is not None or r != _PODS) and used[target][r] > (cap or 0):
+            if (cap is not None or r != _PODS) and there[r] > (cap or 0):
                 problems.append(
-                    f"step {step}: {target} over its allocatable {r} ({used[target][r]} > {cap or 0})"
+                    f"step {step}: {target} over its allocatable {r} ({there[r]} > {cap or 0})"
                 )
     problems += _freed(snapshot, set(freed_nodes), moved)
     problems += _gangs(snapshot, moved, where_keys)
@@ -96,13 +101,17 @@ def _stays(snapshot: Snapshot, row: int) -> bool:
 
 
 def _freed(snapshot: Snapshot, nodes: set[str], moved: dict[str, tuple[int, str]]) -> list[str]:
-    running = snapshot.running
-    out = []
-    for row in np.flatnonzero(running.alive & (running.node >= 0)).tolist():
+    """Pods on a freed node at the end: those there that did not move, and moves onto one."""
+    running, index = snapshot.running, snapshot.nodes.index
+    out = [
+        f"{key} is on {at}, a node the plan frees" for key, (_, at) in moved.items() if at in nodes
+    ]
+    ids = np.array([index[n] for n in nodes if n in index], dtype=np.int64)
+    there = np.flatnonzero(running.alive & np.isin(running.node, ids))
+    for row in there.tolist():
         key = running.key(row)
-        at = moved[key][1] if key in moved else running.node_name(row)
-        if at in nodes and not _stays(snapshot, row):
-            out.append(f"{key} is on {at}, a node the plan frees")
+        if key not in moved and not _stays(snapshot, row):
+            out.append(f"{key} is on {running.node_name(row)}, a node the plan frees")
     return out
 
 

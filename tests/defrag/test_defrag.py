@@ -11,6 +11,7 @@ free. With a budget of 8 pods, r1 (7) no longer fits after it, and r2 (9) never 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -219,3 +220,20 @@ def test_every_plan_is_valid_step_by_step_and_cpsat_frees_at_least_as_many(
     for found in (greedy, exact):  # never a plan that failed its check, falling back
         assert not [n for n in found.notes if "failed its check" in n], found.notes
     assert np.isfinite(exact.solve_seconds)
+
+
+@pytest.mark.parametrize("limit", [0.1, 0.3])
+def test_the_plan_arrives_within_its_time_limit(limit: float) -> None:
+    """Deadlines are promises: CP-SAT, the relaxation and the check all fit in the limit
+    (plus the 50 ms margin of tests/test_deadlines.py) on 160 racks of 4 jagged nodes,
+    where building CP-SAT's model alone takes about a tenth of a second."""
+    rng = np.random.default_rng(0)
+    objects = [node(f"n{i:03d}").gpu(8).label(RACK, f"r{i // 4:03d}").obj() for i in range(640)]
+    for i in range(640):
+        objects += [pod(f"p{i}-{k}").requests(cpu="100m", gpu=1).on(f"n{i:03d}").obj()
+                    for k in range(int(rng.integers(0, 8)))]  # fmt: skip
+    snap = snapshot(*objects)
+    started = time.perf_counter()
+    defragment(snap, DefragGoal(level=RACK, max_pods=150), engine="cpsat", time_limit=limit,
+               workers=1, seed=0)  # fmt: skip
+    assert time.perf_counter() - started <= limit + 0.05
