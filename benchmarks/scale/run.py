@@ -436,7 +436,9 @@ def main() -> None:
     parser.add_argument("--no-big", action="store_true", help="skip the 1,000-gang calls")
     parser.add_argument("--out", default=str(HERE / "results.json"))
     parser.add_argument(
-        "--smoke", action="store_true", help="seconds: 1,024 nodes, 1,000 running pods, 1 rep, no big"
+        "--smoke",
+        action="store_true",
+        help="seconds: 1,024 nodes, 1,000 running pods, 1 rep, no big",
     )
     args = parser.parse_args()
     if args.smoke:
