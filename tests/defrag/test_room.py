@@ -15,9 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from solver import schedule
 from solver.defrag import DefragGoal, GoalError, defragment
-from solver.snapshot import Snapshot
+from solver.defrag._room import moved_snapshot
+from solver.snapshot import Snapshot, Workload
 from tests.builders import model, node, pod, workload_podgroup
 from tests.defrag.test_defrag import assert_valid
 
@@ -82,3 +86,41 @@ def test_a_gang_that_fits_needs_no_move() -> None:
 def test_an_unknown_gang_is_one_line_naming_the_field() -> None:
     with pytest.raises(GoalError, match="defrag goal: gang: no pending pod of gang 'x/y'"):
         defragment(cluster(), DefragGoal(gang="x/y"))
+
+
+@st.composite
+def jagged(draw: st.DrawFn) -> tuple[Snapshot, int]:
+    """2–6 nodes of 8 GPUs in 1–2 racks, 2–8 1-GPU pods on each, a pending gang of 1–3
+    pods of 4, 6 or 8 GPUs (sometimes required in one rack): about a third need moves."""
+    n = draw(st.integers(2, 6))
+    names = [f"n{i}" for i in range(n)]
+    objects: list[dict[str, Any]] = [
+        node(name).gpu(8).label(RACK, f"r{i % 2}").obj() for i, name in enumerate(names)
+    ]
+    for name in names:
+        objects += [pod(f"s-{name}-{k}").requests(cpu="100m", gpu=1).on(name).obj()
+                    for k in range(draw(st.integers(2, 8)))]  # fmt: skip
+    size, gpus = draw(st.integers(1, 3)), draw(st.sampled_from([4, 6, 8]))
+    objects.append(workload_podgroup("train", size, topology=RACK if draw(st.booleans()) else None))
+    objects += [pod(f"train-{i}").requests(cpu="1", gpu=gpus).scheduling_group("train").obj()
+                for i in range(size)]  # fmt: skip
+    return Snapshot.from_model(model(*objects)), draw(st.integers(0, 12))
+
+
+@settings(max_examples=40, deadline=None)
+@given(jagged())
+def test_every_room_plan_applied_places_the_gang(case: tuple[Snapshot, int]) -> None:
+    """A plan with moves is one the scheduler, on the cluster with the moves applied,
+    places the gang on (checked again here, independently of the planner's own check)."""
+    snap, budget = case
+    found = room(snap, max_pods=budget)
+    assert found.pods_moved <= budget
+    if not found.placement:
+        assert found.moves == ()
+        return
+    rows = {snap.running.find(m.pod): m.target for m in found.moves}
+    after = moved_snapshot(snap, {int(r): t for r, t in rows.items()})
+    workload = Workload.of(after, (), ("default/train",))
+    decision = schedule(after, workload=workload, engine="auto", workers=1, seed=0)
+    assert decision.gang_placed("default/train"), decision.podgroups
+    assert sorted(found.placement) == [f"default/train-{i}" for i in range(len(found.placement))]
