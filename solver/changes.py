@@ -13,6 +13,9 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
                 room, with the same labels and taints, empty
     min-member  the gang runs with minMember m (the largest m below its own that runs)
     topology    the gang runs with PreferGather instead of MustGather (Koordinator)
+    moves       the fewest running pods of their own moved elsewhere (`solver.defrag`'s
+                room for a gang, CP-SAT, at most `MAX_MOVES`; offered only when proven
+                fewest, so one move less does not run): consolidation, no eviction
 
 A change is about the cluster before this cycle: other pending gangs may still take the
 room first (the certificate says when they did). Each change is a `Delta` on the snapshot
@@ -31,6 +34,7 @@ from typing import Any
 
 from solver.config import SchedulerConf
 from solver.decision import Certificate, Decision
+from solver.defrag import DefragGoal, defragment, moves_delta
 from solver.model import Node
 from solver.quantity import format_quantity
 from solver.schedule import schedule, solve
@@ -40,6 +44,8 @@ __all__ = ["MAX_NODES", "Change", "OutOfTime", "changes"]
 
 MAX_NODES = 4096
 """The most nodes a `nodes` change may add."""
+MAX_MOVES = 100
+"""The most running pods a `moves` change may move."""
 SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 HOST = "kubernetes.io/hostname"
 
@@ -87,24 +93,33 @@ def changes(
     way."""
     conf = conf or SchedulerConf.default()
 
+    def left() -> float:
+        return time_limit if deadline is None else min(time_limit, deadline - time.perf_counter())
+
     def runs(delta: Delta, verified: bool = False) -> bool:
-        left = time_limit if deadline is None else min(time_limit, deadline - time.perf_counter())
-        if left <= 0.02 or (stop is not None and stop.is_set()):
+        if left() <= 0.02 or (stop is not None and stop.is_set()):
             raise OutOfTime
-        return _runs(snapshot.apply(delta), conf, gang, left, verified)
+        return _runs(snapshot.apply(delta), conf, gang, left(), verified)
+
+    def moves(snap: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+        # half of what is left (the other half checks it), at most _MOVES_SECONDS
+        seconds = min(_MOVES_SECONDS, left() / 2)
+        if seconds <= 0.05 or (stop is not None and stop.is_set()):
+            raise OutOfTime
+        return _moves(snap, gang, conf, seconds, stop)
 
     found: list[Change] = []
     try:
         if runs(Delta(), verified=True):
             return []
-        for make in (_quota, _enqueue, _nodes, _min_member, _topology):
+        for make in (_quota, _enqueue, _nodes, _min_member, _topology, moves):
             sized = make(snapshot, gang, certificate, runs)
             # sized on unverified answers; reported only once verified
             if sized is not None and runs(sized[1], verified=True):
                 found.append(sized[0])
     except OutOfTime:
         pass
-    order = {"quota": 0, "nodes": 1, "min-member": 2, "topology": 3}
+    order = {"quota": 0, "moves": 1, "nodes": 2, "min-member": 3, "topology": 4}
     return sorted(found, key=lambda c: order[c.kind])
 
 
@@ -307,3 +322,27 @@ def _topology(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Run
     if not runs(prefer):
         return None
     return Change("topology", "PreferGather instead of MustGather", 1, gang), prefer
+
+
+def _moves(
+    snapshot: Snapshot,
+    gang: str,
+    conf: SchedulerConf,
+    seconds: float,
+    stop: threading.Event | None,
+) -> Sized | None:
+    """Room by moving running pods (consolidation): CP-SAT's fewest moves within `seconds`,
+    then checked like every change (the gang scheduled on the cluster with the moves)."""
+    plan = defragment(
+        snapshot, DefragGoal(gang=gang, max_pods=MAX_MOVES), engine="cpsat",
+        time_limit=seconds, workers=1, seed=0, stop=stop, conf=conf,
+    )  # fmt: skip
+    if not plan.moves or plan.status != "OPTIMAL":  # smallest only when proven fewest
+        return None
+    rows = {int(snapshot.running.find(m.pod)): m.target for m in plan.moves}
+    sources = len({m.source for m in plan.moves})
+    text = f"move {len(plan.moves)} running pod(s) off {sources} node(s) (gangplan defrag --gang)"
+    return Change("moves", text, len(plan.moves), target=gang), moves_delta(snapshot, rows)
+
+
+_MOVES_SECONDS = 1.0

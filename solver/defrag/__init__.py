@@ -13,6 +13,7 @@ no move at all), with a note; a user never gets a plan that fails the check.
 from solver.defrag._api import ENGINES, defragment
 from solver.defrag._goal import MAX_PODS, NODE_LEVEL, DefragGoal, GoalError, goal_of
 from solver.defrag._plan import DefragPlan, Move
+from solver.defrag._room import moves_delta
 
 __all__ = [
     "ENGINES",
@@ -24,4 +25,5 @@ __all__ = [
     "Move",
     "defragment",
     "goal_of",
+    "moves_delta",
 ]

@@ -19,7 +19,7 @@ from solver.defrag._cpsat import cpsat_choice
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput, defrag_input
 from solver.defrag._plan import Choice, DefragPlan, plan_of
-from solver.defrag._room import GangArrivals, gang_problem, moved_snapshot
+from solver.defrag._room import GangArrivals, gang_problem, gang_workload, moved_snapshot
 from solver.schedule import schedule
 from solver.snapshot import Snapshot, Workload
 from solver.verify import verify_moves
@@ -80,7 +80,7 @@ def room_plan(
         return answer(nothing, "HEURISTIC", {}, f"the moves failed their check ({checked}): none")
     rows = {int(inp.pod_rows[p]): snapshot.nodes.names[n] for p, n in choice.moves}
     after = moved_snapshot(snapshot, rows)
-    placed = schedule(after, conf, workload=Workload.of(after, (), (gang,)), engine="auto",
+    placed = schedule(after, conf, workload=gang_workload(after, gang), engine="auto",
                       time_limit=left(), workers=workers, seed=seed)  # fmt: skip
     if not placed.gang_placed(gang):
         reason = placed.podgroups[gang].reason if gang in placed.podgroups else "not placed"

@@ -31,15 +31,23 @@ from solver.features.topology.rules import domain_rules
 from solver.problem import Problem
 from solver.snapshot import Delta, Snapshot, Workload
 
-__all__ = ["GangArrivals", "gang_problem", "moved_snapshot"]
+__all__ = ["GangArrivals", "gang_problem", "gang_workload", "moved_snapshot", "moves_delta"]
 
 
 def gang_problem(snapshot: Snapshot, conf: SchedulerConf, gang: str) -> tuple[Problem, Workload]:
     """The gang's Problem and Workload (the gang alone, as a scheduling call asks)."""
-    if not snapshot.pending_of(gang):
-        raise GoalError("gang", f"no pending pod of gang {gang[:64]!r} in the cluster")
-    workload = Workload.of(snapshot, (), (gang,))
+    workload = gang_workload(snapshot, gang)
     return compile_problem(snapshot, conf, workload), workload
+
+
+def gang_workload(snapshot: Snapshot, gang: str) -> Workload:
+    """The gang alone, as a scheduling call asks (a pod of its own: its key is the id)."""
+    alone = snapshot.pending.get(gang)
+    if alone is not None and alone.gang == gang:
+        return Workload.of(snapshot, pods=[alone])
+    if snapshot.pending_of(gang):
+        return Workload.of(snapshot, (), (gang,))
+    raise GoalError("gang", f"no pending pod of gang {gang[:64]!r} in the cluster")
 
 
 @dataclass
@@ -65,7 +73,7 @@ class GangArrivals:
         """x[t, n], minMember, the domain rules (no arrival constraint on room: the caller
         adds `self.arrivals(n)` to each node's)."""
         p = self.problem
-        g = p.gang_ids.index(self.gang)
+        g = self.index()
         types = [t for t in range(len(p.type_pods)) if p.type_gang[t] == g]
         for t in types:
             demand = self.demand(t)
@@ -102,10 +110,15 @@ class GangArrivals:
     def eligible(self) -> np.ndarray:
         """[N] nodes some pod of the gang may land on (where moving pods off helps)."""
         p = self.problem
-        g = p.gang_ids.index(self.gang)
+        g = self.index()
         rows = [np.asarray(p.eligible[t], dtype=bool) for t in range(len(p.type_pods))
                 if p.type_gang[t] == g]  # fmt: skip
         return np.any(rows, axis=0) if rows else np.zeros(len(p.node_names), dtype=bool)
+
+    def index(self) -> int:
+        """The gang's index in the Problem (its only gang when it is a pod of its own)."""
+        ids = self.problem.gang_ids
+        return ids.index(self.gang) if self.gang in ids else 0
 
     def nodes(self) -> set[int]:
         return {n for _, n in self.x}
@@ -114,8 +127,12 @@ class GangArrivals:
         return [(var, self.demand(t)) for (t, m), var in self.x.items() if m == n]
 
 
+def moves_delta(snapshot: Snapshot, moves: Mapping[int, str]) -> Delta:
+    """The delta that puts the running rows `moves` (row -> node name) on their new nodes."""
+    running = snapshot.running
+    return Delta(upsert_pods=tuple(running.pod(row)._replace(node=n) for row, n in moves.items()))
+
+
 def moved_snapshot(snapshot: Snapshot, moves: Mapping[int, str]) -> Snapshot:
     """The snapshot with the running rows `moves` (row -> node name) on their new nodes."""
-    running = snapshot.running
-    pods = tuple(running.pod(row)._replace(node=node) for row, node in moves.items())
-    return snapshot.apply(Delta(upsert_pods=pods)) if pods else snapshot
+    return snapshot.apply(moves_delta(snapshot, moves)) if moves else snapshot
