@@ -40,12 +40,15 @@ from solver.quantity import format_quantity
 from solver.schedule import schedule, solve
 from solver.snapshot import Delta, Snapshot, Workload
 
-__all__ = ["MAX_NODES", "Change", "OutOfTime", "changes"]
+__all__ = ["MAX_MOVES", "MAX_MOVES_RUNNING", "MAX_NODES", "Change", "OutOfTime", "changes"]
 
 MAX_NODES = 4096
 """The most nodes a `nodes` change may add."""
 MAX_MOVES = 100
 """The most running pods a `moves` change may move."""
+MAX_MOVES_RUNNING = 20_000
+"""Past this many running pods no `moves` change is sought: the defragmentation planner's
+input (O(running pods), in Python) would not fit a call's time."""
 SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 HOST = "kubernetes.io/hostname"
 
@@ -106,6 +109,8 @@ def changes(
         seconds = min(_MOVES_SECONDS, left() / 2)
         if seconds <= 0.05 or (stop is not None and stop.is_set()):
             raise OutOfTime
+        if int(snap.running.alive.sum()) > MAX_MOVES_RUNNING:
+            return None  # the planner reads every running pod: past this, not within a call
         return _moves(snap, gang, conf, seconds, stop)
 
     found: list[Change] = []
