@@ -111,6 +111,8 @@ def changes(
             raise OutOfTime
         if int(snap.running.alive.sum()) > MAX_MOVES_RUNNING:
             return None  # the planner reads every running pod: past this, not within a call
+        if not _moves_may_help(snap, cert):
+            return None
         return _moves(snap, gang, conf, seconds, stop)
 
     found: list[Change] = []
@@ -327,6 +329,20 @@ def _topology(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Run
     if not runs(prefer):
         return None
     return Change("topology", "PreferGather instead of MustGather", 1, gang), prefer
+
+
+def _moves_may_help(snapshot: Snapshot, cert: Certificate | None) -> bool:
+    """Moving pods never helps a gang held by its queue or its own filters, nor one short
+    of a resource the whole cluster lacks (moves add no room, they only gather it)."""
+    if cert is None:
+        return True
+    if cert.kind in ("quota", "predicates", "blocked"):
+        return False
+    if cert.kind == "capacity" and cert.unit:
+        axis = (cert.unit,)
+        free = snapshot.nodes.capacity(axis)[:, 0] - snapshot.used(axis)[:, 0]
+        return int(free.clip(min=0).sum()) >= cert.needed
+    return True
 
 
 def _moves(

@@ -2,7 +2,7 @@
 day brings, and a SIGTERM and restart every `--restart-every` seconds.
 
     .venv/bin/python benchmarks/soak/run.py              # 30 minutes
-    .venv/bin/python benchmarks/soak/run.py --smoke      # 8 s, nothing written
+    .venv/bin/python benchmarks/soak/run.py --smoke      # 5 s, nothing written
 
 Every restart imports the tree as it is then: run it from a checkout nobody edits for the
 half hour (`git worktree add`), or the lives measure different commits.
@@ -362,10 +362,10 @@ def main() -> None:
     parser.add_argument("--update-every", type=float, default=0.5, help="s between deltas")
     parser.add_argument("--restart-every", type=float, default=300.0, help="s between SIGTERMs")
     parser.add_argument("--grace", type=float, default=5.0, help="the server's --grace")
-    parser.add_argument("--smoke", action="store_true", help="8 s, small, nothing written")
+    parser.add_argument("--smoke", action="store_true", help="5 s, small, nothing written")
     args = parser.parse_args()
     if args.smoke:
-        args.minutes, args.nodes, args.running, args.restart_every = 8 / 60, 64, 500, 3.0
+        args.minutes, args.nodes, args.running, args.restart_every = 5 / 60, 64, 500, 2.0
     soak = Soak(args)
     try:
         row = asyncio.run(soak.run())

@@ -222,7 +222,7 @@ def test_every_plan_is_valid_step_by_step_and_cpsat_frees_at_least_as_many(
     assert np.isfinite(exact.solve_seconds)
 
 
-@pytest.mark.parametrize("limit", [0.1, 0.3])
+@pytest.mark.parametrize("limit", [0.1])
 def test_the_plan_arrives_within_its_time_limit(limit: float) -> None:
     """Deadlines are promises: CP-SAT, the relaxation and the check all fit in the limit
     (plus the 50 ms margin of tests/test_deadlines.py) on 160 racks of 4 jagged nodes,
