@@ -9,13 +9,14 @@ Read once per call from one snapshot generation, as columns:
   move when one of its pods is protected: by the goal (priority, namespace, label), by the
   preemption labels (`scheduling.koordinator.sh/disable-preemptible`, ...), by a system
   PriorityClass or `kube-system`, by a GPU-sharing annotation or device assignment (the
-  device a share sits on is not re-planned), or by pod (anti-)affinity terms.
+  device a share sits on is not re-planned), by pod (anti-)affinity terms, or — a gang —
+  by a Volcano `networkTopology` (HyperNode members are named nodes, which a move changes).
 * **Where a pod may land** keeps every constraint it was placed under that the snapshot
   can see: a target node has the same labels and taints as the pod's node but for the
   labels that say *where* (hostname, every label key with `topology` in it — zone, region,
   `network.topology.nvidia.com/*`, ... —, the goal's level, the snapshot's network topology
-  keys, the topology keys of the gangs' constraints, `topology_keys`), so node selectors, node affinity and tolerations hold
-  as they held; it is Ready, not cordoned, and no running pod's required anti-affinity
+  keys, the topology keys of the gangs' constraints, `topology_keys`), so node selectors,
+  node affinity and tolerations hold as they held; it is Ready, not cordoned, and no running pod's required anti-affinity
   covers it; a gang that lies in one value of a where-label (one node, one rack, ...) still
   lies in one after the move.
 * **Domains**: a domain can be freed when every unit on its nodes can move and their pods
@@ -31,6 +32,9 @@ import numpy as np
 
 from solver.arrays import IntArray
 from solver.defrag._goal import NODE_LEVEL, DefragGoal
+from solver.features.devices.quota import SHARE_FACT
+from solver.features.devices.table import ALLOCATED_FACT
+from solver.features.preemption.victims import PROTECTED_FACT, SYSTEM_CRITICAL
 from solver.model import SHARE_RESOURCES
 from solver.problem import BoolArray
 from solver.quantity import PODS
@@ -44,8 +48,7 @@ WHERE_KEYS = (
     "topology.kubernetes.io/zone",
     "topology.kubernetes.io/region",
 )
-SYSTEM_CRITICAL = 2_000_000_000
-_DEVICE_FACTS = ("devices.share", "devices.allocated", "preemption.protected")
+_PROTECTING_FACTS = (SHARE_FACT.name, ALLOCATED_FACT.name, PROTECTED_FACT.name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,6 +128,10 @@ def defrag_input(snapshot: Snapshot, goal: DefragGoal) -> DefragInput:
     keys, unit_of = np.unique(unit_key, return_inverse=True)
     immovable = np.zeros(keys.size, dtype=bool)
     immovable[unit_of[protected]] = True
+    for u in np.flatnonzero(keys >= 0).tolist():  # a gang in a HyperNode: its membership is
+        spec = snapshot.gangs.get(running.gang_name(int(keys[u])))  # names, not labels
+        if spec is not None and spec.network_topology is not None:
+            immovable[u] = True
 
     pod_node = running.node[rows].astype(np.int64)
     order = np.argsort(unit_of, kind="stable")
@@ -257,7 +264,7 @@ def _repelled(snapshot: Snapshot, rows: IntArray) -> BoolArray:
 def _protected(snapshot: Snapshot, goal: DefragGoal, rows: IntArray) -> BoolArray:
     running = snapshot.running
     out = running.terms[rows] != NONE
-    for name in _DEVICE_FACTS:
+    for name in _PROTECTING_FACTS:
         if name in running.schema.names:
             out |= running.fact(name)[rows] != NONE
     out |= running.requests(SHARE_RESOURCES[1:])[rows].any(axis=1)  # a share of a device

@@ -24,6 +24,7 @@ from solver.errors import InputError
 from solver.snapshot import Snapshot
 from solver.verify import verify_moves
 from tests.builders import model, node, pod
+from tests.features.topology.hypernode.fixtures import hypernode, vc_group
 
 RACK = "cloud.com/topology-rack"
 LOAD = {"n00": 3, "n01": 2, "n10": 6, "n11": 1, "n20": 5, "n21": 4}
@@ -151,6 +152,23 @@ def test_cpsat_moves_pods_to_open_a_hole_the_greedy_cannot_find() -> None:
     found = plan(snap, "cpsat", max_pods=3)
     assert found.freed == ("a",) and found.pods_moved == 3 and found.status == "OPTIMAL"
     assert [(m.source, m.target) for m in found.moves] == [("b", "c"), ("b", "c"), ("a", "b")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", ["hard", None])
+def test_a_volcano_gang_in_a_hypernode_keeps_its_rack(engine: str, mode: str | None) -> None:
+    """r0's pods, but two of its 1-GPU pods are a Volcano gang bound to HyperNode `h0`
+    (n00, n01): moving them would leave it (its members are named nodes), so r0 stays and
+    r1 (7 pods) is freed. Without the networkTopology the gang moves with r0."""
+    gang = [
+        pod(f"g-{i}", "c1").annotate("scheduling.k8s.io/group-name", "g")
+        .requests(cpu="500m", gpu=1).on(f"n0{i}").obj()
+        for i in range(2)
+    ]  # fmt: skip
+    objects = [*rack_nodes(), *ones({**LOAD, "n00": 2, "n01": 1}), *gang,
+               hypernode("h0", 1, ("n00", "n01")), vc_group("g", 2, mode=mode, tier=1)]  # fmt: skip
+    found = plan(snapshot(*objects), engine, level=RACK, max_pods=8)
+    assert found.freed == (("r1",) if mode else ("r0",))
 
 
 def test_a_goal_out_of_range_is_one_line_naming_the_field() -> None:
