@@ -25,6 +25,10 @@ from solver.defrag._input import DefragInput
 __all__ = ["Choice", "DefragPlan", "Move", "gap_of", "order_moves", "plan_of"]
 
 GPU = "nvidia.com/gpu"
+SPREAD_NOTE = (
+    "running pods' topologySpreadConstraints are not kept by the snapshot: the moves may "
+    "change a spread's skew (selectors, affinity and tolerations hold)"
+)
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ def plan_of(
         gap=gap_of(inp.goal, len(freed), len(moves), bound),
         blocked=inp.blocked,
         solve_seconds=round(seconds, 4),
-        notes=notes,
+        notes=(*notes, SPREAD_NOTE) if moves else notes,
     )
 
 

@@ -255,3 +255,13 @@ def test_the_plan_arrives_within_its_time_limit(limit: float) -> None:
     defragment(snap, DefragGoal(level=RACK, max_pods=150), engine="cpsat", time_limit=limit,
                workers=1, seed=0)  # fmt: skip
     assert time.perf_counter() - started <= limit + 0.05
+
+
+def test_a_plan_with_moves_says_spreads_are_not_kept() -> None:
+    """Nothing dropped in silence: the snapshot keeps no running pod's spread constraints,
+    so every plan that moves pods says so; one that moves nothing does not."""
+    snap = snapshot(*rack_nodes(), *ones())
+    moved = plan(snap, "greedy", level=RACK, max_pods=8)
+    assert moved.moves and any("topologySpreadConstraints" in n for n in moved.notes)
+    still = plan(snap, "greedy", level=RACK, max_pods=1)
+    assert not still.moves and not any("topologySpreadConstraints" in n for n in still.notes)
