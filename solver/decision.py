@@ -122,7 +122,8 @@ class Victim:
 @dataclass(frozen=True)
 class QueueUse:
     """One queue's quota in an answer: the allocate gate's limit on each resource it limits
-    (deserved under `proportion`, realCapability under `capacity` / `capacity-card`), what
+    (deserved under `proportion`, realCapability under `capacity` / `capacity-card`, the
+    Queue's limit under KAI's `proportion`, quota for its non-preemptible rows), what
     its running pods held at the start of the call, and what the answer places in it."""
 
     queue: str

@@ -1641,6 +1641,7 @@ class Queue(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
     ALLOCATED_FIELD_NUMBER: _builtins.int
+    KAI_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Unique queue name."""
     parent: _builtins.str
@@ -1675,6 +1676,13 @@ class Queue(_message.Message):
     def allocated(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
         """status.allocated."""
 
+    @_builtins.property
+    def kai(self) -> Global___KaiQueueResources:
+        """A KAI-Scheduler Queue (`scheduling.run.ai/v2`): set, the queue is KAI's and only name,
+        parent, priority and this are read (KAI's `proportion`: deserved quota, then the surplus
+        by over-quota weight within each priority, limits at every level).
+        """
+
     def __init__(
         self,
         *,
@@ -1689,14 +1697,120 @@ class Queue(_message.Message):
         annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         affinity: Global___QueueAffinity | None = ...,
         allocated: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        kai: Global___KaiQueueResources | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "kai", b"kai"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "annotations", b"annotations", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "name", b"name", "parent", b"parent", "priority", b"priority", "state", b"state", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "annotations", b"annotations", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "kai", b"kai", "name", b"name", "parent", b"parent", "priority", b"priority", "state", b"state", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Queue: _TypeAlias = Queue  # noqa: Y015
+
+@_typing.final
+class KaiQueueResources(_message.Message):
+    """A KAI-Scheduler Queue's `spec.resources`, per resource name (`cpu` in milli-CPU, `memory`
+    in bytes, `nvidia.com/gpu` in GPUs, fractions allowed). -1 is unlimited; a resource not
+    named is 0, as KAI reads an unset field.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class QuotaEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class LimitEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class OverQuotaWeightEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    QUOTA_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    OVER_QUOTA_WEIGHT_FIELD_NUMBER: _builtins.int
+    CREATION_TIME_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def quota(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """spec.resources.<r>.quota: the deserved quota."""
+
+    @_builtins.property
+    def limit(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """spec.resources.<r>.limit: the most the queue (and its subtree) may hold."""
+
+    @_builtins.property
+    def over_quota_weight(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """spec.resources.<r>.overQuotaWeight: its part of the surplus among queues of its priority."""
+
+    @_builtins.property
+    def creation_time(self) -> _timestamp_pb2.Timestamp:
+        """The Queue's metadata.creationTimestamp: the tie-break of KAI's orders."""
+
+    def __init__(
+        self,
+        *,
+        quota: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        limit: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        over_quota_weight: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        creation_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "limit", b"limit", "over_quota_weight", b"over_quota_weight", "quota", b"quota"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KaiQueueResources: _TypeAlias = KaiQueueResources  # noqa: Y015
 
 @_typing.final
 class TopologyLayer(_message.Message):

@@ -300,6 +300,12 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         )
         if q.affinity:
             queue.affinity.CopyFrom(_queue_affinity(q.affinity))
+        if q.kai is not None:
+            kai = pb.KaiQueueResources(
+                quota=q.kai.quota, limit=q.kai.limit, over_quota_weight=q.kai.over_quota_weight
+            )
+            _set_timestamp(kai, "creation_time", q.kai.created)
+            queue.kai.CopyFrom(kai)
         msg.queues.append(queue)
     if model.topology is not None:
         msg.topology.CopyFrom(

@@ -9,6 +9,7 @@ Whole lists of pods are read by `solver.codec._readers`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -35,9 +36,13 @@ from solver.codec._hypernode import (
 )
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
 from solver.model import (
+    KAI_MAX,
+    KAI_RESOURCES,
+    KAI_UNLIMITED,
     QUEUE_WEIGHT_MAX,
     Dialect,
     Gang,
+    KaiQuota,
     MatchPolicy,
     NetworkTopology,
     Node,
@@ -379,6 +384,29 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
         annotations=dict(msg.annotations),
         affinity=affinity,
         allocated=read_quantities(msg.allocated, f"{path}.allocated", out),
+        kai=_kai_quota(msg.kai, f"{path}.kai", out) if msg.HasField("kai") else None,
+    )
+
+
+def _kai_quota(msg: pb.KaiQueueResources, path: str, out: Violations) -> KaiQuota:
+    def amounts(values: Mapping[str, float], name: str, least: float) -> dict[str, float]:
+        kept = {}
+        for r, v in sorted(values.items()):
+            where = f"{path}.{name}[{r}]"
+            if r not in KAI_RESOURCES:
+                out.add(where, f"a KAI queue's resources are {', '.join(KAI_RESOURCES)}")
+            elif not (math.isfinite(v) and (v >= 0 or v == least) and v <= KAI_MAX):
+                allowed = "-1 (unlimited) or " if least < 0 else ""
+                out.add(where, f"must be {allowed}a number in 0..{KAI_MAX:g}, got {v}")
+            else:
+                kept[r] = v
+        return kept
+
+    return KaiQuota(
+        quota=amounts(msg.quota, "quota", KAI_UNLIMITED),
+        limit=amounts(msg.limit, "limit", KAI_UNLIMITED),
+        over_quota_weight=amounts(msg.over_quota_weight, "over_quota_weight", 0.0),
+        created=_timestamp(msg, "creation_time", path, out) or "",
     )
 
 

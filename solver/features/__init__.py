@@ -7,6 +7,7 @@
                   Volcano HyperNodes, the Workload API's topology constraint
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
     proportion/   Volcano `proportion`: queues share the cluster by weight (deserved water-filled)
+    kaishare/     KAI-Scheduler's `proportion`: fair share down a tree of KAI Queues, limits
     drf/          Volcano `drf`: jobs in dominant-share order (before the queues order units)
     overcommit/   Volcano `overcommit`: a cluster-wide enqueue rule (overcommit-factor)
     nodegroup/    Volcano queue <-> node-group affinity
@@ -39,6 +40,7 @@ from solver.features import (
     drf,
     gang,
     interpod,
+    kaishare,
     nodegroup,
     nodeorder,
     overcommit,
@@ -60,6 +62,7 @@ FEATURES: tuple[Feature, ...] = (
     drf.FEATURE,
     queues.FEATURE,
     proportion.FEATURE,
+    kaishare.FEATURE,
     overcommit.FEATURE,
     nodegroup.FEATURE,
     cards.FEATURE,

@@ -27,7 +27,7 @@ from solver.kube.kai import (
     apply_kai,
     kai_node_selector,
     kai_pod_notes,
-    kai_queue_note,
+    kai_queue,
 )
 from solver.kube.kueue import (
     KUEUE_GROUP,
@@ -84,6 +84,7 @@ class _Inputs:
     hypernodes: list[HyperNode] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     kai_topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> levels
+    kai_queues: dict[str, tuple[RawObject, Queue]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -127,12 +128,24 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     }
     nodes = [_node(raw, k8s) for raw, k8s in inputs.nodes]
     queues = {name: _queue(q) for name, (_, q) in sorted(inputs.queues.items())}
+    raws = {name: raw for name, (raw, _) in inputs.queues.items()}
+    if inputs.kai_queues:
+        if queues:  # one queue dialect per cluster: each scheduler reads its own Queues
+            raw = inputs.kai_queues[min(inputs.kai_queues)][0]
+            raise raw.error(
+                "KAI-Scheduler and Volcano Queues in one input: gangplan shares a cluster by "
+                "one scheduler's queues; give one kind",
+                field="kind",
+            )
+        queues = {name: q for name, (_, q) in sorted(inputs.kai_queues.items())}
+        raws = {name: raw for name, (raw, _) in inputs.kai_queues.items()}
     if not queues:
         queues = _queues_of_a_dump_without_them(gangs.values(), pods, inputs.notes)
     cycle = parent_cycle([(name, q.parent) for name, q in queues.items()])
     if cycle is not None:
-        name, (raw, _) = sorted(inputs.queues.items())[cycle]
-        raise raw.error(f"queue {name!r} is its own ancestor", field="spec.parent")
+        name = sorted(queues)[cycle]
+        where = "spec.parentQueue" if inputs.kai_queues else "spec.parent"
+        raise raws[name].error(f"queue {name!r} is its own ancestor", field=where)
     topology = _topology(*inputs.topology) if inputs.topology else None
     if inputs.kueue:
         topology = kueue_topologies(inputs.kueue, topology)
@@ -252,9 +265,9 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             ident = f"kai:{kai.metadata.name}"  # beside a Kueue Topology of the same name
             out.kai_topologies[kai.metadata.name] = tuple(lv.node_label for lv in kai.spec.levels)
         elif kind == "Queue" and group == KAI_GROUP:
-            kai_queue = validate(K8sKaiQueue, raw)
-            ident = f"kai:{kai_queue.metadata.name}"  # beside a Volcano Queue of the same name
-            out.notes.append(kai_queue_note(raw, kai_queue))
+            parsed_kai = validate(K8sKaiQueue, raw)
+            ident = f"kai:{parsed_kai.metadata.name}"  # beside a Volcano Queue of the same name
+            out.kai_queues[parsed_kai.metadata.name] = (raw, kai_queue(raw, parsed_kai, out.notes))
         elif kind == "HyperNode" and group == HYPERNODE_GROUP:
             hypernode = read_hypernode(raw, out.notes)
             out.hypernodes.append(hypernode)

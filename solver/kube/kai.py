@@ -27,12 +27,15 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   if one holds it, else one of the next level up, and so on (`calculateRelevantDomainLevels`,
   `sortDomainInfos`), domains tried most packed first (`sortTree`, `topology_pack`); a
   preferred level coarser than the required one is refused as KAI refuses it;
-- the Queue's quotas, limits and over-quota weights, `preemptibility`: read and noted, not
-  acted on yet (fair share across queues is its own feature).
+- a Queue (`kai_queue`): parent, priority, per resource its quota, limit and over-quota
+  weight, shared by KAI's `proportion` (`solver.features.kaishare`); a PodGroup's
+  `spec.queue` is its job's queue (a pod's label `kai.scheduler/queue` for a pod without
+  one); `preemptibility` is noted, a job's priority decides it (≥ 100: non-preemptible).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,7 +44,7 @@ from pydantic import Field
 from solver.kube.kueue import LevelsSpec
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
-from solver.model import Gang, Pod
+from solver.model import KAI_DEFAULT_PRIORITY, KAI_MAX, KAI_UNLIMITED, Gang, KaiQuota, Pod, Queue
 
 __all__ = [
     "KAI_GROUP",
@@ -55,7 +58,7 @@ __all__ = [
     "kai_leaf_gangs",
     "kai_node_selector",
     "kai_pod_notes",
-    "kai_queue_note",
+    "kai_queue",
 ]
 
 KAI_GROUP = "scheduling.run.ai"
@@ -63,7 +66,7 @@ KAI_TOPOLOGY_GROUP = "kai.scheduler"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"  # commonconstants.PodGroupAnnotationForPod
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"  # commonconstants.SubGroupLabelKey
 READ_SPEC = {"minMember", "priorityClassName", "topologyConstraint", "subGroups"}
-"""PodGroup spec fields acted on; `queue` and `preemptibility` get their own notes, the rest
+"""PodGroup spec fields acted on (and `queue`); `preemptibility` gets its own note, the rest
 (parallelism, completions, backoffLimit, markUnschedulable, schedulingBackoff) one note."""
 
 
@@ -157,14 +160,15 @@ def kai_gang_fields(
     """The Gang fields a KAI PodGroup sets beyond a plain gang's, and its notes."""
     c = _constraint(raw)
     spec = raw.body.get("spec") or {}
-    out: dict[str, Any] = {"queue": None, "topology_pack": KAI_PACK}
-    if spec.get("queue"):
-        notes.append(
-            f"KAI PodGroup {gang_id}: queue {spec['queue']!r} is read, its quota, limit and "
-            "over-quota weight are not acted on yet"
-        )
+    queue = spec.get("queue")
+    if queue is not None and not isinstance(queue, str):
+        raise raw.error("must be a string", field="spec.queue")
+    out: dict[str, Any] = {"queue": queue or None, "topology_pack": KAI_PACK}
     if spec.get("preemptibility"):
-        notes.append(f"KAI PodGroup {gang_id}: preemptibility is not acted on yet")
+        notes.append(
+            f"KAI PodGroup {gang_id}: preemptibility is not acted on yet (its priority "
+            "decides, as KAI's default: below 100 preemptible)"
+        )
     if unread := sorted(set(spec) - READ_SPEC - {"preemptibility", "queue"}):
         notes.append(f"KAI PodGroup {gang_id}: ignored spec {', '.join(unread)}")
     if not c.required and not c.preferred:
@@ -323,8 +327,7 @@ def apply_kai(
 
 NODE_POOL_LABEL = "runai/node-pool"  # commonconstants.NodePoolNameLabel (the default key)
 UNREAD_POD_KEYS: dict[tuple[str, str], str] = {
-    ("labels", "kai.scheduler/queue"): "KAI queues' quotas are not acted on yet",
-    ("labels", "runai/queue"): "KAI queues' quotas are not acted on yet",
+    ("labels", "runai/queue"): "KAI's legacy queue label; gangplan reads kai.scheduler/queue",
     ("annotations", "mps"): "KAI's MPS sharing is not modelled",
     ("annotations", "runai-gpu-limit"): "KAI's GPU limit is not modelled",
 }
@@ -356,16 +359,75 @@ def kai_pod_notes(pods: Iterable[Pod]) -> list[str]:
 
 
 class K8sKaiQueue(_K8s):
-    """`scheduling.run.ai/v2` Queue: its name is checked; the rest is noted (`kai_queue_note`)."""
+    """`scheduling.run.ai/v2` Queue: read by `kai_queue`."""
 
     metadata: Metadata
 
 
-def kai_queue_note(raw: RawObject, queue: K8sKaiQueue) -> str:
-    spec = raw.body.get("spec")
-    fields = sorted(spec) if isinstance(spec, dict) else []
-    named = f" ({', '.join(f'spec.{f}' for f in fields)})" if fields else ""
-    return (
-        f"{raw.source}: document {raw.document}: KAI Queue {queue.metadata.name!r} read; its "
-        f"quota, limit, over-quota weight and priority{named} are not acted on yet"
+_KAI_UNITS = {"cpu": ("cpu", 1.0), "memory": ("memory", 1e6), "gpu": ("nvidia.com/gpu", 1.0)}
+"""`spec.resources` keys -> (gangplan resource, factor to its unit): CPU in millicpus (as
+gangplan's), memory in megabytes (10^6 bytes, KAI's `mebibytes` constant), GPU in GPUs."""
+_KAI_FIELDS = {"quota": "quota", "limit": "limit", "overQuotaWeight": "over_quota_weight"}
+_KAI_READ = {"parentQueue", "priority", "resources"}
+
+
+def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
+    """The KAI Queue as KAI's `NewQueueInfo` reads it: parent, priority (100 unset), and per
+    resource its quota, limit and over-quota weight (unset = 0; -1 = unlimited). The runtime
+    guards (`preemptMinRuntime`, `reclaimMinRuntime`) are noted: the snapshot keeps no start
+    times yet."""
+    spec = raw.body.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise raw.error("must be a mapping", field="spec")
+    parent = spec.get("parentQueue") or None
+    if parent is not None and not isinstance(parent, str):
+        raise raw.error("must be a string", field="spec.parentQueue")
+    priority = spec.get("priority", KAI_DEFAULT_PRIORITY)
+    if isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) >= 1 << 31:
+        raise raw.error("must be a 32-bit integer", field="spec.priority")
+    amounts: dict[str, dict[str, float]] = {f: {} for f in _KAI_FIELDS.values()}
+    resources = spec.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise raw.error("must be a mapping", field="spec.resources")
+    for key, body in sorted(resources.items()):
+        where = f"spec.resources.{key}"
+        if key not in _KAI_UNITS:
+            raise raw.error(f"not a KAI queue resource (one of {', '.join(_KAI_UNITS)})", where)
+        if not isinstance(body, dict):
+            raise raw.error("must be a mapping", field=where)
+        name, factor = _KAI_UNITS[key]
+        for field, target in _KAI_FIELDS.items():
+            value = body.get(field, 0)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok or not math.isfinite(value) or not (value >= 0 or value == KAI_UNLIMITED):
+                raise raw.error("must be -1 (unlimited) or a number ≥ 0", f"{where}.{field}")
+            if field == "overQuotaWeight" and value < 0:
+                raise raw.error("must be a number ≥ 0", f"{where}.{field}")
+            scaled = float(value) if value == KAI_UNLIMITED else float(value) * factor
+            if scaled > KAI_MAX:
+                raise raw.error(f"must be at most {KAI_MAX / factor:g}", f"{where}.{field}")
+            amounts[target][name] = scaled
+    unset = [
+        k
+        for k in _KAI_UNITS
+        if not isinstance(resources.get(k), dict) or "limit" not in resources[k]
+    ]
+    if unset:
+        notes.append(
+            f"{raw.source}: document {raw.document}: KAI Queue {queue.metadata.name!r}: no "
+            f"limit for {', '.join(unset)}: KAI reads it as 0, so no job of the queue asking "
+            "for it runs; write -1 for no limit"
+        )
+    if unread := sorted(set(spec) - _KAI_READ):
+        why = {"preemptMinRuntime", "reclaimMinRuntime"} & set(unread)
+        notes.append(
+            f"{raw.source}: document {raw.document}: KAI Queue {queue.metadata.name!r}: "
+            f"spec {', '.join(unread)} not acted on"
+            + (" (the snapshot keeps no start times)" if why else "")
+        )
+    return Queue(
+        name=queue.metadata.name,
+        parent=parent,
+        priority=priority,
+        kai=KaiQuota(**amounts, created=queue.metadata.creation_timestamp or ""),
     )

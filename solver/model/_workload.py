@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -31,6 +31,9 @@ class MatchPolicy(StrEnum):
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+"""KAI-Scheduler's queue label on a pod (`DefaultQueueLabel`; its pod-grouper copies it into
+the PodGroup's `spec.queue`)."""
 EXPECTED_END = "gangplan.io/expected-end"
 """A running pod's expected end (RFC 3339): the start estimates replay it (`solver.start`)."""
 EXPECTED_RUNTIME = "gangplan.io/expected-runtime"
@@ -166,8 +169,31 @@ class Gang(Frozen):
         return self.dialect == "none"
 
 
+KAI_UNLIMITED = -1.0
+"""KAI-Scheduler's `UnlimitedResourceQuantity`: a quota or limit of -1 has no bound."""
+KAI_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
+"""The resources a KAI Queue has quotas for (`QueueResources`: CPU, memory, GPU)."""
+KAI_MAX = 1e18
+"""The largest quota, limit or weight gangplan reads (memory in bytes stays below it)."""
+KAI_DEFAULT_PRIORITY = 100
+"""KAI-Scheduler's `DefaultQueuePriority`: a Queue without `spec.priority`."""
+
+
+class KaiQuota(Frozen):
+    """A KAI-Scheduler Queue's `spec.resources` (`scheduling.run.ai/v2`), per resource in
+    gangplan's units (`cpu` milli, `memory` bytes, `nvidia.com/gpu` GPUs, fractions allowed);
+    -1 (`KAI_UNLIMITED`) is unlimited, a resource not named is 0, as KAI reads it."""
+
+    quota: dict[str, float] = Field(default_factory=dict, description="deserved quota")
+    limit: dict[str, float] = Field(default_factory=dict, description="max allowed")
+    over_quota_weight: dict[str, float] = Field(default_factory=dict)
+    created: str = Field(default="", description="metadata.creationTimestamp (tie-breaks)")
+
+
 class Queue(Frozen):
-    """A Volcano Queue (`scheduling.volcano.sh/v1beta1`)."""
+    """A Volcano Queue (`scheduling.volcano.sh/v1beta1`), or a KAI-Scheduler Queue
+    (`scheduling.run.ai/v2`) when `kai` is set (then only name, parent, priority and `kai`
+    are read)."""
 
     name: str
     parent: str | None = None
@@ -180,11 +206,18 @@ class Queue(Frozen):
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = None
     allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")
+    kai: KaiQuota | None = Field(default=None, description="a KAI-Scheduler Queue's resources")
+
+
+def pod_queue(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
+    """The queue a pod names itself: the annotation `scheduling.volcano.sh/queue-name`, else
+    KAI's label `kai.scheduler/queue`; None for none."""
+    return (annotations.get(QUEUE_ANNOTATION) or labels.get(KAI_QUEUE_LABEL) or "").strip() or None
 
 
 def job_queue(gang: Gang, pods: Iterable[Pod] = ()) -> str | None:
-    """The Volcano queue of a job: its PodGroup's `spec.queue`, else the first of its pods
-    (in the order given) annotated `scheduling.volcano.sh/queue-name`; None for no queue."""
+    """The queue of a job: its PodGroup's `spec.queue`, else the first of its pods (in the
+    order given) that names one (`pod_queue`); None for no queue."""
     if gang.queue:
         return gang.queue
-    return next((q for p in pods if (q := p.annotations.get(QUEUE_ANNOTATION))), None)
+    return next((q for p in pods if (q := pod_queue(p.labels, p.annotations))), None)

@@ -27,11 +27,11 @@ import numpy.typing as npt
 from solver.arrays import IntArray
 from solver.model import (
     CARD_NAME,
-    QUEUE_ANNOTATION,
     CardError,
     InterPodTerms,
     card_alternatives,
     card_demand,
+    pod_queue,
 )
 from solver.snapshot._facts import PodSchema
 from solver.snapshot._intern import NONE, Interner
@@ -211,7 +211,7 @@ class Buffers:
             flags=(TERMINATING if pod.terminating else 0) | (PREEMPTED if pod.preempted else 0),
             labels=self._label_set(pod.labels),
             annotations=self._label_set({k: v for k, v in annotations.items() if k in self.kept}),
-            queue=self.queues.add_optional(annotations.get(QUEUE_ANNOTATION, "").strip()),
+            queue=self.queues.add_optional(pod_queue(pod.labels, annotations) or ""),
             card_text=self.values.add("|".join(text)) if text else NONE,
             card_alternatives=alternatives,
             card_count=count,

@@ -26,6 +26,7 @@ Rules, and the plugins that put them in force:
 | Volcano networkTopology hard: placed and running pods inside one HyperNode of tier <= limit | `_hypernode` | always |
 | queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | each queue within its weighted deserved share; reclaim victims from queues above theirs | `_proportion` | `proportion` |
+| KAI Queues: limits at every level, non-preemptible jobs within quota, leaf queues only | `_kai` | always (KAI Queues) |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
@@ -53,6 +54,7 @@ from solver.verify import (
     _gangs,
     _hypernode,
     _interpod,
+    _kai,
     _kueue,
     _nodegroup_limits,
     _predicates,
@@ -86,6 +88,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((), _hypernode.hypernode),
     ((Plugin.CAPACITY, Plugin.CAPACITY_CARD), _queues.quotas),
     ((Plugin.PROPORTION,), _proportion.proportion),
+    ((), _kai.kai_limits),
     ((Plugin.NODEGROUP,), _queues.nodegroups),
     ((Plugin.NODEGROUP,), _nodegroup_limits.nodegroup_limits),
     ((Plugin.CAPACITY_CARD,), _queues.cards),

@@ -23,10 +23,9 @@ import numpy as np
 
 from solver.config import Plugin
 from solver.decision import Victim
-from solver.model import GPU_MILLI, Pod, gpu_milli, in_gpu_milli
+from solver.model import GPU_MILLI, Pod, gpu_milli, in_gpu_milli, pod_queue
 from solver.verify._context import VerifyContext
 from solver.verify._queues import (
-    QUEUE_ANNOTATION,
     UNLIMITED,
     _charged_queue,
     _evicted_use,
@@ -84,7 +83,7 @@ def _requests(
 ) -> dict[str, Amounts]:
     out: dict[str, Amounts] = defaultdict(dict)
     for pod in pods:
-        q = queue_of.get(pod.gang) or pod.annotations.get(QUEUE_ANNOTATION)
+        q = queue_of.get(pod.gang) or pod_queue(pod.labels, pod.annotations)
         if q is None:
             continue
         use = _plain(pod.requests)
@@ -187,6 +186,8 @@ def proportion(ctx: VerifyContext) -> list[str]:
     reclaimed = [v for v in ctx.decision.victims if v.cause == "reclaim"]
     if not (allocatable and placed) and not reclaimed:
         return problems
+    if any(q.kai is not None for q in ctx.snapshot.queues.values()):
+        return problems  # KAI Queues: `_kai`
     snapshot = ctx.snapshot
     gangs = {**snapshot.gangs, **ctx.workload.gangs}
     queue_of = {gid: g.queue or None for gid, g in gangs.items()}

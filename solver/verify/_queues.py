@@ -22,14 +22,13 @@ from functools import partial
 
 from solver.config import Plugin
 from solver.json_limits import read_json
-from solver.model import GPU_MILLI, Node, Pod, Queue, gpu_milli, in_gpu_milli
+from solver.model import GPU_MILLI, Node, Pod, Queue, gpu_milli, in_gpu_milli, pod_queue
 from solver.verify._context import VerifyContext
 from solver.verify._shares import shares
 
 __all__ = ["cards", "nodegroups", "quotas"]
 
 UNLIMITED = 2**62
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 CARD_NAME = "volcano.sh/card.name"
 CARD_QUOTA = "volcano.sh/card.quota"
 NODEGROUP = "volcano.sh/nodegroup-name"
@@ -37,11 +36,11 @@ UNSET_CARD = "card:"  # capacity-card: the quota of a card type the queue does n
 
 
 def _queue_of(ctx: VerifyContext, gang_id: str) -> str | None:
-    """The job's Volcano queue: its spec.queue, else its first pod's queue annotation."""
+    """The job's queue: its spec.queue, else the first queue its pods name (`pod_queue`)."""
     if gang_id not in ctx.job_queue:
         gang = ctx.workload.gangs[gang_id]
         ctx.job_queue[gang_id] = gang.queue or next(
-            (q for p in ctx.members(gang_id) if (q := p.annotations.get(QUEUE_ANNOTATION))), None
+            (q for p in ctx.members(gang_id) if (q := pod_queue(p.labels, p.annotations))), None
         )
     return ctx.job_queue[gang_id]
 
@@ -233,14 +232,14 @@ def _allocated(ctx: VerifyContext, queue: str, cards: bool, unlimited: bool) -> 
 
 def _charged_queue(ctx: VerifyContext, row: int) -> str | None:
     """The queue a running pod is charged to: its gang's spec.queue, else its own
-    `scheduling.volcano.sh/queue-name` annotation."""
+    queue annotation or KAI queue label (`pod_queue`)."""
     running = ctx.snapshot.running
     gang = int(running.gang[row])
     if gang >= 0:
         spec = ctx.snapshot.gangs.get(running.gang_name(gang))
         if spec is not None and spec.queue:
             return spec.queue
-    return running.annotations(row).get(QUEUE_ANNOTATION) or None
+    return pod_queue(running.labels(row), running.annotations(row))
 
 
 def _evicted_use(ctx: VerifyContext, cards: bool, unlimited: bool) -> dict[str, dict[str, int]]:
@@ -272,6 +271,8 @@ def quotas(ctx: VerifyContext) -> list[str]:
     plugin = ctx.conf.plugin("capacity-card" if cards else "capacity")
     hierarchical = plugin is None or bool(plugin.options.get("enableHierarchy", True))
     queues = dict(ctx.snapshot.queues)
+    if any(q.kai is not None for q in queues.values()):
+        return problems  # KAI Queues: `_kai`
     parents = _parents(queues, hierarchical)
     job_queues = {_queue_of(ctx, pod.gang) for pod in placed} - {None}
     if "default" in job_queues and "default" not in parents:

@@ -136,12 +136,13 @@ def test_only_a_preferred_level_takes_one_rack_when_one_holds_the_job(engine: st
     assert all(n != "?" for n in nodes) and {zone_of(n) for n in nodes} in ({"a"}, {"b"}), nodes
 
 
-def test_pods_join_their_podgroup_and_the_queue_is_noted() -> None:
+def test_pods_join_their_podgroup_in_its_queue() -> None:
     cluster = load_objects(raw(*EXAMPLE))
     gang = cluster.gangs["default/train"]
-    assert gang.min_member == 3 and gang.topology_key == ZONE
+    assert gang.min_member == 3 and gang.topology_key == ZONE and gang.queue == "team-a"
     assert {p.gang for p in cluster.pods} == {"default/train"}
-    assert any("KAI Queue 'team-a'" in n for n in cluster.notes)
+    kai = cluster.queues["team-a"].kai
+    assert kai is not None and kai.quota["nvidia.com/gpu"] == 4 and kai.limit["cpu"] == -1
 
 
 def test_a_missing_podgroup_makes_its_pods_one_gang() -> None:
@@ -276,7 +277,7 @@ def test_a_node_pool_label_confines_the_job_to_its_pool(engine: str) -> None:
             o["metadata"]["labels"]["kai.scheduler/queue"] = "team-a"
     cluster, d = run(objects, engine)
     assert {zone_of(p.node) for p in d.placements.values()} == {"b"}
-    assert any("kai.scheduler/queue, not acted on" in n for n in cluster.notes)
+    assert not any("kai.scheduler/queue, not acted on" in n for n in cluster.notes)
 
 
 def test_podgroup_fields_not_acted_on_are_noted() -> None:

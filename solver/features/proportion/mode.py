@@ -21,7 +21,7 @@ What changes against `capacity` (`proportion.go`):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.proportion.waterfill import (
@@ -31,12 +31,12 @@ from solver.features.proportion.waterfill import (
     share,
     water_fill,
 )
-from solver.features.queues import ROOT, QueueTree, QuotaMode, build_queue_tree
-from solver.model import GPU_MILLI, QUEUE_ANNOTATION, Gang, Pod, gpu_milli, job_queue
+from solver.features.queues import ROOT, QueueTree, QuotaMode, build_queue_tree, call_requests
+from solver.model import job_queue
 from solver.quantity import PODS, UNLIMITED, format_quantity
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["ProportionMode", "pending_requests", "settled_tree"]
+__all__ = ["ProportionMode", "settled_tree"]
 
 
 class ProportionMode(QuotaMode):
@@ -71,7 +71,7 @@ class ProportionMode(QuotaMode):
         tree: QueueTree,
         call_queues: Sequence[str | None],
     ) -> None:
-        requests = self._requests(snapshot, workload)
+        requests = call_requests(snapshot, workload, self)
         jobs = (self.queues_in_use(snapshot) | {q for q in call_queues if q}) & set(tree.queues)
         claims = {}
         for name in sorted(jobs - {ROOT}):
@@ -85,25 +85,6 @@ class ProportionMode(QuotaMode):
         for name, deserved in water_fill(total, claims).items():
             tree.queues[name].deserved = {r: floor_limit(v) for r, v in deserved.items() if v > 0}
             self.shares[name] = deserved
-
-    def _requests(self, snapshot: Snapshot, workload: Workload) -> dict[str, dict[str, int]]:
-        """Per queue, what its pending pods ask for: the snapshot's, with the call's pods
-        in place of the snapshot's of the same key."""
-        out = {
-            q: dict(v)
-            for q, v in snapshot.memo(
-                ("proportion", "pending", self.key),
-                lambda: pending_requests(snapshot, snapshot.pending.values(), self),
-            ).items()
-        }
-        call = workload.pods
-        replaced = [snapshot.pending[p.key] for p in call if p.key in snapshot.pending]
-        for sign, pods in ((-1, replaced), (1, call)):
-            for q, amounts in pending_requests(snapshot, pods, self, workload.gangs).items():
-                mine = out.setdefault(q, {})
-                for r, v in amounts.items():
-                    mine[r] = mine.get(r, 0) + sign * v
-        return out
 
     # ------------------------------------------------------------------ gates and order
 
@@ -163,31 +144,6 @@ class ProportionMode(QuotaMode):
 
     def reason(self, dim: str, dims: Sequence[str]) -> str:
         return "deserved share (proportion) used up"
-
-
-def pending_requests(
-    snapshot: Snapshot,
-    pods: Iterable[Pod],
-    mode: QuotaMode,
-    gangs: Mapping[str, Gang] | None = None,
-) -> dict[str, dict[str, int]]:
-    """Per queue, the requests of `pods` (pending; their gangs from `gangs`, else the
-    snapshot's), in the mode's quota terms."""
-    named = {**snapshot.gangs, **(gangs or {})}
-    out: dict[str, dict[str, int]] = {}
-    for pod in pods:
-        gang = named.get(pod.gang)  # None: a gang of one the call has not built
-        queue = (gang.queue if gang is not None else None) or pod.annotations.get(QUEUE_ANNOTATION)
-        if queue is None:
-            continue
-        mine = out.setdefault(queue, {})
-        use = mode.view(pod.requests)
-        if mode.gpu_milli:  # a share pod's GPU use, as `QuotaMode.type_quota` counts it
-            use[GPU_MILLI] = gpu_milli(pod.requests, pod.annotations)[0]
-        for r, v in use.items():
-            if r != PODS and v:
-                mine[r] = mine.get(r, 0) + v
-    return out
 
 
 def settled_tree(

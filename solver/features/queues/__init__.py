@@ -11,6 +11,7 @@
     validation.py  `gangplan queues validate`: Volcano's queue admission webhook
     victims.py     the in-queue order of reclaim victims (capacity and proportion)
     report.py      the queues' part of the Decision: limit, held, placed per queue
+    requests.py    what each queue's pending pods ask for (the fair-share plugins' request)
 
 Which queue a job is in: the Volcano PodGroup's `spec.queue` (default `default`), else the
 pod annotation `scheduling.volcano.sh/queue-name` (`solver.model.job_queue`); jobs of other
@@ -29,8 +30,15 @@ from solver.features.queues.block import QuotaBlock
 from solver.features.queues.bound import queue_bound
 from solver.features.queues.compile import compile_quotas
 from solver.features.queues.greedy import QuotaLedger, fill_within_quota
-from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
+from solver.features.queues.mode import (
+    ExtraRow,
+    QuotaMode,
+    TypeQuota,
+    build_queue_tree,
+    queue_dialect,
+)
 from solver.features.queues.report import queue_uses
+from solver.features.queues.requests import call_requests, pending_requests
 from solver.features.queues.tree import ROOT, QueueInfo, QueueTree, sum_resources
 from solver.features.queues.validation import DEFAULT_MAX_DEPTH, QueueVerdict, validate_queues
 
@@ -38,6 +46,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FEATURE",
     "ROOT",
+    "ExtraRow",
     "QueueInfo",
     "QueueTree",
     "QueueVerdict",
@@ -46,8 +55,11 @@ __all__ = [
     "QuotaMode",
     "TypeQuota",
     "build_queue_tree",
+    "call_requests",
     "compile_quotas",
     "fill_within_quota",
+    "pending_requests",
+    "queue_dialect",
     "sum_resources",
     "validate_queues",
 ]

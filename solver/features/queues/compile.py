@@ -5,7 +5,8 @@
 3. Admission (`enqueue`): jobs walk into their queues in that order; a job whose request
    does not fit is not enqueued this cycle, and its gangs are blocked with the reason.
 4. The QuotaBlock: the queues on the paths of the call's jobs, the mode's dimensions, the
-   headroom left at each, and what one pod of each type uses of each.
+   headroom left at each, and what one pod of each type uses of each; then the mode's extra
+   rows (`QuotaMode.extra_rows`), each counted by the pod types it names.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from solver.features._base import CompileContext
 from solver.features.queues.admission import plan_enqueue
 from solver.features.queues.block import QuotaBlock
-from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree
+from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree, queue_dialect
 from solver.features.queues.order import queue_order
 from solver.features.queues.tree import QueueTree, job_queue
 from solver.quantity import PODS, UNLIMITED
@@ -24,7 +25,10 @@ __all__ = ["compile_quotas"]
 
 
 def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
-    """Run steps 1-4 for `mode`; the call's queue tree (None without queues)."""
+    """Run steps 1-4 for `mode`; the call's queue tree (None without queues, or when the
+    snapshot's Queues are another scheduler's: each mode reads its own dialect's)."""
+    if mode.dialect != queue_dialect(ctx.snapshot):
+        return None
     plan = ctx.gangs
     gangs = ctx.workload.gangs
     queue_of = [job_queue(gangs[gid], ctx.workload.members(gid)) for gid in plan.gang_ids]
@@ -41,7 +45,8 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
 
     order = sorted(range(len(plan.unit_ids)), key=ctx.unit_key)
     if tree is not None and not tree.broken:
-        order = ctx.unit_order = queue_order(tree, unit_queue, ctx.unit_key, mode.queue_cmp)
+        by_job = mode.unit_cmp(ctx, tree, unit_queue)
+        order = ctx.unit_order = queue_order(tree, unit_queue, ctx.unit_key, mode.queue_cmp, by_job)
     if tree is not None:
         unit_gangs = plan.unit_gangs()
         jobs = [
@@ -70,6 +75,11 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
     else:
         type_queues = [() for _ in ctx.type_gang]
     quota: TypeQuota = mode.type_quota(ctx, tree)
+    extra = (
+        []
+        if tree is None
+        else mode.extra_rows(ctx, tree, [queue_of[g] for g in ctx.type_gang], quota)
+    )
     shape = (len(queue_names), len(quota.dims))
     limit = np.array(
         [
@@ -88,6 +98,16 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
         ],
         dtype=np.int64,
     ).reshape(shape)
+    if extra:
+        start = len(queue_names)
+        queue_names.extend(row.name for row in extra)
+        limit = np.vstack([limit, np.array([row.limit for row in extra], dtype=np.int64)])
+        allocated = np.vstack(
+            [allocated, np.array([row.allocated for row in extra], dtype=np.int64)]
+        )
+        for i, row in enumerate(extra):
+            for t in row.types:
+                type_queues[t] = (*type_queues[t], start + i)
     headroom = np.where(limit >= UNLIMITED, UNLIMITED, np.maximum(limit - allocated, 0))
     ctx.add_block(
         QuotaBlock(

@@ -9,7 +9,7 @@ the Problem block and both engines' quota steps are shared (`tree.py`, `admissio
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,13 +19,24 @@ from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import running_shares
 from solver.features.queues.order import capacity_cmp
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
-from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli
+from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli, pod_queue
 from solver.problem import IntArray, Rows
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED, add_limits, format_quantity, sub_limit
 from solver.snapshot import NONE, Snapshot, Workload
 
 if TYPE_CHECKING:
     from solver.features._base import CompileContext
+
+
+@dataclass(frozen=True)
+class ExtraRow:
+    """A quota row beside the queues': its name, limit and use per quota dimension, and the
+    pod types that count against it (`QuotaMode.extra_rows`)."""
+
+    name: str
+    limit: list[int]
+    allocated: list[int]
+    types: list[int]
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,7 @@ class TypeQuota:
     node_dim: Rows[np.int64] | None = None  # [T, N] the dimension used on each node; -1 none
 
 
-__all__ = ["QuotaMode", "TypeQuota", "build_queue_tree", "limits"]
+__all__ = ["ExtraRow", "QuotaMode", "TypeQuota", "build_queue_tree", "limits", "queue_dialect"]
 
 
 def limits(
@@ -60,6 +71,7 @@ class QuotaMode:
     """The `capacity` plugin's quotas (hierarchical by default); `CardMode` overrides."""
 
     plugin = Plugin.CAPACITY
+    dialect = "volcano"  # whose Queues it reads: "volcano", or "kai" (`KaiMode`)
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         plugin = conf.plugin(self.plugin)
@@ -90,9 +102,7 @@ class QuotaMode:
             names = {running.queue_names.value(int(q)) for q in used}
             names |= {g.queue for g in snapshot.gangs.values() if g.queue}
             names |= {
-                q
-                for p in snapshot.pending.values()
-                if (q := p.annotations.get("scheduling.volcano.sh/queue-name"))
+                q for p in snapshot.pending.values() if (q := pod_queue(p.labels, p.annotations))
             }
             return frozenset(names)
 
@@ -246,6 +256,21 @@ class QuotaMode:
         """The queue order of this plugin (negative: a first)."""
         return capacity_cmp(tree, a, b)
 
+    def unit_cmp(
+        self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
+    ) -> Callable[[int, int], int] | None:
+        """The order of two units of different queues when it weighs the jobs too (KAI's);
+        None: `queue_cmp` on their queues."""
+        return None
+
+    def extra_rows(
+        self, ctx: CompileContext, tree: QueueTree, type_leaf: Sequence[str | None],
+        quota: TypeQuota,
+    ) -> list[ExtraRow]:  # fmt: skip
+        """Quota rows beside the queues' that only some pod types count against (KAI's
+        non-preemptible jobs within their queues' quotas); none for Volcano's plugins."""
+        return []
+
     def reason(self, dim: str, dims: Sequence[str]) -> str:
         """How a shortfall on quota dimension `dim` (one of `dims`) reads in a pod's reason."""
         return f"insufficient {dim} quota"
@@ -280,6 +305,15 @@ def _row(names: Sequence[str], matrix: np.ndarray, index: int) -> dict[str, int]
     return {
         r: int(v) for r, v in zip(names, matrix[index].tolist(), strict=False) if v and r != PODS
     }
+
+
+def queue_dialect(snapshot: Snapshot) -> str:
+    """Whose Queues the snapshot holds: "kai" when they are KAI-Scheduler's (the codec and
+    the reader refuse a mix), else "volcano"."""
+    return snapshot.memo(
+        ("queues", "dialect"),
+        lambda: "kai" if any(q.kai is not None for q in snapshot.queues.values()) else "volcano",
+    )
 
 
 def build_queue_tree(

@@ -1,0 +1,53 @@
+"""KAI-Scheduler's `proportion` plugin: fair share down a tree of KAI Queues.
+
+    division.py    the fair shares: quota first, then the surplus by over-quota weight
+                   within each priority, level by level down the tree
+    mode.py        the plugin as a `QuotaMode` of the shared queue machinery
+                   (`features.queues`): limits at every level, non-preemptible jobs
+                   within quota, the call's fair shares
+    order.py       KAI's queue order, as numbered criteria
+
+On whenever the snapshot's Queues are KAI's (`scheduling.run.ai/v2`; KAI always runs its
+`proportion`), whatever Volcano plugins the conf lists: Volcano's quota plugins read only
+Volcano Queues (`QuotaMode.dialect`). A job is in the queue its PodGroup's `spec.queue`
+names, else the one its pod's label `kai.scheduler/queue` names; KAI places jobs of leaf
+queues only, so a job of a queue with children waits with that reason.
+"""
+
+from __future__ import annotations
+
+from solver.features._base import CompileContext, Feature
+from solver.features.devices.quota import shares_in_play
+from solver.features.kaishare.division import Share, divide, set_resource_share
+from solver.features.kaishare.mode import NON_PREEMPTIBLE, KaiMode
+from solver.features.kaishare.order import KaiOrder, allocatable_share, dominant_share
+from solver.features.queues import compile_quotas
+from solver.model import job_queue
+
+__all__ = [
+    "FEATURE",
+    "NON_PREEMPTIBLE",
+    "KaiMode",
+    "KaiOrder",
+    "Share",
+    "allocatable_share",
+    "divide",
+    "dominant_share",
+    "set_resource_share",
+]
+
+
+def _compile(ctx: CompileContext) -> None:
+    mode = KaiMode(ctx.conf, gpu_milli=shares_in_play(ctx.snapshot, ctx.workload))
+    tree = compile_quotas(ctx, mode)
+    if tree is None or tree.broken:
+        return
+    for g, gid in enumerate(ctx.gangs.gang_ids):
+        queue = job_queue(ctx.workload.gangs[gid], ctx.workload.members(gid))
+        if queue in tree.queues and tree.queues[queue].children:
+            ctx.block_gang(
+                g, f"queue {queue} is not a leaf queue: KAI schedules jobs of leaf queues only"
+            )
+
+
+FEATURE = Feature(name="kaishare", plugins=(), compile=_compile, always=True)

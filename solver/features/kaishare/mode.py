@@ -1,0 +1,291 @@
+"""KAI-Scheduler's `proportion` plugin as a `QuotaMode` of the shared queue machinery.
+
+What changes against Volcano's `capacity` (`pkg/scheduler/plugins/proportion/`):
+
+* **The tree** is the Queues' `parentQueue` links; every level is capped by its own
+  `limit` (KAI's `maxAllowed`), nothing is inherited or carved.
+* **Fair share** (`division.py`): per resource (CPU, memory, GPU) the cluster is divided
+  down the tree: quotas first, then the surplus by over-quota weight within each priority.
+  It depends on what the call's jobs ask for, so it is derived on the call's copy of the
+  tree (`settle`), from what each queue's running pods use and its pending pods ask for.
+* **Allocate gate** (`capacity_policy`): at the job's queue and every ancestor,
+  `allocated + request ≤ limit` on each resource requested (`resultsOverLimit`), and for
+  a non-preemptible job (priority ≥ 100, KAI's default preemptibility)
+  `allocatedNonPreemptible + request ≤ quota` (`resultsWithNonPreemptibleOverQuota`): extra
+  quota rows (`extra_rows`) that only such jobs' pod types count against. Fair share does
+  not gate: a queue may use idle room beyond it (preemptibly).
+* **Queue order** (`queue_order.go`), at the level where two jobs' queue paths part, as
+  numbered criteria:
+  1. a queue not over its fair share first (over: allocated above fair share on every
+     resource);
+  2. a queue that stays within its quota with the job first (allocated + job ≤ quota);
+  3. priority, higher first;
+  4. a queue that would use a resource it has no allocatable share of (quota and fair share
+     both 0) last;
+  5. the lower dominant share with the job first (max over resources of allocated / allocatable
+     share; allocatable share = max(quota, fair share) capped by the limit; a resource with none
+     counts its use × 1000);
+  6. the same without the job;
+  7. the smaller allocatable share first (smaller on one resource, on none larger);
+  8. the earlier-created queue, then the name.
+  Shares are those at the start of the cycle (KAI re-sorts after every job).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from solver.config import Plugin, SchedulerConf
+from solver.features.kaishare.division import Share, divide
+from solver.features.kaishare.order import KaiOrder, kai_unit_cmp
+from solver.features.queues import ROOT, ExtraRow, QueueTree, QuotaMode, call_requests
+from solver.model import (
+    GPU_MILLI,
+    GPU_RESOURCE,
+    KAI_DEFAULT_PRIORITY,
+    KAI_RESOURCES,
+    KAI_UNLIMITED,
+)
+from solver.quantity import UNLIMITED, format_quantity
+from solver.snapshot import Snapshot, Workload, charged_queue
+
+if TYPE_CHECKING:
+    from solver.features._base import CompileContext
+    from solver.features.queues import TypeQuota
+
+__all__ = ["NON_PREEMPTIBLE", "KaiMode"]
+
+NON_PREEMPTIBLE = 100
+"""KAI's `nonPreemptiblePriorityThreshold`: a job of this priority or more is non-preemptible."""
+Amounts = dict[str, float]
+
+
+class KaiMode(QuotaMode):
+    plugin = Plugin.PROPORTION
+    dialect = "kai"
+
+    def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
+        super().__init__(conf, gpu_milli=gpu_milli)
+        self.hierarchical = True
+        plugin = conf.plugin(Plugin.PROPORTION)
+        k = plugin.arguments.get("kValue", 1.0) if plugin is not None else 1.0
+        ok = isinstance(k, int | float) and not isinstance(k, bool) and math.isfinite(k)
+        self.k = max(float(k), 0.0) if ok else 1.0  # KAI: ≤ 0 is 0, unparsable is 1
+        self.fair: dict[str, Amounts] = {}  # the call's fair shares, KAI units
+
+    @property
+    def key(self) -> Hashable:
+        return ("kai", self.gpu_milli)
+
+    # ------------------------------------------------------------------ units
+
+    def to_dims(self, amounts: Mapping[str, float]) -> dict[str, int]:
+        """KAI amounts (GPUs in GPUs, -1 unlimited) in this mode's integer quota dimensions."""
+        out = {}
+        for r, v in amounts.items():
+            if v == KAI_UNLIMITED:
+                out[GPU_MILLI if r == GPU_RESOURCE and self.gpu_milli else r] = UNLIMITED
+            elif r == GPU_RESOURCE and self.gpu_milli:
+                out[GPU_MILLI] = math.floor(v * 1000 + 1e-6)
+            else:
+                out[r] = math.floor(v + 1e-9)
+        return out
+
+    def from_dims(self, amounts: Mapping[str, int]) -> Amounts:
+        """This mode's integer amounts as KAI amounts of its three resources."""
+        out = {r: float(amounts.get(r, 0)) for r in KAI_RESOURCES}
+        if self.gpu_milli:
+            out[GPU_RESOURCE] = amounts.get(GPU_MILLI, 0) / 1000
+        return out
+
+    def dim_resource(self, dim: str) -> str | None:
+        """The KAI resource a quota dimension counts, None for one KAI does not limit."""
+        if dim == GPU_MILLI and self.gpu_milli:
+            return GPU_RESOURCE
+        if dim == GPU_RESOURCE and self.gpu_milli:
+            return None
+        return dim if dim in KAI_RESOURCES else None
+
+    # ------------------------------------------------------------------ the tree
+
+    def capabilities(self, snapshot: Snapshot, tree: QueueTree) -> None:
+        root = tree.queues[ROOT]
+        root.capability = self.view(dict(snapshot.nodes.total))
+        root.real_capability = dict(root.capability)
+        for name, q in tree.queues.items():
+            if name == ROOT:
+                continue
+            kai = q.spec.kai if q.spec is not None else None
+            limit = self.to_dims(kai.limit if kai else {})
+            q.capability = {r: v for r, v in limit.items() if v < UNLIMITED}
+            # a resource KAI limits but the Queue does not name: limit 0 (unset)
+            for r in KAI_RESOURCES:
+                dim = GPU_MILLI if r == GPU_RESOURCE and self.gpu_milli else r
+                if kai is not None and r not in kai.limit:
+                    q.capability[dim] = 0
+            q.real_capability = dict(q.capability)
+            quota = self.to_dims(kai.quota if kai else {})
+            q.deserved = {r: v for r, v in quota.items() if 0 < v < UNLIMITED}
+
+    def kai_numbers(self, tree: QueueTree, name: str, field: str) -> Amounts:
+        spec = tree.queues[name].spec
+        kai = spec.kai if spec is not None else None
+        values: Mapping[str, float] = getattr(kai, field) if kai is not None else {}
+        missing = KAI_UNLIMITED if kai is None and field == "limit" else 0.0
+        return {r: values.get(r, missing) for r in KAI_RESOURCES}
+
+    # ------------------------------------------------------------------ fair share
+
+    def settle(
+        self,
+        snapshot: Snapshot,
+        workload: Workload,
+        tree: QueueTree,
+        call_queues: Sequence[str | None],
+    ) -> None:
+        requests: dict[str, Amounts] = {}
+        for leaf, asked in call_requests(snapshot, workload, self).items():
+            if leaf in tree.queues:
+                for name in tree.path(leaf):
+                    mine = requests.setdefault(name, {})
+                    for r, v in self.from_dims(asked).items():
+                        mine[r] = mine.get(r, 0.0) + v
+        total = self.from_dims(tree.queues[ROOT].capability)
+        names = [n for n in tree.queues if n != ROOT]
+        children = {n: tree.queues[n].children for n in tree.queues}
+        self.fair = {n: {} for n in names}
+        for r in KAI_RESOURCES:
+            shares = {}
+            for n in names:
+                q = tree.queues[n]
+                spec = q.spec
+                held = self.from_dims(q.allocated)[r]
+                shares[n] = Share(
+                    name=n,
+                    deserved=self.kai_numbers(tree, n, "quota")[r],
+                    limit=self.kai_numbers(tree, n, "limit")[r],
+                    weight=self.kai_numbers(tree, n, "over_quota_weight")[r],
+                    request=held + requests.get(n, {}).get(r, 0.0),
+                    priority=spec.priority if spec is not None else KAI_DEFAULT_PRIORITY,
+                    created=spec.kai.created if spec is not None and spec.kai else "",
+                )
+            divide(total[r], shares, children, children[ROOT], self.k)
+            for n in names:
+                self.fair[n][r] = shares[n].fair
+
+    # ------------------------------------------------------------------ gates and order
+
+    def unit_cmp(
+        self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
+    ) -> Callable[[int, int], int] | None:
+        return kai_unit_cmp(self, ctx, tree, unit_queue)
+
+    def queue_cmp(self, tree: QueueTree, a: str, b: str) -> int:
+        """Between two queues without their jobs: criteria 1-8 with empty jobs."""
+        return KaiOrder(self, tree).compare(a, b, {}, {})
+
+    def allocate_limit(self, tree: QueueTree, name: str, resource: str) -> int:
+        if name == ROOT or self.dim_resource(resource) is None:
+            return UNLIMITED
+        return tree.queues[name].capability.get(resource, UNLIMITED)
+
+    def gate(
+        self, tree: QueueTree, leaf: str, request: dict[str, int], *, enqueue: bool
+    ) -> str | None:
+        """KAI's `resultsOverLimit`, at the leaf and every ancestor."""
+        for name in tree.path(leaf):
+            if name == ROOT:
+                continue
+            q = tree.queues[name]
+            for r, v in sorted(request.items()):
+                resource = self.dim_resource(r)
+                limit = q.capability.get(r, UNLIMITED)
+                if v <= 0 or resource is None or limit >= UNLIMITED:
+                    continue
+                used = q.allocated.get(r, 0)
+                if used + v > limit:
+                    return (
+                        f"{name} quota has reached the allowable limit of {resource}: limit "
+                        f"{format_quantity(r, limit)}, {format_quantity(r, used)} allocated and "
+                        f"the workload requested {format_quantity(r, v)}"
+                    )
+        return None
+
+    def reason(self, dim: str, dims: Sequence[str]) -> str:
+        return "KAI queue limit (or quota, for a non-preemptible job) reached"
+
+    def extra_rows(
+        self, ctx: CompileContext, tree: QueueTree, type_leaf: Sequence[str | None],
+        quota: TypeQuota,
+    ) -> list[ExtraRow]:  # fmt: skip
+        """`resultsWithNonPreemptibleOverQuota`: per queue on the path of a non-preemptible
+        pod type, a row `allocatedNonPreemptible + placed ≤ quota` on its finite quotas."""
+        held = ctx.snapshot.memo(
+            ("kaishare", "non-preemptible", self.key), lambda: self._non_preemptible(ctx.snapshot)
+        )
+        rows: dict[str, ExtraRow] = {}
+        for t, leaf in enumerate(type_leaf):
+            gang = ctx.workload.gangs[ctx.gangs.gang_ids[ctx.type_gang[t]]]
+            priority = gang.priority if gang.priority is not None else ctx.first_pod(t).priority
+            if leaf is None or priority < NON_PREEMPTIBLE:
+                continue
+            for name in tree.path(leaf):
+                if name == ROOT:
+                    continue
+                if name not in rows:
+                    quota_dims = self.to_dims(self.kai_numbers(tree, name, "quota"))
+                    mine = held.get(name, {})
+                    rows[name] = ExtraRow(
+                        name=f"{name} (non-preemptible)",
+                        limit=[quota_dims.get(d, UNLIMITED) if self.dim_resource(d) else UNLIMITED
+                               for d in quota.dims],
+                        allocated=[mine.get(d, 0) for d in quota.dims],
+                        types=[],
+                    )  # fmt: skip
+                rows[name].types.append(t)
+        return [row for row in rows.values() if any(v < UNLIMITED for v in row.limit)]
+
+    def _non_preemptible(self, snapshot: Snapshot) -> dict[str, dict[str, int]]:
+        """Per queue (its subtree's total), what its running non-preemptible pods use."""
+        running = snapshot.running
+        rows = running.rows()
+        # a job's priority is its PodGroup's (priorityClassName), else its pod's
+        named = np.array(
+            [
+                -1
+                if (g := snapshot.gangs.get(running.gang_name(i))) is None or g.priority is None
+                else g.priority
+                for i in range(len(running.gang_names))
+            ],
+            dtype=np.int64,
+        )
+        gang = running.gang[rows].astype(np.int64)
+        own = (
+            np.where(gang >= 0, named[np.clip(gang, 0, max(named.size - 1, 0))], -1)
+            if named.size
+            else np.full(rows.size, -1)
+        )
+        priority = np.where(own >= 0, own, running.priority[rows])
+        rows = rows[priority >= NON_PREEMPTIBLE]
+        if not rows.size:
+            return {}
+        queue = charged_queue(running, rows, snapshot.gang_queue)
+        keep = queue >= 0
+        rows, queue = rows[keep], queue[keep]
+        requests = running.requests()[rows]
+        out: dict[str, dict[str, int]] = {}
+        for q in np.unique(queue).tolist():
+            summed = requests[queue == q].sum(axis=0).tolist()
+            leaf = running.queue_names.value(int(q))
+            use = self.view(dict(zip(running.resources, summed, strict=False)))
+            name: str | None = leaf
+            while name is not None and name in snapshot.queues:
+                mine = out.setdefault(name, {})
+                for r, v in use.items():
+                    mine[r] = mine.get(r, 0) + int(v)
+                name = snapshot.queues[name].parent
+        return out

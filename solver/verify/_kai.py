@@ -1,0 +1,196 @@
+"""KAI-Scheduler's queue limits, re-derived from the KAI Queue specs and the pods.
+
+For every KAI Queue on the path of a placed pod's job (its leaf queue and every ancestor by
+`parentQueue`), on CPU (milli), memory (bytes) and GPUs (a shared GPU pod's fraction
+included):
+
+* `limit` (not -1): what the queue's subtree holds (its running pods, less the Decision's
+  victims) + what the Decision places in it ≤ limit (`resultsOverLimit`); a resource the
+  Queue does not name has limit 0, as KAI reads an unset field;
+* for a non-preemptible job (its PodGroup's priority, else its pod's, ≥ 100): what the
+  subtree's running non-preemptible pods hold + what the Decision places of non-preemptible
+  jobs ≤ quota (not -1) (`resultsWithNonPreemptibleOverQuota`);
+* the job's queue is a leaf (KAI schedules jobs of leaf queues only).
+
+A placement within 1e-6 of a fractional limit passes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+
+import numpy as np
+
+from solver.model import GPU_RESOURCE, KAI_UNLIMITED, gpu_milli
+from solver.snapshot import charged_queue
+from solver.verify._context import VerifyContext
+from solver.verify._queues import _charged_queue, _queue_of
+from solver.verify._shares import shares
+
+__all__ = ["kai_limits"]
+
+RESOURCES = ("cpu", "memory", GPU_RESOURCE)
+NON_PREEMPTIBLE = 100  # KAI's nonPreemptiblePriorityThreshold
+
+Amounts = dict[str, float]
+
+
+def _use(requests: dict[str, int], annotations: dict[str, str]) -> Amounts:
+    return {
+        "cpu": float(requests.get("cpu", 0)),
+        "memory": float(requests.get("memory", 0)),
+        GPU_RESOURCE: gpu_milli(requests, annotations)[0] / 1000,
+    }
+
+
+def _path(parents: dict[str, str | None], leaf: str) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    walk: str | None = leaf
+    while walk is not None and walk in parents and walk not in seen:
+        seen.add(walk)
+        out.append(walk)
+        walk = parents[walk]
+    return out
+
+
+def kai_limits(ctx: VerifyContext) -> list[str]:
+    queues = ctx.snapshot.queues
+    if not any(q.kai is not None for q in queues.values()):
+        return []
+    placed = [pod for pods in ctx.new_on.values() for pod in pods]
+    if not placed:
+        return []
+    parents = {name: q.parent for name, q in queues.items()}
+    children = {p for p in parents.values() if p is not None}
+    gangs = {**ctx.snapshot.gangs, **ctx.workload.gangs}
+    held, firm = _running(ctx, parents)
+    added: dict[str, Amounts] = defaultdict(lambda: defaultdict(float))
+    added_firm: dict[str, Amounts] = defaultdict(lambda: defaultdict(float))
+    problems = []
+    for pod in placed:
+        leaf = _queue_of(ctx, pod.gang)
+        if leaf is None or leaf not in queues:
+            continue
+        if leaf in children:
+            problems.append(f"{pod.key}: placed although queue {leaf} is not a leaf queue")
+        use = _use(pod.requests, pod.annotations)
+        gang = gangs.get(pod.gang)
+        priority = gang.priority if gang is not None and gang.priority is not None else pod.priority
+        for name in _path(parents, leaf):
+            for r, v in use.items():
+                added[name][r] += v
+                if priority >= NON_PREEMPTIBLE:
+                    added_firm[name][r] += v
+    for name in sorted(added):
+        kai = queues[name].kai
+        if kai is None:
+            continue
+        for r in RESOURCES:
+            limit = kai.limit.get(r, 0.0)
+            now, more = held.get(name, {}).get(r, 0.0), added[name][r]
+            if more and limit != KAI_UNLIMITED and now + more > limit + 1e-6:
+                problems.append(
+                    f"queue {name}: {r} held {now:g} + placed {more:g} > limit {limit:g}"
+                )
+            quota = kai.quota.get(r, 0.0)
+            mine, firm_more = firm.get(name, {}).get(r, 0.0), added_firm[name][r]
+            if firm_more and quota != KAI_UNLIMITED and mine + firm_more > quota + 1e-6:
+                problems.append(
+                    f"queue {name}: {r} non-preemptible held {mine:g} + placed {firm_more:g} > "
+                    f"quota {quota:g}"
+                )
+    return problems
+
+
+def _running(
+    ctx: VerifyContext, parents: dict[str, str | None]
+) -> tuple[dict[str, Amounts], dict[str, Amounts]]:
+    """Per queue (its subtree), what its running pods hold, and its non-preemptible ones
+    (whole GPUs), less the Decision's victims."""
+    snapshot = ctx.snapshot
+    base = snapshot.memo(("verify", "kai held"), lambda: _held(ctx))
+    held: dict[str, Amounts] = defaultdict(lambda: defaultdict(float))
+    firm: dict[str, Amounts] = defaultdict(lambda: defaultdict(float))
+    running = snapshot.running
+    rows = running.find_many(sorted(ctx.evicted)) if ctx.evicted else np.zeros(0, dtype=np.int64)
+    gone = [(int(r), -1.0) for r in rows.tolist() if r >= 0]
+    for (leaf, is_firm), use in base.items():
+        _add(held, parents, leaf, use, 1.0)
+        if is_firm:
+            _add(firm, parents, leaf, use, 1.0)
+    names = running.resources
+    requests = running.requests()
+    for row, sign in gone:
+        charged = _charged_queue(ctx, row)
+        if charged is None:
+            continue
+        use = _use(
+            dict(zip(names, requests[row].tolist(), strict=False)), dict(running.annotations(row))
+        )
+        _add(held, parents, charged, use, sign)
+        if _priority(ctx, row) >= NON_PREEMPTIBLE:
+            _add(firm, parents, charged, use, sign)
+    return held, firm
+
+
+def _add(
+    into: dict[str, Amounts], parents: dict[str, str | None], leaf: str, use: Amounts, sign: float
+) -> None:
+    for name in _path(parents, leaf):
+        for r, v in use.items():
+            into[name][r] += sign * v
+
+
+def _priority(ctx: VerifyContext, row: int) -> int:
+    running = ctx.snapshot.running
+    gang_id = int(running.gang[row])
+    gang = ctx.snapshot.gangs.get(running.gang_name(gang_id)) if gang_id >= 0 else None
+    return (
+        gang.priority
+        if gang is not None and gang.priority is not None
+        else int(running.priority[row])
+    )
+
+
+def _held(ctx: VerifyContext) -> dict[tuple[str, bool], Amounts]:
+    """(leaf queue, non-preemptible) -> what its running pods hold: the rows summed with
+    numpy by the queue each is charged to; a shared GPU pod's fraction from `shares`."""
+    snapshot = ctx.snapshot
+    running = snapshot.running
+    rows = running.rows()
+    if not rows.size:
+        return {}
+    ids = charged_queue(running, rows, snapshot.gang_queue)
+    queue = np.array(
+        [running.queue_names.value(int(q)) if q >= 0 else "" for q in ids.tolist()], dtype=object
+    )
+    gang_priority = {
+        i: g.priority
+        for i in range(len(running.gang_names))
+        if (g := snapshot.gangs.get(running.gang_name(i))) is not None and g.priority is not None
+    }
+    priority = np.array(
+        [
+            gang_priority.get(int(g), int(p))
+            for g, p in zip(
+                running.gang[rows].tolist(), running.priority[rows].tolist(), strict=True
+            )
+        ],
+        dtype=np.int64,
+    )
+    cols = running.requests(RESOURCES)[rows].astype(np.float64)
+    out: dict[tuple[str, bool], Amounts] = {}
+    for leaf in sorted(set(queue.tolist()) - {""}):
+        mine = queue == leaf
+        for is_firm in (False, True):
+            pick = mine & ((priority >= NON_PREEMPTIBLE) == is_firm)
+            if pick.any():
+                total = cols[pick].sum(axis=0).tolist()
+                out[(leaf, is_firm)] = dict(zip(RESOURCES, total, strict=True))
+    shared = shares(snapshot, ctx.workload, partial(_charged_queue, ctx))
+    for leaf, extra in (shared[1] if shared is not None else {}).items():
+        entry = out.setdefault((leaf, False), dict.fromkeys(RESOURCES, 0.0))
+        entry[GPU_RESOURCE] += extra / 1000
+    return out
