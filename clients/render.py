@@ -99,7 +99,9 @@ def schedule_table(decision: Decision, console: Console) -> None:
             victims.add_row(v.pod, v.node, cause)
         console.print(victims)
     if decision.queues:
-        queues = Table(title="Queues (limit: deserved under proportion, limit under KAI, else realCapability)")
+        queues = Table(
+            title="Queues (limit: deserved under proportion, limit under KAI, else realCapability)"
+        )
         for column in ("queue", "limit", "held", "placed", "share"):
             queues.add_column(column, overflow="fold")
         for q in decision.queues:

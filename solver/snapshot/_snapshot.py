@@ -279,6 +279,15 @@ class Snapshot:
         upserted = [q.name for q in delta.upsert_queues]
         chains = [(q, queues[q].parent) for q in upserted if q in queues]
         chains += [(q, spec.parent) for q, spec in queues.items() if q not in set(upserted)]
+        kai = {q.kai is not None for q in queues.values()}
+        if len(kai) > 1 and delta.upsert_queues:  # one scheduler's queues share a cluster
+            errors.append(
+                (
+                    "upsert_queues[0].kai",
+                    "KAI-Scheduler and Volcano queues in one snapshot: give every queue `kai` "
+                    "or none",
+                )
+            )
         cycle = parent_cycle(chains)
         if cycle is not None:
             name = chains[cycle][0]

@@ -134,7 +134,7 @@ def kai_unit_cmp(
     """The comparison of two units of different queues (negative: u first); a unit's job is
     what its gangs need to start (their minMember pods still to place, else one pod)."""
     plan = ctx.gangs
-    demand = np.asarray(ctx.type_demand, dtype=np.int64).reshape(ctx.num_types, -1)
+    demand = np.asarray(ctx.type_demand, dtype=np.int64).reshape(ctx.num_types, len(ctx.resources))
     asks = np.zeros((len(plan.unit_ids), len(ctx.resources)), dtype=np.int64)
     left = [
         need if need > 0 else min(1, pending)

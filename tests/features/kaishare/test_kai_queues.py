@@ -1,0 +1,204 @@
+"""KAI Queues as users write them (KAI's `examples/quickstart/default-queues.yaml` shape):
+read, carried over gRPC, refused with a field when wrong, and acted on in a call.
+
+    default-parent-queue (quota 0, limit -1)      cluster: 2 nodes × 8 GPUs
+    ├── team-a (GPU quota 4, limit 6, weight 1)
+    └── team-b (GPU quota 4, limit -1, weight 3)
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from solver import SchedulerConf, schedule
+from solver.codec import ConvertError, cluster_to_proto, snapshot_from_proto
+from solver.errors import ManifestError
+from solver.features.kaishare import KaiMode
+from solver.features.queues import build_queue_tree, call_requests
+from solver.kube import load_objects
+from solver.schedule import snapshot_of
+from solver.snapshot import PodSchema, Workload
+from tests.builders import raw
+
+GPU = "nvidia.com/gpu"
+UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+
+
+def kai_queue(name: str, parent: str | None = None, **gpu: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resources": {
+            "gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1, **gpu},
+            "cpu": dict(UNLIMITED),
+            "memory": dict(UNLIMITED),
+        }
+    }
+    if parent:
+        spec["parentQueue"] = parent
+    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name},
+            "spec": spec}  # fmt: skip
+
+
+def job(
+    name: str, queue: str, pods: int, gpus: int, priority: str = "train"
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{
+        "apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": pods, "queue": queue, "priorityClassName": priority},
+    }]  # fmt: skip
+    for i in range(pods):
+        out.append({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{i}", "namespace": "default",
+                         "annotations": {"pod-group-name": name}},
+            "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c", "resources": {
+                "requests": {GPU: str(gpus), "cpu": "1"}, "limits": {GPU: str(gpus)}}}]},
+        })  # fmt: skip
+    return out
+
+
+NODES = [
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+     "status": {"allocatable": {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}}}
+    for i in range(2)
+] + [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
+     "value": v} for n, v in (("train", 50), ("build", 100))
+]  # fmt: skip
+QUEUES = [
+    kai_queue("default-parent-queue"),
+    kai_queue("team-a", "default-parent-queue", quota=4, limit=6),
+    kai_queue("team-b", "default-parent-queue", quota=4, overQuotaWeight=3),
+]
+
+
+def test_the_queue_is_read_in_gangplans_units() -> None:
+    q = copy.deepcopy(QUEUES[1])
+    q["spec"]["resources"]["cpu"] = {"quota": 2000, "limit": 4000, "overQuotaWeight": 2}
+    q["spec"]["resources"]["memory"] = {"quota": 1000, "limit": -1, "overQuotaWeight": 1}
+    cluster = load_objects(raw(*NODES, QUEUES[0], q))
+    kai = cluster.queues["team-a"].kai
+    assert cluster.queues["team-a"].parent == "default-parent-queue"
+    assert cluster.queues["team-a"].priority == 100  # DefaultQueuePriority
+    assert kai is not None
+    assert kai.quota == {"cpu": 2000, "memory": 1e9, GPU: 4}  # millicpus, MB -> bytes
+    assert kai.limit == {"cpu": 4000, "memory": -1, GPU: 6}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"gpu": {"quota": -2}}, "spec.resources.gpu.quota"),
+        ({"gpu": {"limit": "all"}}, "spec.resources.gpu.limit"),
+        ({"gpu": {"overQuotaWeight": -1}}, "spec.resources.gpu.overQuotaWeight"),
+        ({"tpu": {"quota": 1}}, "spec.resources.tpu"),
+        ({"gpu": {"quota": float("inf")}}, "spec.resources.gpu.quota"),
+    ],
+)
+def test_a_bad_queue_is_one_line_naming_its_field(change: dict[str, Any], field: str) -> None:
+    q = copy.deepcopy(QUEUES[1])
+    q["spec"]["resources"].update(change)
+    with pytest.raises(ManifestError) as err:
+        load_objects(raw(*NODES, QUEUES[0], q))
+    assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_kai_and_volcano_queues_together_are_refused() -> None:
+    volcano = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+               "metadata": {"name": "v"}, "spec": {"weight": 1}}  # fmt: skip
+    with pytest.raises(ManifestError, match="KAI-Scheduler and Volcano Queues"):
+        load_objects(raw(*NODES, *QUEUES, volcano))
+
+
+def test_a_resource_left_unset_is_noted_as_kai_reads_it() -> None:
+    q = copy.deepcopy(QUEUES[1])
+    del q["spec"]["resources"]["memory"]
+    q["spec"]["preemptMinRuntime"] = "10m"
+    notes = load_objects(raw(*NODES, QUEUES[0], q)).notes
+    assert any("no limit for memory: KAI reads it as 0" in n for n in notes)
+    assert any(
+        "spec preemptMinRuntime not acted on (the snapshot keeps no start" in n for n in notes
+    )
+
+
+def test_over_grpc_the_queue_keeps_its_kai_numbers_and_bad_ones_name_their_path() -> None:
+    cluster = load_objects(raw(*NODES, *QUEUES))
+    msg = cluster_to_proto(cluster)
+    again = snapshot_from_proto(msg, "cluster", PodSchema())
+    assert again.queues["team-b"].kai == cluster.queues["team-b"].kai
+    msg.queues[1].kai.limit[GPU] = -3
+    msg.queues[2].kai.quota["tpu"] = 1
+    msg.queues[0].ClearField("kai")
+    with pytest.raises(ConvertError) as err:
+        snapshot_from_proto(msg, "cluster", PodSchema())
+    text = str(err.value)
+    assert "cluster.queues[1].kai.limit[nvidia.com/gpu]" in text
+    assert "cluster.queues[2].kai.quota[tpu]" in text
+    assert "cluster.queues[0].kai" in text  # a Volcano queue among KAI ones
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_fair_share_down_the_tree_and_limits_in_a_call(engine: str) -> None:
+    """16 GPUs, both teams ask 12: quotas 4 + 4, the 8 left by weight 1:3 -> 2 and 6, so
+    fair shares 6 and 10; team-a's job of 8 GPUs is over its limit 6 and waits, team-b's
+    runs; team-a's 4-GPU job runs too (idle room beyond fair share is used)."""
+    objects = [*NODES, *QUEUES, *job("a-big", "team-a", 2, 4), *job("a-small", "team-a", 1, 4),
+               *job("b", "team-b", 3, 4)]  # fmt: skip
+    snapshot = snapshot_of(load_objects(raw(*objects)))
+    workload = Workload.everything(snapshot)
+    mode = KaiMode(SchedulerConf.default())
+    tree = build_queue_tree(snapshot, mode, ["team-a", "team-b"])
+    assert tree is not None
+    mode.settle(snapshot, workload, tree, ["team-a", "team-b"])
+    assert call_requests(snapshot, workload, mode)["team-a"][GPU] == 12
+    assert mode.fair["team-a"][GPU] == 6 and mode.fair["team-b"][GPU] == 10
+    assert mode.fair["default-parent-queue"][GPU] == 16
+    d = schedule(snapshot, SchedulerConf.default(), engine=engine, workers=1)  # verified
+    placed = {g for g, o in d.podgroups.items() if o.placed}
+    assert placed == {"default/a-small", "default/b"}
+    assert "limit" in (d.podgroups["default/a-big"].reason or "")
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_job_of_a_parent_queue_waits_as_kai_skips_it(engine: str) -> None:
+    objects = [*NODES, *QUEUES, *job("dept", "default-parent-queue", 1, 1)]
+    d = schedule(
+        snapshot_of(load_objects(raw(*objects))), SchedulerConf.default(), engine=engine, workers=1
+    )
+    outcome = d.podgroups["default/dept"]
+    assert not outcome.placed and "not a leaf queue" in (outcome.reason or "")
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_pod_without_a_podgroup_is_in_the_queue_its_label_names(engine: str) -> None:
+    """KAI's `kai.scheduler/queue` label (its pod-grouper copies it into the PodGroup):
+    three 4-GPU pods of team-a, limit 6: one runs."""
+    pods = []
+    for i in range(3):
+        (_, pod) = job(f"p{i}", "team-a", 1, 4)
+        del pod["metadata"]["annotations"]
+        pod["metadata"]["labels"] = {"kai.scheduler/queue": "team-a"}
+        pods.append(pod)
+    d = schedule(snapshot_of(load_objects(raw(*NODES, *QUEUES, *pods))), SchedulerConf.default(),
+                 engine=engine, workers=1)  # fmt: skip
+    assert sum(1 for p in d.placements.values() if p.node) == 1
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_shared_gpu_pods_count_their_fraction_against_the_limit(engine: str) -> None:
+    """GPU sharing in play: a KAI queue's limits count milli-GPUs. team-a's limit 6 takes
+    two 2-GPU pods and four half-GPU pods (KAI's annotation `gpu-fraction: 0.5`), not a
+    fifth."""
+    objects = [*NODES, *QUEUES, *job("a-whole", "team-a", 2, 2)]
+    for i in range(5):
+        group, pod = job(f"half{i}", "team-a", 1, 0)
+        pod["metadata"]["annotations"]["gpu-fraction"] = "0.5"
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+        objects += [group, pod]
+    d = schedule(snapshot_of(load_objects(raw(*objects))), SchedulerConf.default(), engine=engine,
+                 workers=1)  # fmt: skip
+    halves = sum(1 for k, p in d.placements.items() if p.node and "half" in k)
+    assert d.podgroups["default/a-whole"].placed and halves == 4
