@@ -86,7 +86,7 @@ ROWS = [
         },
         10,
         {"1": 3},
-    ),  # fmt: skip
+    ),
     # DescribeTable "two queues"
     Row("allocates many available gpus", S, 15, two(), 3, {"1": 6, "2": 6}),
     Row("allocates exact requested amount gpus", S, 12, two(), 0, {"1": 6, "2": 6}),
@@ -99,7 +99,7 @@ ROWS = [
         two(request=(10, 10), weight=(1, 4)),
         0,
         {"1": 3, "2": 8},
-    ),  # fmt: skip
+    ),
     Row(
         "distributes remainder between queues based on creation time",
         S,
@@ -107,7 +107,7 @@ ROWS = [
         two(),
         0,
         {"1": 6, "2": 5},
-    ),  # fmt: skip
+    ),
     Row("priority doesn't affect deserved", S, 4, two(), 0, {"1": 2, "2": 2}, {"1": 1, "2": 2}),
     Row("priority does affect over-quota", S, 6, two(), 0, {"1": 2, "2": 4}, {"1": 1, "2": 2}),
     Row(
@@ -118,7 +118,7 @@ ROWS = [
         0,
         {"1": 2, "2": 4},
         {"1": 1, "2": 2},
-    ),  # fmt: skip
+    ),
     # It "divides the remainder even when using priorities"
     Row(
         "divides the remainder even when using priorities",
@@ -132,7 +132,7 @@ ROWS = [
         0,
         {"1": 3, "2": 2, "3": 0},
         {"1": 2, "2": 2, "3": 1},
-    ),  # fmt: skip
+    ),
     # Describe "SetResourcesShare", Context "advanced scenarios"
     Row(
         "fractional fair share",
@@ -145,7 +145,7 @@ ROWS = [
         },
         45 - 32.54999999999996 - 9.5 - 1.65,
         {"1": 32.54999999999996, "2": 9.5, "3": 1.65},
-    ),  # fmt: skip
+    ),
     Row(
         "divide last remaining GPU based to similar queues",
         S,
@@ -156,7 +156,7 @@ ROWS = [
         },
         0,
         {"1": 3, "2": 2},
-    ),  # fmt: skip
+    ),
 ]
 
 

@@ -99,7 +99,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     for j in range(draw(st.integers(1, 5))):
         pods = draw(st.integers(1, 3))
         gpus = draw(st.integers(0, 2))
-        queue = draw(st.sampled_from(leaves + ["d0"]))
+        queue = draw(st.sampled_from([*leaves, "d0"]))
         cls = draw(st.sampled_from(["train", "build"]))
         running = draw(st.booleans())
         out.append({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
