@@ -13,12 +13,19 @@ from clients._options import Files, Output, OutputFormat
 from clients.render import amounts, write_data
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.quantity import UNLIMITED
-from solver.views import DEFAULT_MAX_DEPTH, QueueTree, queue_tree, validate_queues
+from solver.views import (
+    DEFAULT_MAX_DEPTH,
+    KaiMode,
+    QueueTree,
+    kai_queue_tree,
+    queue_tree,
+    validate_queues,
+)
 
 __all__ = ["queues_app"]
 
 queues_app = typer.Typer(
-    help="Volcano queues: validate a queue tree, draw it.", no_args_is_help=True
+    help="Volcano and KAI-Scheduler queues: validate a queue tree, draw it.", no_args_is_help=True
 )
 stderr = Console(stderr=True, highlight=False)
 
@@ -97,6 +104,10 @@ def tree_cmd(
     try:
         conf = load_conf(config)
         model = load_manifests(*files)
+        kai = kai_queue_tree(snapshot_of(model), conf)
+        if kai is not None:
+            _kai_tree(*kai, output)
+            return
         tree = queue_tree(snapshot_of(model), conf)
         if tree is None:
             raise InputError(
@@ -122,6 +133,50 @@ def tree_cmd(
         )
 
     root = Tree(label("root"))
+
+    def grow(node: Tree, name: str) -> None:
+        for child in tree.queues[name].children:
+            grow(node.add(label(child)), child)
+
+    grow(root, "root")
+    Console().print(root)
+
+
+def _kai_tree(tree: QueueTree, mode: KaiMode, output: Output) -> None:
+    """KAI Queues: quota, limit, over-quota weight and priority as given; the fair share
+    divided for the input's pending jobs; what the running pods hold (cpu in cores, memory
+    in bytes, GPUs; -1 unlimited)."""
+
+    def numbers(name: str) -> dict[str, Any]:
+        q = tree.queues[name]
+        return {
+            "parent": q.parent if q.parent != "root" else None,
+            "priority": q.priority,
+            "quota": mode.kai_numbers(tree, name, "quota"),
+            "limit": mode.kai_numbers(tree, name, "limit"),
+            "overQuotaWeight": mode.kai_numbers(tree, name, "over_quota_weight"),
+            "fairShare": {r: round(v, 6) for r, v in mode.fair.get(name, {}).items()},
+            "allocated": mode.from_dims(q.allocated),
+        }
+
+    names = [n for n in tree.queues if n != "root"]
+    if output is not Output.table:
+        write_data({"queues": {n: numbers(n) for n in sorted(names)}}, output)
+        return
+
+    def short(values: dict[str, float]) -> str:
+        return ", ".join(f"{r} {v:g}" for r, v in values.items())
+
+    def label(name: str) -> str:
+        n = numbers(name)
+        return (
+            f"[bold]{name}[/bold] priority {n['priority']}\n"
+            f"quota {short(n['quota'])} | limit {short(n['limit'])}\n"
+            f"over-quota weight {short(n['overQuotaWeight'])}\n"
+            f"fair share {short(n['fairShare'])} | allocated {short(n['allocated'])}"
+        )
+
+    root = Tree("[bold]KAI queues[/bold] (cpu milli, memory bytes, GPUs; -1 unlimited)")
 
     def grow(node: Tree, name: str) -> None:
         for child in tree.queues[name].children:

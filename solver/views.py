@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
+from solver.features.kaishare import KaiMode, settled_kai_tree
 from solver.features.proportion import ProportionMode, settled_tree
 from solver.features.queues import (
     DEFAULT_MAX_DEPTH,
@@ -31,6 +32,7 @@ from solver.snapshot import Snapshot, Workload
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "HyperNodeTree",
+    "KaiMode",
     "QueueInfo",
     "QueueTree",
     "QueueVerdict",
@@ -38,12 +40,19 @@ __all__ = [
     "build_hypernode_tree",
     "build_tree",
     "hypernode_view",
+    "kai_queue_tree",
     "queue_tree",
     "render_hypernode_tree",
     "render_tree",
     "topology_view",
     "validate_queues",
 ]
+
+
+def kai_queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> tuple[QueueTree, KaiMode] | None:
+    """KAI Queues as KAI's `proportion` sees them, with each queue's fair share for every
+    pending job of the snapshot (`KaiMode.fair`); None when the queues are not KAI's."""
+    return settled_kai_tree(snapshot, Workload.everything(snapshot), conf)
 
 
 def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:

@@ -403,7 +403,8 @@ def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
                 raise raw.error("must be -1 (unlimited) or a number ≥ 0", f"{where}.{field}")
             if field == "overQuotaWeight" and value < 0:
                 raise raw.error("must be a number ≥ 0", f"{where}.{field}")
-            scaled = float(value) if value == KAI_UNLIMITED else float(value) * factor
+            weight = field == "overQuotaWeight"  # a weight has no unit
+            scaled = float(value) if value == KAI_UNLIMITED or weight else float(value) * factor
             if scaled > KAI_MAX:
                 raise raw.error(f"must be at most {KAI_MAX / factor:g}", f"{where}.{field}")
             amounts[target][name] = scaled

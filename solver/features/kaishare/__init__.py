@@ -16,13 +16,15 @@ queues only, so a job of a queue with children waits with that reason.
 
 from __future__ import annotations
 
+from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
 from solver.features.devices.quota import shares_in_play
 from solver.features.kaishare.division import Share, divide, set_resource_share
 from solver.features.kaishare.mode import NON_PREEMPTIBLE, KaiMode
 from solver.features.kaishare.order import KaiOrder, allocatable_share, dominant_share
-from solver.features.queues import compile_quotas
+from solver.features.queues import QueueTree, build_queue_tree, compile_quotas
 from solver.model import job_queue
+from solver.snapshot import Snapshot, Workload
 
 __all__ = [
     "FEATURE",
@@ -34,7 +36,24 @@ __all__ = [
     "divide",
     "dominant_share",
     "set_resource_share",
+    "settled_kai_tree",
 ]
+
+
+def settled_kai_tree(
+    snapshot: Snapshot, workload: Workload, conf: SchedulerConf
+) -> tuple[QueueTree, KaiMode] | None:
+    """The KAI queue tree with every queue's fair share divided for `workload` (in the
+    mode's `fair`); None without KAI Queues or with a broken tree."""
+    mode = KaiMode(conf)
+    if not any(q.kai is not None for q in snapshot.queues.values()):
+        return None
+    queues = [job_queue(g, workload.members(gid)) for gid, g in workload.gangs.items()]
+    tree = build_queue_tree(snapshot, mode, (q for q in queues if q))
+    if tree is None or tree.broken:
+        return None
+    mode.settle(snapshot, workload, tree, queues)
+    return tree, mode
 
 
 def _compile(ctx: CompileContext) -> None:

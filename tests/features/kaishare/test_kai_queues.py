@@ -9,10 +9,15 @@ read, carried over gRPC, refused with a field when wrong, and acted on in a call
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
+from clients.cli import app
 from solver import SchedulerConf, schedule
 from solver.codec import ConvertError, cluster_to_proto, snapshot_from_proto
 from solver.errors import ManifestError
@@ -86,6 +91,7 @@ def test_the_queue_is_read_in_gangplans_units() -> None:
     assert kai is not None
     assert kai.quota == {"cpu": 2000, "memory": 1e9, GPU: 4}  # millicpus, MB -> bytes
     assert kai.limit == {"cpu": 4000, "memory": -1, GPU: 6}
+    assert kai.over_quota_weight == {"cpu": 2, "memory": 1, GPU: 1}  # a weight has no unit
 
 
 @pytest.mark.parametrize(
@@ -202,3 +208,18 @@ def test_shared_gpu_pods_count_their_fraction_against_the_limit(engine: str) -> 
                  workers=1)  # fmt: skip
     halves = sum(1 for k, p in d.placements.items() if p.node and "half" in k)
     assert d.podgroups["default/a-whole"].placed and halves == 4
+
+
+def test_queues_tree_draws_kai_fair_shares(tmp_path: Path) -> None:
+    """`gangplan queues tree` on KAI Queues: quota, limit, weight and the fair share."""
+    path = tmp_path / "kai.yaml"
+    objects = [*NODES, *QUEUES, *job("a", "team-a", 2, 4), *job("b", "team-b", 3, 4)]
+    path.write_text(yaml.safe_dump_all(objects))
+    result = CliRunner().invoke(app, ["queues", "tree", "-f", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    team_a, team_b = out["queues"]["team-a"], out["queues"]["team-b"]
+    assert team_a["limit"][GPU] == 6 and team_b["overQuotaWeight"][GPU] == 3
+    assert team_a["fairShare"][GPU] == 6 and team_b["fairShare"][GPU] == 10
+    table = CliRunner().invoke(app, ["queues", "tree", "-f", str(path)])
+    assert "fair share" in table.stdout and "team-b priority 100" in table.stdout
