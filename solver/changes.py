@@ -35,7 +35,7 @@ from typing import Any
 from solver.config import SchedulerConf
 from solver.decision import Certificate, Decision
 from solver.defrag import DefragGoal, defragment, moves_delta
-from solver.model import Node
+from solver.model import GPU_MILLI, GPU_RESOURCE, KAI_RESOURCES, KAI_UNLIMITED, Node, Queue
 from solver.quantity import format_quantity
 from solver.schedule import schedule, solve
 from solver.snapshot import Delta, Snapshot, Workload
@@ -168,9 +168,11 @@ def _smallest(fits: Callable[[int], bool], top: int, start: int = 1) -> int | No
 def _quota(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
     if cert is None or cert.kind != "quota" or not cert.unit:
         return None
-    queue = cert.constraint.removeprefix("queue ")
+    queue, _, row = cert.constraint.removeprefix("queue ").partition(" ")
     dim = cert.unit
     q = snapshot.queues.get(queue)
+    if q is not None and q.kai is not None:
+        return _kai_quota(q, dim, "quota" if row else "limit", cert, runs)
     if q is None or dim not in q.capability:
         return None
     delta = cert.needed - cert.offered
@@ -190,6 +192,27 @@ def _quota(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) 
         dim,
     )
     return change, raised(delta)
+
+
+def _kai_quota(q: Queue, dim: str, field: str, cert: Certificate, runs: Runs) -> Sized | None:
+    """A KAI Queue: the smallest raise of its limit (or, for a non-preemptible job, its
+    quota) on the resource short; a quota dimension in milli-GPUs raises GPUs by 1/1000."""
+    assert q.kai is not None
+    resource, per = (GPU_RESOURCE, 1000) if dim == GPU_MILLI else (dim, 1)
+    values: dict[str, float] = getattr(q.kai, field)
+    now = values.get(resource, 0.0)
+    delta = cert.needed - cert.offered
+    if resource not in KAI_RESOURCES or now == KAI_UNLIMITED or delta <= 0:
+        return None
+
+    def raised(by: int) -> Delta:
+        kai = q.kai.model_copy(update={field: {**values, resource: now + by / per}})  # type: ignore[union-attr]
+        return Delta(upsert_queues=(q.model_copy(update={"kai": kai}),))
+
+    if not runs(raised(delta)) or runs(raised(delta - 1)):
+        return None
+    text = f"+{format_quantity(dim, delta)} {resource} {field} on KAI queue {q.name}"
+    return Change("quota", text, delta, q.name, dim), raised(delta)
 
 
 def _enqueue(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:

@@ -216,7 +216,7 @@ class KaiMode(QuotaMode):
         return None
 
     def reason(self, dim: str, dims: Sequence[str]) -> str:
-        return "KAI queue limit (or quota, for a non-preemptible job) reached"
+        return "KAI queue limit reached"
 
     def extra_rows(
         self, ctx: CompileContext, tree: QueueTree, type_leaf: Sequence[str | None],
@@ -245,6 +245,8 @@ class KaiMode(QuotaMode):
                                for d in quota.dims],
                         allocated=[mine.get(d, 0) for d in quota.dims],
                         types=[],
+                        queue=name,
+                        noun="quota for non-preemptible jobs",
                     )  # fmt: skip
                 rows[name].types.append(t)
         return [row for row in rows.values() if any(v < UNLIMITED for v in row.limit)]

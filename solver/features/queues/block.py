@@ -41,6 +41,14 @@ class QuotaBlock(Block):
     #   [Q, D] the allocate gate's limit (UNLIMITED = none); headroom = max(0, limit − allocated)
     allocated: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     #   [Q, D] what the queue's running pods hold at the start of the call (reported only)
+    extra_rows: tuple[tuple[str, str], ...] = ()  # rows beyond the queues' (the last ones):
+    #   (the queue a row belongs to, what its limit is called), e.g. a KAI queue's
+    #   ("inference", "non-preemptible quota")
+
+    def row_of(self, q: int) -> tuple[str, str]:
+        """(queue, what its limit is called) of row q: ("team-a", "limit") for a queue."""
+        first = len(self.queue_names) - len(self.extra_rows)
+        return self.extra_rows[q - first] if q >= first else (self.queue_names[q], "limit")
 
     @property
     def finite(self) -> np.ndarray:

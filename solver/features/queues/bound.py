@@ -80,13 +80,14 @@ def _certificate(
     name = block.quota_dims[d]
     qty = partial(format_quantity, name)
     gangs = ", ".join(problem.gang_ids[h] for h in who)
-    whose = "its" if q == leaf else f"its ancestor {block.queue_names[q]}'s"
+    owner, noun = block.row_of(q)
+    whose = "its" if owner == block.queue_names[leaf] else f"its ancestor {owner}'s"
     limit = f" ({qty(int(block.limit[q, d]))})" if block.limit.size else ""
     held = int(block.allocated[q, d]) if block.allocated.size else None
     if evicted:
-        rest = f"{whose} limit{limit} allows {qty(max(0, room))} with its running pods evicted"
+        rest = f"{whose} {noun}{limit} allows {qty(max(0, room))} with its running pods evicted"
     else:
-        rest = f"{whose} limit{limit} leaves {qty(max(0, room))}" + (
+        rest = f"{whose} {noun}{limit} leaves {qty(max(0, room))}" + (
             f" ({qty(held)} held)" if held is not None else ""
         )
     sentence = (
@@ -95,7 +96,7 @@ def _certificate(
     )
     return Certificate(
         "quota",
-        f"queue {block.queue_names[q]}",
+        f"queue {owner}" + ("" if noun == "limit" else f" ({noun})"),
         sentence,
         True,
         unit=name,

@@ -122,6 +122,7 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             type_node_dim=quota.node_dim,
             limit=limit,
             allocated=allocated,
+            extra_rows=tuple((row.queue or row.name, row.noun) for row in extra),
         )
     )
     return tree

@@ -57,8 +57,10 @@ class QuotaLedger:
                 if fits < allowed:
                     allowed = max(fits, 0)
                     name = block.quota_dims[d]
+                    owner, noun = block.row_of(q)
+                    reason = block.dim_reasons[d] if noun == "limit" else f"{noun} used up"
                     why = (
-                        f"queue {block.queue_names[q]}: {block.dim_reasons[d]} for "
+                        f"queue {owner}: {reason} for "
                         f"{name.removeprefix('card:')} "
                         f"({format_quantity(name, int(self.left[q, d]))} left, "
                         f"{format_quantity(name, int(use[d]))} per pod)"

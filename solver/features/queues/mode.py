@@ -37,6 +37,8 @@ class ExtraRow:
     limit: list[int]
     allocated: list[int]
     types: list[int]
+    queue: str = ""  # the queue it belongs to
+    noun: str = "limit"  # what its limit is called in a reason
 
 
 @dataclass(frozen=True)

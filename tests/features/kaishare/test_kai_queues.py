@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from clients.cli import app
 from solver import SchedulerConf, schedule
+from solver.changes import changes
 from solver.codec import ConvertError, cluster_to_proto, snapshot_from_proto
 from solver.errors import ManifestError
 from solver.features.kaishare import KaiMode
@@ -29,6 +30,7 @@ from solver.snapshot import PodSchema, Workload
 from tests.builders import raw
 
 GPU = "nvidia.com/gpu"
+EXAMPLE = Path(__file__).parents[3] / "examples/fairshare/kai.yaml"
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 
 
@@ -223,3 +225,26 @@ def test_queues_tree_draws_kai_fair_shares(tmp_path: Path) -> None:
     assert team_a["fairShare"][GPU] == 6 and team_b["fairShare"][GPU] == 10
     table = CliRunner().invoke(app, ["queues", "tree", "-f", str(path)])
     assert "fair share" in table.stdout and "team-b priority 100" in table.stdout
+
+
+def test_why_offers_the_kai_quota_or_limit_that_lets_the_gang_run() -> None:
+    """`gangplan why` on the fair-share example: `serve` (non-preemptible, 8 GPUs) is held by
+    inference's quota of 4 for non-preemptible jobs: +4 GPUs of quota, checked, and +3 would
+    not run; a preemptible 8-GPU job in team-a (limit 6) gets +2 GPUs of limit."""
+    cluster = load_objects(raw(*yaml.safe_load_all(EXAMPLE.read_text())))
+    snapshot = snapshot_of(cluster)
+    conf = SchedulerConf.default()
+    d = schedule(snapshot, conf, engine="greedy")
+    cert = d.certificates["ml/serve"]
+    assert (
+        cert.kind == "quota"
+        and cert.constraint == "queue inference (quota for non-preemptible jobs)"
+    )
+    found = [c for c in changes(snapshot, conf, "ml/serve", cert) if c.kind == "quota"]
+    assert [c.text for c in found] == ["+4 nvidia.com/gpu quota on KAI queue inference"]
+
+    objects = [*NODES, *QUEUES, *job("big", "team-a", 2, 4)]
+    snapshot = snapshot_of(load_objects(raw(*objects)))
+    d = schedule(snapshot, conf, engine="greedy")
+    found = changes(snapshot, conf, "default/big", d.certificates["default/big"])
+    assert "+2 nvidia.com/gpu limit on KAI queue team-a" in [c.text for c in found]
