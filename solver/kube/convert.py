@@ -129,14 +129,13 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     nodes = [_node(raw, k8s) for raw, k8s in inputs.nodes]
     queues = {name: _queue(q) for name, (_, q) in sorted(inputs.queues.items())}
     raws = {name: raw for name, (raw, _) in inputs.queues.items()}
-    if inputs.kai_queues:
-        if queues:  # one queue dialect per cluster: each scheduler reads its own Queues
-            raw = inputs.kai_queues[min(inputs.kai_queues)][0]
-            raise raw.error(
-                "KAI-Scheduler and Volcano Queues in one input: gangplan shares a cluster by "
-                "one scheduler's queues; give one kind",
-                field="kind",
-            )
+    if inputs.kai_queues and queues:  # one scheduler's queues share a cluster: Volcano's
+        inputs.notes.append(
+            f"KAI Queues {', '.join(sorted(inputs.kai_queues))} not acted on: the input also "
+            "has Volcano Queues, and gangplan shares a cluster by one scheduler's queues "
+            "(Volcano's, whose plugins the conf names)"
+        )
+    elif inputs.kai_queues:
         queues = {name: q for name, (_, q) in sorted(inputs.kai_queues.items())}
         raws = {name: raw for name, (raw, _) in inputs.kai_queues.items()}
     if not queues:

@@ -216,6 +216,27 @@ def full_cluster() -> pb.Cluster:
     return cluster
 
 
+def kai_cluster() -> pb.Cluster:
+    """`full_cluster()` with KAI-Scheduler queues in place of Volcano's (a snapshot holds one
+    scheduler's queues): `q` under `top`, every KaiQueueResources field set."""
+    cluster = full_cluster()
+    del cluster.queues[:]
+    for name, parent in (("top", ""), ("q", "top")):
+        queue = pb.Queue(
+            name=name,
+            parent=parent,
+            priority=100,
+            kai=pb.KaiQueueResources(
+                quota={"cpu": 4000.0, "memory": -1.0, GPU: 1.5},
+                limit={"cpu": -1.0, GPU: 8.0},
+                over_quota_weight={GPU: 2.0},
+            ),
+        )
+        queue.kai.creation_time.seconds = 1_700_000_000
+        cluster.queues.append(queue)
+    return cluster
+
+
 def base_delta() -> spb.UpdateSnapshotRequest:
     """Against `FUZZ_SNAPSHOT`: a node, a queue and a gang added, a pending pod added and a
     running one reported, the running pod of `base_cluster()` removed."""
@@ -416,6 +437,14 @@ DOORS = [
         spb.PutSnapshotResponse,
         _under(("cluster",), CLUSTER_INTS),
         [("snapshot_id",), *_under(("cluster",), CLUSTER_STRS)],
+    ),
+    Door(
+        "PutSnapshot",
+        lambda: spb.PutSnapshotRequest(cluster=kai_cluster(), snapshot_id="fuzz-put-kai"),
+        spb.PutSnapshotResponse,
+        _under(("cluster",), CLUSTER_INTS),
+        [("snapshot_id",), *_under(("cluster",), CLUSTER_STRS)],
+        [("cluster", "queues", 1, "kai", "limit", "memory")],
     ),
     Door(
         "UpdateSnapshot",

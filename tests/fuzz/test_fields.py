@@ -16,10 +16,19 @@ SNAPSHOT_REF = {
 }
 
 
+# A queue is Volcano's or KAI-Scheduler's and a snapshot holds one kind: the Volcano queue
+# fields get hostile values through most doors, KaiQueueResources' through PutSnapshot's
+# KAI door (the cluster is decoded by one function whichever method carries it).
+REACHED = frozenset().union(*(fields_set(d.base()) for d in DOORS))
+
+
 @pytest.mark.parametrize("door", DOORS, ids=str)
 def test_every_scalar_field_of_the_request_gets_hostile_values(door: Door) -> None:
     request = door.base()
-    assert every_field(request.DESCRIPTOR) - fields_set(request) - SNAPSHOT_REF == set()
+    missing = every_field(request.DESCRIPTOR) - fields_set(request) - SNAPSHOT_REF
+    assert missing - REACHED == set()
+    queue_kinds = ("gangplan.v1.KaiQueue", "gangplan.v1.Queue", "gangplan.v1.NodeGroupTerms")
+    assert {m for m in missing if not m[0].startswith(queue_kinds)} == set()
 
 
 @pytest.mark.parametrize("door", DOORS, ids=str)

@@ -25,8 +25,9 @@ from solver.errors import ManifestError
 from solver.features.kaishare import KaiMode
 from solver.features.queues import build_queue_tree, call_requests
 from solver.kube import load_objects
+from solver.model import Queue
 from solver.schedule import snapshot_of
-from solver.snapshot import PodSchema, Workload
+from solver.snapshot import Delta, DeltaError, PodSchema, Workload
 from tests.builders import raw
 
 GPU = "nvidia.com/gpu"
@@ -114,11 +115,15 @@ def test_a_bad_queue_is_one_line_naming_its_field(change: dict[str, Any], field:
     assert err.value.field == field and "\n" not in str(err.value)
 
 
-def test_kai_and_volcano_queues_together_are_refused() -> None:
+def test_beside_volcano_queues_the_kai_ones_are_noted_not_acted_on() -> None:
+    """A cluster running both schedulers: one queue dialect shares it (Volcano's, whose
+    plugins the conf names); the KAI Queues are noted, never mixed into its tree."""
     volcano = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                "metadata": {"name": "v"}, "spec": {"weight": 1}}  # fmt: skip
-    with pytest.raises(ManifestError, match="KAI-Scheduler and Volcano Queues"):
-        load_objects(raw(*NODES, *QUEUES, volcano))
+    cluster = load_objects(raw(*NODES, *QUEUES, volcano))
+    assert set(cluster.queues) == {"v"} and cluster.queues["v"].kai is None
+    assert any("KAI Queues default-parent-queue, team-a, team-b not acted on" in n
+               for n in cluster.notes)  # fmt: skip
 
 
 def test_a_resource_left_unset_is_noted_as_kai_reads_it() -> None:
@@ -248,3 +253,18 @@ def test_why_offers_the_kai_quota_or_limit_that_lets_the_gang_run() -> None:
     d = schedule(snapshot, conf, engine="greedy")
     found = changes(snapshot, conf, "default/big", d.certificates["default/big"])
     assert "+2 nvidia.com/gpu limit on KAI queue team-a" in [c.text for c in found]
+
+
+def test_an_update_mixing_queue_kinds_names_the_field() -> None:
+    """UpdateSnapshot deltas: a Volcano queue upserted into a snapshot of KAI queues is
+    refused with its field path, as a whole snapshot mixing them is."""
+    snapshot = snapshot_of(load_objects(raw(*NODES, *QUEUES)))
+    with pytest.raises(DeltaError) as err:
+        snapshot.apply(Delta(upsert_queues=(Queue(name="volcano-q"),)))
+    assert "upsert_queues[0].kai" in str(err.value)
+    kai = snapshot.queues["team-a"].kai
+    assert kai is not None
+    same = snapshot.apply(
+        Delta(upsert_queues=(Queue(name="team-c", parent="default-parent-queue", kai=kai),))
+    )
+    assert same.queues["team-c"].kai == kai
