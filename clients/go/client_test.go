@@ -240,3 +240,35 @@ func TestTheModuleShipsItsProtos(t *testing.T) {
 		}
 	}
 }
+
+func kaiQueue(name, parent string, gpuLimit float64) *pb.Queue {
+	return &pb.Queue{Name: name, Parent: parent, Kai: &pb.KaiQueueResources{
+		Quota:           map[string]float64{"nvidia.com/gpu": 0, "cpu": -1, "memory": -1},
+		Limit:           map[string]float64{"nvidia.com/gpu": gpuLimit, "cpu": -1, "memory": -1},
+		OverQuotaWeight: map[string]float64{"nvidia.com/gpu": 1, "cpu": 1, "memory": 1},
+	}}
+}
+
+func TestKaiQueueLimitHoldsAGang(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	cluster := &pb.Cluster{
+		Nodes:  []*pb.Node{gpuNode("n0"), gpuNode("n1")},
+		Queues: []*pb.Queue{kaiQueue("dept", "", -1), kaiQueue("team", "dept", 4)},
+	}
+	if _, err := c.PutSnapshot(ctx, cluster, "go-kai"); err != nil {
+		t.Fatal(err)
+	}
+	job := func(name string, size int) *pb.Job {
+		j := gangJob(name, size, 4)
+		j.Gangs[0].Queue = "team"
+		return j
+	}
+	one, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go-kai"), Job: job("one", 1)})
+	if err != nil || !one.GetPlaced() {
+		t.Fatalf("a gang within the limit runs: %v %v", one, err)
+	}
+	two, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go-kai"), Job: job("two", 2)})
+	if err != nil || two.GetPlaced() || !regexp.MustCompile(`queue team: .*limit`).MatchString(two.GetDecision().GetGangs()[0].GetReason()) {
+		t.Fatalf("a gang over its KAI queue's limit waits, saying so: %v %v", two, err)
+	}
+}

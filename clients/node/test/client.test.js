@@ -162,3 +162,29 @@ test('the package ships the protos it loads', () => {
   ]);
   assert.ok(files.includes('client.js'));
 });
+
+test('KAI-Scheduler queues: a gang over its queue limit waits, saying so', async () => {
+  const kai = (name, parent, gpuLimit) => ({
+    name,
+    parent,
+    kai: {
+      quota: { 'nvidia.com/gpu': 0, cpu: -1, memory: -1 },
+      limit: { 'nvidia.com/gpu': gpuLimit, cpu: -1, memory: -1 },
+      over_quota_weight: { 'nvidia.com/gpu': 1, cpu: 1, memory: 1 },
+    },
+  });
+  await client.putSnapshot(
+    { nodes: [gpuNode('n0'), gpuNode('n1')], queues: [kai('dept', '', -1), kai('team', 'dept', 4)] },
+    'node-kai',
+  );
+  const gang = (name, size) => {
+    const j = job(name, size, 4);
+    j.gangs[0].queue = 'team';
+    return j;
+  };
+  const fits = await client.placeJob({ snapshot: { id: 'node-kai' }, job: gang('one', 1) });
+  assert.equal(fits.placed, true);
+  const over = await client.placeJob({ snapshot: { id: 'node-kai' }, job: gang('two', 2) });
+  assert.equal(over.placed, false);
+  assert.match(over.decision.gangs[0].reason, /queue team: .*limit/);
+});
