@@ -10,7 +10,11 @@ included):
 * for a non-preemptible job (its PodGroup's priority, else its pod's, ≥ 100): what the
   subtree's running non-preemptible pods hold + what the Decision places of non-preemptible
   jobs ≤ quota (not -1) (`resultsWithNonPreemptibleOverQuota`);
-* the job's queue is a leaf (KAI schedules jobs of leaf queues only).
+* the job's queue is a leaf (KAI schedules jobs of leaf queues only);
+* every `reclaim` victim is preemptible and of another queue than the reclaiming one, and
+  where the two queues' paths part, the victim's side held more than min(quota, limit) on
+  some resource when its last victim was taken (what both of KAI's reclaim strategies
+  imply: over its allocatable share, or over its quota).
 
 A placement within 1e-6 of a fractional limit passes.
 """
@@ -60,15 +64,15 @@ def kai_limits(ctx: VerifyContext) -> list[str]:
     if not any(q.kai is not None for q in queues.values()):
         return []
     placed = [pod for pods in ctx.new_on.values() for pod in pods]
-    if not placed:
-        return []
     parents = {name: q.parent for name, q in queues.items()}
+    problems = _reclaimed(ctx, parents)
+    if not placed:
+        return problems
     children = {p for p in parents.values() if p is not None}
     gangs = {**ctx.snapshot.gangs, **ctx.workload.gangs}
     held, firm = _running(ctx, parents)
     added: dict[str, Amounts] = defaultdict(lambda: defaultdict(float))
     added_firm: dict[str, Amounts] = defaultdict(lambda: defaultdict(float))
-    problems = []
     for pod in placed:
         leaf = _queue_of(ctx, pod.gang)
         if leaf is None or leaf not in queues:
@@ -194,3 +198,55 @@ def _held(ctx: VerifyContext) -> dict[tuple[str, bool], Amounts]:
         entry = out.setdefault((leaf, False), dict.fromkeys(RESOURCES, 0.0))
         entry[GPU_RESOURCE] += extra / 1000
     return out
+
+
+def _reclaimed(ctx: VerifyContext, parents: dict[str, str | None]) -> list[str]:
+    victims = [v for v in ctx.decision.victims if v.cause == "reclaim"]
+    if not victims:
+        return []
+    snapshot, running = ctx.snapshot, ctx.snapshot.running
+    names, requests = running.resources, running.requests()
+    held, _ = _running(ctx, parents)  # victims already gone
+    taken: dict[str, dict[str, Amounts]] = defaultdict(dict)  # victims' side -> job -> use
+    problems = []
+    for v in victims:
+        row = running.find(v.pod)
+        queue = _charged_queue(ctx, row) if row >= 0 else None
+        if queue is None or queue not in parents or v.queue not in parents:
+            continue
+        if queue == v.queue:
+            problems.append(f"{v.pod}: reclaimed for queue {v.queue} from its own queue")
+            continue
+        if _priority(ctx, row) >= NON_PREEMPTIBLE:
+            problems.append(f"{v.pod}: a non-preemptible pod reclaimed")
+        theirs, mine = _path(parents, queue)[::-1], _path(parents, v.queue)[::-1]
+        depth = 0
+        while depth < min(len(theirs), len(mine)) - 1 and theirs[depth] == mine[depth]:
+            depth += 1
+        use = _use(
+            dict(zip(names, requests[row].tolist(), strict=False)), dict(running.annotations(row))
+        )
+        gang = int(running.gang[row])
+        job = running.gang_name(gang) if gang >= 0 else v.pod  # KAI takes a job whole
+        so_far = taken[theirs[depth]].setdefault(job, dict.fromkeys(RESOURCES, 0.0))
+        for r in RESOURCES:
+            so_far[r] += use[r]
+    for side, jobs in sorted(taken.items()):
+        kai = snapshot.queues[side].kai
+        if kai is None:
+            continue
+        uses = list(jobs.values())
+        last = {r: max(u[r] for u in uses) for r in RESOURCES}
+        left = {r: held.get(side, {}).get(r, 0.0) + last[r] for r in RESOURCES}
+        bound = {
+            r: min(x for x in (kai.quota.get(r, 0.0), kai.limit.get(r, 0.0)) if x != KAI_UNLIMITED)
+            if any(x != KAI_UNLIMITED for x in (kai.quota.get(r, 0.0), kai.limit.get(r, 0.0)))
+            else float("inf")
+            for r in RESOURCES
+        }
+        if all(left[r] <= bound[r] + 1e-6 for r in RESOURCES):
+            problems.append(
+                f"queue {side}: {len(uses)} pod(s) reclaimed although it held no more than "
+                "its quota (and limit) before the last"
+            )
+    return problems

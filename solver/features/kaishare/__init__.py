@@ -6,6 +6,7 @@
                    (`features.queues`): limits at every level, non-preemptible jobs
                    within quota, the call's fair shares
     order.py       KAI's queue order, as numbered criteria
+    reclaim.py     KAI's reclaim: who may, the victims, their order and the strategies
 
 On whenever the snapshot's Queues are KAI's (`scheduling.run.ai/v2`; KAI always runs its
 `proportion`), whatever Volcano plugins the conf lists: Volcano's quota plugins read only
@@ -22,6 +23,7 @@ from solver.features.devices.quota import shares_in_play
 from solver.features.kaishare.division import Share, divide, set_resource_share
 from solver.features.kaishare.mode import NON_PREEMPTIBLE, KaiMode
 from solver.features.kaishare.order import KaiOrder, allocatable_share, dominant_share
+from solver.features.kaishare.reclaim import KaiReclaim, kai_reclaim
 from solver.features.queues import QueueTree, build_queue_tree, compile_quotas
 from solver.model import job_queue
 from solver.snapshot import Snapshot, Workload
@@ -31,10 +33,12 @@ __all__ = [
     "NON_PREEMPTIBLE",
     "KaiMode",
     "KaiOrder",
+    "KaiReclaim",
     "Share",
     "allocatable_share",
     "divide",
     "dominant_share",
+    "kai_reclaim",
     "set_resource_share",
     "settled_kai_tree",
 ]

@@ -225,7 +225,7 @@ class KaiMode(QuotaMode):
         """`resultsWithNonPreemptibleOverQuota`: per queue on the path of a non-preemptible
         pod type, a row `allocatedNonPreemptible + placed ≤ quota` on its finite quotas."""
         held = ctx.snapshot.memo(
-            ("kaishare", "non-preemptible", self.key), lambda: self._non_preemptible(ctx.snapshot)
+            ("kaishare", "non-preemptible", self.key), lambda: self.non_preemptible(ctx.snapshot)
         )
         rows: dict[str, ExtraRow] = {}
         for t, leaf in enumerate(type_leaf):
@@ -251,7 +251,7 @@ class KaiMode(QuotaMode):
                 rows[name].types.append(t)
         return [row for row in rows.values() if any(v < UNLIMITED for v in row.limit)]
 
-    def _non_preemptible(self, snapshot: Snapshot) -> dict[str, dict[str, int]]:
+    def non_preemptible(self, snapshot: Snapshot) -> dict[str, dict[str, int]]:
         """Per queue (its subtree's total), what its running non-preemptible pods use."""
         running = snapshot.running
         rows = running.rows()

@@ -19,7 +19,14 @@ from solver.model import KAI_RESOURCES, KAI_UNLIMITED
 if TYPE_CHECKING:
     from solver.features._base import CompileContext
 
-__all__ = ["KaiOrder", "allocatable_share", "dominant_share", "kai_unit_cmp"]
+__all__ = [
+    "KaiOrder",
+    "allocatable_share",
+    "dominant_share",
+    "kai_unit_cmp",
+    "less_equal",
+    "parting",
+]
 
 NO_SHARE_PENALTY = 1000.0
 """KAI's `noFairShareDrfMultiplier`: the dominant share of a use with no allocatable share."""
@@ -67,7 +74,7 @@ def _compare(a: float, b: float) -> int:
     return (a > b) - (a < b)
 
 
-def _less_equal(a: Amounts, b: Amounts) -> bool:
+def less_equal(a: Amounts, b: Amounts) -> bool:
     return all(_compare(a[r], b[r]) <= 0 for r in KAI_RESOURCES)
 
 
@@ -100,7 +107,7 @@ class KaiOrder:
         with_job = {r: held[r] + ask.get(r, 0.0) for r in KAI_RESOURCES}
         return (
             all(fair.get(r, 0.0) < held[r] for r in KAI_RESOURCES),  # 1 over its fair share
-            _less_equal(with_job, quota),  # 2 within its quota with the job
+            less_equal(with_job, quota),  # 2 within its quota with the job
             any(allocatable[r] == 0 and with_job[r] > 0 for r in KAI_RESOURCES),  # 4
             dominant_share(with_job, allocatable, self.total),  # 5
             dominant_share(held, allocatable, self.total),  # 6
@@ -108,7 +115,7 @@ class KaiOrder:
 
     def compare(self, qa: str, qb: str, ask_a: Amounts, ask_b: Amounts) -> int:
         """Negative: the job of `qa` first (compared where the queues' paths part)."""
-        a, b = _parting(self.tree, qa, qb)
+        a, b = parting(self.tree, qa, qb)
         ka, kb = self._key(a, ask_a), self._key(b, ask_b)
         sa, sb = self.tree.queues[a], self.tree.queues[b]
         steps = (
@@ -157,12 +164,12 @@ def kai_unit_cmp(
 
 def _smaller_share(a: Amounts, b: Amounts) -> int:
     """Criterion 7 (`prioritizeBasedOnAllocatableShare`)."""
-    a_less = not _less_equal(b, a) and _less_equal(a, b)
-    b_less = not _less_equal(a, b) and _less_equal(b, a)
+    a_less = not less_equal(b, a) and less_equal(a, b)
+    b_less = not less_equal(a, b) and less_equal(b, a)
     return _first(a_less, b_less)
 
 
-def _parting(tree: QueueTree, qa: str | None, qb: str | None) -> tuple[str, str]:
+def parting(tree: QueueTree, qa: str | None, qb: str | None) -> tuple[str, str]:
     """The two sibling queues where the paths of `qa` and `qb` part."""
     assert qa is not None and qb is not None
     pa = [*tree.queues[qa].ancestors, qa]

@@ -41,9 +41,10 @@ from functools import cmp_to_key
 from typing import Protocol
 
 from solver.config import Plugin, SchedulerConf
+from solver.features.kaishare import kai_reclaim
 from solver.features.preemption.victims import evictable
 from solver.features.proportion import proportion_reclaim
-from solver.features.queues import QueueTree, QuotaMode, build_queue_tree
+from solver.features.queues import QueueTree, QuotaMode, build_queue_tree, queue_dialect
 from solver.features.queues.victims import GangGuard, gang_reclaimable, in_tree, victim_cmp
 from solver.problem import IntArray
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED
@@ -65,7 +66,7 @@ class ReclaimPlanner:
         q = self.tree.queues[queue]
         return [*q.ancestors, queue]
 
-    def may_reclaim(self, queue: str, request: dict[str, int]) -> str | None:
+    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
         """None when `queue` may reclaim for `request`, else why not."""
         q = self.tree.queues[queue]
         if q.state != "Open":
@@ -206,12 +207,13 @@ def _dims(request: dict[str, int]) -> set[str]:
 
 class Reclaimer(Protocol):
     """What the engines ask of a quota plugin's reclaim (`ReclaimPlanner` for capacity,
-    `features.proportion.ProportionReclaim`)."""
+    `features.proportion.ProportionReclaim`, `features.kaishare.KaiReclaim`)."""
 
     tree: QueueTree
     rows: IntArray  # [V] the running rows it may take, charged to a queue of the tree
 
-    def may_reclaim(self, queue: str, request: dict[str, int]) -> str | None: ...
+    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
+        """None when `queue` may reclaim for a job of `priority` asking `request`."""
 
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]: ...
 
@@ -219,10 +221,15 @@ class Reclaimer(Protocol):
 def reclaim_planner(
     snapshot: Snapshot, conf: SchedulerConf, workload: Workload
 ) -> Reclaimer | None:
-    """None without the reclaim action or a (valid) queue tree of `capacity` or
-    `proportion` (whose deserved shares depend on the call's `workload`)."""
+    """None without the reclaim action or a (valid) queue tree of `capacity`, `proportion`
+    (whose deserved shares depend on the call's `workload`) or KAI's Queues (fair shares
+    likewise: `features.kaishare.KaiReclaim`)."""
     if "reclaim" not in conf.actions:
         return None
+    if queue_dialect(snapshot) == "kai":  # KAI's Queues: KAI's own reclaim
+        return kai_reclaim(
+            snapshot, conf, workload, evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
+        )
     if conf.enabled(Plugin.PROPORTION):
         rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
         return proportion_reclaim(snapshot, conf, workload, rows)

@@ -49,7 +49,7 @@ class ProportionReclaim:
     queue: list[str]  # [V] their queue
     gangs: bool = True  # the gang plugin's rule: never below a job's minMember
 
-    def may_reclaim(self, queue: str, request: dict[str, int]) -> str | None:
+    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
         """None when `queue` may reclaim for `request`, else why not."""
         q = self.tree.queues[queue]
         if q.state != "Open":

@@ -5,8 +5,9 @@ and priorities; running and competing jobs of both preemptibilities.
   (KAI gives each queue min(quota, request) first, over-subscribed or not), and every
   queue gets at least min(quota, request);
 * every Decision of either engine passes the independent verifier (`schedule` checks it:
-  limits at every level, non-preemptible jobs within quota, leaf queues only), and the
-  same Decision re-checked without the engine's tree agrees.
+  limits at every level, non-preemptible jobs within quota, leaf queues only, reclaim
+  victims preemptible, of other queues, from a queue over its quota or limit), with and
+  without the `reclaim` action, and the same Decision re-checked agrees.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.builders import raw
 
 GPU = "nvidia.com/gpu"
 quantity = st.sampled_from([-1.0, 0.0, 1.0, 2.0, 3.5, 4.0, 8.0])
+limits = st.sampled_from([-1.0, -1.0, 0.0, 2.0, 4.0, 8.0])
 
 
 @st.composite
@@ -77,7 +79,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
          "value": v} for n, v in (("train", 50), ("build", 100))
     ]  # fmt: skip
-    for i in range(draw(st.integers(1, 3))):
+    for i in range(draw(st.integers(1, 2))):
         out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
                     "status": {"allocatable": {"cpu": "16", "memory": "64Gi", GPU: "4", "pods": "20"}}})  # fmt: skip
     leaves = []
@@ -86,8 +88,8 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         leaves += names[1:]
         for name in names:
             spec: dict[str, Any] = {"resources": {
-                "gpu": {"quota": draw(quantity), "limit": draw(quantity),
-                        "overQuotaWeight": draw(st.sampled_from([0, 1, 3]))},
+                "gpu": {"quota": draw(quantity), "limit": draw(limits),
+                        "overQuotaWeight": draw(st.sampled_from([0, 1, 1, 3]))},
                 "cpu": {"quota": -1, "limit": draw(st.sampled_from([-1, 4000, 64000])), "overQuotaWeight": 1},
                 "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
             }, "priority": draw(st.sampled_from([99, 100, 101]))}  # fmt: skip
@@ -96,12 +98,26 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
             out.append({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
                         "metadata": {"name": name}, "spec": spec})  # fmt: skip
     nodes = [o["metadata"]["name"] for o in out if o["kind"] == "Node"]
-    for j in range(draw(st.integers(1, 5))):
+    free = dict.fromkeys(nodes, 4)
+    running_jobs = draw(st.integers(0, 6))  # first, running where they fit; then pending
+    for j in range(running_jobs + draw(st.integers(1, 3))):
+        running = j < running_jobs
         pods = draw(st.integers(1, 3))
-        gpus = draw(st.integers(0, 2))
-        queue = draw(st.sampled_from([*leaves, "d0"]))
-        cls = draw(st.sampled_from(["train", "build"]))
-        running = draw(st.booleans())
+        gpus = draw(st.integers(1 if running else 0, 2))
+        queue = draw(st.sampled_from([*leaves, "d0"] if not running else leaves))
+        cls = draw(st.sampled_from(["train", "train", "build"]))
+        hosts = []
+        for _ in range(pods):
+            host = next((n for n in nodes if free[n] >= gpus), None)
+            if running and host is None:
+                break
+            if host is not None and running:
+                free[host] -= gpus
+            hosts.append(host)
+        if running and len(hosts) < pods:
+            for host in hosts:  # does not fit whole: leave it out
+                free[host] += gpus
+            continue
         out.append({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
                     "metadata": {"name": f"j{j}", "namespace": "default"},
                     "spec": {"minMember": pods, "queue": queue, "priorityClassName": cls}})  # fmt: skip
@@ -114,18 +130,25 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
                          "containers": [{"name": "c", "resources": {
                              "requests": {GPU: str(gpus), "cpu": "1"}, "limits": {GPU: str(gpus)}}}]},
             }  # fmt: skip
-            if running and gpus * (i + 1) <= 4:
-                pod["spec"]["nodeName"] = nodes[i % len(nodes)]
+            if running:
+                pod["spec"]["nodeName"] = hosts[i]
                 pod["status"] = {"phase": "Running"}
             out.append(pod)
     return out
 
 
+RECLAIM = SchedulerConf.default().model_copy(update={"actions": ("enqueue", "allocate", "reclaim")})
+
+
+@pytest.mark.parametrize("conf", [SchedulerConf.default(), RECLAIM], ids=["allocate", "reclaim"])
 @pytest.mark.parametrize("engine", ["greedy", "cpsat"])
 @settings(max_examples=40, deadline=None)
 @given(objects=clusters())
-def test_every_decision_passes_the_verifier(engine: str, objects: list[dict[str, Any]]) -> None:
+def test_every_decision_passes_the_verifier(
+    engine: str, conf: SchedulerConf, objects: list[dict[str, Any]]
+) -> None:
     snapshot = snapshot_of(load_objects(raw(*objects)))
-    conf = SchedulerConf.default()
     d = schedule(snapshot, conf, engine=engine, workers=1, time_limit=5)  # verified inside
     assert verify(snapshot, conf, d) == []
+    for v in d.victims:  # reclaim takes only preemptible pods of other queues
+        assert v.cause == "reclaim" and v.queue
