@@ -13,7 +13,9 @@ The cluster of `benchmarks/scale` (10,240 nodes, 8 GPUs each; running pods round
 
 each under `capacity` (every queue capability-limited, the scale benchmark's conf) and
 under `proportion` (Volcano's default conf: deserved water-filled by weight over every
-queue with jobs), so the difference is the fair share's cost. Also: pods placed per queue
+queue with jobs), so the difference is the fair share's cost; and the same two calls on
+KAI-Scheduler Queues in a 3-level tree (`--fan` 10: 1,110 queues, the gangs in its 1,000
+leaves), under KAI's `proportion` (fair share divided down the tree per call). Also: pods placed per queue
 weight under proportion (the share it enforces), and the water-fill alone. Rows go to
 results.json with the git SHA and the machine; the README reads them.
 """
@@ -40,7 +42,7 @@ from benchmarks.scale.run import (  # noqa: E402
     timed,
 )
 from gangplan.v1 import cluster_pb2 as pb  # noqa: E402
-from solver import SCHEMA, Workload, schedule  # noqa: E402
+from solver import SCHEMA, SchedulerConf, Workload, schedule  # noqa: E402
 from solver.codec import job_from_proto, snapshot_from_proto  # noqa: E402
 from solver.config import conf_from_text  # noqa: E402
 from solver.features.proportion import Claim, water_fill  # noqa: E402
@@ -51,6 +53,7 @@ CAPACITY = conf_from_text(
     "  - name: binpack\n  - name: capacity\n",
     "capacity",
 )
+KAI = SchedulerConf.default()  # KAI's Queues: KAI's proportion, whatever the conf lists
 PROPORTION = conf_from_text(
     'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gang\n'
     "  - name: binpack\n  - name: proportion\n",
@@ -74,6 +77,36 @@ def cluster(running: int, queues: int) -> pb.Cluster:
             for k in range(queues)
         ],
     )
+
+
+def kai_queue(name: str, parent: str, quota: float, weight: float) -> pb.Queue:
+    return pb.Queue(
+        name=name,
+        parent=parent,
+        kai=pb.KaiQueueResources(
+            quota={"nvidia.com/gpu": quota, "cpu": -1, "memory": -1},
+            limit={"nvidia.com/gpu": -1, "cpu": -1, "memory": -1},
+            over_quota_weight={"nvidia.com/gpu": weight, "cpu": 1, "memory": 1},
+        ),
+    )
+
+
+def kai_cluster(running: int, fan: int) -> tuple[pb.Cluster, list[str]]:
+    """KAI Queues in a 3-level tree of `fan` departments x `fan` sub-departments x `fan`
+    leaves (GPU quota 8 a leaf, 80 a sub-department, 800 a department; over-quota weights
+    1..3); the running pods labelled `kai.scheduler/queue` round-robin over the leaves."""
+    queues, leaves = [], []
+    for a in range(fan):
+        queues.append(kai_queue(f"d{a}", "", 800, 1 + a % 3))
+        for b in range(fan):
+            queues.append(kai_queue(f"d{a}s{b}", f"d{a}", 80, 1 + b % 3))
+            for c in range(fan):
+                leaves.append(f"d{a}s{b}q{c}")
+                queues.append(kai_queue(leaves[-1], f"d{a}s{b}", 8, 1 + c % 3))
+    pods = [running_pod(i) for i in range(running)]
+    for i, p in enumerate(pods):
+        p.labels["kai.scheduler/queue"] = leaves[i % len(leaves)]
+    return pb.Cluster(nodes=[node(i) for i in range(NODES)], pods=pods, queues=queues), leaves
 
 
 def one_gang(k: int) -> pb.Job:
@@ -102,12 +135,13 @@ def main() -> None:
     parser.add_argument("--running", type=int, nargs="+", default=[0, 100_000])
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--gangs", type=int, default=1000)
+    parser.add_argument("--fan", type=int, default=10, help="KAI tree: fan^3 leaf queues")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--engines", nargs="+", default=["greedy"])
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
     args = running_pods_args(parser)
     if args.smoke:
-        args.queues, args.gangs = 20, 20
+        args.queues, args.gangs, args.fan = 20, 20, 3
     source = provenance()
     rows = []
     for running in args.running:
@@ -128,6 +162,24 @@ def main() -> None:
                     g = int(key.split("-")[-2]) % args.queues
                     by_weight[1 + g % 10] = by_weight.get(1 + g % 10, 0) + 1
                 row["proportion_placed_by_weight"] = dict(sorted(by_weight.items()))
+        kai, leaves = kai_cluster(running, args.fan)
+        snapshot = snapshot_from_proto(kai, "cluster", SCHEMA)
+        call = caller(snapshot, KAI)
+        k = iter(range(10**9))
+        big = {"cpu": 8000, "memory": 32 * GI, "nvidia.com/gpu": 4}
+        small = {"cpu": 2000, "memory": 8 * GI, "nvidia.com/gpu": 1}
+        call(job(gang_job(f"kw{next(k)}", 64, big, queue=leaves[3])))  # warm the memos
+        row["kai_queues"] = len(kai.queues)
+        row["kai_one"], _ = timed(
+            call, [job(gang_job(f"k{next(k)}", 64, big, queue=leaves[3])) for _ in range(args.reps)]
+        )
+        inputs = [
+            job(*(gang_job(f"km{next(k)}-{g:05d}", 4, small, queue=leaves[g % len(leaves)])
+                  for g in range(args.gangs)))
+            for _ in range(max(2, args.reps // 2))
+        ]  # fmt: skip
+        row["kai_many"], decision = timed(call, inputs)
+        row["kai_many_placed"] = len(decision.placed)
         claims = {
             f"q{k}": Claim(
                 1 + k % 10, {}, {"cpu": 8000 * (k + 1), "nvidia.com/gpu": 4 * (k + 1)}, {}

@@ -132,6 +132,8 @@ class KaiMode(QuotaMode):
             q.deserved = {r: v for r, v in quota.items() if 0 < v < UNLIMITED}
 
     def kai_numbers(self, tree: QueueTree, name: str, field: str) -> Amounts:
+        """A queue's `quota`, `limit` or `over_quota_weight` on KAI's three resources (a
+        queue with no KAI spec, the implicit root: limit unlimited, the rest 0)."""
         spec = tree.queues[name].spec
         kai = spec.kai if spec is not None else None
         values: Mapping[str, float] = getattr(kai, field) if kai is not None else {}
@@ -150,32 +152,46 @@ class KaiMode(QuotaMode):
         requests: dict[str, Amounts] = {}
         for leaf, asked in call_requests(snapshot, workload, self).items():
             if leaf in tree.queues:
+                amounts = self.from_dims(asked)
                 for name in tree.path(leaf):
                     mine = requests.setdefault(name, {})
-                    for r, v in self.from_dims(asked).items():
+                    for r, v in amounts.items():
                         mine[r] = mine.get(r, 0.0) + v
         total = self.from_dims(tree.queues[ROOT].capability)
-        names = [n for n in tree.queues if n != ROOT]
+        specs = snapshot.memo(("kaishare", "specs", self.key), lambda: self._specs(tree))
         children = {n: tree.queues[n].children for n in tree.queues}
-        self.fair = {n: {} for n in names}
+        self.fair = {n: {} for n in specs}
+        held = {n: self.from_dims(tree.queues[n].allocated) for n in specs}
+        none: Amounts = {}
         for r in KAI_RESOURCES:
-            shares = {}
-            for n in names:
-                q = tree.queues[n]
-                spec = q.spec
-                held = self.from_dims(q.allocated)[r]
-                shares[n] = Share(
-                    name=n,
-                    deserved=self.kai_numbers(tree, n, "quota")[r],
-                    limit=self.kai_numbers(tree, n, "limit")[r],
-                    weight=self.kai_numbers(tree, n, "over_quota_weight")[r],
-                    request=held + requests.get(n, {}).get(r, 0.0),
-                    priority=spec.priority if spec is not None else KAI_DEFAULT_PRIORITY,
-                    created=spec.kai.created if spec is not None and spec.kai else "",
+            shares = {
+                n: Share(
+                    name=n, deserved=quota[r], limit=limit[r], weight=weight[r],
+                    request=held[n][r] + requests.get(n, none).get(r, 0.0),
+                    priority=priority, created=created,
                 )
+                for n, (quota, limit, weight, priority, created) in specs.items()
+            }  # fmt: skip
             divide(total[r], shares, children, children[ROOT], self.k)
-            for n in names:
-                self.fair[n][r] = shares[n].fair
+            for n, share in shares.items():
+                self.fair[n][r] = share.fair
+
+    def _specs(self, tree: QueueTree) -> dict[str, tuple[Amounts, Amounts, Amounts, int, str]]:
+        """Per queue (the root left out): quota, limit, weight, priority and creation time,
+        read once per snapshot generation (they are the specs')."""
+        out = {}
+        for n, q in tree.queues.items():
+            if n == ROOT:
+                continue
+            spec = q.spec
+            out[n] = (
+                self.kai_numbers(tree, n, "quota"),
+                self.kai_numbers(tree, n, "limit"),
+                self.kai_numbers(tree, n, "over_quota_weight"),
+                spec.priority if spec is not None else KAI_DEFAULT_PRIORITY,
+                spec.kai.created if spec is not None and spec.kai else "",
+            )
+        return out
 
     # ------------------------------------------------------------------ gates and order
 

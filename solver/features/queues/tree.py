@@ -23,8 +23,9 @@ integer units of `solver.quantity`; the `pods` resource is never a quota.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from solver.model import Queue, job_queue
 from solver.quantity import PODS, UNLIMITED
@@ -75,6 +76,17 @@ class QueueInfo:
     def leaf(self) -> bool:
         return not self.children
 
+    def with_own_usage(self) -> QueueInfo:
+        """A shallow copy whose usage maps are its own (`dataclasses.replace` costs ~10 µs a
+        queue: a fork of 1,000 queues paid 10 ms)."""
+        out = copy.copy(self)
+        out.allocated, out.inqueue, out.elastic = (
+            dict(self.allocated),
+            dict(self.inqueue),
+            dict(self.elastic),
+        )
+        return out
+
     def real(self, resource: str) -> int:
         return self.real_capability.get(resource, UNLIMITED)
 
@@ -116,12 +128,7 @@ class QueueTree:
         """A copy whose usage (allocated, inqueue, elastic: what `bump` moves) a call may
         change without touching the memoised tree; specs and capabilities are shared."""
         return QueueTree(
-            queues={
-                name: replace(
-                    q, allocated=dict(q.allocated), inqueue=dict(q.inqueue), elastic=dict(q.elastic)
-                )
-                for name, q in self.queues.items()
-            },
+            queues={name: q.with_own_usage() for name, q in self.queues.items()},
             hierarchical=self.hierarchical,
             broken=self.broken,
             notes=list(self.notes),
