@@ -30,7 +30,9 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
 - a Queue (`kai_queue`): parent, priority, per resource its quota, limit and over-quota
   weight, shared by KAI's `proportion` (`solver.features.kaishare`); a PodGroup's
   `spec.queue` is its job's queue (a pod's label `kai.scheduler/queue` for a pod without
-  one); `preemptibility` is noted, a job's priority decides it (≥ 100: non-preemptible).
+  one); `preemptibility` (kept among the gang's annotations) says whether the job is
+  preemptible, else its priority does (≥ 100: non-preemptible), as KAI's
+  `CalculatePreemptibility`.
 """
 
 from __future__ import annotations
@@ -44,7 +46,16 @@ from pydantic import Field
 from solver.kube.kueue import LevelsSpec
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
-from solver.model import KAI_DEFAULT_PRIORITY, KAI_MAX, KAI_UNLIMITED, Gang, KaiQuota, Pod, Queue
+from solver.model import (
+    KAI_DEFAULT_PRIORITY,
+    KAI_MAX,
+    KAI_PREEMPTIBILITY,
+    KAI_UNLIMITED,
+    Gang,
+    KaiQuota,
+    Pod,
+    Queue,
+)
 
 __all__ = [
     "KAI_GROUP",
@@ -66,7 +77,7 @@ KAI_TOPOLOGY_GROUP = "kai.scheduler"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"  # commonconstants.PodGroupAnnotationForPod
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"  # commonconstants.SubGroupLabelKey
 READ_SPEC = {"minMember", "priorityClassName", "topologyConstraint", "subGroups"}
-"""PodGroup spec fields acted on (and `queue`); `preemptibility` gets its own note, the rest
+"""PodGroup spec fields acted on (and `queue`, `preemptibility`); the rest
 (parallelism, completions, backoffLimit, markUnschedulable, schedulingBackoff) one note."""
 
 
@@ -164,11 +175,14 @@ def kai_gang_fields(
     if queue is not None and not isinstance(queue, str):
         raise raw.error("must be a string", field="spec.queue")
     out: dict[str, Any] = {"queue": queue or None, "topology_pack": KAI_PACK}
-    if spec.get("preemptibility"):
-        notes.append(
-            f"KAI PodGroup {gang_id}: preemptibility is not acted on yet (its priority "
-            "decides, as KAI's default: below 100 preemptible)"
-        )
+    preemptibility = spec.get("preemptibility")
+    if preemptibility:
+        if preemptibility not in ("preemptible", "non-preemptible"):
+            raise raw.error(
+                "must be preemptible or non-preemptible (or unset: the priority decides)",
+                field="spec.preemptibility",
+            )
+        out[KAI_PREEMPTIBILITY] = preemptibility
     if unread := sorted(set(spec) - READ_SPEC - {"preemptibility", "queue"}):
         notes.append(f"KAI PodGroup {gang_id}: ignored spec {', '.join(unread)}")
     if not c.required and not c.preferred:
@@ -307,6 +321,12 @@ def apply_kai(
         if pg_raw.api_version.split("/", 1)[0] != KAI_GROUP or gid not in gangs:
             continue
         fields = kai_gang_fields(pg_raw, gid, topologies, notes)
+        if KAI_PREEMPTIBILITY in fields:  # kept among the gang's annotations
+            annotations = {
+                **gangs[gid].annotations,
+                KAI_PREEMPTIBILITY: fields.pop(KAI_PREEMPTIBILITY),
+            }
+            fields["annotations"] = annotations
         gangs[gid] = gangs[gid].model_copy(update=fields)
         update, leaves = kai_leaf_gangs(pg_raw, gangs[gid], topologies, notes)
         gangs[gid] = gangs[gid].model_copy(update=update)

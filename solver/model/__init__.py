@@ -98,6 +98,8 @@ from solver.model._workload import (
     EXPECTED_RUNTIME,
     KAI_DEFAULT_PRIORITY,
     KAI_MAX,
+    KAI_NON_PREEMPTIBLE_PRIORITY,
+    KAI_PREEMPTIBILITY,
     KAI_QUEUE_LABEL,
     KAI_RESOURCES,
     KAI_UNLIMITED,
@@ -110,6 +112,7 @@ from solver.model._workload import (
     Pod,
     Queue,
     job_queue,
+    kai_preemptible,
     pod_queue,
 )
 
@@ -128,6 +131,8 @@ __all__ = [
     "HOSTNAME",
     "KAI_DEFAULT_PRIORITY",
     "KAI_MAX",
+    "KAI_NON_PREEMPTIBLE_PRIORITY",
+    "KAI_PREEMPTIBILITY",
     "KAI_QUEUE_LABEL",
     "KAI_RESOURCES",
     "KAI_UNLIMITED",
@@ -194,6 +199,7 @@ __all__ = [
     "gpu_milli",
     "in_gpu_milli",
     "job_queue",
+    "kai_preemptible",
     "label_integer",
     "label_key_problem",
     "label_value",

@@ -175,6 +175,12 @@ KAI_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 """The resources a KAI Queue has quotas for (`QueueResources`: CPU, memory, GPU)."""
 KAI_MAX = 1e18
 """The largest quota, limit or weight gangplan reads (memory in bytes stays below it)."""
+KAI_PREEMPTIBILITY = "scheduling.run.ai/preemptibility"
+"""A KAI PodGroup's `spec.preemptibility` (`preemptible`, `non-preemptible`), kept among its
+gang's annotations (the wire's Gang carries it there)."""
+KAI_NON_PREEMPTIBLE_PRIORITY = 100
+"""KAI's `nonPreemptiblePriorityThreshold`: without an explicit preemptibility, a job of this
+priority or more is non-preemptible (`build`, `inference`), below it preemptible (`train`)."""
 KAI_DEFAULT_PRIORITY = 100
 """KAI-Scheduler's `DefaultQueuePriority`: a Queue without `spec.priority`."""
 
@@ -207,6 +213,15 @@ class Queue(Frozen):
     affinity: dict[str, Any] | None = None
     allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")
     kai: KaiQuota | None = Field(default=None, description="a KAI-Scheduler Queue's resources")
+
+
+def kai_preemptible(gang: Gang | None, priority: int) -> bool:
+    """KAI's `CalculatePreemptibility`: the PodGroup's explicit preemptibility, else by the
+    job's priority (below 100: preemptible)."""
+    explicit = gang.annotations.get(KAI_PREEMPTIBILITY) if gang is not None else None
+    if explicit in ("preemptible", "non-preemptible"):
+        return explicit == "preemptible"
+    return priority < KAI_NON_PREEMPTIBLE_PRIORITY
 
 
 def pod_queue(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:

@@ -7,7 +7,8 @@ included):
 * `limit` (not -1): what the queue's subtree holds (its running pods, less the Decision's
   victims) + what the Decision places in it ≤ limit (`resultsOverLimit`); a resource the
   Queue does not name has limit 0, as KAI reads an unset field;
-* for a non-preemptible job (its PodGroup's priority, else its pod's, ≥ 100): what the
+* for a non-preemptible job (its PodGroup's `preemptibility`, else its PodGroup's priority,
+  else its pod's, ≥ 100): what the
   subtree's running non-preemptible pods hold + what the Decision places of non-preemptible
   jobs ≤ quota (not -1) (`resultsWithNonPreemptibleOverQuota`);
 * the job's queue is a leaf (KAI schedules jobs of leaf queues only);
@@ -26,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from solver.model import GPU_RESOURCE, KAI_UNLIMITED, gpu_milli
+from solver.model import GPU_RESOURCE, KAI_UNLIMITED, gpu_milli, kai_preemptible
 from solver.snapshot import charged_queue
 from solver.verify._context import VerifyContext
 from solver.verify._queues import _charged_queue, _queue_of
@@ -35,7 +36,6 @@ from solver.verify._shares import shares
 __all__ = ["kai_limits"]
 
 RESOURCES = ("cpu", "memory", GPU_RESOURCE)
-NON_PREEMPTIBLE = 100  # KAI's nonPreemptiblePriorityThreshold
 
 Amounts = dict[str, float]
 
@@ -82,10 +82,11 @@ def kai_limits(ctx: VerifyContext) -> list[str]:
         use = _use(pod.requests, pod.annotations)
         gang = gangs.get(pod.gang)
         priority = gang.priority if gang is not None and gang.priority is not None else pod.priority
+        non_preemptible = not kai_preemptible(gang, priority)
         for name in _path(parents, leaf):
             for r, v in use.items():
                 added[name][r] += v
-                if priority >= NON_PREEMPTIBLE:
+                if non_preemptible:
                     added_firm[name][r] += v
     for name in sorted(added):
         kai = queues[name].kai
@@ -134,7 +135,7 @@ def _running(
             dict(zip(names, requests[row].tolist(), strict=False)), dict(running.annotations(row))
         )
         _add(held, parents, charged, use, sign)
-        if _priority(ctx, row) >= NON_PREEMPTIBLE:
+        if _firm(ctx, row):
             _add(firm, parents, charged, use, sign)
     return held, firm
 
@@ -147,14 +148,15 @@ def _add(
             into[name][r] += sign * v
 
 
-def _priority(ctx: VerifyContext, row: int) -> int:
+def _firm(ctx: VerifyContext, row: int) -> bool:
+    """A running pod's job is non-preemptible (its PodGroup's preemptibility, else the
+    PodGroup's priority, else the pod's)."""
     running = ctx.snapshot.running
     gang_id = int(running.gang[row])
     gang = ctx.snapshot.gangs.get(running.gang_name(gang_id)) if gang_id >= 0 else None
-    return (
-        gang.priority
-        if gang is not None and gang.priority is not None
-        else int(running.priority[row])
+    own = int(running.priority[row])
+    return not kai_preemptible(
+        gang, gang.priority if gang is not None and gang.priority is not None else own
     )
 
 
@@ -170,26 +172,25 @@ def _held(ctx: VerifyContext) -> dict[tuple[str, bool], Amounts]:
     queue = np.array(
         [running.queue_names.value(int(q)) if q >= 0 else "" for q in ids.tolist()], dtype=object
     )
-    gang_priority = {
-        i: g.priority
-        for i in range(len(running.gang_names))
-        if (g := snapshot.gangs.get(running.gang_name(i))) is not None and g.priority is not None
-    }
-    priority = np.array(
+    specs = [snapshot.gangs.get(running.gang_name(i)) for i in range(len(running.gang_names))]
+    firm_rows = np.array(
         [
-            gang_priority.get(int(g), int(p))
+            not kai_preemptible(
+                spec := specs[g] if g >= 0 else None,
+                spec.priority if spec is not None and spec.priority is not None else p,
+            )
             for g, p in zip(
                 running.gang[rows].tolist(), running.priority[rows].tolist(), strict=True
             )
         ],
-        dtype=np.int64,
+        dtype=bool,
     )
     cols = running.requests(RESOURCES)[rows].astype(np.float64)
     out: dict[tuple[str, bool], Amounts] = {}
     for leaf in sorted(set(queue.tolist()) - {""}):
         mine = queue == leaf
         for is_firm in (False, True):
-            pick = mine & ((priority >= NON_PREEMPTIBLE) == is_firm)
+            pick = mine & (firm_rows == is_firm)
             if pick.any():
                 total = cols[pick].sum(axis=0).tolist()
                 out[(leaf, is_firm)] = dict(zip(RESOURCES, total, strict=True))
@@ -217,7 +218,7 @@ def _reclaimed(ctx: VerifyContext, parents: dict[str, str | None]) -> list[str]:
         if queue == v.queue:
             problems.append(f"{v.pod}: reclaimed for queue {v.queue} from its own queue")
             continue
-        if _priority(ctx, row) >= NON_PREEMPTIBLE:
+        if _firm(ctx, row):
             problems.append(f"{v.pod}: a non-preemptible pod reclaimed")
         theirs, mine = _path(parents, queue)[::-1], _path(parents, v.queue)[::-1]
         depth = 0

@@ -10,7 +10,7 @@ What changes against Volcano's `capacity` (`pkg/scheduler/plugins/proportion/`):
   tree (`settle`), from what each queue's running pods use and its pending pods ask for.
 * **Allocate gate** (`capacity_policy`): at the job's queue and every ancestor,
   `allocated + request ≤ limit` on each resource requested (`resultsOverLimit`), and for
-  a non-preemptible job (priority ≥ 100, KAI's default preemptibility)
+  a non-preemptible job (its PodGroup's `preemptibility`, else priority ≥ 100)
   `allocatedNonPreemptible + request ≤ quota` (`resultsWithNonPreemptibleOverQuota`): extra
   quota rows (`extra_rows`) that only such jobs' pod types count against. Fair share does
   not gate: a queue may use idle room beyond it (preemptibly).
@@ -47,8 +47,11 @@ from solver.model import (
     GPU_MILLI,
     GPU_RESOURCE,
     KAI_DEFAULT_PRIORITY,
+    KAI_NON_PREEMPTIBLE_PRIORITY,
+    KAI_PREEMPTIBILITY,
     KAI_RESOURCES,
     KAI_UNLIMITED,
+    kai_preemptible,
 )
 from solver.quantity import UNLIMITED, format_quantity
 from solver.snapshot import Snapshot, Workload, charged_queue
@@ -59,8 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NON_PREEMPTIBLE", "KaiMode"]
 
-NON_PREEMPTIBLE = 100
-"""KAI's `nonPreemptiblePriorityThreshold`: a job of this priority or more is non-preemptible."""
+NON_PREEMPTIBLE = KAI_NON_PREEMPTIBLE_PRIORITY
 Amounts = dict[str, float]
 
 
@@ -247,7 +249,7 @@ class KaiMode(QuotaMode):
         for t, leaf in enumerate(type_leaf):
             gang = ctx.workload.gangs[ctx.gangs.gang_ids[ctx.type_gang[t]]]
             priority = gang.priority if gang.priority is not None else ctx.first_pod(t).priority
-            if leaf is None or priority < NON_PREEMPTIBLE:
+            if leaf is None or kai_preemptible(gang, priority):
                 continue
             for name in tree.path(leaf):
                 if name == ROOT:
@@ -271,24 +273,25 @@ class KaiMode(QuotaMode):
         """Per queue (its subtree's total), what its running non-preemptible pods use."""
         running = snapshot.running
         rows = running.rows()
-        # a job's priority is its PodGroup's (priorityClassName), else its pod's
-        named = np.array(
+        # a job is its PodGroup's (its preemptibility, else its priorityClassName), else
+        # its pod's priority decides
+        firm = np.array(
             [
-                -1
-                if (g := snapshot.gangs.get(running.gang_name(i))) is None or g.priority is None
-                else g.priority
+                -1 if (g := snapshot.gangs.get(running.gang_name(i))) is None
+                else int(not kai_preemptible(g, g.priority if g.priority is not None else 0))
+                if g.priority is not None or KAI_PREEMPTIBILITY in g.annotations else -1
                 for i in range(len(running.gang_names))
             ],
             dtype=np.int64,
-        )
+        )  # fmt: skip
         gang = running.gang[rows].astype(np.int64)
-        own = (
-            np.where(gang >= 0, named[np.clip(gang, 0, max(named.size - 1, 0))], -1)
-            if named.size
+        named = (
+            np.where(gang >= 0, firm[np.clip(gang, 0, max(firm.size - 1, 0))], -1)
+            if firm.size
             else np.full(rows.size, -1)
         )
-        priority = np.where(own >= 0, own, running.priority[rows])
-        rows = rows[priority >= NON_PREEMPTIBLE]
+        own = running.priority[rows] >= NON_PREEMPTIBLE
+        rows = rows[np.where(named >= 0, named == 1, own)]
         if not rows.size:
             return {}
         queue = charged_queue(running, rows, snapshot.gang_queue)

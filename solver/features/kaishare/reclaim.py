@@ -28,17 +28,17 @@ The engine evicts in this order only until the job fits, or nothing at all.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import shares_in_play
-from solver.features.kaishare.mode import NON_PREEMPTIBLE, KaiMode
+from solver.features.kaishare.mode import KaiMode
 from solver.features.kaishare.order import KaiOrder, allocatable_share, less_equal, parting
 from solver.features.queues import ROOT, QueueTree, build_queue_tree
 from solver.features.queues.victims import in_tree, victim_cmp
-from solver.model import KAI_RESOURCES, KAI_UNLIMITED, job_queue
+from solver.model import KAI_RESOURCES, KAI_UNLIMITED, Gang, job_queue, kai_preemptible
 from solver.problem import IntArray
 from solver.snapshot import NONE, Snapshot, Workload
 
@@ -56,10 +56,13 @@ class KaiReclaim:
     queue: list[str]  # [V] their queue
     multiplier: float = 1.0
     _firm: dict[str, dict[str, int]] = field(default_factory=dict)
+    gangs: Mapping[str, Gang] = field(default_factory=dict)  # the call's and the snapshot's
 
     # ------------------------------------------------------------------ who may reclaim
 
-    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
+    def may_reclaim(
+        self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()
+    ) -> str | None:
         if self.tree.queues[queue].children:
             return f"queue {queue} is not a leaf queue"
         ask = self.mode.from_dims(self.mode.view(request))
@@ -67,7 +70,8 @@ class KaiReclaim:
         fair = self.mode.fair.get(queue, {})
         if not less_equal({r: held[r] + ask[r] for r in KAI_RESOURCES}, fair):
             return f"queue {queue} would go over its fair share: it may not reclaim"
-        if priority >= NON_PREEMPTIBLE:  # every queue of its path within quota
+        specs: list[Gang | None] = [self.gangs[g] for g in gangs if g in self.gangs] or [None]
+        if not all(kai_preemptible(g, priority) for g in specs):  # its path within quota
             for name in self.tree.path(queue):
                 if name == ROOT:
                     continue
@@ -90,11 +94,7 @@ class KaiReclaim:
                 return -order.compare(qa, qb, {}, {})
             return victim_cmp(running, int(rows[a]), int(rows[b]))
 
-        others = [
-            v
-            for v, q in enumerate(self.queue)
-            if q != reclaimer and self._priority(v) < NON_PREEMPTIBLE
-        ]
+        others = [v for v, q in enumerate(self.queue) if q != reclaimer and self._preemptible(v)]
         return sorted(others, key=cmp_to_key(before))
 
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
@@ -168,16 +168,15 @@ class KaiReclaim:
     def _held(self, name: str) -> Amounts:
         return self.mode.from_dims(self.tree.queues[name].allocated)
 
-    def _priority(self, v: int) -> int:
+    def _preemptible(self, v: int) -> bool:
+        """KAI's preemptibility of the running pod's job (`kai_preemptible`)."""
         running = self.snapshot.running
         row = int(self.rows[v])
         g = int(running.gang[row])
         spec = self.snapshot.gangs.get(running.gang_name(g)) if g != NONE else None
-        return (
-            spec.priority
-            if spec is not None and spec.priority is not None
-            else int(running.priority[row])
-        )
+        own = int(running.priority[row])
+        priority = spec.priority if spec is not None and spec.priority is not None else own
+        return kai_preemptible(spec, priority)
 
     def _jobs(self) -> dict[int, list[int]]:
         running = self.snapshot.running
@@ -235,4 +234,5 @@ def kai_reclaim(
         tree, mode, snapshot, kept, names,
         multiplier=max(float(multiplier), 1.0) if ok and math.isfinite(multiplier) else 1.0,
         _firm=firm,
+        gangs={**snapshot.gangs, **workload.gangs},
     )  # fmt: skip

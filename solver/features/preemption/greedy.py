@@ -112,7 +112,8 @@ def reclaim_plan(
     for t, count in required.items():
         for r, v in zip(problem.resources, problem.type_demand[t].tolist(), strict=True):
             request[r] = request.get(r, 0) + v * count
-    why = planner.may_reclaim(queue, request, int(problem.unit_priority[u]))
+    unit_gangs = [gid for g, gid in enumerate(problem.gang_ids) if problem.gang_unit[g] == u]
+    why = planner.may_reclaim(queue, request, int(problem.unit_priority[u]), unit_gangs)
     if why:
         return why
     index = {int(row): v for v, row in enumerate(pre.rows.tolist())}

@@ -35,7 +35,7 @@ yielded lazily, so a reclaim that fits early never looks at the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Protocol
@@ -66,7 +66,9 @@ class ReclaimPlanner:
         q = self.tree.queues[queue]
         return [*q.ancestors, queue]
 
-    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
+    def may_reclaim(
+        self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()
+    ) -> str | None:
         """None when `queue` may reclaim for `request`, else why not."""
         q = self.tree.queues[queue]
         if q.state != "Open":
@@ -212,8 +214,11 @@ class Reclaimer(Protocol):
     tree: QueueTree
     rows: IntArray  # [V] the running rows it may take, charged to a queue of the tree
 
-    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
-        """None when `queue` may reclaim for a job of `priority` asking `request`."""
+    def may_reclaim(
+        self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()
+    ) -> str | None:
+        """None when `queue` may reclaim for a job of `priority` (its `gangs`) asking
+        `request`."""
 
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]: ...
 

@@ -23,7 +23,7 @@ The engine evicts in this order only until the job fits, or nothing at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 
@@ -49,7 +49,9 @@ class ProportionReclaim:
     queue: list[str]  # [V] their queue
     gangs: bool = True  # the gang plugin's rule: never below a job's minMember
 
-    def may_reclaim(self, queue: str, request: dict[str, int], priority: int = 0) -> str | None:
+    def may_reclaim(
+        self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()
+    ) -> str | None:
         """None when `queue` may reclaim for `request`, else why not."""
         q = self.tree.queues[queue]
         if q.state != "Open":

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from solver import SchedulerConf, schedule
+from solver.errors import ManifestError
 from solver.kube import load_objects
 from solver.schedule import snapshot_of
 from tests.builders import raw
@@ -153,3 +154,35 @@ def test_upstream_allocate(case: Case, engine: str) -> None:
     d = schedule(snapshot, SchedulerConf.default(), engine=engine, workers=1)  # verified
     placed = {gid.split("/")[1] for gid, g in d.podgroups.items() if g.placed}
     assert placed == case.running
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("priority", "preemptibility", "runs"),
+    [(BUILD, "preemptible", True), (TRAIN, "non-preemptible", False), (BUILD, None, False)],
+)
+def test_an_explicit_preemptibility_decides_over_the_priority(
+    engine: str, priority: int, preemptibility: str | None, runs: bool
+) -> None:
+    """KAI's `CalculatePreemptibility` (pkg/common/podgroup/preemptible.go): the PodGroup's
+    `spec.preemptibility` wins over the priority threshold. "don't allocate over quota
+    build jobs" again (2 GPUs, quota 1): a build job made preemptible runs over quota; a
+    train job made non-preemptible is held at quota."""
+    case = Case("over quota", 4, [Q("queue0", 1), Q("queue1", 1)],
+                [("pending_job0", "queue0", 2, priority)], set())  # fmt: skip
+    objs = objects(case)
+    if preemptibility is not None:
+        group = next(o for o in objs if o["kind"] == "PodGroup")
+        group["spec"]["preemptibility"] = preemptibility
+    snapshot = snapshot_of(load_objects(raw(*objs)))
+    d = schedule(snapshot, SchedulerConf.default(), engine=engine, workers=1)  # verified
+    assert d.podgroups["default/pending_job0"].placed == runs
+
+
+def test_an_unknown_preemptibility_is_one_line_naming_it() -> None:
+    case = Case("bad", 4, [Q("queue0", 1)], [("j", "queue0", 1, TRAIN)], set())
+    objs = objects(case)
+    next(o for o in objs if o["kind"] == "PodGroup")["spec"]["preemptibility"] = "sometimes"
+    with pytest.raises(ManifestError) as err:
+        load_objects(raw(*objs))
+    assert err.value.field == "spec.preemptibility"

@@ -133,3 +133,19 @@ def test_the_verifier_catches_a_reclaim_from_a_queue_within_its_quota() -> None:
         Victim(pod="default/running_job2-0", node="node1", message="m", cause="reclaim", queue="queue1"),
     ))  # fmt: skip
     assert any("from its own queue" in p for p in verify(snapshot, CONF, own))
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_job_made_non_preemptible_is_never_a_victim(engine: str) -> None:
+    """The first case again with the running train job's PodGroup `preemptibility:
+    non-preemptible` (KAI's victims are preemptible jobs only, `FilterNonPreemptible`): no
+    reclaim, the pending job waits."""
+    objs = objects(CASES[0])
+    group = next(
+        o for o in objs if o["kind"] == "PodGroup" and o["metadata"]["name"] == "running_job0"
+    )
+    group["spec"]["preemptibility"] = "non-preemptible"
+    d = schedule(snapshot_of(load_objects(raw(*objs))), CONF, engine=engine, workers=1)
+    assert not d.victims
+    got = d.placements["default/pending_job0-0"]
+    assert not (got.node or got.nominated)
