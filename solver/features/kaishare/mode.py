@@ -28,20 +28,21 @@ What changes against Volcano's `capacity` (`pkg/scheduler/plugins/proportion/`):
   6. the same without the job;
   7. the smaller allocatable share first (smaller on one resource, on none larger);
   8. the earlier-created queue, then the name.
-  Shares are those at the start of the cycle (KAI re-sorts after every job).
+  KAI re-sorts after every job: so does the order (`order.kai_order`), each job counted as
+  allocated when it is taken.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.kaishare.division import Share, divide
-from solver.features.kaishare.order import KaiOrder, kai_unit_cmp
+from solver.features.kaishare.order import KaiOrder, kai_order
 from solver.features.queues import ROOT, ExtraRow, QueueTree, QuotaMode, call_requests
 from solver.model import (
     GPU_MILLI,
@@ -197,10 +198,10 @@ class KaiMode(QuotaMode):
 
     # ------------------------------------------------------------------ gates and order
 
-    def unit_cmp(
+    def order_units(
         self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
-    ) -> Callable[[int, int], int] | None:
-        return kai_unit_cmp(self, ctx, tree, unit_queue)
+    ) -> list[int]:
+        return kai_order(self, ctx, tree, unit_queue)
 
     def queue_cmp(self, tree: QueueTree, a: str, b: str) -> int:
         """Between two queues without their jobs: criteria 1-8 with empty jobs."""

@@ -1,14 +1,15 @@
 """KAI's queue order (`queue_order.go` `GetQueueOrderResult`), criteria 1-8 of `mode.py`.
 
-Two jobs of different queues are compared at the level where their queue paths part: the
-two sibling queues there, each with its subtree's use, its fair share, quota and limit, and
-the job (what it asks for to start: its gang's minMember pods, or one pod) — as KAI walks
-its queue tree from the top, comparing siblings by their next job.
+Sibling queues are compared, each with its subtree's use, its fair share, quota and limit,
+and the best job of its subtree (what it asks for to start: its gang's minMember pods, or
+one pod) — as KAI walks its queue tree from the top (`kai_order`), re-sorting after every
+job it pops.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import cmp_to_key
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -20,10 +21,11 @@ if TYPE_CHECKING:
     from solver.features._base import CompileContext
 
 __all__ = [
+    "MAX_COMPARISONS",
     "KaiOrder",
     "allocatable_share",
     "dominant_share",
-    "kai_unit_cmp",
+    "kai_order",
     "less_equal",
     "parting",
 ]
@@ -90,6 +92,21 @@ class KaiOrder:
         self.mode, self.tree = mode, tree
         self.total = mode.from_dims(tree.queues[ROOT].capability)
         self._numbers: dict[str, tuple[Amounts, Amounts, Amounts, Amounts]] = {}
+        self._keys: dict[str, dict[int, tuple[bool, bool, bool, float, float]]] = {}
+
+    def count(self, leaf: str, ask: Amounts) -> None:
+        """A job of `leaf` allocated: its ask counts in the leaf and every ancestor."""
+        for name in self.tree.path(leaf):
+            if name == ROOT:
+                continue
+            self._keys.pop(name, None)
+            held, fair, quota, allocatable = self._of(name)
+            self._numbers[name] = (
+                {r: held[r] + ask.get(r, 0.0) for r in KAI_RESOURCES},
+                fair,
+                quota,
+                allocatable,
+            )
 
     def _of(self, name: str) -> tuple[Amounts, Amounts, Amounts, Amounts]:
         """(allocated, fair share, quota, allocatable share) of a queue's subtree."""
@@ -102,6 +119,12 @@ class KaiOrder:
             self._numbers[name] = (held, fair, quota, allocatable_share(quota, fair, limit))
         return self._numbers[name]
 
+    def _kept(self, name: str, job: int, ask: Amounts) -> tuple[bool, bool, bool, float, float]:
+        mine = self._keys.setdefault(name, {})
+        if job not in mine:
+            mine[job] = self._key(name, ask)
+        return mine[job]
+
     def _key(self, name: str, ask: Amounts) -> tuple[bool, bool, bool, float, float]:
         held, fair, quota, allocatable = self._of(name)
         with_job = {r: held[r] + ask.get(r, 0.0) for r in KAI_RESOURCES}
@@ -113,10 +136,18 @@ class KaiOrder:
             dominant_share(held, allocatable, self.total),  # 6
         )
 
-    def compare(self, qa: str, qb: str, ask_a: Amounts, ask_b: Amounts) -> int:
-        """Negative: the job of `qa` first (compared where the queues' paths part)."""
-        a, b = parting(self.tree, qa, qb)
-        ka, kb = self._key(a, ask_a), self._key(b, ask_b)
+    def compare(
+        self, qa: str, qb: str, ask_a: Amounts, ask_b: Amounts, jobs: tuple[int, int] | None = None
+    ) -> int:
+        """Negative: the job of `qa` first (compared where the queues' paths part). With
+        `jobs` (the two jobs' ids) the queues are siblings and their keys are kept until
+        `count` changes what the queue holds."""
+        if jobs is None:
+            a, b = parting(self.tree, qa, qb)
+            ka, kb = self._key(a, ask_a), self._key(b, ask_b)
+        else:
+            a, b = qa, qb
+            ka, kb = self._kept(a, jobs[0], ask_a), self._kept(b, jobs[1], ask_b)
         sa, sb = self.tree.queues[a], self.tree.queues[b]
         steps = (
             _first(not ka[0], not kb[0]),  # 1
@@ -135,11 +166,79 @@ class KaiOrder:
         return (ta > tb) - (ta < tb)
 
 
-def kai_unit_cmp(
+MAX_COMPARISONS = 200_000
+"""Past this many comparisons (units × the widest level's queues with jobs) the order is
+sorted once on the shares at the start of the cycle instead of re-sorted after every job."""
+
+
+def kai_order(
     mode: KaiNumbers, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
-) -> Callable[[int, int], int]:
-    """The comparison of two units of different queues (negative: u first); a unit's job is
-    what its gangs need to start (their minMember pods still to place, else one pod)."""
+) -> list[int]:
+    """Units in KAI's order (`JobsOrderByQueues.PopNextJob`): from the root, the best child
+    queue by criteria 1-8 (each with the best job of its subtree), down to a leaf, whose
+    next job in job order goes next; that job's ask is then counted in its queue and every
+    ancestor before the next pick, as KAI re-sorts after each allocation (each job taken to
+    be allocated). Units of no leaf queue of the tree come last, in job order."""
+    ask = _unit_asks(mode, ctx)
+    in_tree = [  # jobs of a queue with children wait (KAI schedules leaf queues only)
+        u
+        for u, q in enumerate(unit_queue)
+        if q in tree.queues and q != ROOT and not tree.queues[q].children
+    ]
+    others = sorted((u for u in range(len(unit_queue)) if u not in set(in_tree)), key=ctx.unit_key)
+    jobs: dict[str, list[int]] = {}
+    for u in sorted(in_tree, key=ctx.unit_key, reverse=True):  # popped from the end
+        jobs.setdefault(str(unit_queue[u]), []).append(u)
+    left: dict[str, int] = {}
+    for leaf, units in jobs.items():
+        for name in tree.path(leaf):
+            left[name] = left.get(name, 0) + len(units)
+    widest = max((len(q.children) for q in tree.queues.values()), default=1)
+    order = KaiOrder(mode, tree)
+    if len(in_tree) * max(widest, 1) > MAX_COMPARISONS:
+
+        def once(u: int, v: int) -> int:
+            if unit_queue[u] != unit_queue[v]:
+                return order.compare(str(unit_queue[u]), str(unit_queue[v]), ask[u], ask[v])
+            ku, kv = ctx.unit_key(u), ctx.unit_key(v)
+            return (ku > kv) - (ku < kv)
+
+        return sorted(in_tree, key=cmp_to_key(once)) + others
+    best: dict[str, str] = {}  # queue -> its best child with jobs (invalidated on a pop)
+
+    def head(name: str) -> int:
+        while name in best or tree.queues[name].children:
+            name = pick(name)
+        return jobs[name][-1]
+
+    def pick(name: str) -> str:
+        if name not in best:
+            kids = [c for c in tree.queues[name].children if left.get(c, 0) > 0]
+            choice = kids[0]
+            for c in kids[1:]:
+                hc, hb = head(c), head(choice)
+                if order.compare(c, choice, ask[hc], ask[hb], (hc, hb)) < 0:
+                    choice = c
+            best[name] = choice
+        return best[name]
+
+    out: list[int] = []
+    while left.get(ROOT, 0) > 0:
+        name = ROOT
+        while tree.queues[name].children:
+            name = pick(name)
+        u = jobs[name].pop()
+        out.append(u)
+        for q in tree.path(name):
+            left[q] -= 1
+            best.pop(q, None)
+        order.count(name, ask[u])
+    return out + others
+
+
+def _unit_asks(mode: KaiNumbers, ctx: CompileContext) -> list[dict[str, float]]:
+    """What each unit asks to start: its gangs' minMember pods still to place (one pod
+    without all-or-nothing), in KAI amounts."""
     plan = ctx.gangs
     demand = np.asarray(ctx.type_demand, dtype=np.int64).reshape(ctx.num_types, len(ctx.resources))
     asks = np.zeros((len(plan.unit_ids), len(ctx.resources)), dtype=np.int64)
@@ -151,15 +250,7 @@ def kai_unit_cmp(
         n = min(left[g], len(ctx.type_pods[t]))
         left[g] -= n
         asks[plan.unit[g]] += demand[t] * n
-    job = [mode.from_dims(dict(zip(ctx.resources, row.tolist(), strict=True))) for row in asks]
-    order = KaiOrder(mode, tree)
-
-    def cmp(u: int, v: int) -> int:
-        qa, qb = unit_queue[u], unit_queue[v]
-        assert qa is not None and qb is not None
-        return order.compare(qa, qb, job[u], job[v])
-
-    return cmp
+    return [mode.from_dims(dict(zip(ctx.resources, row.tolist(), strict=True))) for row in asks]
 
 
 def _smaller_share(a: Amounts, b: Amounts) -> int:

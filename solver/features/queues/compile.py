@@ -17,7 +17,6 @@ from solver.features._base import CompileContext
 from solver.features.queues.admission import plan_enqueue
 from solver.features.queues.block import QuotaBlock
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree, queue_dialect
-from solver.features.queues.order import queue_order
 from solver.features.queues.tree import QueueTree, job_queue
 from solver.quantity import PODS, UNLIMITED
 
@@ -45,8 +44,7 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
 
     order = sorted(range(len(plan.unit_ids)), key=ctx.unit_key)
     if tree is not None and not tree.broken:
-        by_job = mode.unit_cmp(ctx, tree, unit_queue)
-        order = ctx.unit_order = queue_order(tree, unit_queue, ctx.unit_key, mode.queue_cmp, by_job)
+        order = ctx.unit_order = mode.order_units(ctx, tree, unit_queue)
     if tree is not None:
         unit_gangs = plan.unit_gangs()
         jobs = [

@@ -9,7 +9,7 @@ the Problem block and both engines' quota steps are shared (`tree.py`, `admissio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import running_shares
-from solver.features.queues.order import capacity_cmp
+from solver.features.queues.order import capacity_cmp, queue_order
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
 from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli, pod_queue
 from solver.problem import IntArray, Rows
@@ -258,12 +258,12 @@ class QuotaMode:
         """The queue order of this plugin (negative: a first)."""
         return capacity_cmp(tree, a, b)
 
-    def unit_cmp(
+    def order_units(
         self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
-    ) -> Callable[[int, int], int] | None:
-        """The order of two units of different queues when it weighs the jobs too (KAI's);
-        None: `queue_cmp` on their queues."""
-        return None
+    ) -> list[int]:
+        """The units in this plugin's order: Volcano's queue order, then the job order
+        (`order.queue_order`); KAI's re-sorts after every job."""
+        return queue_order(tree, unit_queue, ctx.unit_key, self.queue_cmp)
 
     def extra_rows(
         self, ctx: CompileContext, tree: QueueTree, type_leaf: Sequence[str | None],

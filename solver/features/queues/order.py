@@ -52,17 +52,15 @@ def queue_order(
     unit_queue: Sequence[str | None],
     unit_key: Callable[[int], tuple[int, bool, float, str, str]],
     queue_cmp: Callable[[QueueTree, str, str], int] = capacity_cmp,
-    unit_cmp: Callable[[int, int], int] | None = None,
 ) -> list[int]:
     """Unit indices in Volcano's order (see the module docstring); `queue_cmp` replaces
-    criteria 1-5 (a quota plugin's own queue order, `QuotaMode.queue_cmp`), and `unit_cmp`
-    replaces it when the plugin's queue order weighs the job too (KAI's)."""
+    criteria 1-5 (a quota plugin's own queue order, `QuotaMode.queue_cmp`)."""
 
     def cmp(u: int, v: int) -> int:
         qu, qv = unit_queue[u], unit_queue[v]
         if qu != qv and qu in tree.queues and qv in tree.queues:
             assert qu is not None and qv is not None
-            c = unit_cmp(u, v) if unit_cmp is not None else queue_cmp(tree, qu, qv)
+            c = queue_cmp(tree, qu, qv)
             if c:
                 return c
         ku, kv = unit_key(u), unit_key(v)  # 6

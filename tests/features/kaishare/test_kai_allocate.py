@@ -186,3 +186,32 @@ def test_an_unknown_preemptibility_is_one_line_naming_it() -> None:
     with pytest.raises(ManifestError) as err:
         load_objects(raw(*objs))
     assert err.value.field == "spec.preemptibility"
+
+
+RESORTED = [
+    Case(
+        "6 pending train jobs - allocate the 1st 2 of each queue (verify the share is being "
+        "updated during the allocation)", 4,
+        [Q("queue0", 1), Q("queue1", 1)],
+        [(f"pending_job{i}", f"queue{i // 3}", 1, TRAIN) for i in range(6)],
+        {"pending_job0", "pending_job1", "pending_job3", "pending_job4"},
+    ),
+    Case(
+        "Over provisioning with over quota, many queues to few GPUs - verify queue share is "
+        "updated during the same allocation round", 2,
+        [Q(f"queue{i}", 1) for i in range(4)],
+        [(f"pending_job{i}", f"queue{i % 4}", 1, TRAIN) for i in range(6)],
+        {"pending_job0", "pending_job1"},
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", RESORTED, ids=[c.name for c in RESORTED])
+def test_the_queue_order_is_resorted_after_every_job(case: Case) -> None:
+    """KAI re-sorts its queues after each allocation (`JobsOrderByQueues` marks the popped
+    path for reorder): queue0's first job raises its share, so queue1's goes next. The
+    greedy follows that order (CP-SAT places the same count and is held to the limits)."""
+    snapshot = snapshot_of(load_objects(raw(*objects(case))))
+    d = schedule(snapshot, SchedulerConf.default(), engine="greedy", workers=1)  # verified
+    placed = {gid.split("/")[1] for gid, g in d.podgroups.items() if g.placed}
+    assert placed == case.running
