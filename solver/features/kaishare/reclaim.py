@@ -8,8 +8,8 @@
 * **Victims** (`getOrderedVictimsQueue`): running jobs of other queues, preemptible ones
   only (priority below 100), evictable at all (not protected, not terminating), queues in
   the reverse of KAI's queue order, jobs inside a queue in the reverse of the task order
-  (`features.queues.victims`). A victim is its whole job (KAI takes a job's core tasks
-  together; gangplan evicts whole gangs).
+  (`features.queues.victims`). A job's pods beyond its minMember are victims one by one
+  (KAI's elastic tasks); its core, the minMember pods, goes together (`splitVictimTasks`).
 * **Each victim judged** (`Reclaimable`), at the two queues where the reclaimer's and the
   victim's paths part, with what the victim's queue holds less the victims taken before:
   1. *MaintainFairShare*: the victim's queue holds more than its allocatable share
@@ -98,17 +98,22 @@ class KaiReclaim:
         return sorted(others, key=cmp_to_key(before))
 
     def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
-        """The victims `Reclaimable` accepts, in order, each job taken whole."""
+        """The victims `Reclaimable` accepts, in order: a job's pods beyond its minMember
+        one by one (KAI's elastic tasks), then its core (minMember pods) together."""
         ask = self.mode.from_dims(self.mode.view(request))
         remaining: dict[str, Amounts] = {}
         taken: set[int] = set()
         running = self.snapshot.running
         members = self._jobs()
+        elastic = self._elastic(members)
         for i in self.order(reclaimer):
             if i in taken:
                 continue
             g = int(running.gang[int(self.rows[i])])
-            job = [j for j in members.get(g, [i]) if j not in taken] if g != NONE else [i]
+            if g != NONE and elastic.get(g, 0) > 0:
+                job = [i]
+            else:
+                job = [j for j in members.get(g, [i]) if j not in taken] if g != NONE else [i]
             mine, theirs = parting(self.tree, reclaimer, self.queue[i])
             left = remaining.setdefault(theirs, self._held(theirs))
             if not self._strategy(mine, theirs, left, ask):
@@ -125,6 +130,8 @@ class KaiReclaim:
                 remaining = saved
                 continue
             taken.update(job)
+            if len(job) == 1 and g != NONE and elastic.get(g, 0) > 0:
+                elastic[g] -= 1
             yield from job
 
     def _strategy(self, mine: str, theirs: str, left: Amounts, ask: Amounts) -> bool:
@@ -185,6 +192,17 @@ class KaiReclaim:
             g = int(running.gang[row])
             if g != NONE:
                 out.setdefault(g, []).append(v)
+        return out
+
+    def _elastic(self, members: dict[int, list[int]]) -> dict[int, int]:
+        """Per running job: how many of its pods are beyond its minMember (elastic)."""
+        running = self.snapshot.running
+        out = {}
+        for g in members:
+            name = running.gang_name(g)
+            spec = self.snapshot.gangs.get(name)
+            least = spec.min_member if spec is not None else 1
+            out[g] = max(self.snapshot.gang_running(name) - max(least, 1), 0)
         return out
 
     def _use(self, job: list[int]) -> Amounts:

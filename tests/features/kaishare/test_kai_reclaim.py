@@ -13,6 +13,7 @@ department; every job is one pod of priority 50 (train: preemptible). The conf l
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -149,3 +150,23 @@ def test_a_job_made_non_preemptible_is_never_a_victim(engine: str) -> None:
     assert not d.victims
     got = d.placements["default/pending_job0-0"]
     assert not (got.node or got.nominated)
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_reclaim_single_task_from_elastic_job(engine: str) -> None:
+    """`pkg/scheduler/actions/reclaim/reclaim_elastic_test.go`, "Reclaim single task from
+    elastic job": queue0's running-job (minAvailable 1) runs 2 one-GPU tasks on node0
+    (2 GPUs); queue1's pending one-GPU job reclaims one task, running-job-1 (the reverse
+    task order), and running-job-0 keeps running (KAI's elastic tasks go one by one)."""
+    case = Case("elastic", 1, [Q("queue0", 1, weight=1), Q("queue1", 1, weight=1)],
+                [("running-job", "queue0", 1, "node0")], ("pending-job", "queue1", 1), set(), True)  # fmt: skip
+    objs = objects(case)
+    group = next(o for o in objs if o.get("metadata", {}).get("name") == "running-job")
+    first = next(o for o in objs if o.get("metadata", {}).get("name") == "running-job-0")
+    second = copy.deepcopy(first)
+    second["metadata"]["name"] = "running-job-1"
+    objs.append(second)
+    group["spec"]["minMember"] = 1
+    d = schedule(snapshot_of(load_objects(raw(*objs))), CONF, engine=engine, workers=1)
+    assert [v.pod for v in d.victims] == ["default/running-job-1"]
+    assert d.placements["default/pending-job-0"].nominated == "node0"
