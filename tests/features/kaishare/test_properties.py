@@ -152,3 +152,58 @@ def test_every_decision_passes_the_verifier(
     assert verify(snapshot, conf, d) == []
     for v in d.victims:  # reclaim takes only preemptible pods of other queues
         assert v.cause == "reclaim" and v.queue
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+@settings(max_examples=25, deadline=None)
+@given(nodes=st.integers(1, 3), k=st.integers(1, 6), data=st.data())
+def test_a_queue_under_its_fair_share_reclaims_exactly_its_share(
+    engine: str, nodes: int, k: int, data: st.DataObject
+) -> None:
+    """Two sibling queues, quota 0, weight 1 each. a fills every GPU with one-GPU train
+    jobs; b asks for k one-GPU pods (one gang, k ≤ half the GPUs). Fair shares: b gets k
+    (it asks no more), a the rest; b may reclaim (0 + k ≤ k), and MaintainFairShare takes
+    a's jobs while a holds more than its share: exactly k, and b's gang is nominated."""
+    total = 4 * nodes
+    k = min(k, total // 2)
+    objs: list[dict[str, Any]] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50},
+        *({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+           "status": {"allocatable": {"cpu": "16", "memory": "64Gi", GPU: "4", "pods": "20"}}}
+          for i in range(nodes)),
+    ]  # fmt: skip
+    for name, parent in (("top", None), ("a", "top"), ("b", "top")):
+        spec: dict[str, Any] = {"resources": {
+            "gpu": {"quota": 0, "limit": -1, "overQuotaWeight": 1},
+            "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+            "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1}}}  # fmt: skip
+        if parent:
+            spec["parentQueue"] = parent
+        objs.append({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
+                     "metadata": {"name": name}, "spec": spec})  # fmt: skip
+
+    def gang(name: str, queue: str, pods: int, node: str | None) -> None:
+        objs.append({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": "default"},
+                     "spec": {"minMember": pods, "queue": queue, "priorityClassName": "train"}})  # fmt: skip
+        for i in range(pods):
+            pod: dict[str, Any] = {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{name}-{i}", "namespace": "default",
+                             "annotations": {"pod-group-name": name}},
+                "spec": {"schedulerName": "kai-scheduler", "priorityClassName": "train",
+                         "containers": [{"name": "c", "resources": {
+                             "requests": {GPU: "1", "cpu": "1"}, "limits": {GPU: "1"}}}]},
+            }  # fmt: skip
+            if node is not None:
+                pod["spec"]["nodeName"] = node
+                pod["status"] = {"phase": "Running"}
+            objs.append(pod)
+
+    for g in range(total):
+        gang(f"a{g}", "a", 1, f"n{g // 4}")
+    gang("want", "b", k, None)
+    snapshot = snapshot_of(load_objects(raw(*objs)))
+    d = schedule(snapshot, RECLAIM, engine=engine, workers=1)  # verified inside
+    assert len(d.victims) == k and all(v.queue == "b" for v in d.victims)
+    assert all(p.nominated for key, p in d.placements.items() if key.startswith("default/want"))
