@@ -21,11 +21,14 @@ from solver.kube.gangs import (
 from solver.kube.hypernode import HYPERNODE_GROUP, read_hypernode
 from solver.kube.kai import (
     KAI_GROUP,
+    KAI_PRIORITY_CLASSES,
     KAI_TOPOLOGY_GROUP,
     K8sKaiQueue,
     K8sKaiTopology,
     apply_kai,
+    is_kai,
     kai_node_selector,
+    kai_pod_class,
     kai_pod_notes,
     kai_queue,
 )
@@ -91,7 +94,7 @@ class _Inputs:
 def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     """Validate every object and assemble the ClusterModel; raises ManifestError on bad input."""
     inputs = _classify(objects)
-    priority_of = _priority_resolver(inputs.priority_classes)
+    priority_of = _priority_resolver(inputs.priority_classes, inputs.notes)
     links = GangLinks(inputs.pod_groups, priority_of)
     members: dict[str, list[str]] = {}
     pods: list[Pod] = []
@@ -296,14 +299,25 @@ def _spec_note(notes: list[str], raw: RawObject, kind: str, ident: str) -> None:
 # ----------------------------------------------------------------------------- priorities
 
 
-def _priority_resolver(classes: dict[str, K8sPriorityClass]) -> Any:
+def _priority_resolver(classes: dict[str, K8sPriorityClass], notes: list[str]) -> Any:
     default = next((c for c in classes.values() if c.global_default), None)
+    assumed: set[str] = set()
 
     def resolve(
         raw: RawObject, own: int | None, class_name: str | None, field_path: str
     ) -> tuple[int, str | None]:
-        """(priority, preemptionPolicy of the class) as admission would fill them in."""
+        """(priority, preemptionPolicy of the class) as admission would fill them in; KAI's
+        own classes, when the input lacks them, as KAI's install creates them."""
         pc = classes.get(class_name) if class_name else default
+        kai = class_name in KAI_PRIORITY_CLASSES and is_kai(raw)
+        if class_name and pc is None and own is None and kai:
+            if class_name not in assumed:
+                assumed.add(class_name)
+                notes.append(
+                    f"PriorityClass {class_name!r} is not in the input: KAI's predefined one "
+                    f"({KAI_PRIORITY_CLASSES[class_name]}) is assumed, as KAI's install creates it"
+                )
+            return KAI_PRIORITY_CLASSES[class_name], None
         if class_name and pc is None and own is None:
             raise raw.error(f"PriorityClass {class_name!r} is not in the input", field=field_path)
         policy = pc.preemption_policy if pc else None
@@ -393,9 +407,8 @@ def effective_requests(k8s: K8sPod) -> dict[str, int]:
 def _pod(
     raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any, terms: PodAffinityReader
 ) -> Pod:
-    priority, class_policy = priority_of(
-        raw, k8s.spec.priority, k8s.spec.priority_class_name, "spec.priorityClassName"
-    )
+    class_name, where = kai_pod_class(raw, k8s.spec.priority_class_name)
+    priority, class_policy = priority_of(raw, k8s.spec.priority, class_name, where)
     required, preferred = terms.node_affinity(raw, k8s)
     return Pod(
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,

@@ -20,6 +20,11 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   makes the PodGroup one gang in one domain of the finest required level among its own
   and its sub-groups' (stricter than KAI, never looser), and preferred levels only above
   the leaves keep it one gang under its own constraint; both are noted;
+- a KAI pod's label `priorityClassName` names its class before `spec.priorityClassName`
+  (the pod-grouper's `calcPodGroupPriorityClass`), and KAI's own classes (`train` 50,
+  `build-preemptible` 75, `build` 100, `inference` 125) stand in, with a note, when the input
+  lacks them; its label `kai.scheduler/preemptibility` is read where its job's
+  preemptibility is (`solver.model.kai_preemptible`);
 - a pod's `runai/node-pool` label confines it to the nodes of that pool (read as a node
   selector); its queue labels, `mps` and `runai-gpu-limit` annotations are noted;
 - `topologyConstraint.preferredTopologyLevel`: the levels from it up to the required one
@@ -60,14 +65,17 @@ from solver.model import (
 __all__ = [
     "KAI_GROUP",
     "KAI_POD_GROUP_ANNOTATION",
+    "KAI_PRIORITY_CLASSES",
     "KAI_SUBGROUP_LABEL",
     "KAI_TOPOLOGY_GROUP",
     "K8sKaiQueue",
     "K8sKaiTopology",
     "apply_kai",
+    "is_kai",
     "kai_gang_fields",
     "kai_leaf_gangs",
     "kai_node_selector",
+    "kai_pod_class",
     "kai_pod_notes",
     "kai_queue",
 ]
@@ -343,6 +351,33 @@ def apply_kai(
         if not any(p.gang == gid for p in out):
             del gangs[gid]  # every pod went to a leaf: the PodGroup is its leaves' group
     return out
+
+
+KAI_SCHEDULER = "kai-scheduler"
+KAI_PRIORITY_LABEL = "priorityClassName"  # the pod-grouper's `PriorityLabelKey`
+KAI_PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+"""The PriorityClasses KAI's install creates (docs/priority/README.md): assumed, with a note,
+for a KAI object naming one the input does not hold."""
+
+
+def is_kai(raw: RawObject) -> bool:
+    """A KAI PodGroup, or a pod KAI schedules (`schedulerName: kai-scheduler`)."""
+    if raw.api_version.split("/", 1)[0] == KAI_GROUP:
+        return True
+    spec = raw.body.get("spec")
+    return (
+        raw.kind == "Pod" and isinstance(spec, dict) and spec.get("schedulerName") == KAI_SCHEDULER
+    )
+
+
+def kai_pod_class(raw: RawObject, spec_class: str | None) -> tuple[str | None, str]:
+    """A KAI pod's priority class as KAI's pod-grouper reads it (`calcPodGroupPriorityClass`):
+    its label `priorityClassName`, else `spec.priorityClassName`; and the field it came from."""
+    labels = (raw.body.get("metadata") or {}).get("labels") or {}
+    label = labels.get(KAI_PRIORITY_LABEL) if isinstance(labels, dict) else None
+    if is_kai(raw) and isinstance(label, str) and label:
+        return label, f"metadata.labels.{KAI_PRIORITY_LABEL}"
+    return spec_class, "spec.priorityClassName"
 
 
 NODE_POOL_LABEL = "runai/node-pool"  # commonconstants.NodePoolNameLabel (the default key)

@@ -178,6 +178,8 @@ KAI_MAX = 1e18
 KAI_PREEMPTIBILITY = "scheduling.run.ai/preemptibility"
 """A KAI PodGroup's `spec.preemptibility` (`preemptible`, `non-preemptible`), kept among its
 gang's annotations (the wire's Gang carries it there)."""
+KAI_PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+"""A pod's preemptibility label (KAI's pod-grouper `PreemptibilityLabelKey`)."""
 KAI_NON_PREEMPTIBLE_PRIORITY = 100
 """KAI's `nonPreemptiblePriorityThreshold`: without an explicit preemptibility, a job of this
 priority or more is non-preemptible (`build`, `inference`), below it preemptible (`train`)."""
@@ -215,10 +217,16 @@ class Queue(Frozen):
     kai: KaiQuota | None = Field(default=None, description="a KAI-Scheduler Queue's resources")
 
 
-def kai_preemptible(gang: Gang | None, priority: int) -> bool:
-    """KAI's `CalculatePreemptibility`: the PodGroup's explicit preemptibility, else by the
-    job's priority (below 100: preemptible)."""
+def kai_preemptible(
+    gang: Gang | None, priority: int, labels: Mapping[str, str] | None = None
+) -> bool:
+    """KAI's `CalculatePreemptibility`: the PodGroup's explicit preemptibility, else its
+    pod's label `kai.scheduler/preemptibility` (what KAI's pod-grouper copies into the
+    PodGroup it makes for a pod without one), else by the job's priority (below 100:
+    preemptible)."""
     explicit = gang.annotations.get(KAI_PREEMPTIBILITY) if gang is not None else None
+    if explicit not in ("preemptible", "non-preemptible") and labels:
+        explicit = labels.get(KAI_PREEMPTIBILITY_LABEL)
     if explicit in ("preemptible", "non-preemptible"):
         return explicit == "preemptible"
     return priority < KAI_NON_PREEMPTIBLE_PRIORITY

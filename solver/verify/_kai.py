@@ -82,7 +82,7 @@ def kai_limits(ctx: VerifyContext) -> list[str]:
         use = _use(pod.requests, pod.annotations)
         gang = gangs.get(pod.gang)
         priority = gang.priority if gang is not None and gang.priority is not None else pod.priority
-        non_preemptible = not kai_preemptible(gang, priority)
+        non_preemptible = not kai_preemptible(gang, priority, pod.labels)
         for name in _path(parents, leaf):
             for r, v in use.items():
                 added[name][r] += v
@@ -149,14 +149,16 @@ def _add(
 
 
 def _firm(ctx: VerifyContext, row: int) -> bool:
-    """A running pod's job is non-preemptible (its PodGroup's preemptibility, else the
-    PodGroup's priority, else the pod's)."""
+    """A running pod's job is non-preemptible (its PodGroup's preemptibility, else its
+    pod's label, else the PodGroup's priority, else the pod's)."""
     running = ctx.snapshot.running
     gang_id = int(running.gang[row])
     gang = ctx.snapshot.gangs.get(running.gang_name(gang_id)) if gang_id >= 0 else None
     own = int(running.priority[row])
     return not kai_preemptible(
-        gang, gang.priority if gang is not None and gang.priority is not None else own
+        gang,
+        gang.priority if gang is not None and gang.priority is not None else own,
+        running.labels(row),
     )
 
 
@@ -173,14 +175,19 @@ def _held(ctx: VerifyContext) -> dict[tuple[str, bool], Amounts]:
         [running.queue_names.value(int(q)) if q >= 0 else "" for q in ids.tolist()], dtype=object
     )
     specs = [snapshot.gangs.get(running.gang_name(i)) for i in range(len(running.gang_names))]
+    label_sets = running.label_sets
     firm_rows = np.array(
         [
             not kai_preemptible(
                 spec := specs[g] if g >= 0 else None,
                 spec.priority if spec is not None and spec.priority is not None else p,
+                label_sets[ls],
             )
-            for g, p in zip(
-                running.gang[rows].tolist(), running.priority[rows].tolist(), strict=True
+            for g, p, ls in zip(
+                running.gang[rows].tolist(),
+                running.priority[rows].tolist(),
+                running.label_set[rows].tolist(),
+                strict=True,
             )
         ],
         dtype=bool,

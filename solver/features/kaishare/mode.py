@@ -50,18 +50,20 @@ from solver.model import (
     KAI_DEFAULT_PRIORITY,
     KAI_NON_PREEMPTIBLE_PRIORITY,
     KAI_PREEMPTIBILITY,
+    KAI_PREEMPTIBILITY_LABEL,
     KAI_RESOURCES,
     KAI_UNLIMITED,
     kai_preemptible,
 )
+from solver.problem import IntArray
 from solver.quantity import UNLIMITED, format_quantity
-from solver.snapshot import Snapshot, Workload, charged_queue
+from solver.snapshot import RunningPods, Snapshot, Workload, charged_queue
 
 if TYPE_CHECKING:
     from solver.features._base import CompileContext
     from solver.features.queues import TypeQuota
 
-__all__ = ["NON_PREEMPTIBLE", "KaiMode"]
+__all__ = ["NON_PREEMPTIBLE", "KaiMode", "label_verdicts"]
 
 NON_PREEMPTIBLE = KAI_NON_PREEMPTIBLE_PRIORITY
 Amounts = dict[str, float]
@@ -250,7 +252,7 @@ class KaiMode(QuotaMode):
         for t, leaf in enumerate(type_leaf):
             gang = ctx.workload.gangs[ctx.gangs.gang_ids[ctx.type_gang[t]]]
             priority = gang.priority if gang.priority is not None else ctx.first_pod(t).priority
-            if leaf is None or kai_preemptible(gang, priority):
+            if leaf is None or kai_preemptible(gang, priority, ctx.first_pod(t).labels):
                 continue
             for name in tree.path(leaf):
                 if name == ROOT:
@@ -291,7 +293,11 @@ class KaiMode(QuotaMode):
             if firm.size
             else np.full(rows.size, -1)
         )
-        own = running.priority[rows] >= NON_PREEMPTIBLE
+        own = np.where(  # a pod of no PodGroup: its label, else its priority
+            labelled := label_verdicts(running, rows),
+            labelled == 1,
+            running.priority[rows] >= NON_PREEMPTIBLE,
+        )
         rows = rows[np.where(named >= 0, named == 1, own)]
         if not rows.size:
             return {}
@@ -311,3 +317,20 @@ class KaiMode(QuotaMode):
                     mine[r] = mine.get(r, 0) + int(v)
                 name = snapshot.queues[name].parent
         return out
+
+
+def label_verdicts(running: RunningPods, rows: IntArray) -> IntArray:
+    """Per row, its pod's `kai.scheduler/preemptibility` label: 1 non-preemptible,
+    0 preemptible, -1 none (read once per distinct label set)."""
+    if not rows.size:
+        return np.zeros(0, dtype=np.int64)
+    uniq, inverse = np.unique(running.label_set[rows], return_inverse=True)
+    codes = {"non-preemptible": 1, "preemptible": 0}
+    values = np.array(
+        [
+            codes.get(running.label_sets[i].get(KAI_PREEMPTIBILITY_LABEL, ""), -1)
+            for i in uniq.tolist()
+        ],
+        dtype=np.int64,
+    )
+    return values[inverse]

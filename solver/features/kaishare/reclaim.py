@@ -57,6 +57,7 @@ class KaiReclaim:
     multiplier: float = 1.0
     _firm: dict[str, dict[str, int]] = field(default_factory=dict)
     gangs: Mapping[str, Gang] = field(default_factory=dict)  # the call's and the snapshot's
+    labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # gang -> a pod's
 
     # ------------------------------------------------------------------ who may reclaim
 
@@ -71,7 +72,8 @@ class KaiReclaim:
         if not less_equal({r: held[r] + ask[r] for r in KAI_RESOURCES}, fair):
             return f"queue {queue} would go over its fair share: it may not reclaim"
         specs: list[Gang | None] = [self.gangs[g] for g in gangs if g in self.gangs] or [None]
-        if not all(kai_preemptible(g, priority) for g in specs):  # its path within quota
+        labels = self.labels.get(gangs[0], {}) if gangs else {}
+        if not all(kai_preemptible(g, priority, labels) for g in specs):  # path within quota
             for name in self.tree.path(queue):
                 if name == ROOT:
                     continue
@@ -183,7 +185,7 @@ class KaiReclaim:
         spec = self.snapshot.gangs.get(running.gang_name(g)) if g != NONE else None
         own = int(running.priority[row])
         priority = spec.priority if spec is not None and spec.priority is not None else own
-        return kai_preemptible(spec, priority)
+        return kai_preemptible(spec, priority, running.labels(row))
 
     def _jobs(self) -> dict[int, list[int]]:
         running = self.snapshot.running
@@ -253,4 +255,5 @@ def kai_reclaim(
         multiplier=max(float(multiplier), 1.0) if ok and math.isfinite(multiplier) else 1.0,
         _firm=firm,
         gangs={**snapshot.gangs, **workload.gangs},
+        labels={p.gang: p.labels for p in workload.pods},
     )  # fmt: skip
