@@ -104,3 +104,35 @@ def test_the_preemptibility_label_makes_a_build_pod_run_over_quota(engine: str) 
                                 pod("b", "build", **{"kai.scheduler/preemptibility": "preemptible"})))  # fmt: skip
     d = schedule(snapshot_of(labelled), SchedulerConf.default(), engine=engine, workers=1)
     assert sum(1 for p in d.placements.values() if p.node) == 2
+
+
+def deployment(**labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "default", "labels": labels},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "serve"}}, "template": {
+            "metadata": {"labels": {"app": "serve", "kai.scheduler/queue": "test"}},
+            "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "main", "image": "x",
+                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_deployment_defaults_to_inference_and_stays_within_quota(engine: str) -> None:
+    """KAI's default priority for a Deployment is `inference` (125, non-preemptible:
+    docs/priority/README.md): two 1-GPU replicas in `test` (quota 1, limit 2 here) — one
+    runs, the other is over quota. With the Deployment labelled `priorityClassName: train`
+    (the owner's label comes first) both run."""
+    queues = copy.deepcopy(QUEUES)
+    queues[1]["spec"]["resources"]["gpu"]["limit"] = 2
+    node = copy.deepcopy(NODE)
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "2"
+    cluster = load_objects(raw(node, *queues, deployment()))
+    assert {p.priority for p in cluster.pods} == {125}
+    assert any("KAI's default for a Deployment is 'inference'" in n for n in cluster.notes)
+    d = schedule(snapshot_of(cluster), SchedulerConf.default(), engine=engine, workers=1)
+    assert sum(1 for p in d.placements.values() if p.node) == 1
+    train = load_objects(raw(node, *queues, deployment(priorityClassName="train")))
+    assert {p.priority for p in train.pods} == {50}
+    d = schedule(snapshot_of(train), SchedulerConf.default(), engine=engine, workers=1)
+    assert sum(1 for p in d.placements.values() if p.node) == 2

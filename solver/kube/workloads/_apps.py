@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solver.kube.kai import KAI_PRIORITY_LABEL, KAI_SCHEDULER
 from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, pod_from_template
 
@@ -65,9 +66,40 @@ def expand_deployment(raw: RawObject) -> Expansion:
     spec = f.spec
     replicas = f.count(spec.get("replicas"), "spec.replicas", 1)
     out = _selected_by(f, spec)
+    labels = _kai_class(f, spec.get("template"), out)
     for i in range(replicas):
         out.objects.append(
-            pod_from_template(f, spec.get("template"), "spec.template", f"{f.name}-{i}")
+            pod_from_template(
+                f, spec.get("template"), "spec.template", f"{f.name}-{i}", labels=labels
+            )
         )
     out.notes += f.unread(READ)
     return out
+
+
+KAI_DEPLOYMENT_CLASS = "inference"
+"""KAI's default priority class for a Deployment's pods (docs/priority/README.md, "Workload
+Default Priority"): inference, non-preemptible."""
+
+
+def _kai_class(f: Fields, template: Any, out: Expansion) -> dict[str, str]:
+    """For a Deployment KAI schedules (template `schedulerName: kai-scheduler`), the pod
+    label its pod-grouper's priority comes from: the Deployment's own `priorityClassName`
+    label (`calcPodGroupPriorityClass`: the owner's first), else, with neither a pod label
+    nor `spec.priorityClassName`, KAI's default for a Deployment (noted)."""
+    body: dict[str, Any] = template if isinstance(template, dict) else {}
+    pod_spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
+    if pod_spec.get("schedulerName") != KAI_SCHEDULER:
+        return {}
+    owner = f.map(f.raw.body.get("metadata") or {}, "metadata.labels")
+    if owner.get(KAI_PRIORITY_LABEL):
+        return {KAI_PRIORITY_LABEL: owner[KAI_PRIORITY_LABEL]}
+    meta: dict[str, Any] = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+    own: dict[str, Any] = meta["labels"] if isinstance(meta.get("labels"), dict) else {}
+    if own.get(KAI_PRIORITY_LABEL) or pod_spec.get("priorityClassName"):
+        return {}
+    out.notes.append(
+        f"Deployment {f.namespace}/{f.name}: no priority class; KAI's default for a Deployment "
+        f"is {KAI_DEPLOYMENT_CLASS!r} (non-preemptible: its pods run within their queues' quotas)"
+    )
+    return {KAI_PRIORITY_LABEL: KAI_DEPLOYMENT_CLASS}
