@@ -252,8 +252,8 @@ class KaiMode(QuotaMode):
         for t, leaf in enumerate(type_leaf):
             gang = ctx.workload.gangs[ctx.gangs.gang_ids[ctx.type_gang[t]]]
             priority = gang.priority if gang.priority is not None else ctx.first_pod(t).priority
-            if leaf is None or kai_preemptible(gang, priority, ctx.first_pod(t).labels):
-                continue
+            if leaf not in tree.queues or kai_preemptible(gang, priority, ctx.first_pod(t).labels):
+                continue  # a queue that is not a KAI Queue is refused at enqueue
             for name in tree.path(leaf):
                 if name == ROOT:
                     continue

@@ -268,3 +268,16 @@ def test_an_update_mixing_queue_kinds_names_the_field() -> None:
         Delta(upsert_queues=(Queue(name="team-c", parent="default-parent-queue", kai=kai),))
     )
     assert same.queues["team-c"].kai == kai
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_non_preemptible_job_naming_a_queue_that_is_not_there_waits(engine: str) -> None:
+    """Found by the slow manifest fuzzer: a build job whose PodGroup names a queue that is
+    not among the KAI Queues crashed the quota rows of non-preemptible jobs (KeyError). It
+    is refused at enqueue, as a job of an unknown queue."""
+    objects = [*NODES, *QUEUES, *job("lost", "nowhere", 1, 1, priority="build")]
+    d = schedule(
+        snapshot_of(load_objects(raw(*objects))), SchedulerConf.default(), engine=engine, workers=1
+    )
+    outcome = d.podgroups["default/lost"]
+    assert not outcome.placed and "nowhere" in (outcome.reason or "")
