@@ -226,15 +226,16 @@ class Reclaimer(Protocol):
 def reclaim_planner(
     snapshot: Snapshot, conf: SchedulerConf, workload: Workload
 ) -> Reclaimer | None:
-    """None without the reclaim action or a (valid) queue tree of `capacity`, `proportion`
-    (whose deserved shares depend on the call's `workload`) or KAI's Queues (fair shares
-    likewise: `features.kaishare.KaiReclaim`)."""
-    if "reclaim" not in conf.actions:
-        return None
-    if queue_dialect(snapshot) == "kai":  # KAI's Queues: KAI's own reclaim
+    """None without a (valid) queue tree: of KAI's Queues whenever preemption runs (KAI
+    always runs its reclaim; `features.kaishare.KaiReclaim`), else, with the reclaim action,
+    of `capacity` or `proportion` (whose deserved shares depend on the call's `workload`)."""
+    if queue_dialect(snapshot) == "kai":  # KAI's Queues: KAI's own reclaim, which KAI
+        # always runs beside its preempt action (here: whenever preemption runs at all)
         return kai_reclaim(
             snapshot, conf, workload, evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
         )
+    if "reclaim" not in conf.actions:
+        return None
     if conf.enabled(Plugin.PROPORTION):
         rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
         return proportion_reclaim(snapshot, conf, workload, rows)

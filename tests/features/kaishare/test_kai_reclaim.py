@@ -170,3 +170,14 @@ def test_reclaim_single_task_from_elastic_job(engine: str) -> None:
     d = schedule(snapshot_of(load_objects(raw(*objs))), CONF, engine=engine, workers=1)
     assert [v.pod for v in d.victims] == ["default/running-job-1"]
     assert d.placements["default/pending-job-0"].nominated == "node0"
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_preemption_on_runs_kais_reclaim_without_the_action(engine: str) -> None:
+    """KAI always runs its reclaim beside its preempt action: with KAI's Queues, a call
+    with preemption on (`--preempt`, the front end's default) reclaims without the conf
+    listing `reclaim` (the first upstream case again)."""
+    snapshot = snapshot_of(load_objects(raw(*objects(CASES[0]))))
+    d = schedule(snapshot, SchedulerConf.default(), engine=engine, workers=1, preempt=True)
+    assert [v.pod for v in d.victims] == ["default/running_job0-0"]
+    assert {v.cause for v in d.victims} == {"reclaim"}
