@@ -42,7 +42,8 @@ def validate_cmd(
         typer.Option("--delete", help="Also check whether deleting this queue is admitted."),
     ] = None,
 ) -> None:
-    """Apply Volcano's queue admission rules to every queue; exit 1 when any is invalid."""
+    """Apply Volcano's queue admission rules to every queue (KAI's checks to KAI Queues);
+    exit 1 when any is invalid."""
     try:
         model = load_manifests(*files)
     except GangplanError as err:

@@ -1,4 +1,5 @@
-"""`gangplan queues validate`: Volcano's Queue admission-webhook rules over a whole tree.
+"""`gangplan queues validate`: Volcano's Queue admission-webhook rules over a whole tree
+(KAI-Scheduler Queues: `_kai_verdicts`).
 
 Rules (reference/volcano.md §3.6), checked for every queue in the input:
 
@@ -105,6 +106,8 @@ def validate_queues(
     snapshot: Snapshot, *, max_depth: int = DEFAULT_MAX_DEPTH, delete: str | None = None
 ) -> dict[str, QueueVerdict]:
     queues = dict(snapshot.queues)
+    if any(q.kai is not None for q in queues.values()):
+        return _kai_verdicts(queues)
     verdicts = {name: QueueVerdict() for name in sorted(queues)}
     children: dict[str, list[str]] = {}
     for name in queues:
@@ -248,3 +251,28 @@ def _nodegroup_risk(snapshot: Snapshot, name: str, verdict: QueueVerdict) -> Non
                 f"capability[{r}]={format_quantity(r, cap)} exceeds what its node groups "
                 f"({', '.join(sorted(groups))}) can offer: {format_quantity(r, offered.get(r, 0))}"
             )
+
+
+def _kai_verdicts(queues: dict[str, Queue]) -> dict[str, QueueVerdict]:
+    """KAI-Scheduler Queues: KAI's admission checks only that `spec.resources` is set (the
+    reader notes what is unset). Checked here: the parent exists and is not the queue
+    itself; warned: a resource whose limit is 0 (no job asking for it runs) and a quota
+    above its finite limit (the queue can never hold its whole quota)."""
+    verdicts = {name: QueueVerdict() for name in sorted(queues)}
+    for name, q in sorted(queues.items()):
+        v = verdicts[name]
+        if q.parent is not None and (q.parent == name or q.parent not in queues):
+            v.fail("spec.parentQueue", f"parent queue {q.parent} does not exist")
+        kai = q.kai
+        if kai is None:
+            continue
+        for r in sorted(set(kai.limit) | set(kai.quota)):
+            limit, quota = kai.limit.get(r, 0.0), kai.quota.get(r, 0.0)
+            if limit == 0:
+                v.warnings.append(f"{r} limit is 0: no job of the queue asking for {r} runs")
+            elif limit > 0 and quota > limit:
+                v.warnings.append(
+                    f"{r} quota {quota:g} exceeds its limit {limit:g}: the queue never holds "
+                    "its whole quota"
+                )
+    return verdicts

@@ -281,3 +281,21 @@ def test_a_non_preemptible_job_naming_a_queue_that_is_not_there_waits(engine: st
     )
     outcome = d.podgroups["default/lost"]
     assert not outcome.placed and "nowhere" in (outcome.reason or "")
+
+
+def test_queues_validate_checks_kai_queues_as_kai_would_admit_them(tmp_path: Path) -> None:
+    """`gangplan queues validate` on KAI Queues: not Volcano's webhook rules. A missing parent
+    is invalid; a limit of 0 and a quota above its limit are warnings."""
+    orphan = kai_queue("orphan", "no-such-parent")
+    odd = kai_queue("odd", "default-parent-queue", quota=6, limit=4)
+    odd["spec"]["resources"]["cpu"] = {"quota": 0, "limit": 0, "overQuotaWeight": 1}
+    path = tmp_path / "q.yaml"
+    path.write_text(yaml.safe_dump_all([*NODES, *QUEUES, orphan, odd]))
+    result = CliRunner().invoke(app, ["queues", "validate", "-f", str(path), "-o", "json"])
+    assert result.exit_code == 1
+    verdicts = json.loads(result.stdout)["queues"]
+    assert not verdicts["orphan"]["valid"] and "no-such-parent" in verdicts["orphan"]["reason"]
+    assert verdicts["odd"]["valid"]
+    assert any("cpu limit is 0" in w for w in verdicts["odd"]["warnings"])
+    assert any("quota 6 exceeds its limit 4" in w for w in verdicts["odd"]["warnings"])
+    assert all(verdicts[q]["valid"] for q in ("team-a", "team-b", "default-parent-queue"))
