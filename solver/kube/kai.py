@@ -428,7 +428,8 @@ _KAI_READ = {"parentQueue", "priority", "resources"}
 
 def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
     """The KAI Queue as KAI's `NewQueueInfo` reads it: parent, priority (100 unset), and per
-    resource its quota, limit and over-quota weight (unset = 0; -1 = unlimited). The runtime
+    resource its quota, limit and over-quota weight (unset = 0; -1 = unlimited); without
+    `spec.resources` it is refused, as KAI's admission webhook refuses it. The runtime
     guards (`preemptMinRuntime`, `reclaimMinRuntime`) are noted: the snapshot keeps no start
     times yet."""
     spec = raw.body.get("spec") or {}
@@ -441,7 +442,9 @@ def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
     if isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) >= 1 << 31:
         raise raw.error("must be a 32-bit integer", field="spec.priority")
     amounts: dict[str, dict[str, float]] = {f: {} for f in _KAI_FIELDS.values()}
-    resources = spec.get("resources") or {}
+    resources = spec.get("resources")
+    if resources is None:  # KAI's admission webhook: `missingResourcesError`
+        raise raw.error("resources must be specified", field="spec.resources")
     if not isinstance(resources, dict):
         raise raw.error("must be a mapping", field="spec.resources")
     for key, body in sorted(resources.items()):

@@ -139,7 +139,10 @@ SCENARIOS: dict[str, tuple[Objects, int]] = {
         KAI,
         2,
     ),
-    "scheduling.run.ai/Queue": ([NODE, _kind("scheduling.run.ai/v2", "Queue", {})], 1),
+    "scheduling.run.ai/Queue": (
+        [NODE, _kind("scheduling.run.ai/v2", "Queue", {"resources": {}})],  # KAI's webhook
+        1,
+    ),
     "kai.scheduler/Topology": (
         KAI,
         1,

@@ -299,3 +299,12 @@ def test_queues_validate_checks_kai_queues_as_kai_would_admit_them(tmp_path: Pat
     assert any("cpu limit is 0" in w for w in verdicts["odd"]["warnings"])
     assert any("quota 6 exceeds its limit 4" in w for w in verdicts["odd"]["warnings"])
     assert all(verdicts[q]["valid"] for q in ("team-a", "team-b", "default-parent-queue"))
+
+
+def test_a_queue_without_resources_is_refused_as_kais_webhook_refuses_it() -> None:
+    """`pkg/apis/scheduling/v2/queue_webhook.go`: "resources must be specified"."""
+    bare = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "bare"},
+            "spec": {"parentQueue": "default-parent-queue"}}  # fmt: skip
+    with pytest.raises(ManifestError) as err:
+        load_objects(raw(*NODES, *QUEUES, bare))
+    assert err.value.field == "spec.resources" and "must be specified" in str(err.value)
