@@ -13,10 +13,12 @@
     report.py      the queues' part of the Decision: limit, held, placed per queue
     requests.py    what each queue's pending pods ask for (the fair-share plugins' request)
 
-Which queue a job is in: the Volcano PodGroup's `spec.queue` (default `default`), else the
-pod annotation `scheduling.volcano.sh/queue-name` (`solver.model.job_queue`); jobs of other
-dialects without that annotation are in no queue and not limited by any. The `root` queue
-(and `default`, when a job names it) exist implicitly when the input does not define them.
+Which queue a job is in: its PodGroup's `spec.queue` (a Volcano PodGroup's default
+`default`), else its pod's annotation `scheduling.volcano.sh/queue-name` or KAI label
+`kai.scheduler/queue` (`solver.model.job_queue`); other jobs are in no queue and not
+limited by any. The `root` queue (and `default`, when a job names it) exist implicitly when
+the input does not define them. Each quota mode reads one scheduler's Queues
+(`QuotaMode.dialect`): these Volcano's, `features.kaishare` KAI's.
 """
 
 from __future__ import annotations
