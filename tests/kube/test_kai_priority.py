@@ -136,3 +136,19 @@ def test_a_deployment_defaults_to_inference_and_stays_within_quota(engine: str) 
     assert {p.priority for p in train.pods} == {50}
     d = schedule(snapshot_of(train), SchedulerConf.default(), engine=engine, workers=1)
     assert sum(1 for p in d.placements.values() if p.node) == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_running_pods_preemptibility_label_counts_in_the_quota(engine: str) -> None:
+    """A running train pod (50) labelled non-preemptible holds `test`'s whole quota of 1
+    for non-preemptible jobs, so a pending build pod waits though the limit (raised to 2
+    here) and the node have room; unlabelled, the build pod runs."""
+    queues = copy.deepcopy(QUEUES)
+    queues[1]["spec"]["resources"]["gpu"]["limit"] = 2
+    node = copy.deepcopy(NODE)
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "2"
+    held = pod("old", "train", running=True, **{"kai.scheduler/preemptibility": "non-preemptible"})
+    for running, runs in ((held, False), (pod("old", "train", running=True), True)):
+        cluster = load_objects(raw(node, *queues, running, pod("new", "build")))
+        d = schedule(snapshot_of(cluster), SchedulerConf.default(), engine=engine, workers=1)
+        assert bool(d.placements["default/new"].node) == runs

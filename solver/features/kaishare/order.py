@@ -27,7 +27,6 @@ __all__ = [
     "dominant_share",
     "kai_order",
     "less_equal",
-    "parting",
 ]
 
 NO_SHARE_PENALTY = 1000.0
@@ -143,7 +142,7 @@ class KaiOrder:
         `jobs` (the two jobs' ids) the queues are siblings and their keys are kept until
         `count` changes what the queue holds."""
         if jobs is None:
-            a, b = parting(self.tree, qa, qb)
+            a, b = self.tree.parting(qa, qb)
             ka, kb = self._key(a, ask_a), self._key(b, ask_b)
         else:
             a, b = qa, qb
@@ -258,14 +257,3 @@ def _smaller_share(a: Amounts, b: Amounts) -> int:
     a_less = not less_equal(b, a) and less_equal(a, b)
     b_less = not less_equal(a, b) and less_equal(b, a)
     return _first(a_less, b_less)
-
-
-def parting(tree: QueueTree, qa: str | None, qb: str | None) -> tuple[str, str]:
-    """The two sibling queues where the paths of `qa` and `qb` part."""
-    assert qa is not None and qb is not None
-    pa = [*tree.queues[qa].ancestors, qa]
-    pb = [*tree.queues[qb].ancestors, qb]
-    depth = 0
-    while depth < min(len(pa), len(pb)) and pa[depth] == pb[depth]:
-        depth += 1
-    return (pa[depth] if depth < len(pa) else qa), (pb[depth] if depth < len(pb) else qb)

@@ -35,7 +35,7 @@ from functools import cmp_to_key
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import shares_in_play
 from solver.features.kaishare.mode import KaiMode
-from solver.features.kaishare.order import KaiOrder, allocatable_share, less_equal, parting
+from solver.features.kaishare.order import KaiOrder, allocatable_share, less_equal
 from solver.features.queues import ROOT, QueueTree, build_queue_tree
 from solver.features.queues.victims import in_tree, victim_cmp
 from solver.model import KAI_RESOURCES, KAI_UNLIMITED, Gang, job_queue, kai_preemptible
@@ -116,7 +116,7 @@ class KaiReclaim:
                 job = [i]
             else:
                 job = [j for j in members.get(g, [i]) if j not in taken] if g != NONE else [i]
-            mine, theirs = parting(self.tree, reclaimer, self.queue[i])
+            mine, theirs = self.tree.parting(reclaimer, self.queue[i])
             left = remaining.setdefault(theirs, self._held(theirs))
             if not self._strategy(mine, theirs, left, ask):
                 continue

@@ -32,12 +32,8 @@ def capacity_cmp(tree: QueueTree, a: str, b: str) -> int:
         return -1 if qa.priority > qb.priority else 1
     if qa.leaf != qb.leaf:  # 2
         return -1 if qa.leaf else 1
-    pa, pb = [*qa.ancestors, a], [*qb.ancestors, b]
-    depth = 0
-    while depth < min(len(pa), len(pb)) and pa[depth] == pb[depth]:
-        depth += 1
-    ca = tree.queues[pa[depth]] if depth < len(pa) else qa
-    cb = tree.queues[pb[depth]] if depth < len(pb) else qb
+    pa, pb = tree.parting(a, b)
+    ca, cb = tree.queues[pa], tree.queues[pb]
     sa, sb = ca.share(), cb.share()
     if sa != sb:  # 3
         return -1 if sa < sb else 1

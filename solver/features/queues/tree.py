@@ -110,6 +110,16 @@ class QueueTree:
         q = self.queues[name]
         return [name, *reversed(q.ancestors)]
 
+    def parting(self, a: str, b: str) -> tuple[str, str]:
+        """The two sibling queues where the paths of `a` and `b` part (a queue itself when
+        its path is a prefix of the other's): the level at which queue orders compare."""
+        pa = [*self.queues[a].ancestors, a]
+        pb = [*self.queues[b].ancestors, b]
+        depth = 0
+        while depth < min(len(pa), len(pb)) and pa[depth] == pb[depth]:
+            depth += 1
+        return (pa[depth] if depth < len(pa) else a), (pb[depth] if depth < len(pb) else b)
+
     def resources(self) -> list[str]:
         names: set[str] = set()
         for q in self.queues.values():
