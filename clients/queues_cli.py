@@ -146,7 +146,8 @@ def tree_cmd(
 def _kai_tree(tree: QueueTree, mode: KaiMode, output: Output) -> None:
     """KAI Queues: quota, limit, over-quota weight and priority as given; the fair share
     divided for the input's pending jobs; what the running pods hold (cpu in cores, memory
-    in bytes, GPUs; -1 unlimited)."""
+    in bytes, GPUs; -1 unlimited); with `usageDBConfig` in the conf, each queue's
+    normalised historical usage (time-based fair share)."""
 
     def numbers(name: str) -> dict[str, Any]:
         q = tree.queues[name]
@@ -158,6 +159,11 @@ def _kai_tree(tree: QueueTree, mode: KaiMode, output: Output) -> None:
             "overQuotaWeight": mode.kai_numbers(tree, name, "over_quota_weight"),
             "fairShare": {r: round(v, 6) for r, v in mode.fair.get(name, {}).items()},
             "allocated": mode.from_dims(q.allocated),
+            **(
+                {"usage": {r: round(v, 6) for r, v in mode.history.get(name, {}).items()}}
+                if mode.usage_params is not None
+                else {}
+            ),
         }
 
     names = [n for n in tree.queues if n != "root"]
@@ -175,6 +181,7 @@ def _kai_tree(tree: QueueTree, mode: KaiMode, output: Output) -> None:
             f"quota {short(n['quota'])} | limit {short(n['limit'])}\n"
             f"over-quota weight {short(n['overQuotaWeight'])}\n"
             f"fair share {short(n['fairShare'])} | allocated {short(n['allocated'])}"
+            + (f"\nusage {short(n['usage'])}" if "usage" in n else "")
         )
 
     root = Tree("[bold]KAI queues[/bold] (cpu milli, memory bytes, GPUs; -1 unlimited)")

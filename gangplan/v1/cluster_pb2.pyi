@@ -1776,10 +1776,31 @@ class KaiQueueResources(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class UsageEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     QUOTA_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     OVER_QUOTA_WEIGHT_FIELD_NUMBER: _builtins.int
     CREATION_TIME_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def quota(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
         """spec.resources.<r>.quota: the deserved quota."""
@@ -1796,6 +1817,14 @@ class KaiQueueResources(_message.Message):
     def creation_time(self) -> _timestamp_pb2.Timestamp:
         """The Queue's metadata.creationTimestamp: the tie-break of KAI's orders."""
 
+    @_builtins.property
+    def usage(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """Historical usage per resource, normalised to the cluster's capacity over the usage
+        window (what KAI's usage database reports: 0.24 = a quarter of the window's GPU-hours).
+        Given, it replaces what gangplan would accumulate from the running pods (time-based
+        fair share, `usageDBConfig` in the scheduler conf).
+        """
+
     def __init__(
         self,
         *,
@@ -1803,10 +1832,11 @@ class KaiQueueResources(_message.Message):
         limit: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         over_quota_weight: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         creation_time: _timestamp_pb2.Timestamp | None = ...,
+        usage: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "limit", b"limit", "over_quota_weight", b"over_quota_weight", "quota", b"quota"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "limit", b"limit", "over_quota_weight", b"over_quota_weight", "quota", b"quota", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1979,6 +2009,7 @@ class Cluster(_message.Message):
     GANGS_FIELD_NUMBER: _builtins.int
     QUEUES_FIELD_NUMBER: _builtins.int
     TOPOLOGY_FIELD_NUMBER: _builtins.int
+    OBSERVED_TIME_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___Node]:
         """Nodes; names unique."""
@@ -1999,6 +2030,12 @@ class Cluster(_message.Message):
     def topology(self) -> Global___NetworkTopology:
         """Network topology; unset for none."""
 
+    @_builtins.property
+    def observed_time(self) -> _timestamp_pb2.Timestamp:
+        """When the cluster was seen: queues' usage histories (time-based fair share) are counted
+        up to it. Unset: when the server reads it.
+        """
+
     def __init__(
         self,
         *,
@@ -2007,10 +2044,11 @@ class Cluster(_message.Message):
         gangs: _abc.Iterable[Global___Gang] | None = ...,
         queues: _abc.Iterable[Global___Queue] | None = ...,
         topology: Global___NetworkTopology | None = ...,
+        observed_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["topology", b"topology"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["observed_time", b"observed_time", "topology", b"topology"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["gangs", b"gangs", "nodes", b"nodes", "pods", b"pods", "queues", b"queues", "topology", b"topology"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["gangs", b"gangs", "nodes", b"nodes", "observed_time", b"observed_time", "pods", b"pods", "queues", b"queues", "topology", b"topology"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

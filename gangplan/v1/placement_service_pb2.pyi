@@ -275,6 +275,7 @@ class UpdateSnapshotRequest(_message.Message):
     REMOVE_QUEUES_FIELD_NUMBER: _builtins.int
     TOPOLOGY_FIELD_NUMBER: _builtins.int
     REMOVE_TOPOLOGY_FIELD_NUMBER: _builtins.int
+    OBSERVED_TIME_FIELD_NUMBER: _builtins.int
     snapshot_id: _builtins.str
     """The snapshot to change."""
     expected_generation: _builtins.int
@@ -321,6 +322,12 @@ class UpdateSnapshotRequest(_message.Message):
     def topology(self) -> _cluster_pb2.NetworkTopology:
         """When set, replaces the network topology."""
 
+    @_builtins.property
+    def observed_time(self) -> _timestamp_pb2.Timestamp:
+        """When the change was seen (the new generation's time, as `Cluster.observed_time`).
+        Unset: when the server applies it.
+        """
+
     def __init__(
         self,
         *,
@@ -337,10 +344,11 @@ class UpdateSnapshotRequest(_message.Message):
         remove_queues: _abc.Iterable[_builtins.str] | None = ...,
         topology: _cluster_pb2.NetworkTopology | None = ...,
         remove_topology: _builtins.bool = ...,
+        observed_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["topology", b"topology"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["observed_time", b"observed_time", "topology", b"topology"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bindings", b"bindings", "expected_generation", b"expected_generation", "remove_gangs", b"remove_gangs", "remove_nodes", b"remove_nodes", "remove_pods", b"remove_pods", "remove_queues", b"remove_queues", "remove_topology", b"remove_topology", "snapshot_id", b"snapshot_id", "topology", b"topology", "upsert_gangs", b"upsert_gangs", "upsert_nodes", b"upsert_nodes", "upsert_pods", b"upsert_pods", "upsert_queues", b"upsert_queues"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bindings", b"bindings", "expected_generation", b"expected_generation", "observed_time", b"observed_time", "remove_gangs", b"remove_gangs", "remove_nodes", b"remove_nodes", "remove_pods", b"remove_pods", "remove_queues", b"remove_queues", "remove_topology", b"remove_topology", "snapshot_id", b"snapshot_id", "topology", b"topology", "upsert_gangs", b"upsert_gangs", "upsert_nodes", b"upsert_nodes", "upsert_pods", b"upsert_pods", "upsert_queues", b"upsert_queues"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

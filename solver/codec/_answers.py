@@ -302,7 +302,10 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             queue.affinity.CopyFrom(_queue_affinity(q.affinity))
         if q.kai is not None:
             kai = pb.KaiQueueResources(
-                quota=q.kai.quota, limit=q.kai.limit, over_quota_weight=q.kai.over_quota_weight
+                quota=q.kai.quota,
+                limit=q.kai.limit,
+                over_quota_weight=q.kai.over_quota_weight,
+                usage=q.kai.usage,
             )
             _set_timestamp(kai, "creation_time", q.kai.created)
             queue.kai.CopyFrom(kai)
@@ -320,6 +323,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             )
         )
         kueue_to_proto(model.topology, msg.topology)
+    _set_timestamp(msg, "observed_time", model.observed)
     return msg
 
 

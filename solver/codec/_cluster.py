@@ -11,10 +11,11 @@ from solver.codec._messages import (
     gang_from_proto,
     node_from_proto,
     queue_from_proto,
+    timestamp,
     topology_from_proto,
 )
 from solver.codec._readers import PendingPodReader, RunningPodReader
-from solver.model import Gang, NetworkTopology, Node, Pod, Queue, parent_cycle
+from solver.model import Gang, NetworkTopology, Node, Pod, Queue, epoch_seconds, parent_cycle
 from solver.snapshot import KEEP, Delta, Keep, PodSchema, RunningPod, Snapshot
 
 __all__ = ["delta_from_proto", "job_from_proto", "snapshot_from_proto"]
@@ -99,8 +100,18 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
         if msg.HasField("topology")
         else None
     )
+    observed = timestamp(msg, "observed_time", path, out)
     out.check()
-    return Snapshot.build(nodes.values(), running, pending, gangs, queues, topology, schema=schema)
+    return Snapshot.build(
+        nodes.values(),
+        running,
+        pending,
+        gangs,
+        queues,
+        topology,
+        schema=schema,
+        observed=epoch_seconds(observed) if observed else None,
+    )
 
 
 def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta:
@@ -136,6 +147,7 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
         topology = topology_from_proto(req.topology, "topology", out)
     elif req.remove_topology:
         topology = None
+    observed = timestamp(req, "observed_time", "", out)
     out.check()
     return Delta(
         remove_nodes=tuple(req.remove_nodes),
@@ -148,6 +160,7 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
         upsert_queues=tuple(queues),
         bindings=tuple((b.pod, b.node) for b in req.bindings),
         topology=topology,
+        observed=epoch_seconds(observed) if observed else None,
     )
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "pod_from_proto",
     "queue_from_proto",
     "read_quantities",
+    "timestamp",
     "topology_from_proto",
 ]
 
@@ -108,13 +109,13 @@ def _namespace(ns: str) -> str:
     return ns or DEFAULT_NAMESPACE
 
 
-def _timestamp(msg: Message, name: str, path: str, out: Violations) -> str | None:
+def timestamp(msg: Message, name: str, path: str, out: Violations) -> str | None:
     if not msg.HasField(name):
         return None
     try:
         text: str = getattr(msg, name).ToJsonString()
     except ValueError as err:  # seconds outside years 1..9999, or nanos outside 0..1e9
-        out.add(f"{path}.{name}", str(err))
+        out.add(f"{path}.{name}" if path else name, str(err))
         return None
     return text
 
@@ -200,7 +201,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         inter_pod=inter_pod,
         spread=spread,
         gang=gang,
-        created=_timestamp(msg, "creation_time", path, out),
+        created=timestamp(msg, "creation_time", path, out),
         terminating=msg.terminating,
         preempted=msg.preempted,
         scheduler_name=msg.scheduler_name or "default-scheduler",
@@ -288,7 +289,7 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         priority=msg.priority if msg.HasField("priority") else None,
         min_resources=read_quantities(msg.min_resources, f"{path}.min_resources", out),
         annotations=dict(msg.annotations),
-        created=_timestamp(msg, "creation_time", path, out),
+        created=timestamp(msg, "creation_time", path, out),
     )
 
 
@@ -406,7 +407,8 @@ def _kai_quota(msg: pb.KaiQueueResources, path: str, out: Violations) -> KaiQuot
         quota=amounts(msg.quota, "quota", KAI_UNLIMITED),
         limit=amounts(msg.limit, "limit", KAI_UNLIMITED),
         over_quota_weight=amounts(msg.over_quota_weight, "over_quota_weight", 0.0),
-        created=_timestamp(msg, "creation_time", path, out) or "",
+        created=timestamp(msg, "creation_time", path, out) or "",
+        usage=amounts(msg.usage, "usage", 0.0),
     )
 
 

@@ -56,6 +56,7 @@ from solver.model import (
     KAI_MAX,
     KAI_PREEMPTIBILITY,
     KAI_UNLIMITED,
+    KAI_USAGE_ANNOTATION,
     Gang,
     KaiQuota,
     Pod,
@@ -488,5 +489,32 @@ def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
         name=queue.metadata.name,
         parent=parent,
         priority=priority,
-        kai=KaiQuota(**amounts, created=queue.metadata.creation_timestamp or ""),
+        kai=KaiQuota(
+            **amounts,
+            created=queue.metadata.creation_timestamp or "",
+            usage=_usage(raw, queue.metadata.annotations.get(KAI_USAGE_ANNOTATION)),
+        ),
     )
+
+
+def _usage(raw: RawObject, text: str | None) -> dict[str, float]:
+    """The annotation `gangplan.io/usage` (`gpu=0.4,cpu=0.1`: each resource's historical
+    usage normalised to the window's capacity, as KAI's usage database reports it)."""
+    if text is None:
+        return {}
+    out: dict[str, float] = {}
+    where = f"metadata.annotations[{KAI_USAGE_ANNOTATION}]"
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        if key.strip() not in _KAI_UNITS or not eq:
+            raise raw.error(
+                f"expected `resource=fraction` pairs over {', '.join(_KAI_UNITS)}", where
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and 0 <= number <= KAI_MAX):
+            raise raw.error(f"{key.strip()}: must be a number ≥ 0, got {value.strip()!r}", where)
+        out[_KAI_UNITS[key.strip()][0]] = number
+    return out

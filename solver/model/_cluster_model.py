@@ -25,6 +25,11 @@ class ClusterModel(Frozen):
     queues: dict[str, Queue] = Field(default_factory=dict)
     topology: NetworkTopology | None = None
     notes: tuple[str, ...] = Field(default=(), description="what the reader skipped, and why")
+    observed: str | None = Field(
+        default=None,
+        description="RFC 3339 time the cluster was seen (usage histories count up to it); "
+        "unset: when it is read",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterModel:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -187,6 +189,11 @@ KAI_DEFAULT_PRIORITY = 100
 """KAI-Scheduler's `DefaultQueuePriority`: a Queue without `spec.priority`."""
 
 
+KAI_USAGE_ANNOTATION = "gangplan.io/usage"
+"""On a KAI Queue: its historical usage per resource (`gpu=0.4,cpu=0.1`), normalised to the
+cluster's capacity over the usage window — what KAI's usage database reports."""
+
+
 class KaiQuota(Frozen):
     """A KAI-Scheduler Queue's `spec.resources` (`scheduling.run.ai/v2`), per resource in
     gangplan's units (`cpu` milli, `memory` bytes, `nvidia.com/gpu` GPUs, fractions allowed);
@@ -196,6 +203,11 @@ class KaiQuota(Frozen):
     limit: dict[str, float] = Field(default_factory=dict, description="max allowed")
     over_quota_weight: dict[str, float] = Field(default_factory=dict)
     created: str = Field(default="", description="metadata.creationTimestamp (tie-breaks)")
+    usage: dict[str, float] = Field(
+        default_factory=dict,
+        description="historical usage normalised to the window's capacity (KAI's usage "
+        "database); replaces the usage accumulated from running pods",
+    )
 
 
 class Queue(Frozen):
@@ -230,6 +242,18 @@ def kai_preemptible(
     if explicit in ("preemptible", "non-preemptible"):
         return explicit == "preemptible"
     return priority < KAI_NON_PREEMPTIBLE_PRIORITY
+
+
+def epoch_seconds(text: str | None) -> float:
+    """An RFC 3339 time (without a zone: UTC) as seconds since the epoch; NaN when it is
+    not one."""
+    if not text or len(text) > 64:
+        return math.nan
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return math.nan
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def pod_queue(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:

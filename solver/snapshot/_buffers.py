@@ -17,6 +17,7 @@ Keys live in `PodKeys` (one byte buffer and a numpy hash table), not one `str` p
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple
@@ -61,6 +62,7 @@ class RunningPod(NamedTuple):
     terminating: bool = False
     preempted: bool = False
     terms: InterPodTerms | None = None  # its pod (anti-)affinity, None without any
+    started: float | None = None  # creationTimestamp, seconds since the epoch
 
 
 class _Growable:
@@ -71,7 +73,7 @@ class _Growable:
     no memory until rows arrive (and a 1,000-row delta does not pay for filling 200k).
     """
 
-    def __init__(self, dtype: type, width: int | None = None, fill: int = 0) -> None:
+    def __init__(self, dtype: type, width: int | None = None, fill: float = 0) -> None:
         self.width = width
         self.fill = fill
         shape = (16,) if width is None else (16, width)
@@ -158,6 +160,7 @@ class Buffers:
         self.card_count = _Growable(np.int64)
         self.namespace = _Growable(np.int32, fill=NONE)
         self.terms = _Growable(np.int32, fill=NONE)  # index into term_sets
+        self.started = _Growable(np.float64, fill=math.nan)  # per row, not per profile
         self.facts = {f.name: _Growable(np.int32, fill=NONE) for f in schema.facts}
         # Interners: shared strings of every column above.
         self.gangs = Interner()
@@ -245,6 +248,7 @@ class Buffers:
             self.card_count,
             self.namespace,
             self.terms,
+            self.started,
             *self.facts.values(),
         ]
 
@@ -289,6 +293,9 @@ class Buffers:
                 derived.append(self._profile(pod))
             profile_of[offset] = found
         self._write(start, end, derived, np.asarray(profile_of, dtype=np.int64), node_ids)
+        self.started.data[start:end] = [
+            math.nan if pod.started is None else pod.started for pod in pods
+        ]
         self.keys.append([pod.key for pod in pods])
         self.length = end
         return range(start, end)
@@ -379,6 +386,7 @@ class Buffers:
             (out.card_text, self.card_text.data[:length][rows]),
             (out.namespace, self.namespace.data[:length][rows]),
             (out.terms, self.terms.data[:length][rows]),
+            (out.started, self.started.data[:length][rows]),
             *((out.facts[name], col.data[:length][rows]) for name, col in self.facts.items()),
         ]
         out.requests.widen(self.requests.data.shape[1])

@@ -12,6 +12,7 @@ node, and the policies' declared facts (`PodSchema`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -143,6 +144,11 @@ class RunningPods:
     @property
     def priority(self) -> IntArray:
         return self._buf.priority.data[: self.length]
+
+    @property
+    def started(self) -> npt.NDArray[np.float64]:
+        """Each row's creationTimestamp in seconds since the epoch, NaN when unknown."""
+        return self._buf.started.data[: self.length]
 
     @property
     def gang(self) -> npt.NDArray[np.int32]:
@@ -287,4 +293,5 @@ class RunningPods:
             terminating=bool(flags & TERMINATING),
             preempted=bool(flags & PREEMPTED),
             terms=buf.term_sets[terms] if terms != NONE else None,
+            started=None if math.isnan(started := float(buf.started.data[row])) else started,
         )

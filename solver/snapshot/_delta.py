@@ -24,7 +24,8 @@ class Delta:
     """Applied in this order: removals, upserts, bindings, topology; all or nothing.
 
     A pod upsert is a `Pod` (pending, or bound when `node_name` is set) or a `RunningPod`.
-    `topology` replaces the network topology (None removes it).
+    `topology` replaces the network topology (None removes it). `observed` is the new
+    generation's time (`Snapshot.observed`).
     """
 
     remove_nodes: tuple[str, ...] = ()
@@ -37,6 +38,7 @@ class Delta:
     upsert_queues: tuple[Queue, ...] = ()
     bindings: tuple[tuple[str, str], ...] = ()  # (pod key, node name)
     topology: NetworkTopology | Keep | None = field(default=KEEP)
+    observed: float | None = None  # when the change was seen (seconds); None: now
 
 
 class DeltaError(ValueError):

@@ -14,7 +14,9 @@ Policies keep their own per-snapshot state through `memo` (per generation) and
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -24,7 +26,16 @@ import numpy as np
 import numpy.typing as npt
 
 from solver.arrays import IntArray
-from solver.model import ClusterModel, Gang, NetworkTopology, Node, Pod, Queue, parent_cycle
+from solver.model import (
+    ClusterModel,
+    Gang,
+    NetworkTopology,
+    Node,
+    Pod,
+    Queue,
+    epoch_seconds,
+    parent_cycle,
+)
 from solver.snapshot._columns import RunningPod, RunningPods
 from solver.snapshot._delta import Delta, DeltaError, Keep
 from solver.snapshot._facts import PodSchema
@@ -54,6 +65,7 @@ def running_pod(pod: Pod, gang: str | None) -> RunningPod:
         terminating=pod.terminating,
         preempted=pod.preempted,
         terms=pod.inter_pod,
+        started=None if math.isnan(t := epoch_seconds(pod.created)) else t,
     )
 
 
@@ -78,6 +90,9 @@ class Snapshot:
     usage: Usage
     gang_queue: npt.NDArray[np.int32]  # per gang id of `running`: its spec.queue's id, or NONE
     notes: tuple[str, ...] = ()
+    observed: float = 0.0  # when the cluster was seen (seconds since the epoch): usage
+    #   histories are counted up to it (`ClusterModel.observed`, `Delta.observed`, else the
+    #   clock when the generation was made)
     _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # the previous generation's memo and the rows this one added and retired, when `running`
@@ -98,6 +113,7 @@ class Snapshot:
         *,
         schema: PodSchema | None = None,
         notes: tuple[str, ...] = (),
+        observed: float | None = None,
     ) -> Snapshot:
         table = NodeTable(list(nodes))
         if len(table.index) != len(table.nodes):
@@ -115,6 +131,7 @@ class Snapshot:
             usage=Usage.build(columns, gang_queue),
             gang_queue=gang_queue,
             notes=notes,
+            observed=time.time() if observed is None else observed,
         )
 
     @classmethod
@@ -131,6 +148,7 @@ class Snapshot:
             model.topology,
             schema=schema,
             notes=model.notes,
+            observed=observed if math.isfinite(observed := epoch_seconds(model.observed)) else None,
         )
 
     def rebuild(self) -> Snapshot:
@@ -145,6 +163,7 @@ class Snapshot:
             self.topology,
             schema=self.running.schema,
             notes=self.notes,
+            observed=self.observed,
         )
 
     # ------------------------------------------------------------------ reading
@@ -397,6 +416,7 @@ class Snapshot:
             usage=usage,
             gang_queue=gang_queue,
             notes=self.notes,
+            observed=time.time() if delta.observed is None else delta.observed,
             _lineage=lineage,
         )
 

@@ -67,6 +67,7 @@ _GODEL_GANG = pb.Gang(
 
 def base_cluster() -> pb.Cluster:
     return pb.Cluster(
+        observed_time=Timestamp(seconds=1_700_003_600),
         nodes=[
             pb.Node(
                 name=f"n{i}",
@@ -230,6 +231,7 @@ def kai_cluster() -> pb.Cluster:
                 quota={"cpu": 4000.0, "memory": -1.0, GPU: 1.5},
                 limit={"cpu": -1.0, GPU: 8.0},
                 over_quota_weight={GPU: 2.0},
+                usage={GPU: 0.25, "cpu": 0.1},
             ),
         )
         queue.kai.creation_time.seconds = 1_700_000_000
@@ -242,6 +244,7 @@ def base_delta() -> spb.UpdateSnapshotRequest:
     running one reported, the running pod of `base_cluster()` removed."""
     return spb.UpdateSnapshotRequest(
         snapshot_id=FUZZ_SNAPSHOT,
+        observed_time=Timestamp(seconds=1_700_007_200),
         upsert_nodes=[
             pb.Node(
                 name="n2",

@@ -43,6 +43,7 @@ import numpy as np
 from solver.config import Plugin, SchedulerConf
 from solver.features.kaishare.division import Share, divide
 from solver.features.kaishare.order import KaiOrder, kai_order
+from solver.features.kaishare.usage import queue_usage
 from solver.features.queues import ROOT, ExtraRow, QueueTree, QuotaMode, call_requests
 from solver.model import (
     GPU_MILLI,
@@ -81,6 +82,8 @@ class KaiMode(QuotaMode):
         ok = isinstance(k, int | float) and not isinstance(k, bool) and math.isfinite(k)
         self.k = max(float(k), 0.0) if ok else 1.0  # KAI: ≤ 0 is 0, unparsable is 1
         self.fair: dict[str, Amounts] = {}  # the call's fair shares, KAI units
+        self.history: dict[str, Amounts] = {}  # historical usage (time-based fair share)
+        self.usage_params = conf.usage  # `usageDBConfig`: None, no usage counted
 
     @property
     def key(self) -> Hashable:
@@ -168,12 +171,15 @@ class KaiMode(QuotaMode):
         self.fair = {n: {} for n in specs}
         held = {n: self.from_dims(tree.queues[n].allocated) for n in specs}
         none: Amounts = {}
+        params = self.usage_params
+        self.history = queue_usage(snapshot, tree, params) if params is not None else {}
         for r in KAI_RESOURCES:
             shares = {
                 n: Share(
                     name=n, deserved=quota[r], limit=limit[r], weight=weight[r],
                     request=held[n][r] + requests.get(n, none).get(r, 0.0),
                     priority=priority, created=created,
+                    usage=self.history.get(n, none).get(r, 0.0),
                 )
                 for n, (quota, limit, weight, priority, created) in specs.items()
             }  # fmt: skip
