@@ -74,6 +74,8 @@ class Plugin(StrEnum):
     CONFORMANCE = "conformance"
     PRIORITY = "priority"
     OVERCOMMIT = "overcommit"
+    MINRUNTIME = "minruntime"
+    PDB = "pdb"
 
 
 BUILTIN_PLUGINS: tuple[Plugin, ...] = (
@@ -99,6 +101,8 @@ OPTIONAL_PLUGINS = (
     Plugin.CONFORMANCE,
     Plugin.PRIORITY,
     Plugin.OVERCOMMIT,
+    Plugin.MINRUNTIME,
+    Plugin.PDB,
 )
 """Implemented but not in the default conf: capacity-card replaces capacity (upstream says
 never to enable both), so it acts only when a conf lists it; network-topology-aware (Volcano's
@@ -109,12 +113,15 @@ in Volcano's own default conf, so it acts only when listed and never beside capa
 orders jobs by dominant share when listed; conformance keeps system pods (a system
 PriorityClass, or `kube-system`) from being victims; priority is recognised: gangplan orders
 jobs and tasks by priority and preempts by it whether or not a conf lists it; overcommit
-admits jobs only while the cluster, overcommitted by its factor, has room for them."""
+admits jobs only while the cluster, overcommitted by its factor, has room for them;
+minruntime (KAI's) acts whenever the Queues are KAI's, as KAI always runs it: listing it
+gives its arguments (`defaultPreemptMinRuntime`, `defaultReclaimMinRuntime`,
+`reclaimResolveMethod`); pdb keeps every victim set within the PodDisruptionBudgets."""
 
 UPSTREAM_PLUGINS = frozenset(
     {
         "sla", "tdm", "numaaware",
-        "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit", "pdb",
+        "task-topology", "extender", "rescheduling", "usage", "resource-strategy-fit",
         "cdp", "resourcequota",
     }
 )  # fmt: skip

@@ -27,7 +27,7 @@ from typing import Any
 
 from solver.changes import OutOfTime
 from solver.config import SchedulerConf
-from solver.model import EXPECTED_END, EXPECTED_RUNTIME
+from solver.model import EXPECTED_END, EXPECTED_RUNTIME, MAX_RUNTIME_SECONDS
 from solver.schedule import schedule
 from solver.snapshot import Delta, Snapshot
 
@@ -46,7 +46,7 @@ __all__ = [
 END = EXPECTED_END
 RUNTIME = EXPECTED_RUNTIME
 _DURATION = re.compile(r"^(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
-MAX_RUNTIME = timedelta(days=3650)
+MAX_RUNTIME = timedelta(seconds=MAX_RUNTIME_SECONDS)
 """The longest runtime read; longer ones are not read (counted among the unknown ends)."""
 
 

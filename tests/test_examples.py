@@ -19,6 +19,7 @@ EXAMPLES = sorted(
 CONFS = {  # an example folder whose examples run under a conf of their own
     "cards": ROOT / "cards" / "capacity-card.conf",
     "fairshare": ROOT / "fairshare" / "volcano-default.conf",
+    "timeshare": ROOT / "timeshare" / "kai-usage.conf",
 }
 
 
@@ -99,3 +100,12 @@ def test_the_dump_walkthrough_answers_as_the_readme_says() -> None:
     moe = d.podgroups["ml-train/moe-sweep"]
     assert not moe.placed and "16 Insufficient nvidia.com/gpu" in moe.reason
     assert "data/etl-exec-60" not in d.placements
+
+
+def test_timeshare_example_runs_the_queue_with_less_usage() -> None:
+    path = ROOT / "timeshare" / "kai-usage.yaml"
+    model = load_manifests(str(path))
+    d = schedule(model, load_conf(CONFS["timeshare"]), engine="greedy")
+    assert {k.split("/")[1].rsplit("-", 1)[0] for k in d.placed} == {"finetune"}
+    d = schedule(model, engine="greedy")  # no usageDBConfig: by weight, the older queue first
+    assert {k.split("/")[1].rsplit("-", 1)[0] for k in d.placed} == {"sweep"}

@@ -272,3 +272,48 @@ func TestKaiQueueLimitHoldsAGang(t *testing.T) {
 		t.Fatalf("a gang over its KAI queue's limit waits, saying so: %v %v", two, err)
 	}
 }
+
+// Time-based fair share over gRPC: team "a" used 90% of the cluster's GPU-hours lately
+// (KaiQueueResources.usage), so with usageDBConfig in the conf its share of the surplus
+// shrinks (2 GPUs against 6) and team "b"'s gang goes first; by weight alone "a" would.
+func TestKaiUsageLowersAQueuesShare(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	a, b := kaiQueue("a", "dept", -1), kaiQueue("b", "dept", -1)
+	a.Kai.Usage = map[string]float64{"nvidia.com/gpu": 0.9}
+	cluster := &pb.Cluster{
+		Nodes:  []*pb.Node{gpuNode("n0"), gpuNode("n1")},
+		Queues: []*pb.Queue{kaiQueue("dept", "", -1), a, b},
+	}
+	for _, name := range []string{"a", "b"} {
+		j := gangJob("job-"+name, 3, 2)
+		j.Gangs[0].Queue = name
+		cluster.Gangs = append(cluster.Gangs, j.Gangs...)
+		cluster.Pods = append(cluster.Pods, j.Pods...)
+	}
+	if _, err := c.PutSnapshot(ctx, cluster, "go-kai-usage"); err != nil {
+		t.Fatal(err)
+	}
+	placed := func(conf string) string {
+		answer, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{
+			ClusterSource: onSnapshot("go-kai-usage"),
+			Options:       &pb.SolveOptions{Engine: "greedy", SchedulerConf: conf},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, g := range answer.GetDecision().GetGangs() {
+			if g.GetPlaced() {
+				out += g.GetGang()
+			}
+		}
+		return out
+	}
+	plain := "tiers: [{plugins: [{name: gang}, {name: predicates}]}]"
+	if got := placed(plain); got != "default/job-a" {
+		t.Fatalf("by weight alone the older queue's gang runs: %q", got)
+	}
+	if got := placed("usageDBConfig: {usageParams: {windowSize: 168h}}\n" + plain); got != "default/job-b" {
+		t.Fatalf("with usage the less-used queue's gang runs: %q", got)
+	}
+}

@@ -15,6 +15,7 @@ Quantities are integers in Kubernetes' base units: `cpu` in milli-CPU (1500 = 1.
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -1801,6 +1802,8 @@ class KaiQueueResources(_message.Message):
     OVER_QUOTA_WEIGHT_FIELD_NUMBER: _builtins.int
     CREATION_TIME_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
+    PREEMPT_MIN_RUNTIME_FIELD_NUMBER: _builtins.int
+    RECLAIM_MIN_RUNTIME_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def quota(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
         """spec.resources.<r>.quota: the deserved quota."""
@@ -1825,6 +1828,19 @@ class KaiQueueResources(_message.Message):
         fair share, `usageDBConfig` in the scheduler conf).
         """
 
+    @_builtins.property
+    def preempt_min_runtime(self) -> _duration_pb2.Duration:
+        """spec.preemptMinRuntime: a job of this queue (or of a queue below it that sets none)
+        younger than this is not a preemption victim. Unset: inherited, else the minruntime
+        plugin's default.
+        """
+
+    @_builtins.property
+    def reclaim_min_runtime(self) -> _duration_pb2.Duration:
+        """spec.reclaimMinRuntime: the same for reclaim (resolved by the plugin's
+        reclaimResolveMethod).
+        """
+
     def __init__(
         self,
         *,
@@ -1833,10 +1849,12 @@ class KaiQueueResources(_message.Message):
         over_quota_weight: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         creation_time: _timestamp_pb2.Timestamp | None = ...,
         usage: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        preempt_min_runtime: _duration_pb2.Duration | None = ...,
+        reclaim_min_runtime: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "preempt_min_runtime", b"preempt_min_runtime", "reclaim_min_runtime", b"reclaim_min_runtime"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "limit", b"limit", "over_quota_weight", b"over_quota_weight", "quota", b"quota", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "limit", b"limit", "over_quota_weight", b"over_quota_weight", "preempt_min_runtime", b"preempt_min_runtime", "quota", b"quota", "reclaim_min_runtime", b"reclaim_min_runtime", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2010,6 +2028,7 @@ class Cluster(_message.Message):
     QUEUES_FIELD_NUMBER: _builtins.int
     TOPOLOGY_FIELD_NUMBER: _builtins.int
     OBSERVED_TIME_FIELD_NUMBER: _builtins.int
+    DISRUPTION_BUDGETS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___Node]:
         """Nodes; names unique."""
@@ -2036,6 +2055,10 @@ class Cluster(_message.Message):
         up to it. Unset: when the server reads it.
         """
 
+    @_builtins.property
+    def disruption_budgets(self) -> _containers.RepeatedCompositeFieldContainer[Global___DisruptionBudget]:
+        """PodDisruptionBudgets; `namespace/name` unique."""
+
     def __init__(
         self,
         *,
@@ -2045,14 +2068,71 @@ class Cluster(_message.Message):
         queues: _abc.Iterable[Global___Queue] | None = ...,
         topology: Global___NetworkTopology | None = ...,
         observed_time: _timestamp_pb2.Timestamp | None = ...,
+        disruption_budgets: _abc.Iterable[Global___DisruptionBudget] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["observed_time", b"observed_time", "topology", b"topology"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["gangs", b"gangs", "nodes", b"nodes", "observed_time", b"observed_time", "pods", b"pods", "queues", b"queues", "topology", b"topology"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["disruption_budgets", b"disruption_budgets", "gangs", b"gangs", "nodes", b"nodes", "observed_time", b"observed_time", "pods", b"pods", "queues", b"queues", "topology", b"topology"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Cluster: _TypeAlias = Cluster  # noqa: Y015
+
+@_typing.final
+class DisruptionBudget(_message.Message):
+    """A PodDisruptionBudget (policy/v1): how many of the running pods it selects may be evicted
+    at once. With the `pdb` plugin in the conf, no victim set goes beyond it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    SELECTOR_FIELD_NUMBER: _builtins.int
+    MIN_AVAILABLE_FIELD_NUMBER: _builtins.int
+    MAX_UNAVAILABLE_FIELD_NUMBER: _builtins.int
+    DISRUPTIONS_ALLOWED_FIELD_NUMBER: _builtins.int
+    DISRUPTED_PODS_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """Namespace; empty is `default`."""
+    name: _builtins.str
+    """Name; required."""
+    min_available: _builtins.str
+    """spec.minAvailable: a count (`2`) or a percentage (`50%`)."""
+    max_unavailable: _builtins.str
+    """spec.maxUnavailable: a count or a percentage; at most one of the two."""
+    disruptions_allowed: _builtins.int
+    """status.disruptionsAllowed; unset: derived from the spec over the selected running pods."""
+    @_builtins.property
+    def selector(self) -> Global___LabelSelector:
+        """spec.selector over the pods of its namespace; unset or empty selects none (as
+        Volcano's pdb plugin reads it).
+        """
+
+    @_builtins.property
+    def disrupted_pods(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """status.disruptedPods: names of pods already being evicted (they do not count again)."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        selector: Global___LabelSelector | None = ...,
+        min_available: _builtins.str = ...,
+        max_unavailable: _builtins.str = ...,
+        disruptions_allowed: _builtins.int | None = ...,
+        disrupted_pods: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_disruptions_allowed", b"_disruptions_allowed", "disruptions_allowed", b"disruptions_allowed", "selector", b"selector"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_disruptions_allowed", b"_disruptions_allowed", "disrupted_pods", b"disrupted_pods", "disruptions_allowed", b"disruptions_allowed", "max_unavailable", b"max_unavailable", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "selector", b"selector"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__disruptions_allowed: _TypeAlias = _typing.Literal["disruptions_allowed"]  # noqa: Y015
+    _WhichOneofArgType__disruptions_allowed: _TypeAlias = _typing.Literal["_disruptions_allowed", b"_disruptions_allowed"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__disruptions_allowed) -> _WhichOneofReturnType__disruptions_allowed | None: ...
+
+Global___DisruptionBudget: _TypeAlias = DisruptionBudget  # noqa: Y015
 
 @_typing.final
 class Job(_message.Message):

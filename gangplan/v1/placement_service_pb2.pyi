@@ -276,6 +276,8 @@ class UpdateSnapshotRequest(_message.Message):
     TOPOLOGY_FIELD_NUMBER: _builtins.int
     REMOVE_TOPOLOGY_FIELD_NUMBER: _builtins.int
     OBSERVED_TIME_FIELD_NUMBER: _builtins.int
+    UPSERT_DISRUPTION_BUDGETS_FIELD_NUMBER: _builtins.int
+    REMOVE_DISRUPTION_BUDGETS_FIELD_NUMBER: _builtins.int
     snapshot_id: _builtins.str
     """The snapshot to change."""
     expected_generation: _builtins.int
@@ -328,6 +330,14 @@ class UpdateSnapshotRequest(_message.Message):
         Unset: when the server applies it.
         """
 
+    @_builtins.property
+    def upsert_disruption_budgets(self) -> _containers.RepeatedCompositeFieldContainer[_cluster_pb2.DisruptionBudget]:
+        """PodDisruptionBudgets added or replaced (by namespace/name)."""
+
+    @_builtins.property
+    def remove_disruption_budgets(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """`namespace/name` of PodDisruptionBudgets removed."""
+
     def __init__(
         self,
         *,
@@ -345,10 +355,12 @@ class UpdateSnapshotRequest(_message.Message):
         topology: _cluster_pb2.NetworkTopology | None = ...,
         remove_topology: _builtins.bool = ...,
         observed_time: _timestamp_pb2.Timestamp | None = ...,
+        upsert_disruption_budgets: _abc.Iterable[_cluster_pb2.DisruptionBudget] | None = ...,
+        remove_disruption_budgets: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["observed_time", b"observed_time", "topology", b"topology"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bindings", b"bindings", "expected_generation", b"expected_generation", "observed_time", b"observed_time", "remove_gangs", b"remove_gangs", "remove_nodes", b"remove_nodes", "remove_pods", b"remove_pods", "remove_queues", b"remove_queues", "remove_topology", b"remove_topology", "snapshot_id", b"snapshot_id", "topology", b"topology", "upsert_gangs", b"upsert_gangs", "upsert_nodes", b"upsert_nodes", "upsert_pods", b"upsert_pods", "upsert_queues", b"upsert_queues"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bindings", b"bindings", "expected_generation", b"expected_generation", "observed_time", b"observed_time", "remove_disruption_budgets", b"remove_disruption_budgets", "remove_gangs", b"remove_gangs", "remove_nodes", b"remove_nodes", "remove_pods", b"remove_pods", "remove_queues", b"remove_queues", "remove_topology", b"remove_topology", "snapshot_id", b"snapshot_id", "topology", b"topology", "upsert_disruption_budgets", b"upsert_disruption_budgets", "upsert_gangs", b"upsert_gangs", "upsert_nodes", b"upsert_nodes", "upsert_pods", b"upsert_pods", "upsert_queues", b"upsert_queues"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -12,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
+from solver.codec._budgets import budgets_to_proto
 from solver.codec._constraints import (
     inter_pod_to_proto,
     preferred_to_proto,
@@ -308,6 +309,9 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
                 usage=q.kai.usage,
             )
             _set_timestamp(kai, "creation_time", q.kai.created)
+            for name in ("preempt_min_runtime", "reclaim_min_runtime"):
+                if (seconds := getattr(q.kai, name)) is not None:
+                    getattr(kai, name).FromNanoseconds(round(seconds * 1e9))
             queue.kai.CopyFrom(kai)
         msg.queues.append(queue)
     if model.topology is not None:
@@ -324,6 +328,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         )
         kueue_to_proto(model.topology, msg.topology)
     _set_timestamp(msg, "observed_time", model.observed)
+    msg.disruption_budgets.extend(budgets_to_proto(model.disruption_budgets.values()))
     return msg
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
+from solver.codec._budgets import budgets_from_proto
 from solver.codec._errors import Violations
 from solver.codec._messages import (
     gang_from_proto,
@@ -101,6 +102,7 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
         else None
     )
     observed = timestamp(msg, "observed_time", path, out)
+    budgets = budgets_from_proto(msg.disruption_budgets, f"{path}.disruption_budgets", out)
     out.check()
     return Snapshot.build(
         nodes.values(),
@@ -111,6 +113,7 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
         topology,
         schema=schema,
         observed=epoch_seconds(observed) if observed else None,
+        budgets=budgets,
     )
 
 
@@ -148,6 +151,7 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
     elif req.remove_topology:
         topology = None
     observed = timestamp(req, "observed_time", "", out)
+    budgets = budgets_from_proto(req.upsert_disruption_budgets, "upsert_disruption_budgets", out)
     out.check()
     return Delta(
         remove_nodes=tuple(req.remove_nodes),
@@ -161,6 +165,8 @@ def delta_from_proto(req: spb.UpdateSnapshotRequest, schema: PodSchema) -> Delta
         bindings=tuple((b.pod, b.node) for b in req.bindings),
         topology=topology,
         observed=epoch_seconds(observed) if observed else None,
+        upsert_budgets=tuple(budgets.values()),
+        remove_budgets=tuple(req.remove_disruption_budgets),
     )
 
 

@@ -39,6 +39,7 @@ from solver.model import (
     KAI_MAX,
     KAI_RESOURCES,
     KAI_UNLIMITED,
+    MAX_RUNTIME_SECONDS,
     QUEUE_WEIGHT_MAX,
     Dialect,
     Gang,
@@ -409,7 +410,20 @@ def _kai_quota(msg: pb.KaiQueueResources, path: str, out: Violations) -> KaiQuot
         over_quota_weight=amounts(msg.over_quota_weight, "over_quota_weight", 0.0),
         created=timestamp(msg, "creation_time", path, out) or "",
         usage=amounts(msg.usage, "usage", 0.0),
+        preempt_min_runtime=_duration(msg, "preempt_min_runtime", path, out),
+        reclaim_min_runtime=_duration(msg, "reclaim_min_runtime", path, out),
     )
+
+
+def _duration(msg: Message, name: str, path: str, out: Violations) -> float | None:
+    if not msg.HasField(name):
+        return None
+    value = getattr(msg, name)
+    seconds = float(value.seconds + value.nanos / 1e9)
+    if not (0 <= seconds <= MAX_RUNTIME_SECONDS) or (value.seconds and value.nanos < 0):
+        out.add(f"{path}.{name}", f"must be a duration of 0 .. ten years, got {seconds:g}s")
+        return None
+    return seconds
 
 
 def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> NetworkTopology:

@@ -15,6 +15,7 @@
     devices/      GPU devices shared by fractional pods (always on)
     binpack/      Volcano binpack scoring
     nodeorder/    Volcano nodeorder: kube-scheduler's NodeAffinity and TaintToleration scores
+    pdb/          Volcano `pdb`: victims within the PodDisruptionBudgets
     preemption/   Koordinator job-level preemption and Volcano reclaim (after placement)
 
 A feature package holds everything of its policy: the running-pod facts it keeps in the
@@ -44,6 +45,7 @@ from solver.features import (
     nodegroup,
     nodeorder,
     overcommit,
+    pdb,
     predicates,
     preemption,
     proportion,
@@ -70,6 +72,7 @@ FEATURES: tuple[Feature, ...] = (
     gang.FEATURE,
     binpack.FEATURE,
     nodeorder.FEATURE,
+    pdb.FEATURE,
     preemption.FEATURE,
 )
 

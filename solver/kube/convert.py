@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from solver.kube.affinity import PodAffinityReader
+from solver.kube.disruption import K8sDisruptionBudget, read_budget
 from solver.kube.fields import ACTED, spec_note, unmodelled_notes
 from solver.kube.gangs import (
     DEFAULT_NAMESPACE,
@@ -56,6 +57,7 @@ from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWork
 from solver.model import (
     QUEUE_ANNOTATION,
     ClusterModel,
+    DisruptionBudget,
     Gang,
     HyperNode,
     NetworkTopology,
@@ -88,6 +90,7 @@ class _Inputs:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     kai_topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> levels
     kai_queues: dict[str, tuple[RawObject, Queue]] = field(default_factory=dict)
+    budgets: dict[str, DisruptionBudget] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -163,6 +166,7 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         queues=queues,
         topology=topology,
         notes=tuple(inputs.notes),
+        disruption_budgets=dict(sorted(inputs.budgets.items())),
     )
 
 
@@ -179,6 +183,7 @@ READ_KINDS: frozenset[tuple[str, str]] = frozenset(
         (HYPERNODE_GROUP, "HyperNode"),
         (KAI_TOPOLOGY_GROUP, "Topology"),
         (KAI_GROUP, "Queue"),
+        ("policy", "PodDisruptionBudget"),
         *((group, "PodGroup") for group in POD_GROUP_DIALECTS),
     }
 )
@@ -270,6 +275,10 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             parsed_kai = validate(K8sKaiQueue, raw)
             ident = f"kai:{parsed_kai.metadata.name}"  # beside a Volcano Queue of the same name
             out.kai_queues[parsed_kai.metadata.name] = (raw, kai_queue(raw, parsed_kai, out.notes))
+        elif kind == "PodDisruptionBudget" and group == "policy":
+            budget = read_budget(raw, validate(K8sDisruptionBudget, raw))
+            ident = budget.key
+            out.budgets[ident] = budget
         elif kind == "HyperNode" and group == HYPERNODE_GROUP:
             hypernode = read_hypernode(raw, out.notes)
             out.hypernodes.append(hypernode)

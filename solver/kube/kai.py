@@ -48,6 +48,7 @@ from typing import Any
 
 from pydantic import Field
 
+from solver.config import parse_go_duration
 from solver.kube.kueue import LevelsSpec
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
@@ -57,6 +58,7 @@ from solver.model import (
     KAI_PREEMPTIBILITY,
     KAI_UNLIMITED,
     KAI_USAGE_ANNOTATION,
+    MAX_RUNTIME_SECONDS,
     Gang,
     KaiQuota,
     Pod,
@@ -424,15 +426,14 @@ _KAI_UNITS = {"cpu": ("cpu", 1.0), "memory": ("memory", 1e6), "gpu": ("nvidia.co
 """`spec.resources` keys -> (gangplan resource, factor to its unit): CPU in millicpus (as
 gangplan's), memory in megabytes (10^6 bytes, KAI's `mebibytes` constant), GPU in GPUs."""
 _KAI_FIELDS = {"quota": "quota", "limit": "limit", "overQuotaWeight": "over_quota_weight"}
-_KAI_READ = {"parentQueue", "priority", "resources"}
+_KAI_READ = {"parentQueue", "priority", "resources", "preemptMinRuntime", "reclaimMinRuntime"}
 
 
 def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
     """The KAI Queue as KAI's `NewQueueInfo` reads it: parent, priority (100 unset), and per
     resource its quota, limit and over-quota weight (unset = 0; -1 = unlimited); without
     `spec.resources` it is refused, as KAI's admission webhook refuses it. The runtime
-    guards (`preemptMinRuntime`, `reclaimMinRuntime`) are noted: the snapshot keeps no start
-    times yet."""
+    guards (`preemptMinRuntime`, `reclaimMinRuntime`) are read for the `minruntime` rules."""
     spec = raw.body.get("spec") or {}
     if not isinstance(spec, dict):
         raise raw.error("must be a mapping", field="spec")
@@ -479,12 +480,13 @@ def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
             "for it runs; write -1 for no limit"
         )
     if unread := sorted(set(spec) - _KAI_READ):
-        why = {"preemptMinRuntime", "reclaimMinRuntime"} & set(unread)
         notes.append(
             f"{raw.source}: document {raw.document}: KAI Queue {queue.metadata.name!r}: "
             f"spec {', '.join(unread)} not acted on"
-            + (" (the snapshot keeps no start times)" if why else "")
         )
+    runtimes = {
+        key: _min_runtime(raw, spec, key) for key in ("preemptMinRuntime", "reclaimMinRuntime")
+    }
     return Queue(
         name=queue.metadata.name,
         parent=parent,
@@ -493,8 +495,22 @@ def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
             **amounts,
             created=queue.metadata.creation_timestamp or "",
             usage=_usage(raw, queue.metadata.annotations.get(KAI_USAGE_ANNOTATION)),
+            preempt_min_runtime=runtimes["preemptMinRuntime"],
+            reclaim_min_runtime=runtimes["reclaimMinRuntime"],
         ),
     )
+
+
+def _min_runtime(raw: RawObject, spec: Mapping[str, Any], key: str) -> float | None:
+    """`spec.preemptMinRuntime` / `spec.reclaimMinRuntime` (a Go duration: `30s`, `10m`)
+    in seconds; None when unset (the plugin resolves it from the ancestors)."""
+    value = spec.get(key)
+    if value is None:
+        return None
+    seconds = parse_go_duration(value)
+    if seconds is None or seconds < 0 or seconds > MAX_RUNTIME_SECONDS:
+        raise raw.error(f"must be a duration such as 30s or 10m, got {value!r}", f"spec.{key}")
+    return seconds
 
 
 def _usage(raw: RawObject, text: str | None) -> dict[str, float]:

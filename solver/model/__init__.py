@@ -41,6 +41,11 @@ from solver.model._devices import (
     in_gpu_milli,
     node_devices,
 )
+from solver.model._disruption import (
+    DisruptionBudget,
+    allowed_disruptions,
+    int_or_percent_problem,
+)
 from solver.model._hypernode import (
     HyperNode,
     HyperNodeMember,
@@ -105,6 +110,7 @@ from solver.model._workload import (
     KAI_RESOURCES,
     KAI_UNLIMITED,
     KAI_USAGE_ANNOTATION,
+    MAX_RUNTIME_SECONDS,
     QUEUE_ANNOTATION,
     QUEUE_WEIGHT_MAX,
     Dialect,
@@ -143,6 +149,7 @@ __all__ = [
     "KAI_USAGE_ANNOTATION",
     "KUEUE_ANNOTATIONS",
     "MAX_DEVICES_PER_NODE",
+    "MAX_RUNTIME_SECONDS",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
@@ -158,6 +165,7 @@ __all__ = [
     "DeviceError",
     "DeviceUse",
     "Dialect",
+    "DisruptionBudget",
     "Gang",
     "GatherRule",
     "GatherSpec",
@@ -193,6 +201,7 @@ __all__ = [
     "VolcanoSubGroupPolicy",
     "WeightedPodAffinityTerm",
     "allocated_devices",
+    "allowed_disruptions",
     "any_sharing",
     "assignment_annotations",
     "card_alternatives",
@@ -204,6 +213,7 @@ __all__ = [
     "epoch_seconds",
     "gpu_milli",
     "in_gpu_milli",
+    "int_or_percent_problem",
     "job_queue",
     "kai_preemptible",
     "label_integer",

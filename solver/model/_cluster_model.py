@@ -9,6 +9,7 @@ from typing import Any, Self
 from pydantic import Field, model_validator
 
 from solver.model._cluster import Node
+from solver.model._disruption import DisruptionBudget
 from solver.model._frozen import Frozen
 from solver.model._topology import NetworkTopology
 from solver.model._workload import Gang, Pod, Queue
@@ -25,6 +26,9 @@ class ClusterModel(Frozen):
     queues: dict[str, Queue] = Field(default_factory=dict)
     topology: NetworkTopology | None = None
     notes: tuple[str, ...] = Field(default=(), description="what the reader skipped, and why")
+    disruption_budgets: dict[str, DisruptionBudget] = Field(
+        default_factory=dict, description="PodDisruptionBudgets by `namespace/name`"
+    )
     observed: str | None = Field(
         default=None,
         description="RFC 3339 time the cluster was seen (usage histories count up to it); "

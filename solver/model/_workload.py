@@ -40,6 +40,8 @@ EXPECTED_END = "gangplan.io/expected-end"
 """A running pod's expected end (RFC 3339): the start estimates replay it (`solver.start`)."""
 EXPECTED_RUNTIME = "gangplan.io/expected-runtime"
 """A running pod's expected runtime from its creation (`90m`, `2h30m`, `1d`)."""
+MAX_RUNTIME_SECONDS = 3650 * 86400.0
+"""The longest duration gangplan reads (ten years): runtimes, minimum runtimes."""
 
 
 class Pod(Frozen):
@@ -207,6 +209,12 @@ class KaiQuota(Frozen):
         default_factory=dict,
         description="historical usage normalised to the window's capacity (KAI's usage "
         "database); replaces the usage accumulated from running pods",
+    )
+    preempt_min_runtime: float | None = Field(
+        default=None, description="spec.preemptMinRuntime in seconds; None: unset (inherited)"
+    )
+    reclaim_min_runtime: float | None = Field(
+        default=None, description="spec.reclaimMinRuntime in seconds; None: unset (inherited)"
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solver.model import Gang, NetworkTopology, Node, Pod, Queue
+from solver.model import DisruptionBudget, Gang, NetworkTopology, Node, Pod, Queue
 from solver.snapshot._columns import RunningPod
 
 __all__ = ["KEEP", "Delta", "DeltaError"]
@@ -39,6 +39,8 @@ class Delta:
     bindings: tuple[tuple[str, str], ...] = ()  # (pod key, node name)
     topology: NetworkTopology | Keep | None = field(default=KEEP)
     observed: float | None = None  # when the change was seen (seconds); None: now
+    upsert_budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets, by namespace/name
+    remove_budgets: tuple[str, ...] = ()
 
 
 class DeltaError(ValueError):

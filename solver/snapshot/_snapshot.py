@@ -28,6 +28,7 @@ import numpy.typing as npt
 from solver.arrays import IntArray
 from solver.model import (
     ClusterModel,
+    DisruptionBudget,
     Gang,
     NetworkTopology,
     Node,
@@ -90,6 +91,8 @@ class Snapshot:
     usage: Usage
     gang_queue: npt.NDArray[np.int32]  # per gang id of `running`: its spec.queue's id, or NONE
     notes: tuple[str, ...] = ()
+    budgets: Mapping[str, DisruptionBudget] = field(default_factory=lambda: MappingProxyType({}))
+    #   PodDisruptionBudgets by `namespace/name`
     observed: float = 0.0  # when the cluster was seen (seconds since the epoch): usage
     #   histories are counted up to it (`ClusterModel.observed`, `Delta.observed`, else the
     #   clock when the generation was made)
@@ -114,6 +117,7 @@ class Snapshot:
         schema: PodSchema | None = None,
         notes: tuple[str, ...] = (),
         observed: float | None = None,
+        budgets: Mapping[str, DisruptionBudget] | None = None,
     ) -> Snapshot:
         table = NodeTable(list(nodes))
         if len(table.index) != len(table.nodes):
@@ -131,6 +135,7 @@ class Snapshot:
             usage=Usage.build(columns, gang_queue),
             gang_queue=gang_queue,
             notes=notes,
+            budgets=MappingProxyType(dict(sorted((budgets or {}).items()))),
             observed=time.time() if observed is None else observed,
         )
 
@@ -148,6 +153,7 @@ class Snapshot:
             model.topology,
             schema=schema,
             notes=model.notes,
+            budgets=model.disruption_budgets,
             observed=observed if math.isfinite(observed := epoch_seconds(model.observed)) else None,
         )
 
@@ -164,6 +170,7 @@ class Snapshot:
             schema=self.running.schema,
             notes=self.notes,
             observed=self.observed,
+            budgets=self.budgets,
         )
 
     # ------------------------------------------------------------------ reading
@@ -293,6 +300,13 @@ class Snapshot:
             "queue",
             errors,
         )
+        budgets = _merged(
+            self.budgets,
+            delta.remove_budgets,
+            {b.key: b for b in delta.upsert_budgets},
+            "disruption_budget",
+            errors,
+        )
 
         # Upserted queues first: a new cycle runs through one, and is reported there.
         upserted = [q.name for q in delta.upsert_queues]
@@ -416,6 +430,7 @@ class Snapshot:
             usage=usage,
             gang_queue=gang_queue,
             notes=self.notes,
+            budgets=MappingProxyType(dict(sorted(budgets.items()))),
             observed=time.time() if delta.observed is None else delta.observed,
             _lineage=lineage,
         )

@@ -26,7 +26,8 @@ Rules, and the plugins that put them in force:
 | Volcano networkTopology hard: placed and running pods inside one HyperNode of tier <= limit | `_hypernode` | always |
 | queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | each queue within its weighted deserved share; reclaim victims from queues above theirs | `_proportion` | `proportion` |
-| KAI Queues: limits at every level, non-preemptible jobs within quota, leaf queues only | `_kai` | always (KAI Queues) |
+| KAI Queues: limits at every level, non-preemptible jobs within quota, leaf queues only, no victim younger than its minimum runtime | `_kai` | always (KAI Queues) |
+| victims within the PodDisruptionBudgets | `_budgets` | `pdb` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
 | card type named, allowed and offered | `_queues.cards` | `capacity-card` |
@@ -50,6 +51,7 @@ from solver.model import DEVICE_ANNOTATIONS, ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import (
     _basics,
+    _budgets,
     _devices,
     _gangs,
     _hypernode,
@@ -89,6 +91,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((Plugin.CAPACITY, Plugin.CAPACITY_CARD), _queues.quotas),
     ((Plugin.PROPORTION,), _proportion.proportion),
     ((), _kai.kai_limits),
+    ((Plugin.PDB,), _budgets.disruption_budgets),
     ((Plugin.NODEGROUP,), _queues.nodegroups),
     ((Plugin.NODEGROUP,), _nodegroup_limits.nodegroup_limits),
     ((Plugin.CAPACITY_CARD,), _queues.cards),

@@ -17,6 +17,14 @@ included):
   some resource when its last victim was taken (what both of KAI's reclaim strategies
   imply: over its allocatable share, or over its quota).
 
+* no victim's job is younger than its minimum runtime (KAI's `minruntime`) unless it keeps
+  its minMember running: the job's last start (its running pods' latest creation time)
+  plus the minimum is not after the snapshot's time. The minimum is re-derived from the
+  Queues: preemption, the victim's queue's `preemptMinRuntime` or the nearest ancestor's;
+  reclaim, `reclaimMinRuntime` from the queue one step below where the two queues' paths
+  meet (`lca`; for different top-level queues the victim's top-level one) up to the top,
+  or from the victim's queue up (`queue`); else the plugin's default.
+
 A placement within 1e-6 of a fractional limit passes.
 """
 
@@ -27,6 +35,7 @@ from functools import partial
 
 import numpy as np
 
+from solver.config import Plugin, parse_go_duration
 from solver.model import GPU_RESOURCE, KAI_UNLIMITED, gpu_milli, kai_preemptible
 from solver.snapshot import charged_queue
 from solver.verify._context import VerifyContext
@@ -65,7 +74,7 @@ def kai_limits(ctx: VerifyContext) -> list[str]:
         return []
     placed = [pod for pods in ctx.new_on.values() for pod in pods]
     parents = {name: q.parent for name, q in queues.items()}
-    problems = _reclaimed(ctx, parents)
+    problems = _reclaimed(ctx, parents) + _young(ctx, parents)
     if not placed:
         return problems
     children = {p for p in parents.values() if p is not None}
@@ -256,5 +265,72 @@ def _reclaimed(ctx: VerifyContext, parents: dict[str, str | None]) -> list[str]:
             problems.append(
                 f"queue {side}: {len(uses)} pod(s) reclaimed although it held no more than "
                 "its quota (and limit) before the last"
+            )
+    return problems
+
+
+def _minimum(
+    ctx: VerifyContext, parents: dict[str, str | None], victim: str, cause: str, by: str
+) -> float:
+    """The victim queue's minimum runtime in seconds (see the module docstring)."""
+    queues = ctx.snapshot.queues
+    plugin = ctx.conf.plugin(Plugin.MINRUNTIME)
+    args = plugin.arguments if plugin is not None else {}
+    field = "preempt_min_runtime" if cause == "preemption" else "reclaim_min_runtime"
+    key = "defaultPreemptMinRuntime" if cause == "preemption" else "defaultReclaimMinRuntime"
+    default = parse_go_duration(args.get(key, "0s"))
+    fallback = default if default is not None and default >= 0 else 0.0
+    theirs = _path(parents, victim)[::-1]  # top-level first
+
+    def value(name: str) -> float | None:
+        kai = queues[name].kai
+        return getattr(kai, field) if kai is not None else None
+
+    start = len(theirs) - 1
+    if cause != "preemption" and args.get("reclaimResolveMethod", "lca") != "queue":
+        mine = _path(parents, by)[::-1] or [by]
+        if mine[0] != theirs[0]:
+            own = value(theirs[0])
+            return fallback if own is None else own
+        depth = 0
+        while depth + 1 < min(len(mine), len(theirs)) and mine[depth + 1] == theirs[depth + 1]:
+            depth += 1
+        start = min(depth + 1, len(theirs) - 1)
+    for name in reversed(theirs[: start + 1]):
+        if (own := value(name)) is not None:
+            return own
+    return fallback
+
+
+def _young(ctx: VerifyContext, parents: dict[str, str | None]) -> list[str]:
+    snapshot, running = ctx.snapshot, ctx.snapshot.running
+    problems = []
+    seen: set[str] = set()
+    for v in ctx.decision.victims:
+        row = running.find(v.pod)
+        queue = _charged_queue(ctx, row) if row >= 0 else None
+        if queue is None or queue not in parents or snapshot.queues[queue].kai is None:
+            continue
+        gang = int(running.gang[row])
+        job = running.gang_name(gang) if gang >= 0 else v.pod
+        if job in seen:
+            continue
+        seen.add(job)
+        rows = snapshot.rows_of_gang(job) if gang >= 0 else np.array([row])
+        started = running.started[rows]
+        started = started[np.isfinite(started)]
+        if not started.size:
+            continue
+        minimum = _minimum(ctx, parents, queue, v.cause, v.queue or queue)
+        if snapshot.observed >= float(started.max()) + minimum:
+            continue
+        spec = snapshot.gangs.get(job)
+        least = max(spec.min_member if spec is not None else 1, 1)
+        left = sum(1 for r in rows.tolist() if running.key(int(r)) not in ctx.evicted)
+        if left < least:
+            problems.append(
+                f"{v.pod}: its job {job} started {snapshot.observed - float(started.max()):.0f}s "
+                f"ago, within its {v.cause} minimum runtime of {minimum:g}s, and keeps {left} "
+                f"of its {least} minMember pod(s)"
             )
     return problems

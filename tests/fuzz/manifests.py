@@ -92,7 +92,7 @@ def base_manifests() -> list[dict[str, Any]]:
     pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 a Kueue Topology
     and TAS ResourceFlavor, 19 a Kueue Workload asking for them, 20-21 HyperNodes, 22-25
     KAI-Scheduler's objects, 26 a Kueue-managed Job (`_kai`), 27-28 a Trainer v2
-    ClusterTrainingRuntime and a TrainJob naming it (`_trainer`)."""
+    ClusterTrainingRuntime and a TrainJob naming it (`_trainer`), 29 a PodDisruptionBudget."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(
@@ -249,6 +249,13 @@ def base_manifests() -> list[dict[str, Any]]:
         *_hypernodes(),
         *_kai(),
         *_trainer(),
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb"},
+            "spec": {"selector": {"matchLabels": {"app": "kpg"}}, "minAvailable": "50%"},
+            "status": {"disruptionsAllowed": 1, "disruptedPods": {"x": "2026-01-01T00:00:00Z"}},
+        },
     ]
 
 
@@ -328,8 +335,12 @@ def _kai() -> list[dict[str, Any]]:
         {
             "apiVersion": "scheduling.run.ai/v2",
             "kind": "Queue",
-            "metadata": {"name": "kq"},
-            "spec": {"resources": {"gpu": {"quota": 1, "limit": 2, "overQuotaWeight": 1}}},
+            "metadata": {"name": "kq", "annotations": {"gangplan.io/usage": "gpu=0.5"}},
+            "spec": {
+                "resources": {"gpu": {"quota": 1, "limit": 2, "overQuotaWeight": 1}},
+                "preemptMinRuntime": "5m",
+                "reclaimMinRuntime": "10m",
+            },
         },
         {
             "apiVersion": "scheduling.run.ai/v2alpha2",
@@ -530,6 +541,12 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((20, "spec", "tier"), "one"),
     ((20, "spec", "members", 0, "type"), "Rack"),
     ((21, "spec", "members", 0, "selector"), {"regexMatch": {"pattern": "x"}}),
+    ((23, "spec", "reclaimMinRuntime"), "soon"),
+    ((23, "spec", "preemptMinRuntime"), -5),
+    ((23, "metadata", "annotations", "gangplan.io/usage"), "gpu=lots"),
+    ((29, "spec", "minAvailable"), "half"),
+    ((29, "spec", "maxUnavailable"), 1),
+    ((29, "status", "disruptionsAllowed"), -1),
 ]
 
 

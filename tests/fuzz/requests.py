@@ -68,6 +68,17 @@ _GODEL_GANG = pb.Gang(
 def base_cluster() -> pb.Cluster:
     return pb.Cluster(
         observed_time=Timestamp(seconds=1_700_003_600),
+        disruption_budgets=[
+            pb.DisruptionBudget(
+                namespace="default",
+                name="pdb",
+                selector=pb.LabelSelector(match_labels={"app": "g"}),
+                min_available="1",
+                disruptions_allowed=1,
+                disrupted_pods=["p9"],
+            ),
+            pb.DisruptionBudget(name="pdb2", max_unavailable="50%"),
+        ],
         nodes=[
             pb.Node(
                 name=f"n{i}",
@@ -235,6 +246,8 @@ def kai_cluster() -> pb.Cluster:
             ),
         )
         queue.kai.creation_time.seconds = 1_700_000_000
+        queue.kai.preempt_min_runtime.seconds = 60
+        queue.kai.reclaim_min_runtime.seconds = 600
         cluster.queues.append(queue)
     return cluster
 
@@ -245,6 +258,8 @@ def base_delta() -> spb.UpdateSnapshotRequest:
     return spb.UpdateSnapshotRequest(
         snapshot_id=FUZZ_SNAPSHOT,
         observed_time=Timestamp(seconds=1_700_007_200),
+        upsert_disruption_budgets=[pb.DisruptionBudget(name="pdb3", max_unavailable="1")],
+        remove_disruption_budgets=["default/pdb2"],
         upsert_nodes=[
             pb.Node(
                 name="n2",

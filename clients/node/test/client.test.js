@@ -163,6 +163,46 @@ test('the package ships the protos it loads', () => {
   assert.ok(files.includes('client.js'));
 });
 
+test('KAI-Scheduler time-based fair share: the queue with less usage goes first', async () => {
+  const kai = (name, parent, usage) => ({
+    name,
+    parent,
+    kai: {
+      quota: { 'nvidia.com/gpu': 0, cpu: -1, memory: -1 },
+      limit: { 'nvidia.com/gpu': -1, cpu: -1, memory: -1 },
+      over_quota_weight: { 'nvidia.com/gpu': 1, cpu: 1, memory: 1 },
+      usage: usage ? { 'nvidia.com/gpu': usage } : {},
+    },
+  });
+  const jobs = ['a', 'b'].map((q) => {
+    const j = job(`job-${q}`, 3, 2);
+    j.gangs[0].queue = q;
+    return j;
+  });
+  await client.putSnapshot(
+    {
+      nodes: [gpuNode('n0'), gpuNode('n1')],
+      queues: [kai('dept', '', 0), kai('a', 'dept', 0.9), kai('b', 'dept', 0)],
+      gangs: jobs.flatMap((j) => j.gangs),
+      pods: jobs.flatMap((j) => j.pods),
+    },
+    'node-kai-usage',
+  );
+  const plain = 'tiers: [{plugins: [{name: gang}, {name: predicates}]}]';
+  const placed = async (conf) => {
+    const answer = await client.placeJob({
+      snapshot: { id: 'node-kai-usage' },
+      options: { engine: 'greedy', scheduler_conf: conf },
+    });
+    return answer.decision.gangs.filter((g) => g.placed).map((g) => g.gang);
+  };
+  assert.deepEqual(await placed(plain), ['default/job-a']);
+  assert.deepEqual(
+    await placed(`usageDBConfig: {usageParams: {windowSize: 168h}}\n${plain}`),
+    ['default/job-b'],
+  );
+});
+
 test('KAI-Scheduler queues: a gang over its queue limit waits, saying so', async () => {
   const kai = (name, parent, gpuLimit) => ({
     name,

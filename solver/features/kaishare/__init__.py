@@ -7,6 +7,9 @@
                    within quota, the call's fair shares
     order.py       KAI's queue order, as numbered criteria
     reclaim.py     KAI's reclaim: who may, the victims, their order and the strategies
+    usage.py       time-based fair share: each queue's historical usage (`usageDBConfig`)
+    minruntime.py  KAI's `minruntime`: jobs younger than their queue's minimum runtime
+                   are not preemption or reclaim victims
 
 On whenever the snapshot's Queues are KAI's (`scheduling.run.ai/v2`; KAI always runs its
 `proportion`), whatever Volcano plugins the conf lists: Volcano's quota plugins read only

@@ -21,6 +21,9 @@
   involve, the reclaimer's allocated + job over its fair share may not exceed 1 while
   reaching the sibling's ratio (× `relcaimerSaturationMultiplier`, KAI's spelling, ≥ 1).
   A victim that fails is skipped: later ones are judged without it.
+* **Young jobs are kept** (KAI's `minruntime`, `minruntime.py`): a job that started less
+  than its reclaim minimum runtime ago loses no core pods (its elastic pods beyond
+  minMember stay victims).
 
 The engine evicts in this order only until the job fits, or nothing at all.
 """
@@ -32,8 +35,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 
+import numpy as np
+
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import shares_in_play
+from solver.features.kaishare.minruntime import MinRuntime, job_started, protected
 from solver.features.kaishare.mode import KaiMode
 from solver.features.kaishare.order import KaiOrder, allocatable_share, less_equal
 from solver.features.queues import ROOT, QueueTree, build_queue_tree
@@ -58,6 +64,7 @@ class KaiReclaim:
     _firm: dict[str, dict[str, int]] = field(default_factory=dict)
     gangs: Mapping[str, Gang] = field(default_factory=dict)  # the call's and the snapshot's
     labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # gang -> a pod's
+    runtime: MinRuntime | None = None  # KAI's `minruntime`: young jobs are kept
 
     # ------------------------------------------------------------------ who may reclaim
 
@@ -116,6 +123,8 @@ class KaiReclaim:
                 job = [i]
             else:
                 job = [j for j in members.get(g, [i]) if j not in taken] if g != NONE else [i]
+                if self._young(reclaimer, i, members.get(g, [i]) if g != NONE else [i]):
+                    continue  # minruntime: a young job's core stays
             mine, theirs = self.tree.parting(reclaimer, self.queue[i])
             left = remaining.setdefault(theirs, self._held(theirs))
             if not self._strategy(mine, theirs, left, ask):
@@ -173,6 +182,14 @@ class KaiReclaim:
         return True
 
     # ------------------------------------------------------------------ numbers
+
+    def _young(self, reclaimer: str, v: int, job: list[int]) -> bool:
+        """The victim's job is protected by its reclaim minimum runtime."""
+        if self.runtime is None:
+            return False
+        minimum = self.runtime.reclaim(reclaimer, self.queue[v])
+        started = job_started(self.snapshot, self.rows[np.array(job, dtype=np.int64)])
+        return protected(started, minimum, self.snapshot.observed)
 
     def _held(self, name: str) -> Amounts:
         return self.mode.from_dims(self.tree.queues[name].allocated)
@@ -256,4 +273,5 @@ def kai_reclaim(
         _firm=firm,
         gangs={**snapshot.gangs, **workload.gangs},
         labels={p.gang: p.labels for p in workload.pods},
+        runtime=MinRuntime.of(snapshot.queues, conf),
     )  # fmt: skip

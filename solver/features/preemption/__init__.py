@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -43,7 +44,9 @@ from solver.decision import Preemption, Victim
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import AfterSteps
 from solver.features.interpod import InterPodBlock
+from solver.features.kaishare.minruntime import preempt_held_rows
 from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracker
+from solver.features.pdb import BudgetLedger, victim_budgets
 from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.domains import domain_need, domain_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
@@ -55,6 +58,7 @@ from solver.features.preemption.victims import (
     PROTECTED_FACT,
     PreemptionInput,
     compile_preemption,
+    evictable,
     preemption_enabled,
 )
 from solver.features.queues import QuotaBlock, QuotaLedger, QuotaMode, build_queue_tree
@@ -103,6 +107,8 @@ def preempt(
         placed = nodes[nodes >= 0]
         np.subtract.at(free, placed, problem.type_demand[t])
     removed = np.zeros(len(pre.rows), dtype=bool)
+    budgets = BudgetLedger(pre.budgets, pre.victim_priority, pre.key)
+    held = budgets.held(removed)  # members of PodDisruptionBudgets beyond what is left
     pools: dict[int, CandidatePool] = {}  # priority -> its potential victims, kept by deltas
     quota_block = problem.block(QuotaBlock)
     ledger: Ledger = QuotaLedger(problem, quota_block) if quota_block is not None else NoLimits()
@@ -150,20 +156,23 @@ def preempt(
             required.update(domain_need(problem, rule, required))
         plan: PreemptionPlan | str | None = None
         if reclaim is not None:
-            plan = reclaim_plan(problem, pre, reclaim, u, required, free, removed, rules)
+            plan = reclaim_plan(problem, pre, reclaim, u, required, free, removed | held, rules)
             if isinstance(plan, str):
                 for g in gangs:
                     result.reasons[g] = f"reclaim: {plan}"
                 plan = None
         pool = pools.get(priority)
         if pool is None:
-            candidates = np.flatnonzero(~removed & (pre.victim_priority < priority))
+            candidates = np.flatnonzero(~removed & ~held & (pre.victim_priority < priority))
             pool = pools[priority] = CandidatePool.build(pre, problem.num_nodes, candidates)
         if plan is None and rules and not gathered:
             plan = domain_plan(problem, pre, u, rules, required, free, pool)
         elif plan is None:
             plan = greedy_plan(problem, pre, u, gangs, required, free, pool)
         if isinstance(plan, str):
+            by_budget = int((held & ~removed & (pre.victim_priority < priority)).sum())
+            if by_budget:
+                plan += f" ({by_budget} lower-priority pod(s) kept by PodDisruptionBudgets)"
             for g in gangs:
                 earlier = result.reasons.get(g)
                 result.reasons[g] = "; ".join(x for x in (earlier, f"preemption: {plan}") if x)
@@ -181,6 +190,11 @@ def preempt(
             )  # fmt: skip
             if better is not None:
                 plan = better
+        beyond = budgets.over(plan.victims)  # a victim gang's other members may be held
+        if beyond:
+            for g in gangs:
+                result.reasons[g] = f"preemption: not helpful, {beyond}"
+            continue
         nominated = {t: np.array(n, dtype=np.int64) for t, n in plan.nominated.items()}
         saved = (ledger.checkpoint(), limits.checkpoint() if limits is not None else None)
         _release(pre, plan.victims, ledger, limits, queue_path)
@@ -196,8 +210,12 @@ def preempt(
             continue
         ledger.charge_plan(nominated)  # (`refuses` has counted the plan in the limits)
         removed[plan.victims] = True
+        budgets.charge(plan.victims)
+        now_held = budgets.held(removed)
+        newly = np.flatnonzero(now_held & ~held).tolist()
+        held = now_held
         for kept in pools.values():
-            kept.remove(plan.victims)
+            kept.remove([*plan.victims, *newly])
         for v in plan.victims:
             free[pre.victim_node[v]] += pre.victim_demand[v]
         for t, targets in nominated.items():
@@ -264,7 +282,10 @@ def run_preemption(
 ) -> tuple[Preemption, float]:
     """The Decision's preemption part: victims with their DisruptionTarget message and cause,
     each member's nominated node, and why preemption did not help the rest."""
-    pre = compile_preemption(snapshot, workload, problem, critical=conf.enabled(Plugin.CONFORMANCE))
+    critical = conf.enabled(Plugin.CONFORMANCE)
+    held = preempt_held_rows(snapshot, conf, evictable(snapshot, critical))
+    pre = compile_preemption(snapshot, workload, problem, critical=critical, held=held)
+    pre = replace(pre, budgets=victim_budgets(snapshot, conf, pre.rows))
     planner = reclaim_planner(snapshot, conf, workload)
     outcome = preempt(
         problem, pre, pod_node, exact=exact, workers=workers, seed=seed, deadline=deadline,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.config import SchedulerConf
+from solver.features.pdb import Budget
 from solver.problem import IntArray, Problem
 from solver.snapshot import NONE, PREEMPTED, TERMINATING, Fact, Snapshot, Workload
 
@@ -110,6 +111,7 @@ class PreemptionInput:
     trigger: dict[str, tuple[str, str]]  # gang id -> (first pending pod key, preemptionPolicy)
     nominated: dict[str, tuple[int, ...]]  # gang id -> nodes its pending pods are nominated to
     snapshot: Snapshot
+    budgets: tuple[Budget, ...] = ()  # PodDisruptionBudgets over the victims (`pdb`)
 
     def key(self, v: int) -> str:
         return self.snapshot.running.key(int(self.rows[v]))
@@ -163,9 +165,11 @@ class _Jobs:
         return snapshot.running.key(int(self.rows[self.firsts[j]]))
 
 
-def _jobs(snapshot: Snapshot, critical: bool) -> _Jobs:
+def _jobs(snapshot: Snapshot, critical: bool, held: IntArray) -> _Jobs:
     running = snapshot.running
     rows = evictable(snapshot, critical)
+    if held.size:
+        rows = np.setdiff1d(rows, held)
     node_of = running.node[rows].astype(np.int64)
     priority = running.priority[rows].astype(np.int64)
     # job identity: the job label, else the named gang, else the pod itself
@@ -224,11 +228,20 @@ def _jobs(snapshot: Snapshot, critical: bool) -> _Jobs:
 
 
 def compile_preemption(
-    snapshot: Snapshot, workload: Workload, problem: Problem, *, critical: bool = False
+    snapshot: Snapshot,
+    workload: Workload,
+    problem: Problem,
+    *,
+    critical: bool = False,
+    held: IntArray | None = None,
 ) -> PreemptionInput:
     """The call's potential victims (`critical`: the conformance plugin protects system
-    pods, `evictable`)."""
-    jobs = snapshot.memo(("preemption", "jobs", critical), lambda: _jobs(snapshot, critical))
+    pods, `evictable`; `held`: evictable rows a policy keeps this cycle, e.g. KAI's
+    `minruntime`)."""
+    kept = np.zeros(0, dtype=np.int64) if held is None else held
+    jobs = snapshot.memo(
+        ("preemption", "jobs", critical, kept.tobytes()), lambda: _jobs(snapshot, critical, kept)
+    )
     demand = snapshot.running.requests(problem.resources)[jobs.rows]
     scheduler: dict[str, str] = {}
     trigger: dict[str, tuple[str, str]] = {}

@@ -130,11 +130,12 @@ def test_a_resource_left_unset_is_noted_as_kai_reads_it() -> None:
     q = copy.deepcopy(QUEUES[1])
     del q["spec"]["resources"]["memory"]
     q["spec"]["preemptMinRuntime"] = "10m"
-    notes = load_objects(raw(*NODES, QUEUES[0], q)).notes
-    assert any("no limit for memory: KAI reads it as 0" in n for n in notes)
-    assert any(
-        "spec preemptMinRuntime not acted on (the snapshot keeps no start" in n for n in notes
-    )
+    q["spec"]["displayName"] = "Team A"
+    cluster = load_objects(raw(*NODES, QUEUES[0], q))
+    assert any("no limit for memory: KAI reads it as 0" in n for n in cluster.notes)
+    assert any("spec displayName not acted on" in n for n in cluster.notes)
+    kai = cluster.queues[q["metadata"]["name"]].kai
+    assert kai is not None and kai.preempt_min_runtime == 600
 
 
 def test_over_grpc_the_queue_keeps_its_kai_numbers_and_bad_ones_name_their_path() -> None:

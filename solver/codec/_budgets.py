@@ -1,0 +1,79 @@
+"""PodDisruptionBudget messages, both ways."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from gangplan.v1 import cluster_pb2 as pb
+from solver.codec._constraints import label_selector_from_proto, label_selector_to_proto
+from solver.codec._errors import Violations
+from solver.model import DisruptionBudget, int_or_percent_problem
+
+__all__ = ["budgets_from_proto", "budgets_to_proto"]
+
+DEFAULT_NAMESPACE = "default"
+
+
+def _budget(msg: pb.DisruptionBudget, path: str, out: Violations) -> DisruptionBudget | None:
+    before = len(out.items)
+    if not msg.name:
+        out.add(f"{path}.name", "must not be empty")
+    if msg.min_available and msg.max_unavailable:
+        out.add(f"{path}.max_unavailable", "minAvailable and maxUnavailable cannot both be set")
+    for name in ("min_available", "max_unavailable"):
+        text = getattr(msg, name)
+        if text and (problem := int_or_percent_problem(text)) is not None:
+            out.add(f"{path}.{name}", problem)
+    if msg.HasField("disruptions_allowed") and msg.disruptions_allowed < 0:
+        out.add(f"{path}.disruptions_allowed", "must be 0 or more")
+    selector = (
+        label_selector_from_proto(msg.selector, f"{path}.selector", out)
+        if msg.HasField("selector")
+        else None
+    )
+    if len(out.items) > before:
+        return None
+    return DisruptionBudget(
+        namespace=msg.namespace or DEFAULT_NAMESPACE,
+        name=msg.name,
+        selector=selector,
+        min_available=msg.min_available or None,
+        max_unavailable=msg.max_unavailable or None,
+        disruptions_allowed=msg.disruptions_allowed
+        if msg.HasField("disruptions_allowed")
+        else None,
+        disrupted_pods=tuple(sorted(set(msg.disrupted_pods))),
+    )
+
+
+def budgets_from_proto(
+    msgs: Sequence[pb.DisruptionBudget], path: str, out: Violations
+) -> dict[str, DisruptionBudget]:
+    """`path[i]` each; a repeated `namespace/name` is a violation at its name."""
+    found: dict[str, DisruptionBudget] = {}
+    for i, msg in enumerate(msgs):
+        budget = _budget(msg, f"{path}[{i}]", out)
+        if budget is None:
+            continue
+        if budget.key in found:
+            out.add(f"{path}[{i}].name", f"duplicate PodDisruptionBudget {budget.key!r}")
+        found[budget.key] = budget
+    return found
+
+
+def budgets_to_proto(budgets: Iterable[DisruptionBudget]) -> list[pb.DisruptionBudget]:
+    out = []
+    for b in budgets:
+        msg = pb.DisruptionBudget(
+            namespace=b.namespace,
+            name=b.name,
+            min_available=b.min_available or "",
+            max_unavailable=b.max_unavailable or "",
+            disrupted_pods=list(b.disrupted_pods),
+        )
+        if b.selector is not None:
+            msg.selector.CopyFrom(label_selector_to_proto(b.selector))
+        if b.disruptions_allowed is not None:
+            msg.disruptions_allowed = b.disruptions_allowed
+        out.append(msg)
+    return out
