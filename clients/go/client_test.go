@@ -317,3 +317,38 @@ func TestKaiUsageLowersAQueuesShare(t *testing.T) {
 		t.Fatalf("with usage the less-used queue's gang runs: %q", got)
 	}
 }
+
+// A PodDisruptionBudget allowing no eviction keeps Preempt from taking its pods when the
+// conf lists the pdb plugin; without the budget one of them is the victim.
+func TestDisruptionBudgetHoldsPreemption(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	cluster := &pb.Cluster{Nodes: []*pb.Node{{Name: "n0", Allocatable: map[string]int64{"cpu": 4000, "pods": 110}}}}
+	for _, name := range []string{"a", "b"} {
+		cluster.Pods = append(cluster.Pods, &pb.Pod{
+			Namespace: "default", Name: name, NodeName: "n0", Priority: 1,
+			Labels: map[string]string{"app": "web"}, Requests: map[string]int64{"cpu": 2000},
+		})
+	}
+	urgent := &pb.Job{Pods: []*pb.Pod{{Namespace: "default", Name: "urgent", Priority: 100, Requests: map[string]int64{"cpu": 2000}}}}
+	conf := "actions: 'enqueue, allocate, preempt'\ntiers: [{plugins: [{name: gang}, {name: predicates}, {name: pdb}]}]"
+	victims := func(cl *pb.Cluster) int {
+		answer, err := c.Preempt(ctx, &pb.PreemptRequest{
+			ClusterSource: &pb.PreemptRequest_Cluster{Cluster: cl}, Job: urgent,
+			Options: &pb.SolveOptions{Engine: "greedy", SchedulerConf: conf},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(answer.GetDecision().GetVictims())
+	}
+	if got := victims(cluster); got != 1 {
+		t.Fatalf("without a budget one pod is the victim: %d", got)
+	}
+	none := int32(0)
+	cluster.DisruptionBudgets = []*pb.DisruptionBudget{{
+		Name: "web", Selector: &pb.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, DisruptionsAllowed: &none,
+	}}
+	if got := victims(cluster); got != 0 {
+		t.Fatalf("a budget allowing none keeps both pods: %d", got)
+	}
+}

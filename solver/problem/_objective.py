@@ -143,7 +143,9 @@ def relaxed_best(problem: Problem, skip: frozenset[int] = frozenset()) -> dict[s
     * `affinity`: at most each pod on its best-scoring node among those with room for it;
     * `opened_nodes`: the pods of types with room only on empty nodes must open some: at
       least ⌈count / most slots of one empty node⌉ per type, and ⌈Σ demand / largest empty
-      node⌉ per resource over all of them; 0 when every type has room on a used node.
+      node⌉ per resource over all of them; 0 when every type has room on a used node;
+    * a block's own tiers, by its `Block.bound` (`fair_share`: its value with every pod
+      that can be placed placed, as it only grows with what is placed).
 
     An answer reaching every tier's value is optimal: the tiers compare lexicographically,
     and each value bounds every answer, the optimal ones included. `skip`: types no answer
@@ -173,6 +175,8 @@ def relaxed_best(problem: Problem, skip: frozenset[int] = frozenset()) -> dict[s
         need = volume > 0
         opened = max(opened, int((-(-volume[need] // np.maximum(largest[need], 1))).max()))
     best["opened_nodes"] = opened
+    for block in problem.blocks.values():
+        best.update(block.bound(problem, skip))
     return best
 
 

@@ -54,6 +54,11 @@ class Block:
         """The value of each of `tiers()` for an answer."""
         return {}
 
+    def bound(self, problem: Problem, skip: frozenset[int]) -> dict[str, int]:
+        """Values of its tiers no answer can beat, tighter than their ranges (`skip`: types
+        no answer can place); {} for the ranges (`solver.problem.relaxed_best`)."""
+        return {}
+
     def node_scores(
         self, problem: Problem, t: int, used: IntArray, nodes: IntArray
     ) -> FloatArray | None:

@@ -230,3 +230,32 @@ def test_one_of_snapshot_and_cluster(start: Start) -> None:
             workers=1,
         )
     assert [(n.node_type, n.count) for n in empty.nodes] == [("gpu4", 1)]
+
+
+def test_budgets_and_queue_usage_reach_the_server(start: Start) -> None:
+    """The Python client carries what the Go and Node tests carry: a PodDisruptionBudget
+    (Preempt keeps its pods with `pdb` in the conf) and KAI queues' usage (the less-used
+    queue's gang goes first under `usageDBConfig`)."""
+    _, port = start()
+    cluster = pb.Cluster(nodes=[pb.Node(name="n0", allocatable={"cpu": 4000, "pods": 110})])
+    for name in ("a", "b"):
+        cluster.pods.append(
+            pb.Pod(namespace="default", name=name, node_name="n0", priority=1,
+                   labels={"app": "web"}, requests={"cpu": 2000})
+        )  # fmt: skip
+    urgent = pb.Job(
+        pods=[pb.Pod(namespace="default", name="u", priority=100, requests={"cpu": 2000})]
+    )
+    conf = (
+        "actions: 'enqueue, allocate, preempt'\n"
+        "tiers: [{plugins: [{name: gang}, {name: predicates}, {name: pdb}]}]"
+    )
+    with Client(f"127.0.0.1:{port}") as client:
+        free = client.preempt(urgent, cluster=cluster, engine="greedy", scheduler_conf=conf)
+        cluster.disruption_budgets.add(
+            name="web",
+            selector=pb.LabelSelector(match_labels={"app": "web"}),
+            disruptions_allowed=0,
+        )
+        held = client.preempt(urgent, cluster=cluster, engine="greedy", scheduler_conf=conf)
+    assert (len(free.decision.victims), len(held.decision.victims)) == (1, 0)

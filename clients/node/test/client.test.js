@@ -203,6 +203,34 @@ test('KAI-Scheduler time-based fair share: the queue with less usage goes first'
   );
 });
 
+test('a PodDisruptionBudget allowing none keeps Preempt from its pods (pdb plugin)', async () => {
+  const running = ['a', 'b'].map((name) => ({
+    namespace: 'default',
+    name,
+    node_name: 'n0',
+    priority: 1,
+    labels: { app: 'web' },
+    requests: { cpu: '2000' },
+  }));
+  const cluster = { nodes: [{ name: 'n0', allocatable: { cpu: '4000', pods: '110' } }], pods: running };
+  const urgent = { pods: [{ namespace: 'default', name: 'urgent', priority: 100, requests: { cpu: '2000' } }] };
+  const options = {
+    engine: 'greedy',
+    scheduler_conf: "actions: 'enqueue, allocate, preempt'\ntiers: [{plugins: [{name: gang}, {name: predicates}, {name: pdb}]}]",
+  };
+  const free = await client.preempt({ cluster, job: urgent, options });
+  assert.equal(free.decision.victims.length, 1);
+  const held = await client.preempt({
+    cluster: {
+      ...cluster,
+      disruption_budgets: [{ name: 'web', selector: { match_labels: { app: 'web' } }, disruptions_allowed: 0 }],
+    },
+    job: urgent,
+    options,
+  });
+  assert.equal(held.decision.victims.length, 0);
+});
+
 test('KAI-Scheduler queues: a gang over its queue limit waits, saying so', async () => {
   const kai = (name, parent, gpuLimit) => ({
     name,

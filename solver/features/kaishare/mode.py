@@ -206,6 +206,10 @@ class KaiMode(QuotaMode):
 
     # ------------------------------------------------------------------ gates and order
 
+    def fair_dims(self, tree: QueueTree, name: str) -> dict[str, int]:
+        """The queue's fair share for the call (`settle`), in this mode's dimensions."""
+        return self.to_dims(self.fair.get(name, {}))
+
     def order_units(
         self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
     ) -> list[int]:

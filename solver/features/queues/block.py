@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solver.problem import Block, IntArray, Rows
+from solver.features.queues.fairness import FAIR_SCALE, fair_share, placed_use
+from solver.problem import Block, IntArray, Problem, Rows, TierSpec
 from solver.quantity import UNLIMITED
 
 __all__ = ["QuotaBlock"]
@@ -41,6 +42,8 @@ class QuotaBlock(Block):
     #   [Q, D] the allocate gate's limit (UNLIMITED = none); headroom = max(0, limit − allocated)
     allocated: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     #   [Q, D] what the queue's running pods hold at the start of the call (reported only)
+    fair_target: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    #   [Q, D] the fairness tier's target at each leaf queue (`fairness.py`); all 0: no tier
     extra_rows: tuple[tuple[str, str], ...] = ()  # rows beyond the queues' (the last ones):
     #   (the queue a row belongs to, what its limit is called), e.g. a KAI queue's
     #   ("inference", "non-preemptible quota")
@@ -56,3 +59,26 @@ class QuotaBlock(Block):
 
     def node_dims(self, t: int) -> tuple[int, ...]:
         return self.type_node_dims[t] if self.type_node_dims else ()
+
+    def tiers(self, problem: Problem) -> list[TierSpec]:
+        """`fair_share` when two or more queues compete (`fairness.py`)."""
+        return [TierSpec("fair_share", 0, FAIR_SCALE)] if self.fair_target.any() else []
+
+    def bound(self, problem: Problem, skip: frozenset[int]) -> dict[str, int]:
+        """`fair_share` only grows with what is placed: its value with every pod placed
+        (but the types no answer can place) bounds every answer."""
+        if not self.fair_target.any():
+            return {}
+        every = [
+            np.full(len(pods), -1 if t in skip else 0, dtype=np.int64)
+            for t, pods in enumerate(problem.type_pods)
+        ]
+        return self.evaluate(problem, every)
+
+    def evaluate(self, problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
+        if not self.fair_target.any():
+            return {}
+        placed = placed_use(
+            problem, self.type_queues, self.type_quota_demand, pod_node, len(self.queue_names)
+        )
+        return {"fair_share": fair_share(self.fair_target, self.allocated, placed)}

@@ -16,6 +16,7 @@ import numpy as np
 from solver.features._base import CompileContext
 from solver.features.queues.admission import plan_enqueue
 from solver.features.queues.block import QuotaBlock
+from solver.features.queues.fairness import fair_targets
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree, queue_dialect
 from solver.features.queues.tree import QueueTree, job_queue
 from solver.quantity import PODS, UNLIMITED
@@ -107,6 +108,14 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             for t in row.types:
                 type_queues[t] = (*type_queues[t], start + i)
     headroom = np.where(limit >= UNLIMITED, UNLIMITED, np.maximum(limit - allocated, 0))
+    fair = np.zeros(limit.shape, dtype=np.int64)
+    if tree is not None and not tree.broken:
+        for at, queue in enumerate(queue_names[: len(queue_names) - len(extra)]):
+            shares = mode.fair_dims(tree, queue)
+            fair[at] = [shares.get(d, 0) for d in quota.dims]
+    target = fair_targets(
+        tuple(type_queues), quota.demand, [len(p) for p in ctx.type_pods], fair, allocated
+    )
     ctx.add_block(
         QuotaBlock(
             queue_names=tuple(queue_names),
@@ -120,6 +129,7 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             type_node_dim=quota.node_dim,
             limit=limit,
             allocated=allocated,
+            fair_target=target,
             extra_rows=tuple((row.queue or row.name, row.noun) for row in extra),
         )
     )

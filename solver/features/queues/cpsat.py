@@ -17,9 +17,11 @@ literal holds (explanations).
 
 from __future__ import annotations
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.features.queues.block import QuotaBlock
+from solver.features.queues.fairness import FAIR_SCALE
 from solver.problem import IntArray, Problem
 from solver.quantity import UNLIMITED
 from solver.sat import PlacementVars, Term
@@ -68,4 +70,35 @@ def build(
             ct = model.add(cp_model.LinearExpr.sum(parts) <= limit)
             if guards is not None and q in guards:
                 ct.only_enforce_if(guards[q])
-    return []
+    return fair_share_term(problem, model, v, block)
+
+
+def fair_share_term(
+    problem: Problem, model: cp_model.CpModel, v: PlacementVars, block: QuotaBlock
+) -> list[Term]:
+    """The `fair_share` tier (`fairness.py`), exactly:
+
+    # r_qd · target_qd ≤ S · (a_qd + Σ_{t : leaf(t) = q} use_td · placed(t)),  0 ≤ r_qd ≤ S
+    # s_q = max_d r_qd,   z ≤ s_q for every queue q with a target;  maximise z
+    """
+    target = block.fair_target
+    if not target.any():
+        return []
+    z = model.new_int_var(0, FAIR_SCALE, "fair_share")
+    for q in np.flatnonzero((target > 0).any(axis=1)).tolist():
+        types = [t for t in range(problem.num_types) if block.type_queues[t][:1] == (q,)]
+        ratios = []
+        for d in np.flatnonzero(target[q] > 0).tolist():
+            r = model.new_int_var(0, FAIR_SCALE, f"fair[{q},{d}]")
+            use = [
+                int(block.type_quota_demand[t, d]) * v.type_total(t)
+                for t in types
+                if block.type_quota_demand[t, d] > 0
+            ]
+            held = FAIR_SCALE * int(block.allocated[q, d])
+            model.add(int(target[q, d]) * r <= held + FAIR_SCALE * cp_model.LinearExpr.sum(use))
+            ratios.append(r)
+        share = model.new_int_var(0, FAIR_SCALE, f"fair[{q}]")
+        model.add_max_equality(share, ratios)
+        model.add(z <= share)
+    return [Term("fair_share", z)]

@@ -250,6 +250,11 @@ class QuotaMode:
         """Derive what depends on the call's jobs (`workload`; `call_queues`: each gang's
         queue) on the call's copy of the tree; capacity reads deserved from the specs."""
 
+    def fair_dims(self, tree: QueueTree, name: str) -> dict[str, int]:
+        """Queue `name`'s fair share in this mode's dimensions, for the fairness tier
+        (`fairness.py`): its deserved (water-filled for the call under `proportion`)."""
+        return dict(tree.queues[name].deserved)
+
     def allocate_limit(self, tree: QueueTree, name: str, resource: str) -> int:
         """The allocate gate's limit at queue `name` (`allocated + request ≤ it`)."""
         return tree.queues[name].real(resource)
