@@ -361,15 +361,6 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
             f"{source}: drf: enableHierarchy (hierarchical DRF) is not implemented yet; jobs "
             "are ordered by their own dominant share"
         )
-    if (
-        drf is not None
-        and "preempt" in conf.actions
-        and drf.options.get("enablePreemptable") is not False
-    ):
-        notes.append(
-            f"{source}: drf: its preemption rule (victims only from jobs whose dominant share "
-            "stays above the preemptor's) is not applied; preemption follows priority"
-        )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):
             acted = ACTED_SWITCHES.get(plugin.name, frozenset())

@@ -2,7 +2,11 @@
 
 The corpus (`tests/golden/corpus.jsonl.gz`) was recorded from the test suite's own
 `schedule()` calls before the per-policy architecture and the incremental snapshot landed;
-a refactor must not change any answer.
+a refactor must not change any answer. Deliberate changes of the objective are re-recorded
+and listed here: the `fair_share` tier (2026-11-29) re-recorded the six rows where two
+queues compete (cases 72, 215, 225, 244, 388, 394: the tier in `tiers`, `objective`,
+`bound`); in case 388 CP-SAT now places queue frontend's job beside one of backend's
+instead of backend's two (fair_share 1000 against 0).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ criterion 3); a gang group's share is that of its gangs' running pods together. 
 queue order, shares are those at the start of the cycle (Volcano updates a job's share
 after each of its tasks is allocated).
 
-Not acted on, with a note: hierarchical DRF (`enableHierarchy`) and drf's preemption rule
-(victims only from jobs whose dominant share stays above the preemptor's).
+Its preemption rule — victims only from jobs whose dominant share stays at least the
+preemptor's — is `preempt.py`, applied by `features.preemption`. Not acted on, with a
+note: hierarchical DRF (`enableHierarchy`).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from solver.config import Plugin, SchedulerConf
 from solver.decision import Preemption, Victim
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import AfterSteps
+from solver.features.drf.preempt import DrfRule, drf_rule
 from solver.features.interpod import InterPodBlock
 from solver.features.kaishare.minruntime import preempt_held_rows
 from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracker
@@ -64,7 +65,7 @@ from solver.features.preemption.victims import (
 from solver.features.queues import QuotaBlock, QuotaLedger, QuotaMode, build_queue_tree
 from solver.features.topology import TopologyBlock
 from solver.features.topology.rules import domain_rules
-from solver.problem import IntArray, Ledger, NoLimits, Problem
+from solver.problem import FloatArray, IntArray, Ledger, NoLimits, Problem
 from solver.snapshot import NONE, Snapshot, Workload, charged_queue
 
 __all__ = [
@@ -96,10 +97,12 @@ def preempt(
     deadline: float,
     reclaim: Reclaimer | None = None,
     queue_path: Callable[[int], Sequence[str]] | None = None,
+    drf: tuple[DrfRule, Callable[[int], FloatArray]] | None = None,
 ) -> PreemptionResult:
     """Plans for the unplaced gang groups (module docstring); `exact` adds CP-SAT plans.
     `queue_path(row)`: the queue a running pod is charged to and its ancestors (leaf first),
-    for releasing a victim's use."""
+    for releasing a victim's use. `drf`: Volcano drf's preemption rule and each unit's
+    running use (`features.drf.preempt`): a unit takes only from jobs it stays poorer than."""
     started = time.perf_counter()
     result = PreemptionResult()
     free = problem.free.copy()
@@ -162,7 +165,17 @@ def preempt(
                     result.reasons[g] = f"reclaim: {plan}"
                 plan = None
         pool = pools.get(priority)
-        if pool is None:
+        share = 0.0
+        if drf is not None:  # the unit's own candidates: those it stays poorer than
+            judge, unit_use = drf
+            asked = sum((problem.type_demand[t] * n for t, n in required.items()), unit_use(u))
+            share = float(judge.share(np.asarray(asked, dtype=np.float64)))
+            richer = judge.allowed(share, pre.victim_job, pre.victim_demand)
+            candidates = np.flatnonzero(
+                ~removed & ~held & (pre.victim_priority < priority) & richer
+            )
+            pool = CandidatePool.build(pre, problem.num_nodes, candidates)
+        elif pool is None:
             candidates = np.flatnonzero(~removed & ~held & (pre.victim_priority < priority))
             pool = pools[priority] = CandidatePool.build(pre, problem.num_nodes, candidates)
         if plan is None and rules and not gathered:
@@ -191,6 +204,24 @@ def preempt(
             if better is not None:
                 plan = better
         beyond = budgets.over(plan.victims)  # a victim gang's other members may be held
+        if drf is not None and plan.engine != "reclaim" and not beyond:
+            jobs = {int(pre.victim_job[v]) for v in plan.victims}
+            beyond = next(
+                (
+                    why
+                    for j in sorted(jobs)
+                    if (
+                        why := drf[0].refuses(
+                            share,
+                            [v for v in plan.victims if pre.victim_job[v] == j],
+                            pre.victim_job,
+                            pre.victim_demand,
+                            pre.job_name(j),
+                        )
+                    )
+                ),
+                None,
+            )
         if beyond:
             for g in gangs:
                 result.reasons[g] = f"preemption: not helpful, {beyond}"
@@ -290,6 +321,7 @@ def run_preemption(
     outcome = preempt(
         problem, pre, pod_node, exact=exact, workers=workers, seed=seed, deadline=deadline,
         reclaim=planner, queue_path=queue_paths(snapshot, conf, planner),
+        drf=drf_rule(problem, pre, snapshot, conf),
     )  # fmt: skip
     victims: list[Victim] = []
     nominated: dict[str, str] = {}

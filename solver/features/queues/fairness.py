@@ -26,7 +26,7 @@ import numpy as np
 from solver.problem import IntArray, Problem
 from solver.quantity import UNLIMITED
 
-__all__ = ["FAIR_SCALE", "fair_share", "fair_targets", "placed_use"]
+__all__ = ["FAIR_SCALE", "fair_share", "fair_targets", "placed_use", "queue_shares"]
 
 FAIR_SCALE = 1000
 
@@ -73,12 +73,17 @@ def placed_use(
     return use
 
 
-def fair_share(target: IntArray, allocated: IntArray, placed: IntArray) -> int:
-    """min_q max_d r_qd over the queues with a target (S when none)."""
-    shares = []
+def queue_shares(target: IntArray, allocated: IntArray, placed: IntArray) -> dict[int, int]:
+    """s_q = max_d r_qd of every queue row with a target."""
+    shares = {}
     for q in np.flatnonzero((target > 0).any(axis=1)).tolist():
         dims = np.flatnonzero(target[q] > 0)
         held = allocated[q, dims] + placed[q, dims]
         ratios = np.minimum(FAIR_SCALE, (FAIR_SCALE * held) // target[q, dims])
-        shares.append(int(ratios.max()))
-    return min(shares, default=FAIR_SCALE)
+        shares[q] = int(ratios.max())
+    return shares
+
+
+def fair_share(target: IntArray, allocated: IntArray, placed: IntArray) -> int:
+    """min_q s_q over the queues with a target (S when none)."""
+    return min(queue_shares(target, allocated, placed).values(), default=FAIR_SCALE)
