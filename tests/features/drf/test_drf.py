@@ -59,7 +59,7 @@ def test_dominant_share_is_the_largest_resource_fraction() -> None:
     assert dominant_shares(snapshot, [["default/a"], ["default/b"], []]) == [0.8, 0.0, 0.0]
 
 
-def test_hierarchy_and_preemption_are_noted() -> None:
+def test_hierarchy_is_noted_and_preemption_acted_on() -> None:
     text = """actions: "enqueue, allocate, preempt"
 tiers:
 - plugins:
@@ -68,4 +68,4 @@ tiers:
 """
     notes = conf_from_text(text, "c.conf").notes
     assert any("enableHierarchy (hierarchical DRF) is not implemented yet" in n for n in notes)
-    assert any("its preemption rule" in n for n in notes)
+    assert not any("preemption rule" in n for n in notes)  # `preempt.py` acts on it
