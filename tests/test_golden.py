@@ -6,7 +6,10 @@ a refactor must not change any answer. Deliberate changes of the objective are r
 and listed here: the `fair_share` tier (2026-11-29) re-recorded the six rows where two
 queues compete (cases 72, 215, 225, 244, 388, 394: the tier in `tiers`, `objective`,
 `bound`); in case 388 CP-SAT now places queue frontend's job beside one of backend's
-instead of backend's two (fair_share 1000 against 0).
+instead of backend's two (fair_share 1000 against 0). Volcano's queue order taken again
+after every job (2026-11-29, `order.resorted_order`) re-recorded case 388 once more: the
+greedy too now gives frontend its job after backend's first (as Volcano's allocate action
+does, pushing backend back with its share grown), and CP-SAT keeps that answer.
 """
 
 from __future__ import annotations

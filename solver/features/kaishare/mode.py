@@ -84,6 +84,7 @@ class KaiMode(QuotaMode):
         self.fair: dict[str, Amounts] = {}  # the call's fair shares, KAI units
         self.history: dict[str, Amounts] = {}  # historical usage (time-based fair share)
         self.usage_params = conf.usage  # `usageDBConfig`: None, no usage counted
+        self._order: list[int] | None = None  # the call's KAI order, taken once
 
     @property
     def key(self) -> Hashable:
@@ -213,7 +214,15 @@ class KaiMode(QuotaMode):
     def order_units(
         self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
     ) -> list[int]:
-        return kai_order(self, ctx, tree, unit_queue)
+        """KAI's order (re-sorted after every job), the same for the admission walk."""
+        if self._order is None:
+            self._order = kai_order(self, ctx, tree, unit_queue)
+        return self._order
+
+    def enqueue_order(
+        self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
+    ) -> list[int]:
+        return self.order_units(ctx, tree, unit_queue)
 
     def queue_cmp(self, tree: QueueTree, a: str, b: str) -> int:
         """Between two queues without their jobs: criteria 1-8 with empty jobs."""

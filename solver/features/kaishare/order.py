@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from solver.features.queues import ROOT, QueueTree
+from solver.features.queues.mode import MAX_COMPARISONS
 from solver.model import KAI_RESOURCES, KAI_UNLIMITED
 
 if TYPE_CHECKING:
@@ -165,9 +166,6 @@ class KaiOrder:
         return (ta > tb) - (ta < tb)
 
 
-MAX_COMPARISONS = 200_000
-"""Past this many comparisons (units × the widest level's queues with jobs) the order is
-sorted once on the shares at the start of the cycle instead of re-sorted after every job."""
 
 
 def kai_order(

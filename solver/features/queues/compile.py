@@ -1,9 +1,11 @@
 """A quota plugin's compile step, shared by `capacity` and `capacity-card`.
 
 1. The queue tree (memoised per snapshot generation) and each job's queue.
-2. The unit order: Volcano's queue order (`order.py`) when the tree is valid.
-3. Admission (`enqueue`): jobs walk into their queues in that order; a job whose request
+2. Admission (`enqueue`): jobs walk into their queues in the queue order at the start of
+   the cycle (`QuotaMode.enqueue_order`: enqueuing moves no share); a job whose request
    does not fit is not enqueued this cycle, and its gangs are blocked with the reason.
+3. The unit order of the allocation (`QuotaMode.order_units`): taken again after every
+   job, each enqueued job counted in its queue's share (`order.resorted_order`).
 4. The QuotaBlock: the queues on the paths of the call's jobs, the mode's dimensions, the
    headroom left at each, and what one pod of each type uses of each; then the mode's extra
    rows (`QuotaMode.extra_rows`), each counted by the pod types it names.
@@ -44,8 +46,10 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
             unit_queue[u], first[u] = queue_of[g], False
 
     order = sorted(range(len(plan.unit_ids)), key=ctx.unit_key)
-    if tree is not None and not tree.broken:
-        order = ctx.unit_order = mode.order_units(ctx, tree, unit_queue)
+    valid = tree is not None and not tree.broken
+    if valid:
+        assert tree is not None
+        order = mode.enqueue_order(ctx, tree, unit_queue)
     if tree is not None:
         unit_gangs = plan.unit_gangs()
         jobs = [
@@ -57,6 +61,9 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
         gates = ctx.enqueue_gates
         for gid, why in plan_enqueue(ctx.snapshot, ctx.conf, tree, mode, jobs, gates).items():
             ctx.not_enqueued[index[gid]] = why
+    if valid:
+        assert tree is not None
+        ctx.unit_order = mode.order_units(ctx, tree, unit_queue)
 
     queue_names: list[str] = []
     type_queues: list[tuple[int, ...]] = []

@@ -17,7 +17,7 @@ import numpy as np
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import running_shares
-from solver.features.queues.order import capacity_cmp, queue_order
+from solver.features.queues.order import capacity_cmp, queue_order, resorted_order
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
 from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli, pod_queue
 from solver.problem import IntArray, Rows
@@ -266,8 +266,26 @@ class QuotaMode:
     def order_units(
         self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
     ) -> list[int]:
-        """The units in this plugin's order: Volcano's queue order, then the job order
-        (`order.queue_order`); KAI's re-sorts after every job."""
+        """The units in this plugin's order: Volcano's queue order, then the job order,
+        taken again after every job with its pending pods counted in its queue
+        (`order.resorted_order`, as Volcano's allocate action re-pushes a queue); a job
+        not enqueued counts nothing. Past `MAX_COMPARISONS` (jobs × the widest fan-out:
+        each job taken re-compares a level's queues) the order is taken once, with the
+        shares at the start of the cycle."""
+        widest = max((len(q.children) for q in tree.queues.values()), default=1)
+        if len(unit_queue) * max(widest, 1) > MAX_COMPARISONS:  # sorted once, at the start
+            return queue_order(tree, unit_queue, ctx.unit_key, self.queue_cmp)
+        asks = unit_asks(ctx, self)
+        for g, u in enumerate(ctx.gangs.unit):
+            if g in ctx.not_enqueued:
+                asks[u] = {}
+        return resorted_order(tree, unit_queue, ctx.unit_key, self.queue_cmp, asks)
+
+    def enqueue_order(
+        self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
+    ) -> list[int]:
+        """The order the `enqueue` walk takes jobs in: the queue order with the shares at
+        the start of the cycle (Volcano's enqueue action moves no allocation)."""
         return queue_order(tree, unit_queue, ctx.unit_key, self.queue_cmp)
 
     def extra_rows(
@@ -321,6 +339,22 @@ def queue_dialect(snapshot: Snapshot) -> str:
         ("queues", "dialect"),
         lambda: "kai" if any(q.kai is not None for q in snapshot.queues.values()) else "volcano",
     )
+
+
+MAX_COMPARISONS = 200_000
+"""Above this many (jobs × widest fan-out), the queue order is not re-taken per job."""
+
+
+def unit_asks(ctx: CompileContext, mode: QuotaMode) -> list[dict[str, int]]:
+    """What each unit's pending pods ask for together, in the mode's dimensions."""
+    asks = np.zeros((len(ctx.gangs.unit_ids), len(ctx.resources)), dtype=np.int64)
+    demand = np.asarray(ctx.type_demand, dtype=np.int64).reshape(ctx.num_types, len(ctx.resources))
+    for t, pods in enumerate(ctx.type_pods):
+        asks[ctx.gangs.unit[ctx.type_gang[t]]] += demand[t] * len(pods)
+    return [
+        mode.view({r: int(v) for r, v in zip(ctx.resources, row.tolist(), strict=True) if v})
+        for row in asks
+    ]
 
 
 def build_queue_tree(
