@@ -14,6 +14,7 @@ from clients._exit import fail
 from clients._options import Output, OutputFormat
 from clients.render import write_data
 from solver import GangplanError, load_conf
+from solver.config import plugin_status
 
 __all__ = ["config_app"]
 
@@ -29,7 +30,8 @@ def show_cmd(
     output: OutputFormat = Output.yaml,
 ) -> None:
     """Print the effective conf (the default one without --config): YAML as Volcano's file
-    format, JSON, or a table of its actions and plugins."""
+    format, JSON, or a table of its actions and plugins (with whether gangplan acts on
+    each; what it does not act on is noted on stderr)."""
     try:
         conf = load_conf(config)
     except GangplanError as err:
@@ -42,12 +44,13 @@ def show_cmd(
         write_data(data, output)
         return
     table = Table(title=f"actions: {data.get('actions', '')}")
-    for column in ("tier", "plugin", "arguments"):
+    for column in ("tier", "plugin", "arguments", "gangplan"):
         table.add_column(column)
     for number, tier in enumerate(data.get("tiers", []), start=1):
         for plugin in tier.get("plugins", []):
             arguments = {k: v for k, v in plugin.items() if k != "name"}
+            name = str(plugin.get("name", ""))
             table.add_row(
-                str(number), str(plugin.get("name", "")), json.dumps(arguments) if arguments else ""
+                str(number), name, json.dumps(arguments) if arguments else "", plugin_status(name)
             )
     Console().print(table)

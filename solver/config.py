@@ -51,6 +51,7 @@ __all__ = [
     "conf_from_text",
     "load_conf",
     "parse_go_duration",
+    "plugin_status",
 ]
 
 
@@ -277,6 +278,14 @@ class SchedulerConf(BaseModel):
                 for tier in self.tiers
             ],
         }
+
+
+def plugin_status(name: str) -> str:
+    """Whether gangplan acts on a plugin a conf lists: `acted on`, `not implemented yet`
+    (a Volcano / Koordinator plugin, noted) or `unknown` (noted)."""
+    if name in BUILTIN_PLUGINS or name in OPTIONAL_PLUGINS:
+        return "acted on"
+    return "not implemented yet" if name in UPSTREAM_PLUGINS else "unknown"
 
 
 def _configmap_conf(data: object, source: str) -> dict[str, Any]:

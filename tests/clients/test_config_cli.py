@@ -40,3 +40,20 @@ def test_default_conf_places_queues_without_affinity_on_labelled_nodes() -> None
     assert schedule(cluster, engine="greedy").podgroups["default/job"].placed
     nodegroup = load_conf(str(Path(__file__).parents[2] / "examples" / "queues" / "nodegroup.conf"))
     assert not schedule(cluster, nodegroup, engine="greedy").podgroups["default/job"].placed
+
+
+def test_the_table_says_which_plugins_gangplan_acts_on(tmp_path: Path) -> None:
+    path = tmp_path / "c.conf"
+    path.write_text(
+        "tiers:\n- plugins:\n  - name: pdb\n  - name: drf\n  - name: tdm\n  - name: foo\n"
+    )
+    result = runner.invoke(app, ["config", "show", "--config", str(path), "-o", "table"])
+    assert result.exit_code == 0, result.output
+    rows = {
+        line.split("│")[2].strip(): line.split("│")[4].strip()
+        for line in result.stdout.splitlines()
+        if line.count("│") >= 5
+    }
+    assert rows == {
+        "pdb": "acted on", "drf": "acted on", "tdm": "not implemented yet", "foo": "unknown",
+    }  # fmt: skip

@@ -166,8 +166,6 @@ class KaiOrder:
         return (ta > tb) - (ta < tb)
 
 
-
-
 def kai_order(
     mode: KaiNumbers, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
 ) -> list[int]:
