@@ -10,7 +10,9 @@ Read once per call from one snapshot generation, as columns:
   preemption labels (`scheduling.koordinator.sh/disable-preemptible`, ...), by a system
   PriorityClass or `kube-system`, by a GPU-sharing annotation or device assignment (the
   device a share sits on is not re-planned), by pod (anti-)affinity terms, or — a gang —
-  by a Volcano `networkTopology` (HyperNode members are named nodes, which a move changes).
+  by a Volcano `networkTopology` (HyperNode members are named nodes, which a move changes),
+  or by a PodDisruptionBudget that allows fewer evictions than it counts of the unit's pods
+  (a move evicts a unit's pods together, and the Eviction API refuses one past a budget).
 * **Where a pod may land** keeps every constraint it was placed under that the snapshot
   can see: a target node has the same labels and taints as the pod's node but for the
   labels that say *where* (hostname, every label key with `topology` in it — zone, region,
@@ -34,8 +36,9 @@ from solver.arrays import IntArray
 from solver.defrag._goal import NODE_LEVEL, DefragGoal
 from solver.features.devices.quota import SHARE_FACT
 from solver.features.devices.table import ALLOCATED_FACT
+from solver.features.pdb import budget_rows
 from solver.features.preemption.victims import PROTECTED_FACT, SYSTEM_CRITICAL
-from solver.model import SHARE_RESOURCES
+from solver.model import SHARE_RESOURCES, allowed_disruptions
 from solver.problem import BoolArray
 from solver.quantity import PODS
 from solver.snapshot import NONE, TERMINATING, Snapshot
@@ -132,6 +135,7 @@ def defrag_input(snapshot: Snapshot, goal: DefragGoal) -> DefragInput:
         spec = snapshot.gangs.get(running.gang_name(int(keys[u])))  # names, not labels
         if spec is not None and spec.network_topology is not None:
             immovable[u] = True
+    budget_held = _budget_held(snapshot, rows, unit_of, keys.size) & ~immovable
 
     pod_node = running.node[rows].astype(np.int64)
     order = np.argsort(unit_of, kind="stable")
@@ -147,7 +151,7 @@ def defrag_input(snapshot: Snapshot, goal: DefragGoal) -> DefragInput:
             if pods.size > 1 and values[pod_node[pods[0]]] >= 0
             and bool(np.all(values[pod_node[pods]] == values[pod_node[pods[0]]]))
         )  # fmt: skip
-        units.append(Unit(name, pods, named, compact, not bool(immovable[u])))
+        units.append(Unit(name, pods, named, compact, not (immovable[u] or budget_held[u])))
 
     d_count = len(domains)
     pod_domain = node_domain[pod_node]
@@ -164,6 +168,8 @@ def defrag_input(snapshot: Snapshot, goal: DefragGoal) -> DefragInput:
         empty[d] = here.size == 0
         cost[d] = sum(units[u].pods.size for u in here.tolist())
         reason = _why_not(goal, bool(immovable[here].any()), int(cost[d]), here.size)
+        if reason is None and budget_held[here].any():
+            reason = "a PodDisruptionBudget allows fewer evictions than a gang on it has pods"
         if reason is None:
             candidate[d] = not empty[d]
         else:
@@ -259,6 +265,25 @@ def _repelled(snapshot: Snapshot, rows: IntArray) -> BoolArray:
             elif value is not None:
                 out |= np.array([m.labels.get(term.topology_key) == value for m in nodes])
     return out
+
+
+def _budget_held(snapshot: Snapshot, rows: IntArray, unit_of: IntArray, units: int) -> BoolArray:
+    """[U] units a PodDisruptionBudget keeps: a move evicts a unit's pods together (the
+    Eviction API refuses one past the budget), so a unit moves only when every budget
+    allows at least as many evictions as it counts of the unit's pods."""
+    held = np.zeros(units, dtype=bool)
+    if not snapshot.budgets:
+        return held
+    position = {int(r): i for i, r in enumerate(rows.tolist())}
+    for budget in snapshot.budgets.values():
+        selected, counted = budget_rows(snapshot, budget)
+        healthy = int(((snapshot.running.flags[selected] & TERMINATING) == 0).sum())
+        allowed = allowed_disruptions(budget, healthy)
+        mine = [position[r] for r in counted.tolist() if r in position]
+        if mine:
+            per_unit = np.bincount(unit_of[mine], minlength=units)
+            held |= per_unit > allowed
+    return held
 
 
 def _protected(snapshot: Snapshot, goal: DefragGoal, rows: IntArray) -> BoolArray:

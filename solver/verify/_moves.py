@@ -6,7 +6,9 @@ and creates it on its target, and no node may then be over its allocatable on a 
 the pod asks for (the `pods` count included). At the end the freed nodes hold no pod but
 DaemonSet pods (label `pod-template-generation`) and terminating ones. A gang moves whole;
 a gang that lay in one value of a where-label lies in one after; a pod lands on a Ready,
-uncordoned node whose taints and labels — but the where-labels — are its old node's.
+uncordoned node whose taints and labels — but the where-labels — are its old node's. A
+unit (a gang, else a pod) evicts its pods together: no PodDisruptionBudget counts more of
+them than it allows (its status, else the spec over the running pods it selects).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from solver.model import Node, Taint
+from solver.model import Node, Taint, allowed_disruptions
 from solver.snapshot import NONE, TERMINATING, Snapshot
 
 __all__ = ["verify_moves"]
@@ -83,6 +85,7 @@ def verify_moves(
                 )
     problems += _freed(snapshot, set(freed_nodes), moved)
     problems += _gangs(snapshot, moved, where_keys)
+    problems += _budgets(snapshot, moved)
     return problems
 
 
@@ -137,4 +140,33 @@ def _gangs(snapshot: Snapshot, moved: dict[str, tuple[int, str]], where: set[str
                 and len({_where(n, key) for n in after}) != 1
             ):
                 out.append(f"gang {name} lay in one {key} and is split by the moves")
+    return out
+
+
+def _budgets(snapshot: Snapshot, moved: dict[str, tuple[int, str]]) -> list[str]:
+    running = snapshot.running
+    out = []
+    for key, budget in snapshot.budgets.items():
+        if budget.selector is None or budget.selector.empty:
+            continue
+        selected = [
+            r
+            for r in running.rows().tolist()
+            if running.key(r).partition("/")[0] == budget.namespace
+            and budget.selector.matches(running.labels(r))
+        ]
+        healthy = sum(1 for r in selected if not running.flags[r] & TERMINATING)
+        allowed = allowed_disruptions(budget, healthy)
+        per_unit: dict[str, int] = {}
+        for r in selected:
+            pod = running.key(r)
+            if pod in moved and pod.partition("/")[2] not in budget.disrupted_pods:
+                gang = int(running.gang[r])
+                unit = running.gang_name(gang) if gang != NONE else pod
+                per_unit[unit] = per_unit.get(unit, 0) + 1
+        out += [
+            f"{unit} evicts {count} pod(s) of PodDisruptionBudget {key} at once ({allowed} allowed)"
+            for unit, count in sorted(per_unit.items())
+            if count > allowed
+        ]
     return out

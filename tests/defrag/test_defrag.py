@@ -265,3 +265,49 @@ def test_a_plan_with_moves_says_spreads_are_not_kept() -> None:
     assert moved.moves and any("topologySpreadConstraints" in n for n in moved.notes)
     still = plan(snap, "greedy", level=RACK, max_pods=1)
     assert not still.moves and not any("topologySpreadConstraints" in n for n in still.notes)
+
+
+def pdb(allowed: int | None, **labels: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "g-pdb", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": labels}},
+    }  # fmt: skip
+    if allowed is not None:
+        body["status"] = {"disruptionsAllowed": allowed}
+    return body
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("allowed", "freed"), [(2, "r0"), (1, "r1")])
+def test_a_disruption_budget_keeps_a_gang_it_cannot_let_go_whole(
+    engine: str, allowed: int, freed: str
+) -> None:
+    """The 2-pod gang on n01 moves its pods together (evicted at once): a budget over them
+    allowing 2 lets r0 go; allowing 1, the gang stays and r1 (7 pods) goes instead."""
+    load = {**LOAD, "n01": 0}
+    gang = [
+        pod(f"g-{i}").requests(cpu="500m", gpu=1).group("g").label("app", "g").on("n01").obj()
+        for i in range(2)
+    ]
+    found = plan(
+        snapshot(*rack_nodes(), *ones(load), *gang, pdb(allowed, app="g")),
+        engine, level=RACK, max_pods=8,
+    )  # fmt: skip
+    assert found.freed == (freed,)
+    if allowed == 1:
+        assert any("PodDisruptionBudget" in n for n in found.notes)
+
+
+def test_the_check_counts_a_gangs_evictions_against_a_budget() -> None:
+    load = {**LOAD, "n01": 0}
+    gang = [
+        pod(f"g-{i}").requests(cpu="500m", gpu=1).group("g").label("app", "g").on("n01").obj()
+        for i in range(2)
+    ]
+    snap = snapshot(*rack_nodes(), *ones(load), *gang, pdb(1, app="g"))
+    moves = [("default/g-0", "n01", "n10"), ("default/g-1", "n01", "n10")]
+    problems = verify_moves(snap, moves, [], [RACK, "kubernetes.io/hostname"])
+    assert problems == [
+        "default/g evicts 2 pod(s) of PodDisruptionBudget default/g-pdb at once (1 allowed)"
+    ]
