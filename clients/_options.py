@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-__all__ = ["Context", "Files", "Kubeconfig", "LiveFiles", "Output", "OutputFormat"]
+from solver import InputError
+from solver.model import ClusterModel, epoch_seconds
+
+__all__ = [
+    "Context",
+    "Files",
+    "Kubeconfig",
+    "LiveFiles",
+    "Now",
+    "Output",
+    "OutputFormat",
+    "observed_at",
+]
 
 Files = Annotated[
     list[str],
@@ -48,3 +61,21 @@ OutputFormat = Annotated[
         "`plan` counts memory in MiB). table for people: cores, GiB, GPU counts.",
     ),
 ]
+
+Now = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help="The cluster's time (RFC 3339; default: now): queues' usage and KAI's minimum "
+        "runtimes count to it (and `why`'s start estimate from it).",
+    ),
+]
+
+
+def observed_at(cluster: ClusterModel, now: str | None) -> ClusterModel:
+    """The cluster seen at `--now` (checked), or as read."""
+    if now is None:
+        return cluster
+    if not math.isfinite(epoch_seconds(now)):
+        raise InputError(f"--now {now[:64]!r}: not an RFC 3339 time")
+    return cluster.model_copy(update={"observed": now})

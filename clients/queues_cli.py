@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.tree import Tree
 
 from clients._exit import fail
-from clients._options import Files, Output, OutputFormat
+from clients._options import Files, Now, Output, OutputFormat, observed_at
 from clients.render import amounts, write_data
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.quantity import UNLIMITED
@@ -100,11 +100,12 @@ def tree_cmd(
         str | None, typer.Option("--config", help="Scheduler conf (Volcano format).")
     ] = None,
     output: OutputFormat = Output.table,
+    now: Now = None,
 ) -> None:
     """Draw the queue tree with capability / deserved / guarantee / allocated per queue."""
     try:
         conf = load_conf(config)
-        model = load_manifests(*files)
+        model = observed_at(load_manifests(*files), now)
         kai = kai_queue_tree(snapshot_of(model), conf)
         if kai is not None:
             _kai_tree(*kai, output)

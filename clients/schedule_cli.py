@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from clients._exit import fail
-from clients._options import Context, Kubeconfig, LiveFiles, Output, OutputFormat
+from clients._options import Context, Kubeconfig, LiveFiles, Now, Output, OutputFormat, observed_at
 from clients.client import ClientError
 from clients.remote import schedule_remote
 from clients.render import schedule_table, why_table, write_data
@@ -185,6 +185,7 @@ def schedule_cmd(
     all_namespaces: AllNamespaces = False,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
+    now: Now = None,
 ) -> None:
     """Simulate one scheduling cycle for every pending pod in the manifests (with
     --kubeconfig: in the live cluster, with the manifests added; nothing is submitted)."""
@@ -193,7 +194,8 @@ def schedule_cmd(
     try:
         load_conf(config)  # a bad conf is refused before the input is read
         selection = selection_of(scheduler_names, namespaces, all_namespaces)
-        decision = cycle(ask, model_of(files, kubeconfig, context), selection, started)
+        cluster = observed_at(model_of(files, kubeconfig, context), now)
+        decision = cycle(ask, cluster, selection, started)
     except GangplanError as err:
         fail(err)
         return
@@ -223,10 +225,7 @@ def why_cmd(
     scheduler_names: SchedulerNames = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
-    now: Annotated[
-        str | None,
-        typer.Option("--now", help="The time the start estimate counts from (RFC 3339; now)."),
-    ] = None,
+    now: Now = None,
     default_runtime: Annotated[
         str | None,
         typer.Option(
@@ -246,7 +245,7 @@ def why_cmd(
         at, runtime = _clock(now, default_runtime)
         if (gang is None) == (pod is None):
             raise InputError("name the gang with --gang NS/NAME or a pod with --pod NS/NAME")
-        cluster = model_of(files, kubeconfig, context)
+        cluster = observed_at(model_of(files, kubeconfig, context), now)
         gang_id = _gang_of(cluster, gang, pod)
         decision = cycle(ask, cluster, selection_of(scheduler_names, None, False), started)
     except GangplanError as err:

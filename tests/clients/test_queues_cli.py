@@ -114,3 +114,39 @@ def test_nodegroup_examples() -> None:
         "node does not satisfy the node group affinity"
         in data["podgroups"]["default/tts-long"]["reason"]
     )
+
+
+KAI_USAGE = """\
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: a}
+spec:
+  resources:
+    gpu: {quota: 0, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n0}
+status: {allocatable: {cpu: "32", memory: 64Gi, nvidia.com/gpu: "8", pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: default, labels: {kai.scheduler/queue: a},
+           creationTimestamp: "2026-11-29T00:00:00Z"}
+spec: {nodeName: n0, containers: [{name: c, resources: {requests: {nvidia.com/gpu: "4"}}}]}
+status: {phase: Running}
+"""
+
+
+def test_queues_tree_counts_usage_to_now(tmp_path: Path) -> None:
+    """4 of 8 GPUs for the 12 h before --now, over a 24 h window: 48 / 192 = 0.25."""
+    (tmp_path / "c.yaml").write_text(KAI_USAGE)
+    (tmp_path / "u.conf").write_text("usageDBConfig: {usageParams: {windowSize: 24h}}\n")
+    args = ["queues", "tree", "-f", str(tmp_path / "c.yaml"), "--config", str(tmp_path / "u.conf")]
+    result = runner.invoke(app, [*args, "--now", "2026-11-29T12:00:00Z", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["queues"]["a"]["usage"]["nvidia.com/gpu"] == 0.25
+    bad = runner.invoke(app, [*args, "--now", "yesterday"])
+    assert bad.exit_code != 0 and "--now 'yesterday': not an RFC 3339 time" in bad.output
