@@ -111,6 +111,9 @@ def decide(
     minimized = tuple(s.name for s in tier_specs(problem) if not s.maximize)
     if preemption is not None and preemption.victims:
         tiers["preemption_cost"] = preemption.cost
+        if preemption.lost:
+            tiers["gpu_hours_lost"] = preemption.lost
+            minimized += ("gpu_hours_lost",)
         tiers["evicted_pods"] = preemption.evicted
         minimized += ("preemption_cost", "evicted_pods")
     return Decision(

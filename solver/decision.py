@@ -287,3 +287,4 @@ class Preemption:
     reasons: dict[int, str]  # gang index -> why preemption did not help
     cost: int
     evicted: int
+    lost: int = 0  # GPU-hours of work the victims lose (from their creation times)

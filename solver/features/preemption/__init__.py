@@ -51,7 +51,12 @@ from solver.features.pdb import BudgetLedger, victim_budgets
 from solver.features.preemption.cpsat import cpsat_plan
 from solver.features.preemption.domains import domain_need, domain_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
-from solver.features.preemption.plans import PreemptionPlan, PreemptionResult, required_pods
+from solver.features.preemption.plans import (
+    PreemptionPlan,
+    PreemptionResult,
+    plan_lost,
+    required_pods,
+)
 from solver.features.preemption.pool import CandidatePool
 from solver.features.preemption.reclaim import Reclaimer, ReclaimPlanner, reclaim_planner
 from solver.features.preemption.victims import (
@@ -325,7 +330,7 @@ def run_preemption(
     )  # fmt: skip
     victims: list[Victim] = []
     nominated: dict[str, str] = {}
-    cost = evicted = 0
+    cost = evicted = lost = 0
     for plan in outcome.plans:
         unit_id = problem.unit_ids[plan.unit]
         gangs = unit_id.split(",")
@@ -358,8 +363,10 @@ def run_preemption(
             for pod, n in zip(problem.type_pods[t], nodes, strict=False):
                 nominated[pod] = problem.node_names[n]
         cost += plan.cost
+        lost += plan_lost(pre, plan.victims)
         evicted += len(plan.victims)
-    return Preemption(tuple(victims), nominated, outcome.reasons, cost, evicted), outcome.seconds
+    preemption = Preemption(tuple(victims), nominated, outcome.reasons, cost, evicted, lost)
+    return preemption, outcome.seconds
 
 
 def _no_compile(ctx: CompileContext) -> None:

@@ -1,11 +1,13 @@
-"""Victims and nodes together in CP-SAT: minimise Σ rank of evicted jobs, then evicted pods.
+"""Victims and nodes together in CP-SAT: minimise Σ rank of evicted jobs, then the GPU-hours
+of work they lose, then evicted pods.
 
     # x[t, n] = pods of type t nominated to node n;  e[v] = victim v evicted;  z[j] = job j
     # Σ_t x[t, n] · d_tr ≤ free_nr + Σ_{v on n} e_v · d_vr;   e_v ⇒ z_job(v)
     # a victim gang left below minMember is evicted whole
     # per domain rule k: y[k, d] = its pods in domain d;  Σ_d y[k, d] = 1;
     #   x[t, n] ≤ slots_tn · y[k, dom_k(n)] for t of rule k (one domain, chosen with the victims)
-    # minimise (Σ_j rank_j · z_j) · (V + 1) + Σ_v e_v
+    # minimise (Σ_j rank_j · z_j) · (L + 1)(V + 1) + (Σ_v lost_v · e_v) · (V + 1) + Σ_v e_v
+    #   lost_v: GPU-hours since the victim's creation (`victims.lost_work`), L = Σ lost_v
 
 Hinted with the greedy plan; the cheaper plan wins (never worse than the greedy's).
 """
@@ -17,7 +19,7 @@ import time
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.features.preemption.plans import PreemptionPlan, plan_cost, whole_gangs
+from solver.features.preemption.plans import PreemptionPlan, plan_cost, plan_lost, whole_gangs
 from solver.features.preemption.victims import PreemptionInput
 from solver.features.topology.rules import DomainRule
 from solver.problem import IntArray, Problem
@@ -124,7 +126,15 @@ def cpsat_plan(
         else:
             model.add(evicted <= slack)
     cost = cp_model.LinearExpr.sum([int(pre.job_rank[j]) * z[j] for j in jobs])
-    model.minimize(cost * (len(cand) + 1) + cp_model.LinearExpr.sum(list(e.values())))
+    lost_of = pre.victim_lost if pre.victim_lost is not None else np.zeros(0, dtype=np.int64)
+    lost_terms = [int(lost_of[v]) * e[v] for v in cand if lost_of.size and lost_of[v] > 0]
+    pods_weight = len(cand) + 1
+    lost_weight = (sum(int(lost_of[v]) for v in cand) if lost_terms else 0) * pods_weight
+    model.minimize(
+        cost * (lost_weight + pods_weight)
+        + pods_weight * cp_model.LinearExpr.sum(lost_terms)
+        + cp_model.LinearExpr.sum(list(e.values()))
+    )
     # the greedy plan as a complete hint
     hinted = set(hint.victims)
     for v in cand:
@@ -145,7 +155,8 @@ def cpsat_plan(
     victims_set = whole_gangs(pre, set(victims))
     victims = sorted(victims_set, key=pre.key)
     new_cost = plan_cost(pre, victims)
-    if (new_cost, len(victims)) >= (hint.cost, len(hint.victims)):
+    ours = (new_cost, plan_lost(pre, victims), len(victims))
+    if ours >= (hint.cost, plan_lost(pre, hint.victims), len(hint.victims)):
         return None
     nominated = {
         t: [n for n in nodes for _ in range(int(solver.value(x[t, n]))) if (t, n) in x]

@@ -8,7 +8,14 @@ from solver.features.preemption.victims import PreemptionInput
 from solver.features.topology import TopologyBlock
 from solver.problem import Problem
 
-__all__ = ["PreemptionPlan", "PreemptionResult", "plan_cost", "required_pods", "whole_gangs"]
+__all__ = [
+    "PreemptionPlan",
+    "PreemptionResult",
+    "plan_cost",
+    "plan_lost",
+    "required_pods",
+    "whole_gangs",
+]
 
 
 @dataclass
@@ -45,6 +52,12 @@ def required_pods(problem: Problem, gangs: list[int]) -> dict[int, int]:
 
 def plan_cost(pre: PreemptionInput, victims: list[int]) -> int:
     return int(sum(pre.job_rank[j] for j in {int(pre.victim_job[v]) for v in victims}))
+
+
+def plan_lost(pre: PreemptionInput, victims: list[int]) -> int:
+    """GPU-hours of work the victims lose (`victims.lost_work`)."""
+    lost = pre.victim_lost
+    return int(sum(int(lost[v]) for v in victims)) if lost is not None else 0
 
 
 def whole_gangs(pre: PreemptionInput, victims: set[int]) -> set[int]:

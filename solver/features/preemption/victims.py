@@ -24,6 +24,7 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features.pdb import Budget
+from solver.model import GPU_RESOURCE
 from solver.problem import IntArray, Problem
 from solver.snapshot import NONE, PREEMPTED, TERMINATING, Fact, Snapshot, Workload
 
@@ -112,6 +113,7 @@ class PreemptionInput:
     nominated: dict[str, tuple[int, ...]]  # gang id -> nodes its pending pods are nominated to
     snapshot: Snapshot
     budgets: tuple[Budget, ...] = ()  # PodDisruptionBudgets over the victims (`pdb`)
+    victim_lost: IntArray | None = None  # [V] GPU-hours of work an eviction loses (`lost_work`)
 
     def key(self, v: int) -> str:
         return self.snapshot.running.key(int(self.rows[v]))
@@ -227,6 +229,19 @@ def _jobs(snapshot: Snapshot, critical: bool, held: IntArray) -> _Jobs:
     )  # fmt: skip
 
 
+def lost_work(snapshot: Snapshot, rows: IntArray) -> IntArray:
+    """[V] GPU-hours of work each running row's eviction loses: its GPUs × the hours since
+    its creation up to the snapshot's time, rounded up (0 without a creation time)."""
+    running = snapshot.running
+    names = running.resources
+    if GPU_RESOURCE not in names:
+        return np.zeros(len(rows), dtype=np.int64)
+    gpus = running.requests((GPU_RESOURCE,))[rows][:, 0].astype(np.float64)
+    age = snapshot.observed - running.started[rows]
+    hours = np.where(np.isfinite(age) & (age > 0), age / 3600.0, 0.0)
+    return np.ceil(gpus * hours - 1e-9).astype(np.int64)
+
+
 def compile_preemption(
     snapshot: Snapshot,
     workload: Workload,
@@ -268,4 +283,5 @@ def compile_preemption(
         trigger=trigger,
         nominated={g: tuple(sorted(n)) for g, n in nominated.items()},
         snapshot=snapshot,
+        victim_lost=lost_work(snapshot, jobs.rows),
     )
