@@ -8,6 +8,8 @@ controller's derivation from the spec over the selected pods, `allowed_disruptio
 
 from __future__ import annotations
 
+import numpy as np
+
 from solver.model import allowed_disruptions
 from solver.snapshot import TERMINATING
 from solver.verify._context import VerifyContext
@@ -19,17 +21,21 @@ def disruption_budgets(ctx: VerifyContext) -> list[str]:
     if not ctx.evicted or not ctx.snapshot.budgets:
         return []
     running = ctx.snapshot.running
-    by_namespace: dict[str, list[int]] = {}
-    for row in running.rows().tolist():
-        by_namespace.setdefault(running.key(row).partition("/")[0], []).append(row)
+    rows = running.rows()
+    sets = running.label_sets
     problems = []
     for key, budget in ctx.snapshot.budgets.items():
         selector = budget.selector
         if selector is None or selector.empty:
             continue
-        selected = [
-            r for r in by_namespace.get(budget.namespace, []) if selector.matches(running.labels(r))
-        ]
+        ns = running.namespace_names.get(budget.namespace)
+        here = rows[running.namespace[rows] == ns]
+        matching = {
+            i: selector.matches(sets[i])
+            for i in np.unique(running.label_set[here]).tolist()
+            if i >= 0
+        }  # each distinct label set once
+        selected = [r for r in here.tolist() if matching.get(int(running.label_set[r]), False)]
         healthy = sum(1 for r in selected if not running.flags[r] & TERMINATING)
         gone = set(budget.disrupted_pods)
         evicted = [

@@ -33,13 +33,12 @@ Cost: one pass over the running rows' columns (numpy) per snapshot generation, m
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
 from solver.config import UsageParams
 from solver.features.queues import ROOT, QueueTree
-from solver.model import GPU_RESOURCE, KAI_RESOURCES
+from solver.model import KAI_RESOURCES
 from solver.snapshot import NONE, Snapshot, charged_queue
 
 __all__ = ["decayed_span", "queue_usage"]
@@ -121,10 +120,3 @@ def _accrued(snapshot: Snapshot, tree: QueueTree, params: UsageParams) -> dict[s
             for j, r in enumerate(KAI_RESOURCES):
                 mine[r] = mine.get(r, 0.0) + float(per_queue[qid, j])
     return out
-
-
-def usage_text(usage: Mapping[str, float]) -> str:
-    """`gpu 0.44, cpu 0.10` (resources with some usage)."""
-    short = {GPU_RESOURCE: "gpu"}
-    parts = [f"{short.get(r, r)} {v:.2f}" for r, v in usage.items() if v > 0]
-    return ", ".join(parts) or "none"

@@ -10,7 +10,7 @@ disruption controller would derive from its spec over the pods it selects
 Volcano filters each node's candidate victims in turn against a fresh copy of the budgets
 (`pdbFilterFn`), so victims on two nodes may together exceed one. gangplan keeps one
 budget across the whole cycle: every plan of every job (preemption and reclaim, greedy and
-CP-SAT) together evicts at most `allowed` pods a budget counts (`Budgets`); `verify`
+CP-SAT) together evicts at most `allowed` pods a budget counts (`BudgetLedger`); `verify`
 re-derives the budgets and checks the Decision's victims.
 
 On when the conf lists `pdb` (Volcano's default conf does not).
@@ -44,7 +44,11 @@ class Budget:
 
 def budget_rows(snapshot: Snapshot, budget: DisruptionBudget) -> tuple[IntArray, IntArray]:
     """The live running rows the budget selects, and among them those it counts (not
-    already in its `disruptedPods`)."""
+    already in its `disruptedPods`); memoised per snapshot generation."""
+    return snapshot.memo(("pdb", "rows", budget), lambda: _budget_rows(snapshot, budget))
+
+
+def _budget_rows(snapshot: Snapshot, budget: DisruptionBudget) -> tuple[IntArray, IntArray]:
     running = snapshot.running
     if budget.selector is None or budget.selector.empty:
         empty = np.zeros(0, dtype=np.int64)
