@@ -134,36 +134,44 @@ def job_started(snapshot: Snapshot, rows: IntArray) -> float | None:
 def preempt_held_rows(snapshot: Snapshot, conf: SchedulerConf, rows: IntArray) -> IntArray:
     """Of the evictable `rows`, those `preempt` may not take: every pod of a protected job
     in a KAI queue with no more running pods than its minMember, and the minMember core
-    (its first pods by key) of a protected elastic one."""
-    if not any(q.kai is not None for q in snapshot.queues.values()):
-        return np.zeros(0, dtype=np.int64)
+    (its first pods by key) of a protected elastic one. Columns, not a loop over pods: only
+    the protected elastic jobs are walked."""
+    empty = np.zeros(0, dtype=np.int64)
+    if not rows.size or not any(q.kai is not None for q in snapshot.queues.values()):
+        return empty
     rules = MinRuntime.of(snapshot.queues, conf)
     if not rules.default_preempt and not any(
         q.kai is not None and q.kai.preempt_min_runtime for q in snapshot.queues.values()
     ):
-        return np.zeros(0, dtype=np.int64)
+        return empty
     running = snapshot.running
     queue_ids = charged_queue(running, rows, snapshot.gang_queue)
+    minimum = np.full(len(running.queue_names) + 1, -np.inf)  # [queue id] (last: none)
+    for qid in np.unique(queue_ids[queue_ids != NONE]).tolist():
+        name = running.queue_names.value(qid)
+        spec = snapshot.queues.get(name)
+        if spec is not None and spec.kai is not None:
+            minimum[qid] = rules.preempt(name)
+    per_row = minimum[np.where(queue_ids == NONE, -1, queue_ids)]
     gangs = running.gang[rows].astype(np.int64)
-    jobs: dict[tuple[int, int], list[int]] = {}
-    for i, (g, q) in enumerate(zip(gangs.tolist(), queue_ids.tolist(), strict=True)):
-        key = (g, q) if g != NONE else (-1 - i, q)  # a pod without a gang: a job of one
-        jobs.setdefault(key, []).append(int(rows[i]))
-    held: list[int] = []
-    for (g, q), members in jobs.items():
-        if q == NONE:
-            continue
-        name = running.queue_names.value(q)
-        if name not in snapshot.queues or snapshot.queues[name].kai is None:
-            continue
-        minimum = rules.preempt(name)
-        if not protected(job_started(snapshot, np.array(members)), minimum, snapshot.observed):
-            continue
-        spec = snapshot.gangs.get(running.gang_name(g)) if g >= 0 else None
-        core = max(spec.min_member if spec is not None else 1, 1)
-        count = snapshot.gang_running(spec.id) if spec is not None else len(members)
-        if count <= core:
-            held.extend(members)
-        else:
-            held.extend(sorted(members, key=running.key)[:core])
-    return np.array(sorted(held), dtype=np.int64)
+    job_key = np.where(gangs != NONE, gangs, -(rows.astype(np.int64) + 1))
+    keys, job = np.unique(job_key, return_inverse=True)
+    started = running.started[rows]
+    last = np.full(keys.size, -np.inf)
+    np.fmax.at(last, job, np.where(np.isfinite(started), started, -np.inf))
+    least = np.full(keys.size, -np.inf)
+    np.fmax.at(least, job, per_row)
+    young = np.isfinite(last) & np.isfinite(least) & (snapshot.observed < last + least)
+    if not young.any():
+        return empty
+    held = young[job].copy()
+    for j in np.flatnonzero(young & (keys >= 0)).tolist():  # gangs: all go, or the core
+        gang = snapshot.gangs.get(running.gang_name(int(keys[j])))
+        core = max(gang.min_member if gang is not None else 1, 1)
+        count = snapshot.gang_running(gang.id) if gang is not None else int((job == j).sum())
+        if count > core:  # elastic: the pods beyond minMember may go
+            members = np.flatnonzero(job == j)
+            keep = sorted(members.tolist(), key=lambda v: running.key(int(rows[v])))[:core]
+            held[members] = False
+            held[keep] = True
+    return np.sort(rows[held]).astype(np.int64)
