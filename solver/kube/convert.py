@@ -276,7 +276,7 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             ident = f"kai:{parsed_kai.metadata.name}"  # beside a Volcano Queue of the same name
             out.kai_queues[parsed_kai.metadata.name] = (raw, kai_queue(raw, parsed_kai, out.notes))
         elif kind == "PodDisruptionBudget" and group == "policy":
-            budget = read_budget(raw, validate(K8sDisruptionBudget, raw))
+            budget = read_budget(raw, validate(K8sDisruptionBudget, raw), out.notes)
             ident = budget.key
             out.budgets[ident] = budget
         elif kind == "HyperNode" and group == HYPERNODE_GROUP:

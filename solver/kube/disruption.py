@@ -19,6 +19,9 @@ class _Spec(_K8s):
     selector: K8sSelector | None = None
     min_available: int | str | None = Field(default=None, alias="minAvailable")
     max_unavailable: int | str | None = Field(default=None, alias="maxUnavailable")
+    unhealthy_pod_eviction_policy: str | None = Field(
+        default=None, alias="unhealthyPodEvictionPolicy"
+    )
 
 
 class _Status(_K8s):
@@ -43,10 +46,18 @@ def _count(raw: RawObject, value: int | str | None, field: str) -> str | None:
     return text
 
 
-def read_budget(raw: RawObject, k8s: K8sDisruptionBudget) -> DisruptionBudget:
+def read_budget(raw: RawObject, k8s: K8sDisruptionBudget, notes: list[str]) -> DisruptionBudget:
     """The budget as the disruption controller and Volcano's `pdb` plugin read it: a status
-    (when the manifest has one) gives the allowance; else the spec does."""
+    (when the manifest has one) gives the allowance; else the spec does.
+    `unhealthyPodEvictionPolicy` is noted: every selected running pod counts as healthy."""
     spec = k8s.spec
+    if spec.unhealthy_pod_eviction_policy is not None:
+        notes.append(
+            f"{raw.source}: document {raw.document}: PodDisruptionBudget "
+            f"{k8s.metadata.namespace or DEFAULT_NAMESPACE}/{k8s.metadata.name}: "
+            f"spec.unhealthyPodEvictionPolicy {spec.unhealthy_pod_eviction_policy!r} not acted "
+            "on (gangplan counts every selected running pod as healthy)"
+        )
     if spec.min_available is not None and spec.max_unavailable is not None:
         raise raw.error("minAvailable and maxUnavailable cannot both be set", "spec.maxUnavailable")
     status = k8s.status

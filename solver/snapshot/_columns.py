@@ -104,6 +104,10 @@ class RunningPods:
     def key(self, row: int) -> str:
         return self._buf.keys.key(row)
 
+    def keys(self, rows: IntArray) -> list[str]:
+        """`key` of each of `rows`, read in one pass."""
+        return self._buf.keys.keys(rows.tolist())
+
     def find(self, key: str) -> int:
         """The live row of pod `key`, or NONE."""
         row = self._buf.keys.find(key, self.length)

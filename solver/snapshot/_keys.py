@@ -48,6 +48,13 @@ class PodKeys:
         start, end = self._offsets[row], self._offsets[row + 1]
         return self._bytes[start:end].tobytes().decode()
 
+    def keys(self, rows: Sequence[int]) -> list[str]:
+        """`key` of every row, the buffer read once (not a numpy slice per row)."""
+        at = np.asarray(rows, dtype=np.int64)
+        data = self._bytes.tobytes()
+        starts, ends = self._offsets[at].tolist(), self._offsets[at + 1].tolist()
+        return [data[a:b].decode() for a, b in zip(starts, ends, strict=True)]
+
     def find(self, key: str, length: int) -> int:
         """The newest row below `length` holding `key`, NONE when none does."""
         slot = self._find(self._hasher(key), key)

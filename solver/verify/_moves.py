@@ -17,8 +17,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from solver.model import Node, Taint, allowed_disruptions
+from solver.model import Node, Taint
 from solver.snapshot import NONE, TERMINATING, Snapshot
+from solver.verify._budgets import budget_pods
 
 __all__ = ["verify_moves"]
 
@@ -147,21 +148,11 @@ def _budgets(snapshot: Snapshot, moved: dict[str, tuple[int, str]]) -> list[str]
     running = snapshot.running
     out = []
     for key, budget in snapshot.budgets.items():
-        if budget.selector is None or budget.selector.empty:
-            continue
-        selected = [
-            r
-            for r in running.rows().tolist()
-            if running.key(r).partition("/")[0] == budget.namespace
-            and budget.selector.matches(running.labels(r))
-        ]
-        healthy = sum(1 for r in selected if not running.flags[r] & TERMINATING)
-        allowed = allowed_disruptions(budget, healthy)
+        counted, allowed = budget_pods(snapshot, budget)
         per_unit: dict[str, int] = {}
-        for r in selected:
-            pod = running.key(r)
-            if pod in moved and pod.partition("/")[2] not in budget.disrupted_pods:
-                gang = int(running.gang[r])
+        for pod in counted:
+            if pod in moved:
+                gang = int(running.gang[moved[pod][0]])
                 unit = running.gang_name(gang) if gang != NONE else pod
                 per_unit[unit] = per_unit.get(unit, 0) + 1
         out += [

@@ -22,7 +22,7 @@ from clients.client import IDEMPOTENT, MAX_RETRIES, Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from server import GangplanServer
-from tests.server.conftest import gang_job, gpu_pod, small_cluster
+from tests.server.conftest import GPU, gang_job, gpu_pod, small_cluster
 
 Code = grpc.StatusCode
 Start = Callable[..., tuple[GangplanServer, int]]
@@ -259,3 +259,31 @@ def test_budgets_and_queue_usage_reach_the_server(start: Start) -> None:
         )
         held = client.preempt(urgent, cluster=cluster, engine="greedy", scheduler_conf=conf)
     assert (len(free.decision.victims), len(held.decision.victims)) == (1, 0)
+
+    kai = pb.Cluster(nodes=[pb.Node(name="n0", allocatable={"cpu": 32000, GPU: 4, "pods": 110})])
+    for name, parent, usage in (("dept", "", 0.0), ("a", "dept", 0.9), ("b", "dept", 0.0)):
+        kai.queues.add(
+            name=name,
+            parent=parent,
+            kai=pb.KaiQueueResources(
+                quota={GPU: 0.0, "cpu": -1.0, "memory": -1.0},
+                limit={GPU: -1.0, "cpu": -1.0, "memory": -1.0},
+                over_quota_weight={GPU: 1.0, "cpu": 1.0, "memory": 1.0},
+                usage={GPU: usage} if usage else {},
+            ),
+        )
+        if parent:
+            job = gang_job(f"job-{name}", 3, 1)
+            job.gangs[0].queue = name
+            kai.gangs.extend(job.gangs)
+            kai.pods.extend(job.pods)
+    plain = "tiers: [{plugins: [{name: gang}, {name: predicates}]}]"
+    with Client(f"127.0.0.1:{port}") as client:
+        by_weight = client.place_job(cluster=kai, engine="greedy", scheduler_conf=plain)
+        by_usage = client.place_job(
+            cluster=kai,
+            engine="greedy",
+            scheduler_conf="usageDBConfig: {usageParams: {windowSize: 168h}}\n" + plain,
+        )
+    assert [g.gang for g in by_weight.decision.gangs if g.placed] == ["default/job-a"]
+    assert [g.gang for g in by_usage.decision.gangs if g.placed] == ["default/job-b"]

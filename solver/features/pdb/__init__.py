@@ -92,13 +92,20 @@ class BudgetLedger:
     standing (lower priority first, then pod key) stay candidates."""
 
     def __init__(
-        self, budgets: tuple[Budget, ...], priority: IntArray, key: Callable[[int], str]
+        self,
+        budgets: tuple[Budget, ...],
+        priority: IntArray,
+        keys: Callable[[IntArray], list[str]],
     ) -> None:
         self.budgets = budgets
         self.left = [b.allowed for b in budgets]
-        self._order = [
-            sorted(b.members.tolist(), key=lambda v: (int(priority[v]), key(v))) for b in budgets
-        ]
+        self._order: list[list[int]] = []
+        for b in budgets:
+            if b.allowed >= b.members.size:  # it can never hold a pod back
+                self._order.append([])
+                continue
+            names = np.array(keys(b.members))
+            self._order.append(b.members[np.lexsort((names, priority[b.members]))].tolist())
 
     def held(self, removed: BoolArray) -> BoolArray:
         """[V] the members no plan may take now (`removed`: victims already taken)."""

@@ -115,7 +115,9 @@ def preempt(
         placed = nodes[nodes >= 0]
         np.subtract.at(free, placed, problem.type_demand[t])
     removed = np.zeros(len(pre.rows), dtype=bool)
-    budgets = BudgetLedger(pre.budgets, pre.victim_priority, pre.key)
+    budgets = BudgetLedger(
+        pre.budgets, pre.victim_priority, lambda vs: pre.snapshot.running.keys(pre.rows[vs])
+    )
     held = budgets.held(removed)  # members of PodDisruptionBudgets beyond what is left
     pools: dict[int, CandidatePool] = {}  # priority -> its potential victims, kept by deltas
     quota_block = problem.block(QuotaBlock)

@@ -46,10 +46,13 @@ def in_tree(snapshot: Snapshot, rows: IntArray, tree: QueueTree) -> tuple[IntArr
     pod's annotation), and that queue of each: the reclaim candidates of a quota plugin."""
     queue_ids = charged_queue(snapshot.running, rows, snapshot.gang_queue)
     names = snapshot.running.queue_names
-    keep = [
-        v for v, q in enumerate(queue_ids.tolist()) if q != NONE and names.value(q) in tree.queues
-    ]
-    return rows[np.array(keep, dtype=np.int64)], [names.value(int(queue_ids[v])) for v in keep]
+    inside = {  # each distinct queue once
+        q: names.value(q)
+        for q in np.unique(queue_ids[queue_ids != NONE]).tolist()
+        if names.value(q) in tree.queues
+    }
+    keep = np.flatnonzero(np.isin(queue_ids, list(inside)))
+    return rows[keep], [inside[q] for q in queue_ids[keep].tolist()]
 
 
 def gang_reclaimable(conf: SchedulerConf) -> bool:

@@ -213,3 +213,10 @@ def test_reclaim_keeps_the_budget(engine: str) -> None:
     )
     assert len(victims(objs, WITHOUT.model_copy(update={"actions": conf.actions}), engine)) == 1
     assert victims([*objs, budget(0)], conf, engine) == []
+
+
+def test_the_unhealthy_pod_eviction_policy_is_noted() -> None:
+    pdb = budget(1)
+    pdb["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+    notes = load_objects(raw(*cluster(pdb))).notes
+    assert any("unhealthyPodEvictionPolicy 'AlwaysAllow' not acted on" in n for n in notes)
