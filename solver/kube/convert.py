@@ -190,6 +190,16 @@ READ_KINDS: frozenset[tuple[str, str]] = frozenset(
 """(API group, kind) of the objects `build_model` reads, besides the Workload API's."""
 
 
+SKIPPED_WHY: dict[tuple[str, str], str] = {
+    ("kai.scheduler", "SchedulingShard"): (
+        "KAI's scheduler settings: give them in the scheduler conf (--config): usageDBConfig "
+        "at its top, kValue as the proportion plugin's argument, minRuntime as the minruntime "
+        "plugin's defaultPreemptMinRuntime / defaultReclaimMinRuntime"
+    ),
+}
+"""Kinds skipped with a pointer to where their settings go instead."""
+
+
 def reads(raw: RawObject) -> bool:
     """Whether `build_model` reads an object of this kind (others are skipped, noted)."""
     if raw.kind in ("PodGroup", "Workload") and raw.api_version in WORKLOAD_API_VERSIONS:
@@ -205,9 +215,9 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
         if not raw.api_version:
             raise raw.error("missing required field", field="apiVersion")
         if not reads(raw):
+            why = SKIPPED_WHY.get((group, kind), "not read by gangplan")
             out.notes.append(
-                f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} "
-                "(not read by gangplan)"
+                f"{raw.source}: document {raw.document}: skipped {raw.api_version} {kind} ({why})"
             )
             continue
         parsed: BaseModel

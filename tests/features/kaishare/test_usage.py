@@ -185,3 +185,15 @@ def test_usage_conf_notes_what_it_does_not_query() -> None:
 def test_bad_usage_annotation_names_its_field() -> None:
     with pytest.raises(ManifestError, match=r"gangplan.io/usage.*gpu: must be a number"):
         load_objects(raw(*two_queues(**{"queue-a": "gpu=lots"})))
+
+
+def test_kais_scheduling_shard_is_skipped_with_where_its_settings_go() -> None:
+    """KAI's own example (`examples/time-based-fairshare/scheduling-shard-minimal.yaml`)
+    configures time-based fair share on a SchedulingShard; gangplan takes it in the conf."""
+    shard = {"apiVersion": "kai.scheduler/v1", "kind": "SchedulingShard",
+             "metadata": {"name": "default"},
+             "spec": {"usageDBConfig": {"clientType": "prometheus"}}}  # fmt: skip
+    notes = load_objects(raw(*two_queues(), shard)).notes
+    assert any(
+        "SchedulingShard (KAI's scheduler settings" in n and "usageDBConfig" in n for n in notes
+    )
