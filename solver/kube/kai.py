@@ -14,12 +14,13 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   (`calculateRelevantDomainLevels`), a Topology not in the input is noted and the level
   is enforced as given;
 - `subGroups` (docs/topology/multilevel.md): pods join a leaf sub-group by the label
-  `kai.scheduler/subgroup-name`; each leaf sub-group is a gang of its own `minMember`,
-  and the leaves are placed together or not at all (one gang group). The one-domain rule
-  holds per gang and not yet per gang of a group, so a required level on any sub-group
-  makes the PodGroup one gang in one domain of the finest required level among its own
-  and its sub-groups' (stricter than KAI, never looser), and preferred levels only above
-  the leaves keep it one gang under its own constraint; both are noted;
+  `kai.scheduler/subgroup-name`. Without required levels on sub-groups, each leaf
+  sub-group is a gang of its own `minMember` and the leaves are placed together or not at
+  all (one gang group). With a required level on any sub-group, the PodGroup stays one
+  gang (its leaves' minMember counted together, noted) under its own constraint, and each
+  sub-group with a required level keeps the pods below it in one domain of that level of
+  its own, nested in its parent's (`allocateSubGroupSet`; `TopologySubGroup`); preferred
+  levels of sub-groups, and above the leaves without required ones, are noted;
 - a KAI pod's label `priorityClassName` names its class before `spec.priorityClassName`
   (the pod-grouper's `calcPodGroupPriorityClass`), and KAI's own classes (`train` 50,
   `build-preemptible` 75, `build` 100, `inference` 125) stand in, with a note, when the input
@@ -63,6 +64,7 @@ from solver.model import (
     KaiQuota,
     Pod,
     Queue,
+    TopologySubGroup,
 )
 
 __all__ = [
@@ -240,7 +242,7 @@ def kai_leaf_gangs(
     parents = {s.parent for s, _ in subs if s.parent is not None}
     leaves = [(s, c) for s, c in subs if s.name not in parents]
     if any(c.required for _, c in subs):
-        return _one_domain(raw, gang, subs, leaves, topologies, notes), {}
+        return _own_domains(raw, gang, subs, leaves, topologies, notes), {}
     above = [s.name for s, c in subs if s.name in parents and c.preferred]
     own = gang.topology_key is not None or bool(gang.preferred_keys)
     if own or above:
@@ -271,7 +273,7 @@ def kai_leaf_gangs(
     return {}, out
 
 
-def _one_domain(
+def _own_domains(
     raw: RawObject,
     gang: Gang,
     subs: list[tuple[SubGroup, _Constraint]],
@@ -279,42 +281,55 @@ def _one_domain(
     topologies: dict[str, tuple[str, ...]],
     notes: list[str],
 ) -> dict[str, Any]:
-    """Sub-groups with required levels: the one-domain rule holds per gang, and a gang
-    group's gangs cannot each take their own domain yet, so the PodGroup is one gang in one
-    domain of the finest required level among its own and its sub-groups' (at any depth):
-    stricter than KAI (whose sub-groups may take different domains), never looser. Its own
-    preferred level stays a preference when it is finer still. The gang's update."""
-    own = _constraint(raw)
-    placed = [c for _, c in subs if c.required] + ([own] if own.required else [])
-    levels = topologies.get(placed[0].topology, ())
-    finest = max(placed, key=lambda c: levels.index(c.required) if c.required in levels else -1)
+    """Sub-groups with required levels (at any depth): the PodGroup stays one gang under its
+    own constraint, and each such sub-group is a `TopologySubGroup` over the pods of the
+    leaves below it, in one domain of its level of its own (`allocateSubGroupSet`: a
+    sub-group set's children are placed inside the domain chosen for it). The gang's
+    minMember is its leaves' together. The gang's update."""
+    parent = {s.name: s.parent for s, _ in subs}
+    leaf_names = [s.name for s, _ in leaves]
+
+    def below(name: str) -> tuple[str, ...]:
+        out = []
+        for leaf in leaf_names:
+            at: str | None = leaf
+            while at is not None and at != name:
+                at = parent[at]
+            if at == name:
+                out.append(leaf)
+        return tuple(out)
+
+    owned: list[TopologySubGroup] = []
+    refused = gang.refused
+    for sub, c in subs:
+        if c.preferred:
+            notes.append(
+                f"KAI PodGroup {gang.id}: sub-group {sub.name} preferredTopologyLevel "
+                f"{c.preferred!r} is not acted on yet (a preference)"
+            )
+        if not c.required:
+            continue
+        refused = refused or _level_error(c, topologies, f"sub-group {sub.name}")
+        levels = topologies.get(c.topology, ())
+        path = levels[: levels.index(c.required) + 1] if c.required in levels else (c.required,)
+        owned.append(
+            TopologySubGroup(
+                name=sub.name, label=KAI_SUBGROUP_LABEL, values=below(sub.name), levels=path
+            )
+        )
     minimum = sum(s.min_member for s, _ in leaves)
-    refused = next(
-        (
-            w
-            for s, c in subs
-            if c.required and (w := _level_error(c, topologies, f"sub-group {s.name}"))
-        ),
-        None,
-    )
-    notes.append(
-        f"KAI PodGroup {gang.id}: its sub-groups' required levels (spec.subGroups) are met "
-        f"by placing the whole PodGroup in one {finest.required} domain (stricter than KAI, "
-        f"which lets each sub-group take its own); minMember {gang.min_member or minimum}"
-    )
-    keys: tuple[str, ...] = ()  # the PodGroup's own preference, when finer than `finest`
-    if own.preferred in levels and finest.required in levels:
-        if levels.index(own.preferred) > levels.index(finest.required):
-            bounded = own.model_copy(update={"required": finest.required})
-            keys = _preferred_keys(bounded, levels)
-    elif own.preferred:
-        keys = gang.preferred_keys
+    explicit = (raw.body.get("spec") or {}).get("minMember")
+    need = max(gang.min_member if explicit is not None else 0, minimum) or gang.min_member
+    if minimum:
+        notes.append(
+            f"KAI PodGroup {gang.id}: its leaf sub-groups' minMember are counted together "
+            f"(minMember {need}), not each on its own"
+        )
     return {
-        "topology_key": finest.required,
-        "preferred_keys": keys,
-        "min_member": gang.min_member or minimum,
-        "total_number": max(gang.total_number, gang.min_member or minimum),
-        "refused": gang.refused or refused,
+        "topology_sub_groups": tuple(owned),
+        "min_member": need,
+        "total_number": max(gang.total_number, need),
+        "refused": refused,
     }
 
 

@@ -111,6 +111,7 @@ from solver.model._workload import (
     KAI_UNLIMITED,
     KAI_USAGE_ANNOTATION,
     MAX_RUNTIME_SECONDS,
+    MAX_SUB_GROUP_LEVELS,
     QUEUE_ANNOTATION,
     QUEUE_WEIGHT_MAX,
     Dialect,
@@ -119,10 +120,12 @@ from solver.model._workload import (
     MatchPolicy,
     Pod,
     Queue,
+    TopologySubGroup,
     epoch_seconds,
     job_queue,
     kai_preemptible,
     pod_queue,
+    sub_groups_problem,
 )
 
 __all__ = [
@@ -150,6 +153,7 @@ __all__ = [
     "KUEUE_ANNOTATIONS",
     "MAX_DEVICES_PER_NODE",
     "MAX_RUNTIME_SECONDS",
+    "MAX_SUB_GROUP_LEVELS",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
@@ -197,6 +201,7 @@ __all__ = [
     "Toleration",
     "TopologyLayer",
     "TopologySpreadConstraint",
+    "TopologySubGroup",
     "VolcanoNetworkTopology",
     "VolcanoSubGroupPolicy",
     "WeightedPodAffinityTerm",
@@ -232,4 +237,5 @@ __all__ = [
     "pod_set_group_error",
     "qualified_name",
     "requirement_values_problem",
+    "sub_groups_problem",
 ]

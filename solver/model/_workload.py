@@ -108,6 +108,56 @@ Dialect = Literal[
 ]
 
 
+MAX_SUB_GROUP_LEVELS = 16
+"""The most node labels a sub-group's domain is named by (a KAI Topology has at most 16)."""
+
+
+class TopologySubGroup(Frozen):
+    """Pods of a gang that share one topology domain of their own (KAI-Scheduler's
+    `spec.subGroups[].topologyConstraint.requiredTopologyLevel`): every pod of the gang whose
+    label `label` has one of `values`, running or placed, on nodes that carry every label of
+    `levels` and agree on all of their values. `levels` runs from the topology's top level
+    down to the required one, so a rack is named by its zone too (KAI's domain ids
+    `zone.rack`). Sub-groups of one gang nest or are disjoint; the gang's own `topology_key`
+    holds all of them."""
+
+    name: str = Field(min_length=1, max_length=253)
+    label: str = Field(min_length=1, description="the pod label naming a pod's sub-group")
+    values: tuple[str, ...] = Field(min_length=1, description="its values taken by this one")
+    levels: tuple[str, ...] = Field(
+        min_length=1, max_length=MAX_SUB_GROUP_LEVELS, description="node labels, top first"
+    )
+
+    def holds(self, labels: Mapping[str, str]) -> bool:
+        """A pod with these labels is one of the sub-group's."""
+        value = labels.get(self.label)
+        return value is not None and value in self.values
+
+
+def sub_groups_problem(subs: Iterable[TopologySubGroup]) -> tuple[int, str] | None:
+    """(index, why) of the first sub-group that does not nest: names are unique, and two
+    sub-groups of one label share no value or one's values hold the other's."""
+    seen: dict[str, int] = {}
+    listed = list(subs)
+    for i, sub in enumerate(listed):
+        if sub.name in seen:
+            return i, f"sub-group {sub.name!r} is listed twice"
+        seen[sub.name] = i
+        if len(set(sub.levels)) != len(sub.levels) or not all(sub.levels):
+            return i, "levels must be non-empty node labels, each once"
+        mine = set(sub.values)
+        for other in listed[:i]:
+            theirs = set(other.values)
+            if other.label != sub.label or not (mine & theirs):
+                continue
+            if not (mine <= theirs or theirs <= mine):
+                return i, (
+                    f"sub-group {sub.name!r} shares pods with {other.name!r} but neither holds "
+                    "the other (sub-groups nest or are disjoint)"
+                )
+    return None
+
+
 class Gang(Frozen):
     """A PodGroup: `min_member` members must be placed together, or none of them."""
 
@@ -152,6 +202,10 @@ class Gang(Frozen):
     )
     sub_group_policy: tuple[VolcanoSubGroupPolicy, ...] = Field(
         default=(), description="Volcano spec.subGroupPolicy: sub-groups with their own topology"
+    )
+    topology_sub_groups: tuple[TopologySubGroup, ...] = Field(
+        default=(),
+        description="KAI sub-groups with a required level: each in one domain of its own",
     )
     disruption_mode: Literal["Single", "All"] | None = Field(
         default=None, description="Workload API disruptionMode: pods evicted one by one or all"

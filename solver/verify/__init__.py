@@ -86,6 +86,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((Plugin.NETWORK_TOPOLOGY,), _topology.gather),
     ((Plugin.JOB_AFFINITY,), _topology.job_affinity),
     ((), _topology.workload_topology),
+    ((), _topology.sub_group_topology),
     ((), _kueue.kueue_tas),
     ((), _hypernode.hypernode),
     ((Plugin.CAPACITY, Plugin.CAPACITY_CARD), _queues.quotas),

@@ -9,7 +9,9 @@
 * Godel (`job-affinity`): a PodGroup's placed pods match its `nodeSelector`, and its placed
   and running pods share one value of every `required` topology key;
 * Kubernetes Workload API (always): a PodGroup's placed and running pods are on nodes that
-  carry its `schedulingConstraints.topology[0].key` label, all with one value.
+  carry its `schedulingConstraints.topology[0].key` label, all with one value;
+* KAI sub-groups with a required level (always): the placed and running pods of each
+  sub-group are on nodes that carry every label of its levels, all with one value each.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from solver.verify._context import VerifyContext
 from solver.verify._gangs import gang_groups
 from solver.verify._predicates import label_expression_holds
 
-__all__ = ["gather", "job_affinity", "workload_topology"]
+__all__ = ["gather", "job_affinity", "sub_group_topology", "workload_topology"]
 
 _SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 _GODEL = "scheduling.godel.kubewharf.io"
@@ -247,4 +249,37 @@ def workload_topology(ctx: VerifyContext) -> list[str]:
             problems.append(f"gang {gang.id}: pods on nodes without topology label {key}")
         elif len(values) > 1:
             problems.append(f"gang {gang.id}: pods span {key} domains {sorted(map(str, values))}")
+    return problems
+
+
+def sub_group_topology(ctx: VerifyContext) -> list[str]:
+    problems: list[str] = []
+    nodes = ctx.snapshot.nodes.by_name
+    running = ctx.snapshot.running
+    for gang in ctx.workload.gangs.values():
+        if not gang.topology_sub_groups:
+            continue
+        new = [(p.labels, ctx.target[p.key]) for p in ctx.members(gang.id) if p.key in ctx.target]
+        if not new:
+            continue
+        on = [
+            (running.labels(row), running.node_name(row))
+            for row in ctx.snapshot.rows_of_gang(gang.id).tolist()
+            if running.node[row] >= 0
+        ]
+        for sub in gang.topology_sub_groups:
+            if not any(sub.holds(labels) for labels, _ in new):
+                continue
+            hosts = {name for labels, name in (*new, *on) if sub.holds(labels)}
+            values = {tuple(nodes[name].labels.get(k) for k in sub.levels) for name in hosts}
+            if any(None in v for v in values):
+                problems.append(
+                    f"gang {gang.id}: sub-group {sub.name} has pods on nodes without topology "
+                    f"label(s) {', '.join(sub.levels)}"
+                )
+            elif len(values) > 1:
+                shown = sorted(".".join(v) for v in values if None not in v)
+                problems.append(
+                    f"gang {gang.id}: sub-group {sub.name} spans {sub.levels[-1]} domains {shown}"
+                )
     return problems

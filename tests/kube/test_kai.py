@@ -166,7 +166,10 @@ RACKS = [
     {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": f"{rack}-{i}", "labels": {"topology/rack": rack}},
+        "metadata": {
+            "name": f"{rack}-{i}",
+            "labels": {"topology/zone": "z1", "topology/rack": rack},
+        },
         "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"}},
     }
     for rack in ("r1", "r2")
@@ -219,14 +222,32 @@ def multilevel(sizes: dict[str, int], **top: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_leaf_levels_put_the_podgroup_in_one_rack_stricter_than_kai(engine: str) -> None:
-    """sample1 with a (1 pod) and b (2 pods), each required in one rack: one rack holds
-    all 3, and gangplan puts the PodGroup there, which meets both leaves' levels (KAI may
-    also use two racks; gangplan does not yet, and says so)."""
-    cluster, d = run(multilevel({"a": 1, "b": 2}), engine)
-    racks = {(p.node or "?")[:2] for p in d.placements.values()}
-    assert len(racks) == 1 and "?" not in racks, racks
-    assert any("stricter than KAI" in n for n in cluster.notes)
+def test_leaf_levels_each_take_a_rack_of_their_own(engine: str) -> None:
+    """sample1 with a and b of 2 pods each, each required in one rack, on two racks of 3
+    GPUs: no rack holds all 4, and KAI puts each sub-group in a rack of its own
+    (`allocateSubGroupSet`). gangplan held the whole PodGroup to one rack and left it
+    pending."""
+    cluster, d = run(multilevel({"a": 2, "b": 2}), engine)
+    assert all(p.node for p in d.placements.values()), d.placements
+    for leaf in ("a", "b"):
+        racks = {
+            (p.node or "?")[:2]
+            for k, p in d.placements.items()
+            if k.startswith(f"default/pod-{leaf}")
+        }
+        assert len(racks) == 1, (leaf, racks)
+    assert {(p.node or "?")[:2] for p in d.placements.values()} == {"r1", "r2"}
+    assert any("minMember are counted together" in n for n in cluster.notes)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sub_group_that_no_rack_holds_keeps_the_podgroup_pending(engine: str) -> None:
+    """b needs 4 GPUs in one rack of 3: the PodGroup (minMember 6) is not placed, and its
+    reason names the sub-group."""
+    _, d = run(multilevel({"a": 2, "b": 4}), engine)
+    assert not any(p.node for p in d.placements.values())
+    reason = d.podgroups["default/sample1"].reason
+    assert "sub-group subgroup-b: no topology/rack domain holds its 4 pod(s)" in reason, reason
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -241,15 +262,18 @@ def test_leaf_sub_groups_are_placed_together_or_not_at_all(engine: str) -> None:
     assert not any(p.node for p in d.placements.values())
 
 
-def test_a_constraint_above_the_leaves_keeps_one_gang_in_the_finest_required_level() -> None:
-    """The PodGroup requires a zone, its leaves a rack each: one gang in one rack (the
-    finest required level), never the zone alone, which dropped the leaves' racks."""
+def test_a_constraint_above_the_leaves_keeps_it_and_nests_theirs() -> None:
+    """The PodGroup requires a zone, its leaves a rack each: one gang in one zone, each
+    leaf's pods in one rack of their own, named by zone and rack (KAI's `zone.rack` ids)."""
     cluster = load_objects(
         raw(*multilevel({"a": 1, "b": 2}, requiredTopologyLevel="topology/zone"))
     )
     assert {p.gang for p in cluster.pods} == {"default/sample1"}
-    assert cluster.gangs["default/sample1"].topology_key == "topology/rack"
-    assert any("one topology/rack domain" in n for n in cluster.notes)
+    gang = cluster.gangs["default/sample1"]
+    assert gang.topology_key == "topology/zone"
+    assert [(s.name, s.values, s.levels) for s in gang.topology_sub_groups] == [
+        (f"subgroup-{x}", (f"subgroup-{x}",), ("topology/zone", "topology/rack")) for x in "ab"
+    ]
 
 
 def test_leaf_gangs_are_one_group() -> None:

@@ -677,7 +677,6 @@ def test_handle_topology_allocation_with_sub_groups(case: Case, engine: str) -> 
     test_handle_topology_allocation(case, engine)
 
 
-@pytest.mark.xfail(strict=True, reason=STRICTER)
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", SUB_DEPARTURES, ids=lambda c: c.upstream[:80])
 def test_sub_groups_in_domains_of_their_own(case: Case, engine: str) -> None:

@@ -36,6 +36,8 @@ job, anywhere. Both engines read it as eligibility; `verify` checks it on its ow
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +53,11 @@ from solver.features.topology.godel.affinity import (
     godel_node_metrics,
     godel_plan,
     job_affinity,
+)
+from solver.features.topology.godel.subgroups import (
+    SubDomain,
+    compile_sub_domains,
+    domain_sub_group_key,
 )
 from solver.features.topology.greedy import place_topology_unit
 from solver.features.topology.hypernode import cpsat as hypernode_cpsat
@@ -70,8 +77,9 @@ from solver.features.topology.koordinator.spec import (
 from solver.features.topology.kueue.place import assignments
 from solver.features.topology.kueue.podsets import KueuePodSet, compile_kueue, pod_set_key
 from solver.features.topology.tree import TopologyTree, tree_of
-from solver.model import Pod
+from solver.model import Gang, Pod
 from solver.problem import IntArray, Problem
+from solver.snapshot import Snapshot, Workload
 
 __all__ = ["DIALECT_GODEL", "FEATURE", "TopologyBlock"]
 
@@ -189,6 +197,7 @@ def _compile_godel(
             (godel_on and gang.dialect == DIALECT_GODEL)
             or gang.topology_key is not None
             or bool(gang.preferred_keys)
+            or bool(gang.topology_sub_groups)
         )
 
     if not any(is_unit(gid) for gid in plan.gang_ids):
@@ -221,7 +230,30 @@ def _compile_godel(
             ctx.restrict(types, usable, reason)
         if unit_plan.blocked:
             ctx.block_gang(own[0], f"gang {gid}: {unit_plan.blocked}")
+        if gangs[gid].topology_sub_groups:
+            unit_plan = replace(unit_plan, sub_domains=_sub_domains(ctx, own[0], gangs[gid]))
         godel[u] = unit_plan
+
+
+def _sub_domains(ctx: CompileContext, g: int, gang: Gang) -> tuple[SubDomain, ...]:
+    """A KAI PodGroup's sub-groups with their own domains; nodes outside them are not
+    eligible for their pods, with a counted reason."""
+    types = ctx.types_of(g)
+    subs = compile_sub_domains(ctx.snapshot, gang, [(t, ctx.first_pod(t).labels) for t in types])
+    for sub in subs:
+        why = (
+            sub.blocked
+            or f"node(s) are outside every {sub.level} domain sub-group {sub.name} may use"
+        )
+        ctx.restrict(list(sub.types), sub.domain >= 0, why)
+    return subs
+
+
+def _call_type_key(snapshot: Snapshot, workload: Workload) -> Callable[[Pod], Hashable]:
+    """Pods of different sub-groups (Volcano's policies, KAI's levels) are of different types."""
+    volcano = subgroup_type_key(snapshot, workload)
+    kai = domain_sub_group_key(snapshot, workload)
+    return lambda pod: (volcano(pod), kai(pod))
 
 
 def _block(
@@ -311,7 +343,7 @@ FEATURE = Feature(
     compile=_compile,
     facts=(SELECTOR_FACT,),
     type_key=lambda pod: (selector_of(pod), pod_set_key(pod)),
-    call_type_key=subgroup_type_key,
+    call_type_key=_call_type_key,
     greedy=GreedySteps(
         unit_placers=(place_subgroup_unit, place_hypernode_unit, place_topology_unit)
     ),

@@ -5,6 +5,7 @@ For a gang group (unit) u whose types are T_u, with node classes split so that e
 lies in one domain of every layer and one value of every `unit_domain`:
 
     # y[u, d] = 1 if unit u uses domain d of its one-domain rule;  Σ_d y[u, d] ≤ 1
+    #   (and the same per KAI sub-group inside it: `godel/subgroups.py`)
     # x[t, c, k] ≤ |t| · y[u, dom(c)]   for t ∈ T_u   (x = 0 where dom(c) = −1)
     # gather: placed_g = pending_g · unit_on[u] for every gang g of u (all pending pods or none)
     # podCountMultiple m of layer l: Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] = m · z[u, l, d]
@@ -32,6 +33,7 @@ from solver.features.topology.godel.objective import (
     preferred_rows,
     rank_terms,
 )
+from solver.features.topology.godel.subgroups import build_sub_domains, sub_domain_rows
 from solver.features.topology.kueue.place import build_kueue, class_rows
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
@@ -60,6 +62,7 @@ def class_split(problem: Problem) -> list[IntArray]:
     rows.extend(d for d in block.unit_domain if d is not None)
     rows.extend(class_rows(block.unit_kueue))
     rows.extend(preferred_rows(block.unit_godel))
+    rows.extend(sub_domain_rows([p.sub_domains for p in block.unit_godel if p is not None]))
     return rows
 
 
@@ -110,6 +113,9 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             if pending and problem.gang_blocked[g] is None:
                 model.add(v.gang_total(g) == pending * on)
 
+    for u, plan in enumerate(block.unit_godel):
+        if plan is not None and plan.sub_domains:
+            build_sub_domains(problem, model, v, u, plan.sub_domains)
     terms: list[Term] = build_kueue(problem, block.unit_kueue, model, v)
     terms += build_preferred(problem, block.unit_godel, model, v, keys_of)
     if ranks:

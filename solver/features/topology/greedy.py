@@ -12,7 +12,8 @@ import numpy as np
 
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel.affinity import GodelPlan
-from solver.features.topology.godel.nodegroups import godel_groups
+from solver.features.topology.godel.nested import NestedFill
+from solver.features.topology.godel.nodegroups import godel_groups, godel_metrics
 from solver.features.topology.koordinator.gather import gather_unit
 from solver.features.topology.kueue.place import place_kueue
 from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
@@ -33,7 +34,7 @@ def place_topology_unit(problem: Problem, u: int, gangs: list[int], state: Greed
         place_kueue(problem, kueue, gangs, state)
         return True
     godel = block.godel(u)
-    if godel is not None and (godel.required is not None or godel.preferred):
+    if godel is not None and (godel.required is not None or godel.preferred or godel.sub_domains):
         _place_godel(problem, block, godel, gangs, state)
         return True
     return False
@@ -80,8 +81,26 @@ def _place_godel(
         chosen: dict[int, list[int]] = {}
         placed = dict.fromkeys(gangs, 0)
         first_failure: _Failure = ""
+        nested: set[int] = set()
+        if plan.sub_domains:
+            search = NestedFill(
+                problem,
+                plan,
+                group.circles,
+                trial,
+                state.tracker,
+                godel_metrics(problem, block, trial),
+            )
+            search.run()
+            chosen, nested, first_failure = search.chosen, search.nested_types, search.failure
+            for g in gangs:
+                placed[g] += sum(
+                    len(chosen.get(t, [])) for t in problem.gang_types(g) if t in nested
+                )
         for g in gangs:
             for t in problem.gang_types(g):
+                if t in nested:
+                    continue
                 remaining = len(problem.type_pods[t])
                 for circle in group.circles:
                     if remaining <= 0:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solver.features.predicates import matches_requirement
+from solver.features.topology.godel.subgroups import SubDomain
 from solver.model import (
     Gang,
     JobAffinity,
@@ -69,6 +70,8 @@ class GodelPlan:
     #   the greedy tries them at the start of the cycle (0 first; cut-off ones last)
     roomiest_first: bool = False  # inside a NodeGroup, fill its circles last-first (KAI's
     #   node score ranks the last preferred sub-domain of the packing order highest)
+    sub_domains: tuple[SubDomain, ...] = ()  # KAI sub-groups, each in a domain of its own
+    #   inside the unit's (`subgroups.py`), outer first
 
     def __post_init__(self) -> None:
         for value in (self.candidate, self.required, self.min_request, *self.preferred):
@@ -96,7 +99,7 @@ TIGHTEST_FIRST = (SortRule(resource="CPU", dimension="Available", order="Ascendi
 def unit_affinity(gang: Gang) -> JobAffinity | None:
     """The one-domain rule of a PodGroup unit: Godel's `podGroupAffinity` (validated when the
     manifest was read), or the Workload API's topology key as one required term."""
-    if gang.topology_key or gang.preferred_keys:
+    if gang.topology_key or gang.preferred_keys or gang.topology_sub_groups:
         rules = tuple(
             SortRule(resource=r, dimension="Available", order="Ascending")
             for r in gang.topology_pack
@@ -181,7 +184,11 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
     """Godel job-level affinity of a PodGroup (its `pending` pods from the call, its running
     ones from the snapshot), or None when it has no `podGroupAffinity`."""
     affinity = unit_affinity(gang)
-    if affinity is None or (not affinity.groups_nodes and affinity.node_selector is None):
+    if affinity is None or (
+        not affinity.groups_nodes
+        and affinity.node_selector is None
+        and not gang.topology_sub_groups
+    ):
         return None
     nodes = snapshot.nodes.nodes
     n = len(nodes)
@@ -273,6 +280,8 @@ def _source(gang: Gang) -> str:
         return f"PodGroup topology {gang.topology_key}"
     if gang.preferred_keys:
         return f"PodGroup preferred topology {gang.preferred_keys[-1]}"
+    if gang.topology_sub_groups:
+        return "PodGroup sub-groups' topology"
     return GodelPlan.source
 
 

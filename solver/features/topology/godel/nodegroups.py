@@ -22,7 +22,7 @@ from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel.affinity import GODEL_METRICS, GodelPlan
 from solver.problem import IntArray, Problem
 
-__all__ = ["GodelGroup", "godel_groups"]
+__all__ = ["GodelGroup", "godel_groups", "godel_metrics"]
 
 
 @dataclass
@@ -39,7 +39,9 @@ class _Elem:
     children: list[_Elem] = field(default_factory=list)
 
 
-def _metrics(problem: Problem, block: TopologyBlock, free: IntArray) -> tuple[IntArray, IntArray]:
+def godel_metrics(
+    problem: Problem, block: TopologyBlock, free: IntArray
+) -> tuple[IntArray, IntArray]:
     """Godel's per-node allocatable and requested (CPU, Memory, GPU), including this cycle."""
     alloc = block.godel_allocatable
     used = block.godel_requested.copy()
@@ -100,7 +102,7 @@ def godel_groups(
     problem: Problem, block: TopologyBlock, plan: GodelPlan, free: IntArray
 ) -> list[GodelGroup]:
     """Godel's `findNodeGroups` + `getNodeGroupsFromTree`: NodeGroups in scheduling order."""
-    alloc, used = _metrics(problem, block, free)
+    alloc, used = godel_metrics(problem, block, free)
     candidates = np.flatnonzero(plan.candidate)
     if plan.required is not None:
         root = _Elem("", candidates)

@@ -1,0 +1,153 @@
+"""The greedy's search for a unit's sub-groups, each in one domain of its own
+(`subgroups.py`), inside one of the unit's NodeGroups.
+
+For every sub-group, outer first (KAI's `allocateSubGroupSet`):
+
+1. its candidate domains are those of its level inside what its parent holds (the NodeGroup
+   for a top sub-group), ordered by
+   1. the first circle of the NodeGroup they reach (the unit's preferred sub-domains),
+   2. the unit's packing order of their free room (KAI's `sortTree`: most packed first),
+   3. their name;
+   a domain whose free room cannot hold the sub-group's pods is tried last;
+2. in the first domain, its own sub-groups are placed the same way, then its other pods
+   fill the NodeGroup's circles inside the domain; the first domain where every pod below
+   it lands wins; else the next is tried, after a rollback of what the try placed;
+3. no domain holds it all: the domain where most of its pods land is taken (a gang may
+   still be placed with fewer than all of its pods), and the first such shortfall is the
+   unit's reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solver.features.topology.godel.affinity import GodelPlan
+from solver.features.topology.godel.subgroups import SubDomain
+from solver.problem import BoolArray, IntArray, Problem, Tracker, fill
+
+__all__ = ["NestedFill"]
+
+
+@dataclass
+class NestedFill:
+    """One NodeGroup's try: `chosen` nodes per type, `free` room as pods land."""
+
+    problem: Problem
+    plan: GodelPlan
+    circles: list[IntArray]
+    free: IntArray
+    tracker: Tracker
+    metrics: tuple[IntArray, IntArray]  # Godel's [N, 3] allocatable and requested at the start
+    chosen: dict[int, list[int]] = field(default_factory=dict)
+    failure: str = ""
+
+    def __post_init__(self) -> None:
+        n = self.problem.num_nodes
+        self.rank = np.full(n, len(self.circles), dtype=np.int64)
+        for k, circle in reversed(list(enumerate(self.circles))):
+            self.rank[circle] = k
+        self.in_group = self.rank < len(self.circles)
+        subs = self.plan.sub_domains
+        self.children = {
+            i: [j for j, s in enumerate(subs) if s.parent == i] for i in range(-1, len(subs))
+        }
+        self.below = {i: self._below(i) for i in range(len(subs))}
+
+    def _below(self, i: int) -> set[int]:
+        return set(self.plan.sub_domains[i].types)
+
+    @property
+    def nested_types(self) -> set[int]:
+        return {t for s in self.plan.sub_domains for t in s.types}
+
+    def run(self) -> None:
+        """Every sub-group of the unit, top ones in order."""
+        for i in self.children[-1]:
+            self._place(i, self.in_group)
+
+    # ------------------------------------------------------------------ one sub-group
+
+    def _place(self, i: int, allowed: BoolArray) -> None:
+        sub = self.plan.sub_domains[i]
+        if sub.blocked:
+            self.failure = self.failure or f"sub-group {sub.name}: {sub.blocked}"
+            return
+        usable = allowed & (sub.domain >= 0)
+        best: tuple[int, int] = (-1, -1)
+        fitting, short = self._order(sub, usable)
+        for d in fitting + short:  # the short ones only for a best partial placement
+            mask = usable & (sub.domain == d)
+            saved = self._save(i)
+            self._fill_below(i, mask)
+            placed = self._placed(i)
+            if placed == self._wanted(i):
+                return
+            if placed > best[0]:
+                best = (placed, d)
+            self._restore(i, saved)
+        want = self._wanted(i)
+        if not self.failure:
+            self.failure = (
+                f"sub-group {sub.name}: no {sub.level} domain holds its {want} pod(s)"
+                + (f" (best {sub.names[best[1]]}: {best[0]})" if best[1] >= 0 else "")
+            )
+        if best[1] >= 0 and best[0] > 0:
+            self._fill_below(i, usable & (sub.domain == best[1]))
+
+    def _fill_below(self, i: int, mask: BoolArray) -> None:
+        for j in self.children[i]:
+            self._place(j, mask)
+        done = set().union(*(self.below[j] for j in self.children[i]))
+        for t in self.plan.sub_domains[i].types:
+            if t not in done:
+                self.fill_type(t, mask)
+
+    def fill_type(self, t: int, mask: BoolArray | None = None) -> None:
+        """Type t's pods not yet placed, circle by circle (inside `mask`)."""
+        picked = self.chosen.setdefault(t, [])
+        remaining = len(self.problem.type_pods[t]) - len(picked)
+        for circle in self.circles:
+            if remaining <= 0:
+                break
+            nodes = circle if mask is None else circle[mask[circle]]
+            got = fill(self.problem, t, remaining, self.free, nodes, self.tracker)
+            picked.extend(got.tolist())
+            remaining -= int(got.size)
+
+    def _order(self, sub: SubDomain, usable: BoolArray) -> tuple[list[int], list[int]]:
+        """The candidate domains in the module docstring's order: (those whose free room
+        can hold the sub-group's pods, the others)."""
+        values = np.unique(sub.domain[usable])
+        need = np.zeros(self.free.shape[1], dtype=np.int64)
+        for t in sub.types:
+            left = len(self.problem.type_pods[t]) - len(self.chosen.get(t, []))
+            need += self.problem.type_demand[t] * left
+        alloc, used = self.metrics
+        fitting, short = [], []
+        for d in values.tolist():
+            nodes = usable & (sub.domain == d)
+            packing = self.plan.domain_key(alloc[nodes].sum(axis=0), used[nodes].sum(axis=0))
+            key = (int(self.rank[nodes].min()), packing, sub.names[d], d)
+            room = np.maximum(self.free[nodes], 0).sum(axis=0)
+            (fitting if (room >= need).all() else short).append(key)
+        return [k[-1] for k in sorted(fitting)], [k[-1] for k in sorted(short)]
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _placed(self, i: int) -> int:
+        return sum(len(self.chosen.get(t, [])) for t in self.below[i])
+
+    def _wanted(self, i: int) -> int:
+        return sum(len(self.problem.type_pods[t]) for t in self.below[i])
+
+    def _save(self, i: int) -> tuple[IntArray, object, dict[int, list[int]]]:
+        kept = {t: list(self.chosen.get(t, [])) for t in self.below[i]}
+        return self.free.copy(), self.tracker.checkpoint(), kept
+
+    def _restore(self, i: int, saved: tuple[IntArray, object, dict[int, list[int]]]) -> None:
+        free, tracked, kept = saved
+        self.free[:] = free
+        self.tracker.restore(tracked)
+        self.chosen.update(kept)
