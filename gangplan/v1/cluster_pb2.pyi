@@ -1086,6 +1086,7 @@ class Gang(_message.Message):
     REFUSED_FIELD_NUMBER: _builtins.int
     PREFERRED_TOPOLOGY_KEYS_FIELD_NUMBER: _builtins.int
     TOPOLOGY_PACK_FIELD_NUMBER: _builtins.int
+    TOPOLOGY_SUB_GROUPS_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -1168,6 +1169,14 @@ class Gang(_message.Message):
         the most room first, as KAI's node score does.
         """
 
+    @_builtins.property
+    def topology_sub_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySubGroup]:
+        """KAI-Scheduler sub-groups with a required topology level
+        (`spec.subGroups[].topologyConstraint.requiredTopologyLevel`): each keeps its pods in
+        one domain of its own, inside the gang's own (`topology_key`). They nest or are
+        disjoint. At most 64.
+        """
+
     def __init__(
         self,
         *,
@@ -1191,16 +1200,60 @@ class Gang(_message.Message):
         refused: _builtins.str = ...,
         preferred_topology_keys: _abc.Iterable[_builtins.str] | None = ...,
         topology_pack: _abc.Iterable[_builtins.str] | None = ...,
+        topology_sub_groups: _abc.Iterable[Global___TopologySubGroup] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "network_topology", b"network_topology", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "preferred_topology_keys", b"preferred_topology_keys", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "topology_pack", b"topology_pack", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "preferred_topology_keys", b"preferred_topology_keys", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "topology_pack", b"topology_pack", "topology_sub_groups", b"topology_sub_groups", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__priority) -> _WhichOneofReturnType__priority | None: ...
 
 Global___Gang: _TypeAlias = Gang  # noqa: Y015
+
+@_typing.final
+class TopologySubGroup(_message.Message):
+    """Pods of a gang that share one topology domain of their own."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    LEVELS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Unique within the gang, non-empty."""
+    label: _builtins.str
+    """The pod label naming a pod's sub-group (KAI: `kai.scheduler/subgroup-name`)."""
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The label's values this sub-group takes (KAI: the leaf sub-groups below it), at least
+        one.
+        """
+
+    @_builtins.property
+    def levels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Node labels naming its domain, the topology's top level first and its required level
+        last (KAI's domain ids `zone.rack`): its pods go to nodes carrying them all, with one
+        value of each. 1 to 16.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        label: _builtins.str = ...,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+        levels: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "levels", b"levels", "name", b"name", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TopologySubGroup: _TypeAlias = TopologySubGroup  # noqa: Y015
 
 @_typing.final
 class VolcanoSubGroupPolicy(_message.Message):

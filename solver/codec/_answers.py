@@ -26,6 +26,7 @@ from solver.codec._hypernode import (
 )
 from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
+from solver.codec._subgroups import topology_sub_groups_to_proto
 from solver.decision import Certificate, Decision, GroupOutcome, Placement, QueueUse, Victim
 from solver.model import (
     ClusterModel,
@@ -282,6 +283,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
         if g.network_topology is not None:
             gang.network_topology.CopyFrom(network_topology_to_proto(g.network_topology))
         gang.sub_group_policy.extend(sub_group_policy_to_proto(g.sub_group_policy))
+        gang.topology_sub_groups.extend(topology_sub_groups_to_proto(g.topology_sub_groups))
         if g.disruption_mode is not None:
             gang.disruption_mode = _DISRUPTION_CODES[g.disruption_mode]
         _set_timestamp(gang, "creation_time", g.created)

@@ -35,6 +35,7 @@ from solver.codec._hypernode import (
     sub_group_policy_from_proto,
 )
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
+from solver.codec._subgroups import topology_sub_groups_from_proto
 from solver.model import (
     KAI_MAX,
     KAI_RESOURCES,
@@ -254,6 +255,12 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
             f"{path}.preferred_topology_keys",
             "preferred levels are KAI's; a Godel gang states its preferences in affinity",
         )
+    if msg.topology_sub_groups and (godel or msg.HasField("network_topology")):
+        out.add(
+            f"{path}.topology_sub_groups",
+            "sub-groups' levels are KAI's; a Godel gang states its domains in affinity, a "
+            "Volcano one in network_topology",
+        )
     _topology_lists(msg, path, out)
     dialect: Dialect = "scheduling.sigs.k8s.io"
     if godel:
@@ -275,6 +282,9 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         else None,
         sub_group_policy=sub_group_policy_from_proto(
             list(msg.sub_group_policy), f"{path}.sub_group_policy", out
+        ),
+        topology_sub_groups=topology_sub_groups_from_proto(
+            msg.topology_sub_groups, f"{path}.topology_sub_groups", out
         ),
         disruption_mode=DISRUPTION_MODES.get(msg.disruption_mode),
         id=gang_id,

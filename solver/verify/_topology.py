@@ -278,7 +278,7 @@ def sub_group_topology(ctx: VerifyContext) -> list[str]:
                     f"label(s) {', '.join(sub.levels)}"
                 )
             elif len(values) > 1:
-                shown = sorted(".".join(v) for v in values if None not in v)
+                shown = sorted(".".join(str(x) for x in v) for v in values)
                 problems.append(
                     f"gang {gang.id}: sub-group {sub.name} spans {sub.levels[-1]} domains {shown}"
                 )

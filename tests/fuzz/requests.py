@@ -150,6 +150,26 @@ def base_cluster() -> pb.Cluster:
     )
 
 
+# A KAI PodGroup whose sub-groups each take a domain of their own inside its rack.
+_KAI_GANG = pb.Gang(
+    namespace="default",
+    name="kai",
+    min_member=1,
+    topology_key="zone",
+    topology_sub_groups=[
+        pb.TopologySubGroup(
+            name="replica",
+            label="kai.scheduler/subgroup-name",
+            values=["enc", "dec"],
+            levels=["zone", "rack"],
+        ),
+        pb.TopologySubGroup(
+            name="enc", label="kai.scheduler/subgroup-name", values=["enc"], levels=["zone", "rack"]
+        ),
+    ],
+)
+
+
 def base_job() -> pb.Job:
     return pb.Job(
         gangs=[
@@ -172,48 +192,58 @@ def base_job() -> pb.Job:
                 ],
             ),
             _GODEL_GANG,
+            _KAI_GANG,
         ],
         pods=[
+            *(
+                pb.Pod(
+                    namespace="default",
+                    name=f"p{i}",
+                    gang="default/g",
+                    requests={GPU: 1},
+                    labels={"app": "g"},
+                    annotations={
+                        KUEUE_PREFERRED: "rack",
+                        **({"gpu-fraction": "0.5"} if i == 0 else {}),
+                    },
+                    pod_affinity=pb.PodAffinity(
+                        preferred=[pb.WeightedPodAffinityTerm(weight=10, term=_term("rack"))]
+                    ),
+                    pod_anti_affinity=pb.PodAffinity(required=[_term("kubernetes.io/hostname")]),
+                    tolerations=[_TOLERATION],
+                    node_selector={"rack": "r0"} if i == 1 else {},
+                    creation_time=Timestamp(seconds=1_700_000_000 + i),
+                    topology_spread_constraints=[
+                        pb.TopologySpreadConstraint(
+                            max_skew=1,
+                            topology_key="rack",
+                            when_unsatisfiable=pb.WHEN_UNSATISFIABLE_DO_NOT_SCHEDULE,
+                            label_selector=pb.LabelSelector(match_labels={"app": "g"}),
+                            min_domains=1,
+                        )
+                    ],
+                    preferred_node_affinity=[
+                        pb.PreferredSchedulingTerm(
+                            weight=5,
+                            preference=pb.NodeSelectorTerm(
+                                match_expressions=[
+                                    pb.NodeSelectorRequirement(
+                                        key="rack", operator=pb.SELECTOR_OPERATOR_IN, values=["r0"]
+                                    )
+                                ]
+                            ),
+                        )
+                    ],
+                )
+                for i in range(2)
+            ),
             pb.Pod(
                 namespace="default",
-                name=f"p{i}",
-                gang="default/g",
-                requests={GPU: 1},
-                labels={"app": "g"},
-                annotations={
-                    KUEUE_PREFERRED: "rack",
-                    **({"gpu-fraction": "0.5"} if i == 0 else {}),
-                },
-                pod_affinity=pb.PodAffinity(
-                    preferred=[pb.WeightedPodAffinityTerm(weight=10, term=_term("rack"))]
-                ),
-                pod_anti_affinity=pb.PodAffinity(required=[_term("kubernetes.io/hostname")]),
-                tolerations=[_TOLERATION],
-                node_selector={"rack": "r0"} if i == 1 else {},
-                creation_time=Timestamp(seconds=1_700_000_000 + i),
-                topology_spread_constraints=[
-                    pb.TopologySpreadConstraint(
-                        max_skew=1,
-                        topology_key="rack",
-                        when_unsatisfiable=pb.WHEN_UNSATISFIABLE_DO_NOT_SCHEDULE,
-                        label_selector=pb.LabelSelector(match_labels={"app": "g"}),
-                        min_domains=1,
-                    )
-                ],
-                preferred_node_affinity=[
-                    pb.PreferredSchedulingTerm(
-                        weight=5,
-                        preference=pb.NodeSelectorTerm(
-                            match_expressions=[
-                                pb.NodeSelectorRequirement(
-                                    key="rack", operator=pb.SELECTOR_OPERATOR_IN, values=["r0"]
-                                )
-                            ]
-                        ),
-                    )
-                ],
-            )
-            for i in range(2)
+                name="k0",
+                gang="default/kai",
+                requests={"cpu": 100},
+                labels={"kai.scheduler/subgroup-name": "enc"},
+            ),
         ],
     )
 
@@ -379,6 +409,9 @@ JOB_STRS: list[Path] = [
     ("gangs", 0, "sub_group_policy", 0, "name"),
     ("gangs", 0, "sub_group_policy", 0, "match_label_keys", 0),
     ("gangs", 0, "sub_group_policy", 0, "network_topology", "mode"),
+    ("gangs", 2, "topology_sub_groups", 0, "values", 1),
+    ("gangs", 2, "topology_sub_groups", 1, "levels", 0),
+    ("pods", 2, "labels", "kai.scheduler/subgroup-name"),
 ]
 OPTION_INTS: list[Path] = [("options", "workers"), ("options", "seed")]
 OPTION_STRS: list[Path] = [

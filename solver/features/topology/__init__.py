@@ -87,6 +87,10 @@ DIALECT_GODEL = "scheduling.godel.kubewharf.io"
 REASON_OUT_OF_TREE = "node(s) are not in the network topology tree"
 REASON_NODE_SELECTOR = "node(s) didn't match PodGroup affinity nodeSelector"
 REASON_PINNED = "node(s) are outside the required topology domain of the PodGroup's running pods"
+REASON_SUB_GROUPS_ALONE = (
+    "its sub-groups' topology levels apply to a PodGroup placed alone, not in a gang group, "
+    "a Koordinator gather or Kueue's topology-aware scheduling"
+)
 REASON_BOUND_DOMAIN = "node(s) are outside the {layer} domain of the gang group's bound members"
 
 
@@ -99,6 +103,9 @@ def _compile(ctx: CompileContext) -> None:
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
     kueue = compile_kueue(ctx)  # Kueue TAS: always, like the Workload API's topology
+    for u in kueue.keys() & {u for u, p in godel.items() if p.sub_domains}:
+        for g in ctx.gangs.unit_gangs()[u]:
+            ctx.block_gang(g, f"gang {ctx.gangs.gang_ids[g]}: {REASON_SUB_GROUPS_ALONE}")
     hypernode = compile_hypernode(ctx, taken=set(gather) | set(godel) | set(kueue))
     if not gather and not godel and not kueue and not hypernode:
         return
@@ -208,7 +215,9 @@ def _compile_godel(
             continue
         gid = plan.gang_ids[own[0]]
         if len(members) > 1 or u in gather:
-            if gangs[gid].affinity or gangs[gid].topology_key or gangs[gid].preferred_keys:
+            if gangs[gid].topology_sub_groups:
+                ctx.block_gang(own[0], f"gang {gid}: {REASON_SUB_GROUPS_ALONE}")
+            elif gangs[gid].affinity or gangs[gid].topology_key or gangs[gid].preferred_keys:
                 ctx.notes.append(
                     f"PodGroup {gid}: job-level affinity and the Workload API topology apply "
                     "to a single PodGroup without a Koordinator network-topology-spec; "

@@ -125,7 +125,8 @@ class NestedFill:
             left = len(self.problem.type_pods[t]) - len(self.chosen.get(t, []))
             need += self.problem.type_demand[t] * left
         alloc, used = self.metrics
-        fitting, short = [], []
+        fitting: list[tuple[int, tuple[int, ...], str, int]] = []
+        short: list[tuple[int, tuple[int, ...], str, int]] = []
         for d in values.tolist():
             nodes = usable & (sub.domain == d)
             packing = self.plan.domain_key(alloc[nodes].sum(axis=0), used[nodes].sum(axis=0))
