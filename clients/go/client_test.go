@@ -352,3 +352,45 @@ func TestDisruptionBudgetHoldsPreemption(t *testing.T) {
 		t.Fatalf("a budget allowing none keeps both pods: %d", got)
 	}
 }
+
+// KAI sub-groups each in one rack of their own (Gang.TopologySubGroups): sub-group b's 3
+// pods of 4 GPUs fit no rack of two 4-GPU nodes, so the gang waits naming b; without the
+// sub-groups it is placed.
+func TestTopologySubGroupsKeepEachInARack(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	cluster := &pb.Cluster{}
+	for i := 0; i < 4; i++ {
+		n := gpuNode(fmt.Sprintf("n%d", i))
+		n.Labels = map[string]string{"zone": "z", "rack": fmt.Sprintf("r%d", i/2)}
+		cluster.Nodes = append(cluster.Nodes, n)
+	}
+	job := gangJob("kai", 4, 4)
+	for i, p := range job.Pods {
+		leaf := "b"
+		if i == 0 {
+			leaf = "a"
+		}
+		p.Labels = map[string]string{"kai.scheduler/subgroup-name": leaf}
+	}
+	place := func() *pb.GangOutcome {
+		answer, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{
+			ClusterSource: &pb.PlaceJobRequest_Cluster{Cluster: cluster}, Job: job,
+			Options: &pb.SolveOptions{Engine: "greedy"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer.GetDecision().GetGangs()[0]
+	}
+	if !place().GetPlaced() {
+		t.Fatal("without sub-groups the gang is placed")
+	}
+	for _, leaf := range []string{"a", "b"} {
+		job.Gangs[0].TopologySubGroups = append(job.Gangs[0].TopologySubGroups, &pb.TopologySubGroup{
+			Name: leaf, Label: "kai.scheduler/subgroup-name", Values: []string{leaf}, Levels: []string{"zone", "rack"},
+		})
+	}
+	if got := place(); got.GetPlaced() || !strings.Contains(got.GetReason(), "sub-group b") {
+		t.Fatalf("sub-group b fits no rack: %v", got)
+	}
+}

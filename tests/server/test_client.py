@@ -287,3 +287,30 @@ def test_budgets_and_queue_usage_reach_the_server(start: Start) -> None:
         )
     assert [g.gang for g in by_weight.decision.gangs if g.placed] == ["default/job-a"]
     assert [g.gang for g in by_usage.decision.gangs if g.placed] == ["default/job-b"]
+
+
+def test_topology_sub_groups_reach_the_server(start: Start) -> None:
+    """KAI sub-groups each in one rack of their own (`Gang.topology_sub_groups`): sub-group
+    b's 3 pods of 4 GPUs fit no rack of two 4-GPU nodes, so the gang waits and says which
+    sub-group; without the sub-groups it is placed."""
+    _, port = start()
+    nodes = [
+        pb.Node(name=f"n{i}", labels={"zone": "z", "rack": f"r{i // 2}"},
+                allocatable={"cpu": 32000, GPU: 4, "pods": 110})
+        for i in range(4)
+    ]  # fmt: skip
+    job = gang_job("kai", 4, 4)
+    for i, p in enumerate(job.pods):
+        p.labels["kai.scheduler/subgroup-name"] = "a" if i == 0 else "b"
+    plain = job.gangs[0].SerializeToString()
+    for leaf in ("a", "b"):
+        job.gangs[0].topology_sub_groups.add(
+            name=leaf, label="kai.scheduler/subgroup-name", values=[leaf], levels=["zone", "rack"]
+        )
+    with Client(f"127.0.0.1:{port}") as client:
+        waits = client.place_job(job, cluster=pb.Cluster(nodes=nodes), engine="greedy")
+        job.gangs[0].CopyFrom(pb.Gang.FromString(plain))
+        placed = client.place_job(job, cluster=pb.Cluster(nodes=nodes), engine="greedy")
+    assert not waits.decision.gangs[0].placed
+    assert "sub-group b" in waits.decision.gangs[0].reason
+    assert placed.decision.gangs[0].placed

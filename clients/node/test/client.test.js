@@ -256,3 +256,23 @@ test('KAI-Scheduler queues: a gang over its queue limit waits, saying so', async
   assert.equal(over.placed, false);
   assert.match(over.decision.gangs[0].reason, /queue team: .*limit/);
 });
+
+test('KAI sub-groups each in a rack of their own: a sub-group no rack holds keeps its gang waiting', async () => {
+  const nodes = [0, 1, 2, 3].map((i) => ({ ...gpuNode(`n${i}`), labels: { zone: 'z', rack: `r${i >> 1}` } }));
+  const kai = job('kai', 4, 4);
+  kai.pods.forEach((p, i) => {
+    p.labels = { 'kai.scheduler/subgroup-name': i === 0 ? 'a' : 'b' };
+  });
+  const options = { engine: 'greedy' };
+  const plain = await client.placeJob({ cluster: { nodes }, job: kai, options });
+  assert.equal(plain.placed, true);
+  kai.gangs[0].topology_sub_groups = ['a', 'b'].map((leaf) => ({
+    name: leaf,
+    label: 'kai.scheduler/subgroup-name',
+    values: [leaf],
+    levels: ['zone', 'rack'],
+  }));
+  const waits = await client.placeJob({ cluster: { nodes }, job: kai, options });
+  assert.equal(waits.placed, false);
+  assert.match(waits.decision.gangs[0].reason, /sub-group b/);
+});
