@@ -109,3 +109,18 @@ def test_timeshare_example_runs_the_queue_with_less_usage() -> None:
     assert {k.split("/")[1].rsplit("-", 1)[0] for k in d.placed} == {"finetune"}
     d = schedule(model, engine="greedy")  # no usageDBConfig: by weight, the older queue first
     assert {k.split("/")[1].rsplit("-", 1)[0] for k in d.placed} == {"sweep"}
+
+
+def test_kai_subgroups_example_rolls_back_to_the_next_spine_as_its_header_says() -> None:
+    """KAI's multilevel sample2: a and b under one spine, each of a, b, c in a rack of its
+    own; spine s1 cannot hold b after a, so both go to s2 (the header's walk)."""
+    path = ROOT / "topology" / "kai-subgroups.yaml"
+    for engine in ("greedy", "cpsat"):
+        d = schedule(load_manifests(str(path)), engine=engine, workers=1)
+        racks: dict[str, set[str]] = {k.split("-")[1][0]: set() for k in d.placed}
+        for key, node in d.placed.items():
+            racks[key.split("-")[1][0]].add(node.rsplit("-", 1)[0])
+        assert len(d.placed) == 8 and all(len(r) == 1 for r in racks.values()), racks
+        assert len({r.split("-")[0] for rs in racks.values() for r in rs}) == 1  # one zone
+        if engine == "greedy":
+            assert racks == {"a": {"z1-r3"}, "b": {"z1-r4"}, "c": {"z1-r2"}}

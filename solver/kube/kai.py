@@ -197,7 +197,13 @@ def kai_gang_fields(
             )
         out[KAI_PREEMPTIBILITY] = preemptibility
     if unread := sorted(set(spec) - READ_SPEC - {"preemptibility", "queue"}):
-        notes.append(f"KAI PodGroup {gang_id}: ignored spec {', '.join(unread)}")
+        hint = (
+            " (the field is subGroups; KAI's docs/topology/multilevel.md writes subgroups, "
+            "which the API server drops)"
+            if "subgroups" in unread
+            else ""
+        )
+        notes.append(f"KAI PodGroup {gang_id}: ignored spec {', '.join(unread)}{hint}")
     if not c.required and not c.preferred:
         return out
     if c.topology not in topologies:

@@ -312,3 +312,13 @@ def test_podgroup_fields_not_acted_on_are_noted() -> None:
     assert any(
         "ignored spec backoffLimit, markUnschedulable, schedulingBackoff" in n for n in notes
     )
+
+
+def test_the_docs_spelling_subgroups_is_noted_with_the_fields_name() -> None:
+    """KAI's multilevel page writes `subgroups`; the CRD's field is `subGroups` and the API
+    server drops the other: the note says which to write."""
+    objects = multilevel({"a": 1, "b": 1})
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    pg["spec"]["subgroups"] = pg["spec"].pop("subGroups")
+    cluster = load_objects(raw(*objects))
+    assert any("the field is subGroups" in n for n in cluster.notes), cluster.notes
