@@ -280,6 +280,16 @@ ACTED: dict[str, frozenset[str]] = {
     "scheduling.godel.kubewharf.io/PodGroup": frozenset(
         {"minMember", "affinity", "priorityClassName"}
     ),
+    "scheduling.run.ai/PodGroup": frozenset(
+        {
+            "minMember",
+            "priorityClassName",
+            "topologyConstraint",
+            "subGroups",
+            "queue",
+            "preemptibility",
+        }
+    ),
 }
 """The `spec` fields gangplan acts on, per kind read through a typed model (whose parse
 alone would drop the rest in silence): any other `spec` field gets a note (`spec_note`)."""
@@ -294,6 +304,15 @@ def ignored(kind: str, prefix: str = "spec.") -> set[str]:
     }
 
 
+MISSPELT: dict[str, dict[str, str]] = {
+    "scheduling.run.ai/PodGroup": {
+        "subgroups": "subGroups (KAI's docs/topology/multilevel.md writes subgroups, which "
+        "the API server drops)",
+    },
+}
+"""Spellings the projects' own docs use for a field of another name: the note names it."""
+
+
 def spec_note(kind: str, where: str, spec: object) -> str | None:
     """A note naming the `spec` fields of an object (`where`: its source and name) that
     gangplan does not act on, for the kinds in `ACTED`; None when there are none."""
@@ -302,4 +321,6 @@ def spec_note(kind: str, where: str, spec: object) -> str | None:
     unread = sorted(set(spec) - ACTED[kind] - ignored(kind))
     if not unread:
         return None
-    return f"{where}: not acted on: {', '.join(f'spec.{f}' for f in unread)}"
+    meant = MISSPELT.get(kind, {})
+    named = [f"spec.{f}" + (f" (the field is {meant[f]})" if f in meant else "") for f in unread]
+    return f"{where}: not acted on: {', '.join(named)}"

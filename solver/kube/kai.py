@@ -89,7 +89,6 @@ KAI_GROUP = "scheduling.run.ai"
 KAI_TOPOLOGY_GROUP = "kai.scheduler"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"  # commonconstants.PodGroupAnnotationForPod
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"  # commonconstants.SubGroupLabelKey
-READ_SPEC = {"minMember", "priorityClassName", "topologyConstraint", "subGroups"}
 """PodGroup spec fields acted on (and `queue`, `preemptibility`); the rest
 (parallelism, completions, backoffLimit, markUnschedulable, schedulingBackoff) one note."""
 
@@ -196,14 +195,6 @@ def kai_gang_fields(
                 field="spec.preemptibility",
             )
         out[KAI_PREEMPTIBILITY] = preemptibility
-    if unread := sorted(set(spec) - READ_SPEC - {"preemptibility", "queue"}):
-        hint = (
-            " (the field is subGroups; KAI's docs/topology/multilevel.md writes subgroups, "
-            "which the API server drops)"
-            if "subgroups" in unread
-            else ""
-        )
-        notes.append(f"KAI PodGroup {gang_id}: ignored spec {', '.join(unread)}{hint}")
     if not c.required and not c.preferred:
         return out
     if c.topology not in topologies:

@@ -310,7 +310,8 @@ def test_podgroup_fields_not_acted_on_are_noted() -> None:
     pg["spec"] |= {"markUnschedulable": True, "schedulingBackoff": 1, "backoffLimit": 3}
     notes = load_objects(raw(*objects)).notes
     assert any(
-        "ignored spec backoffLimit, markUnschedulable, schedulingBackoff" in n for n in notes
+        "not acted on: spec.backoffLimit, spec.markUnschedulable, spec.schedulingBackoff" in n
+        for n in notes
     )
 
 
@@ -321,4 +322,4 @@ def test_the_docs_spelling_subgroups_is_noted_with_the_fields_name() -> None:
     pg = next(o for o in objects if o["kind"] == "PodGroup")
     pg["spec"]["subgroups"] = pg["spec"].pop("subGroups")
     cluster = load_objects(raw(*objects))
-    assert any("the field is subGroups" in n for n in cluster.notes), cluster.notes
+    assert any("spec.subgroups (the field is subGroups" in n for n in cluster.notes), cluster.notes
