@@ -12,6 +12,7 @@ no placement exists (the explanation's certificates rest on them):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,24 +113,39 @@ def room(
     n: int = 1,
     *,
     whole: bool = False,
+    only: Collection[int] | None = None,
 ) -> Room:
     """Both bounds for `gangs` on each of `n` groups of nodes (`group` [N]: a node's group,
     -1 = none; default: all nodes in one group). `whole`: each gang needs all its pending
-    pods, not its need (Koordinator's gather places a group's pending pods all or none)."""
-    needs = problem.gang_pending if whole else problem.gang_need
-    wanting = tuple(h for h in gangs if needs[h] > 0 and problem.gang_types(h))
+    pods, not its need (Koordinator's gather places a group's pending pods all or none).
+    `only`: just these pod types, every pod of them (a sub-group placed whole)."""
+
+    def types_of(h: int) -> list[int]:
+        return [t for t in problem.gang_types(h) if only is None or t in only]
+
+    if only is None:
+        needs = problem.gang_pending if whole else problem.gang_need
+    else:
+        needs = np.zeros(len(problem.gang_ids), dtype=np.int64)
+        for h in gangs:
+            needs[h] = sum(len(problem.type_pods[t]) for t in types_of(h))
+    wanting = tuple(h for h in gangs if needs[h] > 0 and types_of(h))
     where = np.zeros(problem.num_nodes, dtype=np.int64) if group is None else group
-    types = [t for h in wanting for t in problem.gang_types(h)]
+    types = [t for h in wanting for t in types_of(h)]
     usable = where >= 0
     if types:
         usable &= np.any(problem.eligible[np.array(types)], axis=0)
     bins = np.where(usable, where, n)
     needed = np.zeros(len(problem.resources), dtype=np.int64)
     for h in wanting:
-        needed += int(needs[h]) * problem.type_demand[problem.gang_types(h)].min(axis=0)
+        if only is None:
+            needed += int(needs[h]) * problem.type_demand[problem.gang_types(h)].min(axis=0)
+        else:
+            for t in types_of(h):
+                needed += len(problem.type_pods[t]) * problem.type_demand[t]
     pods = np.zeros((n, len(wanting)), dtype=np.int64)
     for i, h in enumerate(wanting):
-        for t in problem.gang_types(h):
+        for t in types_of(h):
             count = len(problem.type_pods[t])
             slots = np.minimum(slots_of(problem, t, free), count)
             pods[:, i] += np.minimum(_sum_by(bins, slots, n), count)

@@ -2,7 +2,8 @@
 
 A unit under the one-domain rule (`TopologyBlock.unit_domain`: Koordinator MustGather,
 Godel and the Workload API's required topology, Volcano HyperNode tiers; a Kueue pod set
-with a required level) places every new pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
+with a required level; a KAI sub-group with a required level, when its gang needs all its
+pods) places every new pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
 in one pass; when every domain fails one, no placement exists, and the certificate names
 the measure that fails everywhere with the best domains:
 
@@ -32,6 +33,8 @@ def one_domain_bound(
     for u in sorted({int(problem.gang_unit[h]) for h in gangs if problem.gang_pending[h] > 0}):
         if (kueue := _kueue_bound(problem, block, u, gangs, free)) is not None:
             return kueue
+        if (sub := _sub_group_bound(problem, block, u, gangs, free)) is not None:
+            return sub
         domain = block.domain_of(u)
         names = block.unit_domain_names[u] if block.unit_domain_names else ()
         rule = block.unit_domain_rule[u] if block.unit_domain_rule else ""
@@ -75,6 +78,29 @@ def _kueue_bound(
         if found.gangs and not bool(found.fits.any()):
             level = ps.tree.levels[req.level]
             return _certificate(problem, found, names, f"one {level} domain (Kueue required)")
+    return None
+
+
+def _sub_group_bound(
+    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], free: IntArray
+) -> Certificate | None:
+    """A KAI sub-group with a required level: its pods inside one domain of that level,
+    all of them when its gang needs every pending pod (else a sub-group may place fewer,
+    and the counted reason speaks)."""
+    plan = block.godel(u)
+    members = [h for h in gangs if int(problem.gang_unit[h]) == u]
+    if plan is None or not plan.sub_domains:
+        return None
+    if any(problem.gang_need[h] < problem.gang_pending[h] for h in members):
+        return None
+    for sub in plan.sub_domains:
+        if sub.blocked or not sub.types:
+            continue
+        found = room(problem, members, free, sub.domain, len(sub.names), only=set(sub.types))
+        if found.gangs and not bool(found.fits.any()):
+            return _certificate(
+                problem, found, sub.names, f"one {sub.level} domain (sub-group {sub.name})"
+            )
     return None
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.features.topology.block import TopologyBlock
+from solver.features.topology.godel.subgroups import SubDomain
 from solver.features.topology.hypernode.block import HyperNodeBlock
 from solver.problem import IntArray, Problem
 
@@ -54,6 +55,9 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         return "a HyperNode subGroupPolicy (sub-groups placed whole, in their own HyperNodes)"
     rules: list[DomainRule] = []
     domain = block.domain_of(u)
+    godel = block.godel(u)
+    if godel is not None and godel.sub_domains:
+        return _sub_group_rules(domain, godel.sub_domains)
     if domain is not None:
         types = tuple(t for t in range(problem.num_types) if problem.type_unit(t) == u)
         names = tuple(n.rstrip(";") for n in block.unit_domain_names[u])
@@ -81,3 +85,18 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
             )
         )
     return rules
+
+
+def _sub_group_rules(
+    domain: IntArray | None, subs: tuple[SubDomain, ...]
+) -> list[DomainRule] | str:
+    """KAI sub-groups side by side, each inside one domain of its own level: one rule each.
+    Nested ones, or ones inside the PodGroup's own domain, are not rules one after the
+    other (their domains must also share the outer one's)."""
+    if domain is not None or any(s.parent >= 0 for s in subs):
+        return "KAI sub-groups nested in each other or in the PodGroup's own domain"
+    return [
+        DomainRule(s.types, s.domain, s.names, f"one {s.level} domain (sub-group {s.name})")
+        for s in subs
+        if s.types
+    ]

@@ -135,6 +135,27 @@ def kai() -> Objects:
     return [topology, pg, *members("job", annotations={"pod-group-name": "job"})]
 
 
+def kai_sub_group() -> Objects:
+    """The same rack, asked by a KAI sub-group (the PodGroup itself has no level)."""
+    topology, pg, *pods = kai()
+    pg["spec"] = {
+        "minMember": 2,
+        "subGroups": [
+            {
+                "name": "workers",
+                "minMember": 2,
+                "topologyConstraint": {
+                    "topology": "cluster-topology",
+                    "requiredTopologyLevel": RACK,
+                },
+            }
+        ],
+    }
+    for p in pods:
+        p["metadata"].setdefault("labels", {})["kai.scheduler/subgroup-name"] = "workers"
+    return [topology, pg, *pods]
+
+
 DIALECTS = {
     "workload-api": workload_api,
     "godel": godel,
@@ -142,6 +163,7 @@ DIALECTS = {
     "hypernode": hypernodes,
     "koordinator": koordinator,
     "kai": kai,
+    "kai-sub-group": kai_sub_group,
 }
 
 
@@ -463,3 +485,19 @@ def test_a_hypernode_sub_group_policy_is_refused_in_words() -> None:
     )  # fmt: skip
     assert d.victims == ()
     assert "preemption: not planned for a HyperNode subGroupPolicy" in d.podgroups["c1/pg1"].reason
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_nested_kai_sub_groups_are_not_planned_and_say_so(engine: str) -> None:
+    """A sub-group inside its PodGroup's own rack is not two rules one after the other: no
+    plan, no eviction, and the reason says why (never a plan `verify` refuses)."""
+    topology, pg, *pods = kai_sub_group()
+    pg["spec"]["topologyConstraint"] = {
+        "topology": "cluster-topology",
+        "requiredTopologyLevel": BLOCK,
+    }
+    low = running({"r1-a": 1, "r1-b": 2, "r2-a": 1, "r2-b": 1})
+    d = run([*nodes(), *low, topology, pg, *pods], engine)
+    assert d.victims == ()
+    reason = d.podgroups["default/job"].reason
+    assert "preemption: not planned for KAI sub-groups nested" in reason, reason

@@ -192,3 +192,28 @@ def test_sub_groups_under_kueue_tas_are_refused_not_dropped() -> None:
         d = kueue.run(cluster, engine)
         assert not d.placed
         assert "apply to a PodGroup placed alone" in d.podgroups["default/job"].reason
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sub_group_no_rack_holds_is_proven_in_its_own_words(engine: str) -> None:
+    """enc's 3 pods of 2 GPUs need 6 in one rack of 4: a proof (issue 40's certificate),
+    not the greedy's count, and the same from either engine."""
+    d = run(job({"enc": 3, "dec": 1}, [sub("enc"), sub("dec")]), engine)
+    assert not d.placed
+    cert = d.certificates["default/job"]
+    assert cert.proven and cert.kind == "domain"
+    assert cert.sentence == (
+        "gang default/job needs 6 nvidia.com/gpu inside one topology/rack domain (sub-group "
+        "enc); the largest offers 4 (z1.r1), the next 4 (z1.r2), 4 (z2.r3)"
+    )
+
+
+def test_an_elastic_gang_gets_no_sub_group_proof() -> None:
+    """With fewer pods needed than pending (3 of 5), a sub-group may place fewer than all
+    of its pods: the whole-sub-group bound does not apply, and no proof is claimed from it
+    (2 pods of 2 GPUs fit a rack; the gang waits on the counted reason)."""
+    d = run(job({"enc": 5}, [sub("enc")], min_member=3), "greedy")
+    assert not d.placed
+    assert not d.certificates["default/job"].proven or "sub-group" not in (
+        d.certificates["default/job"].sentence
+    )
