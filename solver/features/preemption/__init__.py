@@ -69,7 +69,7 @@ from solver.features.preemption.victims import (
 )
 from solver.features.queues import QuotaBlock, QuotaLedger, QuotaMode, build_queue_tree
 from solver.features.topology import TopologyBlock
-from solver.features.topology.rules import domain_rules
+from solver.features.topology.rules import domain_rules, overlapping
 from solver.problem import FloatArray, IntArray, Ledger, NoLimits, Problem
 from solver.snapshot import NONE, Snapshot, Workload, charged_queue
 
@@ -146,6 +146,8 @@ def preempt(
             continue
         gathered = topology is not None and topology.is_gather(u)
         rules = domain_rules(problem, u)
+        if not isinstance(rules, str) and overlapping(rules):
+            rules = "KAI sub-groups nested in each other or in their PodGroup's own domain"
         if isinstance(rules, str):
             for g in gangs:
                 result.reasons[g] = f"preemption: not planned for {rules}"

@@ -8,9 +8,13 @@ array":
     Kueue `podset-required-topology: L`
         every pod of the pod set (and its group's leader), one domain of level L of the
         pod set's flavor tree
+    KAI sub-group with a required level
+        its pending pods, one domain of its level; it lies inside its PodGroup's rule or
+        another sub-group's, so rules may hold the same pods (`overlapping`)
 
-A consumer that places a unit outside the placement engines (preemption's dry run) reads
-these rules instead of the dialects (Koordinator's gather, which also counts offer slots
+A consumer that places a unit outside the placement engines (preemption's dry run, which
+plans rule after rule and so refuses overlapping ones; defragmentation's model, which takes
+them together) reads these rules instead of the dialects (Koordinator's gather, which also counts offer slots
 and podCountMultiple, keeps its own planner there). A Kueue pod set with slices
 (`podset-slice-required-topology` + `podset-slice-size`) adds them to its rule: in every
 domain of the slice level, a multiple of the slice size of its pods. What a rule cannot
@@ -24,11 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.features.topology.block import TopologyBlock
-from solver.features.topology.godel.subgroups import SubDomain
 from solver.features.topology.hypernode.block import HyperNodeBlock
 from solver.problem import IntArray, Problem
 
-__all__ = ["DomainRule", "domain_rules"]
+__all__ = ["DomainRule", "domain_rules", "overlapping"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,13 +58,15 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         return "a HyperNode subGroupPolicy (sub-groups placed whole, in their own HyperNodes)"
     rules: list[DomainRule] = []
     domain = block.domain_of(u)
-    godel = block.godel(u)
-    if godel is not None and godel.sub_domains:
-        return _sub_group_rules(domain, godel.sub_domains)
     if domain is not None:
         types = tuple(t for t in range(problem.num_types) if problem.type_unit(t) == u)
         names = tuple(n.rstrip(";") for n in block.unit_domain_names[u])
         rules.append(DomainRule(types, domain, names, block.unit_domain_rule[u] or "one domain"))
+    godel = block.godel(u)
+    for sub in godel.sub_domains if godel is not None else ():
+        if sub.types:
+            rule = f"one {sub.level} domain (sub-group {sub.name})"
+            rules.append(DomainRule(sub.types, sub.domain, sub.names, rule))
     for ps in block.kueue(u) or ():
         req = ps.request
         sliced = req.slice_size != 1
@@ -87,16 +92,13 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
     return rules
 
 
-def _sub_group_rules(
-    domain: IntArray | None, subs: tuple[SubDomain, ...]
-) -> list[DomainRule] | str:
-    """KAI sub-groups side by side, each inside one domain of its own level: one rule each.
-    Nested ones, or ones inside the PodGroup's own domain, are not rules one after the
-    other (their domains must also share the outer one's)."""
-    if domain is not None or any(s.parent >= 0 for s in subs):
-        return "KAI sub-groups nested in each other or in the PodGroup's own domain"
-    return [
-        DomainRule(s.types, s.domain, s.names, f"one {s.level} domain (sub-group {s.name})")
-        for s in subs
-        if s.types
-    ]
+def overlapping(rules: list[DomainRule]) -> bool:
+    """Two rules hold pods of one type (a KAI sub-group inside its PodGroup's domain or
+    inside another sub-group): together they constrain those pods, which a consumer placing
+    rule after rule cannot state."""
+    seen: set[int] = set()
+    for rule in rules:
+        if seen & set(rule.types):
+            return True
+        seen |= set(rule.types)
+    return False
