@@ -118,22 +118,28 @@ class NestedFill:
 
     def _order(self, sub: SubDomain, usable: BoolArray) -> tuple[list[int], list[int]]:
         """The candidate domains in the module docstring's order: (those whose free room
-        can hold the sub-group's pods, the others)."""
-        values = np.unique(sub.domain[usable])
+        can hold the sub-group's pods, the others); one pass over the usable nodes."""
+        at = np.flatnonzero(usable)
+        if at.size == 0:
+            return [], []
+        values, ids = np.unique(sub.domain[at], return_inverse=True)
+        k = values.size
         need = np.zeros(self.free.shape[1], dtype=np.int64)
         for t in sub.types:
             left = len(self.problem.type_pods[t]) - len(self.chosen.get(t, []))
             need += self.problem.type_demand[t] * left
+        room = _sums(ids, np.maximum(self.free[at], 0), k)
         alloc, used = self.metrics
-        fitting: list[tuple[int, tuple[int, ...], str, int]] = []
-        short: list[tuple[int, tuple[int, ...], str, int]] = []
-        for d in values.tolist():
-            nodes = usable & (sub.domain == d)
-            packing = self.plan.domain_key(alloc[nodes].sum(axis=0), used[nodes].sum(axis=0))
-            key = (int(self.rank[nodes].min()), packing, sub.names[d], d)
-            room = np.maximum(self.free[nodes], 0).sum(axis=0)
-            (fitting if (room >= need).all() else short).append(key)
-        return [k[-1] for k in sorted(fitting)], [k[-1] for k in sorted(short)]
+        cap, held = _sums(ids, alloc[at], k), _sums(ids, used[at], k)
+        rank = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(rank, ids, self.rank[at])
+        fits: BoolArray = np.all(room >= need, axis=1)
+        keys = [
+            (int(rank[i]), self.plan.domain_key(cap[i], held[i]), sub.names[d], d, bool(fits[i]))
+            for i, d in enumerate(values.tolist())
+        ]
+        keys.sort()
+        return [k_[3] for k_ in keys if k_[4]], [k_[3] for k_ in keys if not k_[4]]
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -152,3 +158,10 @@ class NestedFill:
         self.free[:] = free
         self.tracker.restore(tracked)
         self.chosen.update(kept)
+
+
+def _sums(ids: IntArray, values: IntArray, k: int) -> IntArray:
+    """[k, C] the rows of `values` summed by their id."""
+    out = np.zeros((k, values.shape[1]), dtype=np.int64)
+    np.add.at(out, ids, values)
+    return out
