@@ -6,7 +6,7 @@ lies in one domain of every layer and one value of every `unit_domain`:
 
     # y[u, d] = 1 if unit u uses domain d of its one-domain rule;  Σ_d y[u, d] ≤ 1
     #   (and the same per KAI sub-group inside it: `godel/subgroups.py`)
-    # x[t, c, k] ≤ |t| · y[u, dom(c)]   for t ∈ T_u   (x = 0 where dom(c) = −1)
+    # Σ_{c: dom(c) = d} Σ_k x[t, c, k] ≤ |t| · y[u, d]   for t ∈ T_u   (x = 0 where dom(c) = −1)
     # gather: placed_g = pending_g · unit_on[u] for every gang g of u (all pending pods or none)
     # podCountMultiple m of layer l: Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] = m · z[u, l, d]
     # used[u, l, d] ⇐ Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] ≥ 1   (domains used, per layer)
@@ -98,12 +98,15 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             # gather_slack = Σ_d slots(d) · y[u, d]: the chosen domain's free slots
             slots = domain_slots(problem, block, u)
             slack_terms += [slots.get(d, 0) * y[d] for d in values if slots.get(d, 0)]
+        by_domain: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for key in keys_of[u]:
             d = int(domain[v.classes[key[1]].nodes[0]])
             if d < 0:
                 model.add(v.x[key] == 0)
             else:
-                model.add(v.x[key] <= counts[key[0]] * y[d])
+                by_domain.setdefault((key[0], d), []).append(v.x[key])
+        for (t, d), xs in by_domain.items():
+            model.add(cp_model.LinearExpr.sum(xs) <= counts[t] * y[d])
 
     gather = set(topology_units(block))
     for u in gather:

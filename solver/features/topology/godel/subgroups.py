@@ -18,7 +18,7 @@ of them, and the sub-group would then span domains).
 CP-SAT (`build`), for every sub-group s of unit u with types T_s and domain row dom_s:
 
     # one[s, d] ∈ {0,1},  Σ_d one[s, d] ≤ 1
-    # x[t, c, k] ≤ |t| · one[s, dom_s(c)]   for t ∈ T_s   (dom_s(c) = −1: x = 0)
+    # Σ_{c: dom_s(c) = d} Σ_k x[t, c, k] ≤ |t| · one[s, d]   for t ∈ T_s   (dom_s(c) = −1: x = 0)
 
 with node classes split by every dom_s (`rows`), so a class lies in one domain of each.
 """
@@ -160,15 +160,16 @@ def build_sub_domains(
     for key in v.x:
         keys_of.setdefault(key[0], []).append(key)
     for s, sub in enumerate(subs):
-        one: dict[int, cp_model.IntVar] = {}
+        by_domain: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for t in sub.types:
             for key in keys_of.get(t, []):
                 d = int(sub.domain[v.classes[key[1]].nodes[0]])
                 if d < 0:
                     model.add(v.x[key] == 0)
-                    continue
-                if d not in one:
-                    one[d] = model.new_bool_var(f"sub_domain[{u},{s},{d}]")
-                model.add(v.x[key] <= counts[t] * one[d])
+                else:
+                    by_domain.setdefault((t, d), []).append(v.x[key])
+        one = {d: model.new_bool_var(f"sub_domain[{u},{s},{d}]") for _, d in by_domain}
+        for (t, d), xs in by_domain.items():
+            model.add(cp_model.LinearExpr.sum(xs) <= counts[t] * one[d])
         if len(one) > 1:
             model.add(cp_model.LinearExpr.sum(list(one.values())) <= 1)
