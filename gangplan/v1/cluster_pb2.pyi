@@ -1171,10 +1171,9 @@ class Gang(_message.Message):
 
     @_builtins.property
     def topology_sub_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySubGroup]:
-        """KAI-Scheduler sub-groups with a required topology level
-        (`spec.subGroups[].topologyConstraint.requiredTopologyLevel`): each keeps its pods in
-        one domain of its own, inside the gang's own (`topology_key`). They nest or are
-        disjoint. At most 64.
+        """KAI-Scheduler sub-groups (`spec.subGroups`): each leaf's minMember, and each with a
+        required topology level (`topologyConstraint.requiredTopologyLevel`) in one domain of
+        its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 64.
         """
 
     def __init__(
@@ -1214,7 +1213,7 @@ Global___Gang: _TypeAlias = Gang  # noqa: Y015
 
 @_typing.final
 class TopologySubGroup(_message.Message):
-    """Pods of a gang that share one topology domain of their own."""
+    """Pods of a gang with rules of their own: a domain, a minimum, or both."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1222,10 +1221,15 @@ class TopologySubGroup(_message.Message):
     LABEL_FIELD_NUMBER: _builtins.int
     VALUES_FIELD_NUMBER: _builtins.int
     LEVELS_FIELD_NUMBER: _builtins.int
+    MIN_MEMBER_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Unique within the gang, non-empty."""
     label: _builtins.str
     """The pod label naming a pod's sub-group (KAI: `kai.scheduler/subgroup-name`)."""
+    min_member: _builtins.int
+    """The gang is placed only with at least this many of its pods running or placed (a KAI
+    leaf's minMember); 0: none. Levels, a minimum or both.
+    """
     @_builtins.property
     def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The label's values this sub-group takes (KAI: the leaf sub-groups below it), at least
@@ -1236,7 +1240,7 @@ class TopologySubGroup(_message.Message):
     def levels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Node labels naming its domain, the topology's top level first and its required level
         last (KAI's domain ids `zone.rack`): its pods go to nodes carrying them all, with one
-        value of each. 1 to 16.
+        value of each. At most 16; empty: no domain of its own.
         """
 
     def __init__(
@@ -1246,10 +1250,11 @@ class TopologySubGroup(_message.Message):
         label: _builtins.str = ...,
         values: _abc.Iterable[_builtins.str] | None = ...,
         levels: _abc.Iterable[_builtins.str] | None = ...,
+        min_member: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "levels", b"levels", "name", b"name", "values", b"values"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "levels", b"levels", "min_member", b"min_member", "name", b"name", "values", b"values"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -2,9 +2,9 @@
 protobuf and the model.
 
 Checked as the proto comments say, violations named by field path: at most 64 sub-groups,
-each with a unique non-empty name, a pod label key, at least one label value, 1 to 16 node
-label keys each once; sub-groups of one label nest or are disjoint (`sub_groups_problem`,
-the rule the model states once).
+each with a unique non-empty name, a pod label key, at least one label value, at most 16
+node label keys each once, a minimum >= 0, levels or a minimum; sub-groups of one label
+nest or are disjoint (`sub_groups_problem`, the rule the model states once).
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ def topology_sub_groups_from_proto(
         for j, value in enumerate(msg.values):
             if not value or (why := label_value_problem(msg.label, value)):
                 out.add(f"{where}.values[{j}]", why or "must not be empty")
-        if not 1 <= len(msg.levels) <= MAX_SUB_GROUP_LEVELS:
-            out.add(f"{where}.levels", f"must list 1 to {MAX_SUB_GROUP_LEVELS} node labels")
+        if len(msg.levels) > MAX_SUB_GROUP_LEVELS:
+            out.add(f"{where}.levels", f"must list at most {MAX_SUB_GROUP_LEVELS} node labels")
+        if msg.min_member < 0:
+            out.add(f"{where}.min_member", f"must not be negative: {msg.min_member}")
         for j, level in enumerate(msg.levels[:MAX_SUB_GROUP_LEVELS]):
             if why := label_key_problem(level):
                 out.add(f"{where}.levels[{j}]", why)
@@ -58,6 +60,7 @@ def topology_sub_groups_from_proto(
                     label=msg.label,
                     values=tuple(msg.values),
                     levels=tuple(msg.levels),
+                    min_member=msg.min_member,
                 )
             )
     if len(subs) == len(items) and (found := sub_groups_problem(subs)):
@@ -69,6 +72,8 @@ def topology_sub_groups_from_proto(
 
 def topology_sub_groups_to_proto(subs: Sequence[TopologySubGroup]) -> list[pb.TopologySubGroup]:
     return [
-        pb.TopologySubGroup(name=s.name, label=s.label, values=s.values, levels=s.levels)
+        pb.TopologySubGroup(
+            name=s.name, label=s.label, values=s.values, levels=s.levels, min_member=s.min_member
+        )
         for s in subs
     ]

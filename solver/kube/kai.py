@@ -17,9 +17,9 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   `kai.scheduler/subgroup-name`. Without required levels on sub-groups, each leaf
   sub-group is a gang of its own `minMember` and the leaves are placed together or not at
   all (one gang group). With a required level on any sub-group, the PodGroup stays one
-  gang (its leaves' minMember counted together, noted) under its own constraint, and each
-  sub-group with a required level keeps the pods below it in one domain of that level of
-  its own, nested in its parent's (`allocateSubGroupSet`; `TopologySubGroup`); preferred
+  gang under its own constraint, each leaf keeps its minMember, and each sub-group with a
+  required level keeps the pods below it in one domain of that level of its own, nested
+  in its parent's (`allocateSubGroupSet`; `TopologySubGroup`); preferred
   levels of sub-groups, and above the leaves without required ones, are noted;
 - a KAI pod's label `priorityClassName` names its class before `spec.priorityClassName`
   (the pod-grouper's `calcPodGroupPriorityClass`), and KAI's own classes (`train` 50,
@@ -281,8 +281,9 @@ def _own_domains(
     """Sub-groups with required levels (at any depth): the PodGroup stays one gang under its
     own constraint, and each such sub-group is a `TopologySubGroup` over the pods of the
     leaves below it, in one domain of its level of its own (`allocateSubGroupSet`: a
-    sub-group set's children are placed inside the domain chosen for it). The gang's
-    minMember is its leaves' together. The gang's update."""
+    sub-group set's children are placed inside the domain chosen for it); each leaf's
+    minMember is a `TopologySubGroup` minimum too. The gang's minMember is the larger of its
+    own and its leaves' together. The gang's update."""
     parent = {s.name: s.parent for s, _ in subs}
     leaf_names = [s.name for s, _ in leaves]
 
@@ -304,24 +305,25 @@ def _own_domains(
                 f"KAI PodGroup {gang.id}: sub-group {sub.name} preferredTopologyLevel "
                 f"{c.preferred!r} is not acted on yet (a preference)"
             )
-        if not c.required:
-            continue
-        refused = refused or _level_error(c, topologies, f"sub-group {sub.name}")
-        levels = topologies.get(c.topology, ())
-        path = levels[: levels.index(c.required) + 1] if c.required in levels else (c.required,)
-        owned.append(
-            TopologySubGroup(
-                name=sub.name, label=KAI_SUBGROUP_LABEL, values=below(sub.name), levels=path
+        path: tuple[str, ...] = ()
+        if c.required:
+            refused = refused or _level_error(c, topologies, f"sub-group {sub.name}")
+            levels = topologies.get(c.topology, ())
+            path = levels[: levels.index(c.required) + 1] if c.required in levels else (c.required,)
+        minimum = sub.min_member if sub.name in leaf_names else 0
+        if path or minimum:
+            owned.append(
+                TopologySubGroup(
+                    name=sub.name,
+                    label=KAI_SUBGROUP_LABEL,
+                    values=below(sub.name),
+                    levels=path,
+                    min_member=minimum,
+                )
             )
-        )
     minimum = sum(s.min_member for s, _ in leaves)
     explicit = (raw.body.get("spec") or {}).get("minMember")
     need = max(gang.min_member if explicit is not None else 0, minimum) or gang.min_member
-    if minimum:
-        notes.append(
-            f"KAI PodGroup {gang.id}: its leaf sub-groups' minMember are counted together "
-            f"(minMember {need}), not each on its own"
-        )
     return {
         "topology_sub_groups": tuple(owned),
         "min_member": need,

@@ -113,20 +113,24 @@ MAX_SUB_GROUP_LEVELS = 16
 
 
 class TopologySubGroup(Frozen):
-    """Pods of a gang that share one topology domain of their own (KAI-Scheduler's
-    `spec.subGroups[].topologyConstraint.requiredTopologyLevel`): every pod of the gang whose
-    label `label` has one of `values`, running or placed, on nodes that carry every label of
-    `levels` and agree on all of their values. `levels` runs from the topology's top level
-    down to the required one, so a rack is named by its zone too (KAI's domain ids
-    `zone.rack`). Sub-groups of one gang nest or are disjoint; the gang's own `topology_key`
-    holds all of them."""
+    """Pods of a gang with rules of their own (KAI-Scheduler's `spec.subGroups`): every pod
+    of the gang whose label `label` has one of `values`. With `levels` (a sub-group's
+    `requiredTopologyLevel`), its running and placed pods are on nodes that carry every
+    label of `levels` and agree on all of their values; `levels` runs from the topology's
+    top level down to the required one, so a rack is named by its zone too (KAI's domain
+    ids `zone.rack`). With `min_member` (a leaf sub-group's `minMember`), the gang is placed
+    only with at least that many of its pods running or placed. Sub-groups of one gang nest
+    or are disjoint; the gang's own `topology_key` holds all of them."""
 
     name: str = Field(min_length=1, max_length=253)
     label: str = Field(min_length=1, description="the pod label naming a pod's sub-group")
     values: tuple[str, ...] = Field(min_length=1, description="its values taken by this one")
     levels: tuple[str, ...] = Field(
-        min_length=1, max_length=MAX_SUB_GROUP_LEVELS, description="node labels, top first"
+        default=(),
+        max_length=MAX_SUB_GROUP_LEVELS,
+        description="node labels, top first; empty: no domain of its own",
     )
+    min_member: int = Field(default=0, ge=0, le=1 << 31, description="0: no minimum")
 
     def holds(self, labels: Mapping[str, str]) -> bool:
         """A pod with these labels is one of the sub-group's."""
@@ -145,6 +149,8 @@ def sub_groups_problem(subs: Iterable[TopologySubGroup]) -> tuple[int, str] | No
         seen[sub.name] = i
         if len(set(sub.levels)) != len(sub.levels) or not all(sub.levels):
             return i, "levels must be non-empty node labels, each once"
+        if not sub.levels and not sub.min_member:
+            return i, "a sub-group needs levels or a min_member (else it asks nothing)"
         mine = set(sub.values)
         for other in listed[:i]:
             theirs = set(other.values)
@@ -205,7 +211,8 @@ class Gang(Frozen):
     )
     topology_sub_groups: tuple[TopologySubGroup, ...] = Field(
         default=(),
-        description="KAI sub-groups with a required level: each in one domain of its own",
+        description="KAI sub-groups: each leaf's minMember, and each with a required level "
+        "in one domain of its own",
     )
     disruption_mode: Literal["Single", "All"] | None = Field(
         default=None, description="Workload API disruptionMode: pods evicted one by one or all"

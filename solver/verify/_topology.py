@@ -10,8 +10,9 @@
   and running pods share one value of every `required` topology key;
 * Kubernetes Workload API (always): a PodGroup's placed and running pods are on nodes that
   carry its `schedulingConstraints.topology[0].key` label, all with one value;
-* KAI sub-groups with a required level (always): the placed and running pods of each
-  sub-group are on nodes that carry every label of its levels, all with one value each.
+* KAI sub-groups (always): once a gang places pods, each sub-group with a minimum has at
+  least that many running or placed, and the placed and running pods of each sub-group
+  with levels are on nodes that carry every label of its levels, all with one value each.
 """
 
 from __future__ import annotations
@@ -268,7 +269,13 @@ def sub_group_topology(ctx: VerifyContext) -> list[str]:
             if running.node[row] >= 0
         ]
         for sub in gang.topology_sub_groups:
-            if not any(sub.holds(labels) for labels, _ in new):
+            count = sum(1 for labels, _ in (*new, *on) if sub.holds(labels))
+            if count < sub.min_member:
+                problems.append(
+                    f"gang {gang.id}: sub-group {sub.name} has {count} pod(s) running or "
+                    f"placed, below its minMember {sub.min_member}"
+                )
+            if not sub.levels or not any(sub.holds(labels) for labels, _ in new):
                 continue
             hosts = {name for labels, name in (*new, *on) if sub.holds(labels)}
             values = {tuple(nodes[name].labels.get(k) for k in sub.levels) for name in hosts}

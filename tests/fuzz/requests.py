@@ -164,7 +164,11 @@ _KAI_GANG = pb.Gang(
             levels=["zone", "rack"],
         ),
         pb.TopologySubGroup(
-            name="enc", label="kai.scheduler/subgroup-name", values=["enc"], levels=["zone", "rack"]
+            name="enc",
+            label="kai.scheduler/subgroup-name",
+            values=["enc"],
+            levels=["zone", "rack"],
+            min_member=1,
         ),
     ],
 )

@@ -225,8 +225,8 @@ def multilevel(sizes: dict[str, int], **top: str) -> list[dict[str, Any]]:
 def test_leaf_levels_each_take_a_rack_of_their_own(engine: str) -> None:
     """sample1 with a and b of 2 pods each, each required in one rack, on two racks of 3
     GPUs: no rack holds all 4, and KAI puts each sub-group in a rack of its own
-    (`allocateSubGroupSet`). gangplan held the whole PodGroup to one rack and left it
-    pending."""
+    (`allocateSubGroupSet`), each with its own minMember. gangplan held the whole PodGroup to
+    one rack and left it pending."""
     cluster, d = run(multilevel({"a": 2, "b": 2}), engine)
     assert all(p.node for p in d.placements.values()), d.placements
     for leaf in ("a", "b"):
@@ -237,17 +237,24 @@ def test_leaf_levels_each_take_a_rack_of_their_own(engine: str) -> None:
         }
         assert len(racks) == 1, (leaf, racks)
     assert {(p.node or "?")[:2] for p in d.placements.values()} == {"r1", "r2"}
-    assert any("minMember are counted together" in n for n in cluster.notes)
+    gang = cluster.gangs["default/sample1"]
+    assert [(s.name, s.min_member) for s in gang.topology_sub_groups] == [
+        ("subgroup-a", 2),
+        ("subgroup-b", 2),
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_sub_group_that_no_rack_holds_keeps_the_podgroup_pending(engine: str) -> None:
     """b needs 4 GPUs in one rack of 3: the PodGroup (minMember 6) is not placed, and its
-    reason names the sub-group."""
+    reason proves it naming the sub-group."""
     _, d = run(multilevel({"a": 2, "b": 4}), engine)
     assert not any(p.node for p in d.placements.values())
     reason = d.podgroups["default/sample1"].reason
-    assert "sub-group subgroup-b: no topology/rack domain holds its 4 pod(s)" in reason, reason
+    assert reason.startswith(
+        "gang default/sample1 needs 4 nvidia.com/gpu inside one topology/rack domain "
+        "(sub-group subgroup-b); the largest offers 3 (z1.r1)"
+    ), reason
 
 
 @pytest.mark.parametrize("engine", ENGINES)

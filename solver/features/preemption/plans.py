@@ -36,16 +36,26 @@ class PreemptionResult:
 
 
 def required_pods(problem: Problem, gangs: list[int]) -> dict[int, int]:
-    """Pods per type that must be placed for the group: each gang's need (all if gathered)."""
+    """Pods per type that must be placed for the group: each gang's need (all if gathered),
+    each KAI leaf sub-group's minMember among them."""
     out: dict[int, int] = {}
     topology = problem.block(TopologyBlock)
     for g in gangs:
         gathered = topology is not None and topology.is_gather(int(problem.gang_unit[g]))
         need = int(problem.gang_pending[g]) if gathered else max(int(problem.gang_need[g]), 1)
+        plan = topology.godel(int(problem.gang_unit[g])) if topology is not None else None
+        for m in plan.sub_minimums if plan is not None else ():  # each leaf's minMember first
+            left = m.need
+            for t in m.types:
+                take = min(left, len(problem.type_pods[t]) - out.get(t, 0))
+                if take > 0:
+                    out[t] = out.get(t, 0) + take
+                    left -= take
+                    need -= take
         for t in problem.gang_types(g):
-            take = min(need, len(problem.type_pods[t]))
+            take = min(need, len(problem.type_pods[t]) - out.get(t, 0))
             if take > 0:
-                out[t] = take
+                out[t] = out.get(t, 0) + take
                 need -= take
     return out
 

@@ -55,7 +55,6 @@ from solver.features.topology.godel.affinity import (
     job_affinity,
 )
 from solver.features.topology.godel.subgroups import (
-    SubDomain,
     compile_sub_domains,
     domain_sub_group_key,
 )
@@ -240,22 +239,30 @@ def _compile_godel(
         if unit_plan.blocked:
             ctx.block_gang(own[0], f"gang {gid}: {unit_plan.blocked}")
         if gangs[gid].topology_sub_groups:
-            unit_plan = replace(unit_plan, sub_domains=_sub_domains(ctx, own[0], gangs[gid]))
+            unit_plan = _with_sub_groups(ctx, own[0], gangs[gid], unit_plan)
         godel[u] = unit_plan
 
 
-def _sub_domains(ctx: CompileContext, g: int, gang: Gang) -> tuple[SubDomain, ...]:
-    """A KAI PodGroup's sub-groups with their own domains; nodes outside them are not
-    eligible for their pods, with a counted reason."""
+def _with_sub_groups(ctx: CompileContext, g: int, gang: Gang, plan: GodelPlan) -> GodelPlan:
+    """A KAI PodGroup's sub-groups: their own domains and minimums; nodes outside a
+    sub-group's domains are not eligible for its pods, with a counted reason."""
     types = ctx.types_of(g)
-    subs = compile_sub_domains(ctx.snapshot, gang, [(t, ctx.first_pod(t).labels) for t in types])
+    subs, minimums = compile_sub_domains(
+        ctx.snapshot, gang, [(t, ctx.first_pod(t).labels) for t in types]
+    )
     for sub in subs:
         why = (
             sub.blocked
             or f"node(s) are outside every {sub.level} domain sub-group {sub.name} may use"
         )
         ctx.restrict(list(sub.types), sub.domain >= 0, why)
-    return subs
+    for m in minimums:
+        pods = sum(len(ctx.type_pods[t]) for t in m.types)
+        if pods < m.need:
+            ctx.block_gang(
+                g, f"gang {gang.id}: sub-group {m.name} has {pods} pending pod(s), needs {m.need}"
+            )
+    return replace(plan, sub_domains=subs, sub_minimums=minimums)
 
 
 def _call_type_key(snapshot: Snapshot, workload: Workload) -> Callable[[Pod], Hashable]:

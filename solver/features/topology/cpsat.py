@@ -33,7 +33,11 @@ from solver.features.topology.godel.objective import (
     preferred_rows,
     rank_terms,
 )
-from solver.features.topology.godel.subgroups import build_sub_domains, sub_domain_rows
+from solver.features.topology.godel.subgroups import (
+    build_sub_domains,
+    build_sub_minimums,
+    sub_domain_rows,
+)
 from solver.features.topology.kueue.place import build_kueue, class_rows
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
@@ -98,14 +102,14 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             # gather_slack = Σ_d slots(d) · y[u, d]: the chosen domain's free slots
             slots = domain_slots(problem, block, u)
             slack_terms += [slots.get(d, 0) * y[d] for d in values if slots.get(d, 0)]
-        by_domain: dict[tuple[int, int], list[cp_model.IntVar]] = {}
+        per_type: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for key in keys_of[u]:
             d = int(domain[v.classes[key[1]].nodes[0]])
             if d < 0:
                 model.add(v.x[key] == 0)
             else:
-                by_domain.setdefault((key[0], d), []).append(v.x[key])
-        for (t, d), xs in by_domain.items():
+                per_type.setdefault((key[0], d), []).append(v.x[key])
+        for (t, d), xs in per_type.items():
             model.add(cp_model.LinearExpr.sum(xs) <= counts[t] * y[d])
 
     gather = set(topology_units(block))
@@ -119,6 +123,9 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
     for u, plan in enumerate(block.unit_godel):
         if plan is not None and plan.sub_domains:
             build_sub_domains(problem, model, v, u, plan.sub_domains)
+        if plan is not None and plan.sub_minimums:
+            (g,) = np.flatnonzero(problem.gang_unit == u).tolist()
+            build_sub_minimums(problem, model, v, g, plan.sub_minimums)
     terms: list[Term] = build_kueue(problem, block.unit_kueue, model, v)
     terms += build_preferred(problem, block.unit_godel, model, v, keys_of)
     if ranks:

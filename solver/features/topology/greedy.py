@@ -14,6 +14,7 @@ from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel.affinity import GodelPlan
 from solver.features.topology.godel.nested import NestedFill
 from solver.features.topology.godel.nodegroups import godel_groups, godel_metrics
+from solver.features.topology.godel.subgroups import minimum_shortfall
 from solver.features.topology.koordinator.gather import gather_unit
 from solver.features.topology.kueue.place import place_kueue
 from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
@@ -34,7 +35,9 @@ def place_topology_unit(problem: Problem, u: int, gangs: list[int], state: Greed
         place_kueue(problem, kueue, gangs, state)
         return True
     godel = block.godel(u)
-    if godel is not None and (godel.required is not None or godel.preferred or godel.sub_domains):
+    if godel is not None and (
+        godel.required is not None or godel.preferred or godel.sub_domains or godel.sub_minimums
+    ):
         _place_godel(problem, block, godel, gangs, state)
         return True
     return False
@@ -82,33 +85,23 @@ def _place_godel(
         placed = dict.fromkeys(gangs, 0)
         first_failure: _Failure = ""
         nested: set[int] = set()
-        if plan.sub_domains:
-            search = NestedFill(
-                problem,
-                plan,
-                group.circles,
-                trial,
-                state.tracker,
-                godel_metrics(problem, block, trial),
-            )
+        if plan.sub_domains or plan.sub_minimums:
+            metrics = godel_metrics(problem, block, trial)
+            search = NestedFill(problem, plan, group.circles, trial, state.tracker, metrics)
             search.run()
+            search.fill_minimums()
             chosen, nested, first_failure = search.chosen, search.nested_types, search.failure
-            for g in gangs:
-                placed[g] += sum(
-                    len(chosen.get(t, [])) for t in problem.gang_types(g) if t in nested
-                )
         for g in gangs:
             for t in problem.gang_types(g):
-                if t in nested:
-                    continue
-                remaining = len(problem.type_pods[t])
+                picked = chosen.setdefault(t, [])
+                remaining = 0 if t in nested else len(problem.type_pods[t]) - len(picked)
                 for circle in group.circles:
                     if remaining <= 0:
                         break
                     nodes = fill(problem, t, remaining, trial, circle, state.tracker)
-                    chosen.setdefault(t, []).extend(nodes.tolist())
+                    picked.extend(nodes.tolist())
                     remaining -= int(nodes.size)
-                placed[g] += len(chosen.get(t, []))
+                placed[g] += len(picked)
                 if remaining > 0 and not first_failure:
                     # counted only for the group whose words are used (O(nodes) each); the
                     # call's own pod rules read the tracker now, before the next group
@@ -117,7 +110,9 @@ def _place_godel(
                         if state.tracker.involved(t)
                         else (t, trial)
                     )
-        ok = all(
+        short = minimum_shortfall(plan.sub_minimums, chosen)
+        first_failure = short or first_failure
+        ok = not short and all(
             placed[g] >= problem.gang_need[g] and (placed[g] > 0 or problem.gang_pending[g] == 0)
             for g in gangs
         )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solver.features.predicates import matches_requirement
-from solver.features.topology.godel.subgroups import SubDomain
+from solver.features.topology.godel.subgroups import SubDomain, SubMinimum
 from solver.model import (
     Gang,
     JobAffinity,
@@ -72,6 +72,7 @@ class GodelPlan:
     #   node score ranks the last preferred sub-domain of the packing order highest)
     sub_domains: tuple[SubDomain, ...] = ()  # KAI sub-groups, each in a domain of its own
     #   inside the unit's (`subgroups.py`), outer first
+    sub_minimums: tuple[SubMinimum, ...] = ()  # KAI leaf sub-groups' minMember
 
     def __post_init__(self) -> None:
         for value in (self.candidate, self.required, self.min_request, *self.preferred):

@@ -14,7 +14,10 @@ For every sub-group, outer first (KAI's `allocateSubGroupSet`):
    it lands wins; else the next is tried, after a rollback of what the try placed;
 3. no domain holds it all: the domain where most of its pods land is taken (a gang may
    still be placed with fewer than all of its pods), and the first such shortfall is the
-   unit's reason.
+   unit's reason;
+
+then each leaf sub-group's minMember is filled first among the pods under no domain of
+their own (`fill_minimums`), before the NodeGroup's usual fill takes the rest.
 """
 
 from __future__ import annotations
@@ -104,10 +107,24 @@ class NestedFill:
             if t not in done:
                 self.fill_type(t, mask)
 
-    def fill_type(self, t: int, mask: BoolArray | None = None) -> None:
-        """Type t's pods not yet placed, circle by circle (inside `mask`)."""
+    def fill_minimums(self) -> None:
+        """Each leaf sub-group's minMember first, for its pods under no domain of their own
+        (KAI allocates a job's minimum before its elastic pods)."""
+        nested = self.nested_types
+        for m in self.plan.sub_minimums:
+            left = m.need - sum(len(self.chosen.get(t, [])) for t in m.types)
+            for t in m.types:
+                if left > 0 and t not in nested:
+                    before = len(self.chosen.get(t, []))
+                    self.fill_type(t, limit=left)
+                    left -= len(self.chosen[t]) - before
+
+    def fill_type(self, t: int, mask: BoolArray | None = None, limit: int | None = None) -> None:
+        """Type t's pods not yet placed (at most `limit`), circle by circle (inside `mask`)."""
         picked = self.chosen.setdefault(t, [])
         remaining = len(self.problem.type_pods[t]) - len(picked)
+        if limit is not None:
+            remaining = min(remaining, limit)
         for circle in self.circles:
             if remaining <= 0:
                 break

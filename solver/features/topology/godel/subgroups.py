@@ -1,5 +1,5 @@
 """KAI-Scheduler sub-groups each in one domain of their own (`Gang.topology_sub_groups`),
-inside their PodGroup unit's own domain.
+inside their PodGroup unit's own domain, and each leaf's minMember.
 
 As KAI's allocate action places a PodGroup (`actions/common/allocate.go`
 `allocateSubGroupSet`; `plugins/topology/job_filtering.go` `subSetNodesFn`): the job's
@@ -20,12 +20,15 @@ CP-SAT (`build`), for every sub-group s of unit u with types T_s and domain row 
     # one[s, d] ∈ {0,1},  Σ_d one[s, d] ≤ 1
     # Σ_{c: dom_s(c) = d} Σ_k x[t, c, k] ≤ |t| · one[s, d]   for t ∈ T_s   (dom_s(c) = −1: x = 0)
 
-with node classes split by every dom_s (`rows`), so a class lies in one domain of each.
+with node classes split by every dom_s (`rows`), so a class lies in one domain of each;
+and for every leaf sub-group m with a minMember (less its running pods: need_m):
+
+    # Σ_{t ∈ T_m} Σ_{c, k} x[t, c, k] ≥ need_m · gang_on[g]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +41,12 @@ from solver.snapshot import NodeTable, Snapshot, Workload
 
 __all__ = [
     "SubDomain",
+    "SubMinimum",
     "build_sub_domains",
+    "build_sub_minimums",
     "compile_sub_domains",
     "domain_sub_group_key",
+    "minimum_shortfall",
     "sub_domain_rows",
 ]
 
@@ -59,6 +65,16 @@ class SubDomain:
 
     def __post_init__(self) -> None:
         self.domain.flags.writeable = False
+
+
+@dataclass(frozen=True)
+class SubMinimum:
+    """A leaf sub-group's minMember: its gang is placed only with `need` more of its pods
+    (its minimum less its running pods)."""
+
+    name: str
+    types: tuple[int, ...]
+    need: int
 
 
 def domain_sub_group_key(snapshot: Snapshot, workload: Workload) -> Callable[[Pod], Hashable]:
@@ -94,23 +110,19 @@ def level_domains(nodes: NodeTable, levels: tuple[str, ...]) -> tuple[IntArray, 
 
 def compile_sub_domains(
     snapshot: Snapshot, gang: Gang, type_labels: Sequence[tuple[int, dict[str, str]]]
-) -> tuple[SubDomain, ...]:
-    """The sub-groups of `gang` over its types (`(type, its pods' labels)`), outer first."""
-    subs = sorted(
-        enumerate(gang.topology_sub_groups), key=lambda item: (-len(item[1].values), item[0])
+) -> tuple[tuple[SubDomain, ...], tuple[SubMinimum, ...]]:
+    """The sub-groups of `gang` over its types (`(type, its pods' labels)`): those with
+    levels, outer first, and those with a minimum."""
+    ordered = sorted(
+        (s for s in gang.topology_sub_groups if s.levels), key=lambda s: -len(s.values)
     )
     running = snapshot.running
-    rows = snapshot.rows_of_gang(gang.id).tolist()
+    rows = [r for r in snapshot.rows_of_gang(gang.id).tolist() if running.node[r] >= 0]
     out: list[SubDomain] = []
-    for _, sub in subs:
+    for sub in ordered:
         types = tuple(t for t, labels in type_labels if sub.holds(labels))
         row, names = level_domains(snapshot.nodes, sub.levels)
-        parent = _parent(sub, [gang.topology_sub_groups[i] for i, _ in subs], out)
-        held = [
-            int(running.node[r])
-            for r in rows
-            if running.node[r] >= 0 and sub.holds(running.labels(r))
-        ]
+        held = [int(running.node[r]) for r in rows if sub.holds(running.labels(r))]
         blocked = None
         if held:
             values = set(row[held].tolist())
@@ -129,17 +141,26 @@ def compile_sub_domains(
                 types=types,
                 domain=np.array(row, dtype=np.int64),
                 names=names,
-                parent=parent,
+                parent=_parent(sub, ordered[: len(out)]),
                 blocked=blocked,
             )
         )
-    return tuple(out)
+    minimums = tuple(
+        SubMinimum(
+            name=sub.name,
+            types=tuple(t for t, labels in type_labels if sub.holds(labels)),
+            need=sub.min_member - sum(1 for r in rows if sub.holds(running.labels(r))),
+        )
+        for sub in gang.topology_sub_groups
+        if sub.min_member
+    )
+    return tuple(out), tuple(m for m in minimums if m.need > 0)
 
 
-def _parent(sub: TopologySubGroup, ordered: list[TopologySubGroup], placed: list[SubDomain]) -> int:
-    """The innermost sub-group already compiled whose pods hold all of `sub`'s."""
+def _parent(sub: TopologySubGroup, outer: list[TopologySubGroup]) -> int:
+    """The innermost of the `outer` sub-groups whose pods hold all of `sub`'s (-1: none)."""
     best, size = -1, 0
-    for i, other in enumerate(ordered[: len(placed)]):
+    for i, other in enumerate(outer):
         holds = other.label == sub.label and set(sub.values) <= set(other.values)
         if holds and (best < 0 or len(other.values) < size):
             best, size = i, len(other.values)
@@ -173,3 +194,24 @@ def build_sub_domains(
             model.add(cp_model.LinearExpr.sum(xs) <= counts[t] * one[d])
         if len(one) > 1:
             model.add(cp_model.LinearExpr.sum(list(one.values())) <= 1)
+
+
+def build_sub_minimums(
+    problem: Problem, model: cp_model.CpModel, v: PlacementVars, g: int, mins: Sequence[SubMinimum]
+) -> None:
+    """Σ_{t ∈ T_m} Σ_{c, k} x[t, c, k] ≥ need_m · gang_on[g]  for every minimum m of gang g."""
+    by_type: dict[int, list[cp_model.IntVar]] = {}
+    for key, var in v.x.items():
+        by_type.setdefault(key[0], []).append(var)
+    for m in mins:
+        placed = [x for t in m.types for x in by_type.get(t, [])]
+        model.add(cp_model.LinearExpr.sum(placed) >= m.need * v.gang_on[g])
+
+
+def minimum_shortfall(mins: Sequence[SubMinimum], chosen: Mapping[int, Sequence[int]]) -> str:
+    """The first minimum `chosen` (nodes per type) does not reach, in words ("" none)."""
+    for m in mins:
+        got = sum(len(chosen.get(t, ())) for t in m.types)
+        if got < m.need:
+            return f"sub-group {m.name}: {got} of {m.need} required pod(s) fit"
+    return ""

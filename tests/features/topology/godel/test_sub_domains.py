@@ -69,9 +69,10 @@ def job(
 
 
 def run(cluster: ClusterModel, engine: str) -> Decision:
-    return schedule(
-        cluster, SchedulerConf.default(), engine=engine, workers=1, seed=0, time_limit=10
-    )
+    """The engine's own answer: one `verify` refused (and replaced) fails the test."""
+    d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, seed=0, time_limit=10)
+    assert not d.stats.get("verify_fallback"), d.notes
+    return d
 
 
 def racks_of(d: Decision, leaf: str) -> set[str]:
@@ -217,3 +218,56 @@ def test_an_elastic_gang_gets_no_sub_group_proof() -> None:
     assert not d.certificates["default/job"].proven or "sub-group" not in (
         d.certificates["default/job"].sentence
     )
+
+
+def minimums(**need: int) -> list[TopologySubGroup]:
+    return [
+        TopologySubGroup(name=leaf, label=LABEL, values=(leaf,), min_member=n)
+        for leaf, n in need.items()
+    ]
+
+
+def crowded(*free: str) -> list[dict[str, Any]]:
+    """Every node but `free` full (a 2-GPU pod of another job)."""
+    return [
+        pod(f"busy-{n}").requests(gpu=2).on(n).obj()
+        for n in (f"n{i}" for i in range(1, 9))
+        if n not in free
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_leaf_keeps_its_min_member(engine: str) -> None:
+    """a (3 pods, minMember 2) and b (2 pods, minMember 2), room for 4 pods: a's minimum,
+    then b's, then a's third finds no room. Filled type by type, a would take 3 and b 1,
+    meeting the gang's 4 but not b's 2."""
+    cluster = job(
+        {"a": 3, "b": 2},
+        minimums(a=2, b=2),
+        *crowded("n5", "n6", "n7", "n8"),
+        min_member=4,
+    )
+    d = run(cluster, engine)
+    counts = {leaf: sum(k.startswith(f"default/{leaf}-") for k in d.placed) for leaf in "ab"}
+    assert counts == {"a": 2, "b": 2}, d.placed
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_leaf_below_its_min_member_keeps_the_gang_waiting(engine: str) -> None:
+    """Room for 3 pods: a's 2 and b's 2 cannot both be met (the gang's own 3 could)."""
+    d = run(
+        job({"a": 3, "b": 2}, minimums(a=2, b=2), *crowded("n5", "n6", "n7"), min_member=3), engine
+    )
+    assert not d.placed
+    assert "sub-group b: 1 of 2 required pod(s) fit" in d.podgroups["default/job"].reason
+
+
+def test_verify_refuses_a_leaf_below_its_min_member() -> None:
+    cluster = job({"a": 3, "b": 2}, minimums(a=2, b=2), min_member=4)
+    d = run(cluster, "greedy")
+    moved = dict(d.placements)
+    moved["default/b-1"] = replace(moved["default/b-1"], node=None)
+    problems = verify(snapshot_of(cluster), SchedulerConf.default(), replace(d, placements=moved))
+    assert any(
+        "sub-group b has 1 pod(s) running or placed, below its minMember 2" in p for p in problems
+    ), problems
