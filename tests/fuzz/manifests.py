@@ -308,9 +308,15 @@ def _trainer() -> list[dict[str, Any]]:
 
 
 def _kai() -> list[dict[str, Any]]:
-    """22-25: a KAI Topology, Queue and PodGroup (zone required) with its pod, which also
-    claims a DRA device; 26: a Kueue-managed Job named by generateName."""
-    member = pod("kai-0").requests(cpu=1).annotate("pod-group-name", "kpg").obj()
+    """22-25: a KAI Topology, Queue and PodGroup (rack required, a sub-group with its own
+    rack and a leaf with its minMember) with its pod, which also claims a DRA device; 26: a Kueue-managed Job named by generateName."""
+    member = (
+        pod("kai-0")
+        .requests(cpu=1)
+        .annotate("pod-group-name", "kpg")
+        .label("kai.scheduler/subgroup-name", "a")
+        .obj()
+    )
     member["spec"]["schedulerName"] = "kai-scheduler"
     member["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one"}]
     job = {
@@ -350,7 +356,13 @@ def _kai() -> list[dict[str, Any]]:
                 "minMember": 1,
                 "queue": "kq",
                 "topologyConstraint": {"topology": "kt", "requiredTopologyLevel": "rack"},
-                "subGroups": [{"name": "a", "minMember": 1}],
+                "subGroups": [
+                    {
+                        "name": "p",
+                        "topologyConstraint": {"topology": "kt", "requiredTopologyLevel": "rack"},
+                    },
+                    {"name": "a", "minMember": 1, "parent": "p"},
+                ],
             },
         },
         member,
