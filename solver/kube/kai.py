@@ -145,6 +145,11 @@ def _level_error(c: _Constraint, topologies: dict[str, tuple[str, ...]], who: st
     return None
 
 
+SUB_GROUP_FIELDS = frozenset({"name", "minMember", "parent", "topologyConstraint"})
+"""A sub-group's fields gangplan reads (KAI's `SubGroup`); any other (its design's
+`minSubGroup`, not in the CRD yet) is noted."""
+
+
 class SubGroup(_K8s):
     name: str = Field(min_length=1, max_length=63)
     min_member: int = Field(default=0, ge=0, le=1 << 31, alias="minMember")
@@ -236,6 +241,11 @@ def kai_leaf_gangs(
     subs = _sub_groups(raw)
     if not subs:
         return {}, {}
+    items = (raw.body.get("spec") or {}).get("subGroups") or []
+    for i, item in enumerate(items):
+        if unread := sorted(set(item) - SUB_GROUP_FIELDS):
+            fields = ", ".join(f"spec.subGroups[{i}].{f}" for f in unread)
+            notes.append(f"KAI PodGroup {gang.id}: not acted on: {fields}")
     parents = {s.parent for s, _ in subs if s.parent is not None}
     leaves = [(s, c) for s, c in subs if s.name not in parents]
     if any(c.required for _, c in subs):

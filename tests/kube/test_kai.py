@@ -330,3 +330,13 @@ def test_the_docs_spelling_subgroups_is_noted_with_the_fields_name() -> None:
     pg["spec"]["subgroups"] = pg["spec"].pop("subGroups")
     cluster = load_objects(raw(*objects))
     assert any("spec.subgroups (the field is subGroups" in n for n in cluster.notes), cluster.notes
+
+
+def test_unknown_sub_group_fields_are_noted() -> None:
+    """KAI's min-subgroups design adds `minSubGroup` (not in its CRD yet): a sub-group's
+    field gangplan does not read is named, not dropped."""
+    objects = multilevel({"a": 1, "b": 1})
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    pg["spec"]["subGroups"][1]["minSubGroup"] = 1
+    cluster = load_objects(raw(*objects))
+    assert any("not acted on: spec.subGroups[1].minSubGroup" in n for n in cluster.notes)
