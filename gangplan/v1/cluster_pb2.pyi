@@ -1213,7 +1213,7 @@ Global___Gang: _TypeAlias = Gang  # noqa: Y015
 
 @_typing.final
 class TopologySubGroup(_message.Message):
-    """Pods of a gang with rules of their own: a domain, a minimum, or both."""
+    """Pods of a gang with rules of their own: a domain, a minimum, a preferred domain."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1222,13 +1222,14 @@ class TopologySubGroup(_message.Message):
     VALUES_FIELD_NUMBER: _builtins.int
     LEVELS_FIELD_NUMBER: _builtins.int
     MIN_MEMBER_FIELD_NUMBER: _builtins.int
+    PREFERRED_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Unique within the gang, non-empty."""
     label: _builtins.str
     """The pod label naming a pod's sub-group (KAI: `kai.scheduler/subgroup-name`)."""
     min_member: _builtins.int
     """The gang is placed only with at least this many of its pods running or placed (a KAI
-    leaf's minMember); 0: none. Levels, a minimum or both.
+    leaf's minMember); 0: none.
     """
     @_builtins.property
     def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -1243,6 +1244,14 @@ class TopologySubGroup(_message.Message):
         value of each. At most 16; empty: no domain of its own.
         """
 
+    @_builtins.property
+    def preferred(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Node labels from the top down to its preferred level (KAI `preferredTopologyLevel`):
+        `levels` first, then finer ones. One domain of the finest is preferred for its pods,
+        then one of each coarser level; never required. At most 16; empty: none. A sub-group
+        has levels, a minimum, a preference, or several.
+        """
+
     def __init__(
         self,
         *,
@@ -1251,10 +1260,11 @@ class TopologySubGroup(_message.Message):
         values: _abc.Iterable[_builtins.str] | None = ...,
         levels: _abc.Iterable[_builtins.str] | None = ...,
         min_member: _builtins.int = ...,
+        preferred: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "levels", b"levels", "min_member", b"min_member", "name", b"name", "values", b"values"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "levels", b"levels", "min_member", b"min_member", "name", b"name", "preferred", b"preferred", "values", b"values"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -3,8 +3,8 @@ protobuf and the model.
 
 Checked as the proto comments say, violations named by field path: at most 64 sub-groups,
 each with a unique non-empty name, a pod label key, at least one label value, at most 16
-node label keys each once, a minimum >= 0, levels or a minimum; sub-groups of one label
-nest or are disjoint (`sub_groups_problem`, the rule the model states once).
+node label keys each once, a minimum >= 0, preferred levels extending its levels, at
+least one of the three; sub-groups of one label nest or are disjoint (`sub_groups_problem`, the rule the model states once).
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ def topology_sub_groups_from_proto(
                 out.add(f"{where}.values[{j}]", why or "must not be empty")
         if len(msg.levels) > MAX_SUB_GROUP_LEVELS:
             out.add(f"{where}.levels", f"must list at most {MAX_SUB_GROUP_LEVELS} node labels")
+        if len(msg.preferred) > MAX_SUB_GROUP_LEVELS:
+            out.add(f"{where}.preferred", f"must list at most {MAX_SUB_GROUP_LEVELS} node labels")
+        for j, level in enumerate(msg.preferred[:MAX_SUB_GROUP_LEVELS]):
+            if why := label_key_problem(level):
+                out.add(f"{where}.preferred[{j}]", why)
         if msg.min_member < 0:
             out.add(f"{where}.min_member", f"must not be negative: {msg.min_member}")
         for j, level in enumerate(msg.levels[:MAX_SUB_GROUP_LEVELS]):
@@ -61,6 +66,7 @@ def topology_sub_groups_from_proto(
                     values=tuple(msg.values),
                     levels=tuple(msg.levels),
                     min_member=msg.min_member,
+                    preferred=tuple(msg.preferred),
                 )
             )
     if len(subs) == len(items) and (found := sub_groups_problem(subs)):
@@ -73,7 +79,12 @@ def topology_sub_groups_from_proto(
 def topology_sub_groups_to_proto(subs: Sequence[TopologySubGroup]) -> list[pb.TopologySubGroup]:
     return [
         pb.TopologySubGroup(
-            name=s.name, label=s.label, values=s.values, levels=s.levels, min_member=s.min_member
+            name=s.name,
+            label=s.label,
+            values=s.values,
+            levels=s.levels,
+            min_member=s.min_member,
+            preferred=s.preferred,
         )
         for s in subs
     ]

@@ -14,13 +14,12 @@ Read as KAI reads them (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
   (`calculateRelevantDomainLevels`), a Topology not in the input is noted and the level
   is enforced as given;
 - `subGroups` (docs/topology/multilevel.md): pods join a leaf sub-group by the label
-  `kai.scheduler/subgroup-name`. Without required levels on sub-groups, each leaf
-  sub-group is a gang of its own `minMember` and the leaves are placed together or not at
-  all (one gang group). With a required level on any sub-group, the PodGroup stays one
-  gang under its own constraint, each leaf keeps its minMember, and each sub-group with a
-  required level keeps the pods below it in one domain of that level of its own, nested
-  in its parent's (`allocateSubGroupSet`; `TopologySubGroup`); preferred
-  levels of sub-groups, and above the leaves without required ones, are noted;
+  `kai.scheduler/subgroup-name`. Without topology on the PodGroup or its sub-groups, each
+  leaf sub-group is a gang of its own `minMember` and the leaves are placed together or not
+  at all (one gang group). Otherwise the PodGroup stays one gang under its own constraint,
+  each leaf keeps its minMember, and each sub-group with a required level keeps the pods
+  below it in one domain of that level of its own, nested in its parent's, preferring one
+  of its preferred level (`allocateSubGroupSet`; `TopologySubGroup`);
 - a KAI pod's label `priorityClassName` names its class before `spec.priorityClassName`
   (the pod-grouper's `calcPodGroupPriorityClass`), and KAI's own classes (`train` 50,
   `build-preemptible` 75, `build` 100, `inference` 125) stand in, with a note, when the input
@@ -248,26 +247,12 @@ def kai_leaf_gangs(
             notes.append(f"KAI PodGroup {gang.id}: not acted on: {fields}")
     parents = {s.parent for s, _ in subs if s.parent is not None}
     leaves = [(s, c) for s, c in subs if s.name not in parents]
-    if any(c.required for _, c in subs):
-        return _own_domains(raw, gang, subs, leaves, topologies, notes), {}
-    above = [s.name for s, c in subs if s.name in parents and c.preferred]
     own = gang.topology_key is not None or bool(gang.preferred_keys)
-    if own or above:
-        where = "the PodGroup's" if own else f"sub-group {above[0]}'s"
-        notes.append(
-            f"KAI PodGroup {gang.id}: {where} topology level spans several leaf sub-groups "
-            "(spec.subGroups): the PodGroup is placed as one gang under its own constraint; "
-            "the sub-groups' minMember and preferred levels are not enforced separately yet"
-        )
-        return {}, {}
+    if own or any(c.required or c.preferred for _, c in subs):
+        return _own_domains(raw, gang, subs, leaves, topologies, notes), {}
     ids = tuple(f"{gang.id}.{s.name}" for s, _ in leaves)
     out: dict[str, Gang] = {}
-    for (sub, c), leaf_id in zip(leaves, ids, strict=True):
-        if c.preferred:
-            notes.append(
-                f"KAI PodGroup {gang.id}: sub-group {sub.name} preferredTopologyLevel "
-                f"{c.preferred!r} is not acted on yet (a preference)"
-            )
+    for (sub, _), leaf_id in zip(leaves, ids, strict=True):
         out[sub.name] = gang.model_copy(
             update={
                 "id": leaf_id,
@@ -310,18 +295,16 @@ def _own_domains(
     owned: list[TopologySubGroup] = []
     refused = gang.refused
     for sub, c in subs:
-        if c.preferred:
-            notes.append(
-                f"KAI PodGroup {gang.id}: sub-group {sub.name} preferredTopologyLevel "
-                f"{c.preferred!r} is not acted on yet (a preference)"
-            )
-        path: tuple[str, ...] = ()
-        if c.required:
+        if c.required or c.preferred:
             refused = refused or _level_error(c, topologies, f"sub-group {sub.name}")
-            levels = topologies.get(c.topology, ())
-            path = levels[: levels.index(c.required) + 1] if c.required in levels else (c.required,)
+        path, preferred = _paths(c, topologies.get(c.topology))
         minimum = sub.min_member if sub.name in leaf_names else 0
-        if path or minimum:
+        if not (path or minimum or preferred or sub.name not in leaf_names):
+            notes.append(
+                f"KAI PodGroup {gang.id}: spec.subGroups {sub.name} sets neither minMember "
+                "nor a topology level: its pods count only toward the PodGroup's minMember"
+            )
+        if path or minimum or preferred:
             owned.append(
                 TopologySubGroup(
                     name=sub.name,
@@ -329,6 +312,7 @@ def _own_domains(
                     values=below(sub.name),
                     levels=path,
                     min_member=minimum,
+                    preferred=preferred,
                 )
             )
     minimum = sum(s.min_member for s, _ in leaves)
@@ -340,6 +324,23 @@ def _own_domains(
         "total_number": max(gang.total_number, need),
         "refused": refused,
     }
+
+
+def _paths(
+    c: _Constraint, levels: tuple[str, ...] | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A sub-group's required and preferred levels as node-label paths from the top (KAI's
+    domain ids); without its Topology, the levels as given (the preferred one after the
+    required). A preferred level not finer than the required one adds nothing."""
+    required: tuple[str, ...]
+    if levels is None or (c.required and c.required not in levels):
+        required = (c.required,) if c.required else ()
+        preferred = (*required, c.preferred) if c.preferred and c.preferred != c.required else ()
+        return required, preferred
+    required = levels[: levels.index(c.required) + 1] if c.required else ()
+    if c.preferred not in levels or levels.index(c.preferred) < len(required):
+        return required, ()
+    return required, levels[: levels.index(c.preferred) + 1]
 
 
 def apply_kai(

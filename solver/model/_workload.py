@@ -119,7 +119,9 @@ class TopologySubGroup(Frozen):
     label of `levels` and agree on all of their values; `levels` runs from the topology's
     top level down to the required one, so a rack is named by its zone too (KAI's domain
     ids `zone.rack`). With `min_member` (a leaf sub-group's `minMember`), the gang is placed
-    only with at least that many of its pods running or placed. Sub-groups of one gang nest
+    only with at least that many of its pods running or placed. With `preferred` (its
+    `preferredTopologyLevel`), one domain of that level is preferred for its pods, then one
+    of each coarser level down to its `levels`. Sub-groups of one gang nest
     or are disjoint; the gang's own `topology_key` holds all of them."""
 
     name: str = Field(min_length=1, max_length=253)
@@ -131,6 +133,12 @@ class TopologySubGroup(Frozen):
         description="node labels, top first; empty: no domain of its own",
     )
     min_member: int = Field(default=0, ge=0, le=1 << 31, description="0: no minimum")
+    preferred: tuple[str, ...] = Field(
+        default=(),
+        max_length=MAX_SUB_GROUP_LEVELS,
+        description="node labels, top first, down to its preferredTopologyLevel (`levels` "
+        "then more): one domain of the finest is preferred, then of each coarser one",
+    )
 
     def holds(self, labels: Mapping[str, str]) -> bool:
         """A pod with these labels is one of the sub-group's."""
@@ -149,8 +157,15 @@ def sub_groups_problem(subs: Iterable[TopologySubGroup]) -> tuple[int, str] | No
         seen[sub.name] = i
         if len(set(sub.levels)) != len(sub.levels) or not all(sub.levels):
             return i, "levels must be non-empty node labels, each once"
-        if not sub.levels and not sub.min_member:
-            return i, "a sub-group needs levels or a min_member (else it asks nothing)"
+        if not sub.levels and not sub.min_member and not sub.preferred:
+            return i, "a sub-group needs levels, a min_member or preferred (else it asks nothing)"
+        if sub.preferred and (
+            len(sub.preferred) <= len(sub.levels)
+            or sub.preferred[: len(sub.levels)] != sub.levels
+            or len(set(sub.preferred)) != len(sub.preferred)
+            or not all(sub.preferred)
+        ):
+            return i, "preferred must be its levels and then finer node labels, each once"
         mine = set(sub.values)
         for other in listed[:i]:
             theirs = set(other.values)

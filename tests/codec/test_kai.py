@@ -13,7 +13,7 @@ from solver.model import ClusterModel, PodSelection
 from solver.schedule import snapshot_of
 from solver.snapshot import Workload
 from tests.builders import raw
-from tests.kube.test_kai_allocate import CASES, RACK, SUB_DEPARTURES, ZONE
+from tests.kube.test_kai_allocate import CASES, RACK, SUB_CASES, SUB_DEPARTURES, ZONE
 
 PREFERRED = next(c for c in CASES if c.upstream.startswith("Bin Packing - Pack Top-Most"))
 
@@ -102,6 +102,12 @@ def _sub(**fields: object) -> pb.TopologySubGroup:
         ([_sub(values=["ok", "bad value!"])], {}, "gangs[0].topology_sub_groups[0].values[1]"),
         ([_sub(levels=[])], {}, "gangs[0].topology_sub_groups[0]"),
         ([_sub(min_member=-1)], {}, "gangs[0].topology_sub_groups[0].min_member"),
+        ([_sub(preferred=["zone"])], {}, "gangs[0].topology_sub_groups[0]"),
+        (
+            [_sub(preferred=["rack", "bad key!"])],
+            {},
+            "gangs[0].topology_sub_groups[0].preferred[1]",
+        ),
         ([_sub(levels=[f"l{i}" for i in range(17)])], {}, "gangs[0].topology_sub_groups[0].levels"),
         ([_sub(levels=["rack", "rack"])], {}, "gangs[0].topology_sub_groups[0]"),
         ([_sub(), _sub()], {}, "gangs[0].topology_sub_groups[1]"),
@@ -143,3 +149,17 @@ def test_nested_sub_groups_are_accepted() -> None:
         out,
     )
     assert not out.items and gang is not None and len(gang.topology_sub_groups) == 2
+
+
+def test_preferred_sub_groups_round_trip_and_place_the_same() -> None:
+    """Sub-groups preferring a rack (`TopologySubGroup.preferred`, field 6) travel too."""
+    case = next(c for c in SUB_CASES if "Conflicting" in c.upstream)
+    cluster = load_objects(raw(*case.objects))
+    gang = cluster.gangs["default/pending-job0"]
+    assert [s.preferred for s in gang.topology_sub_groups if s.preferred] == [
+        (ZONE, "k8s.io/spine", RACK)
+    ] * 2
+    message = pb.Cluster.FromString(cluster_to_proto(cluster).SerializeToString())
+    rebuilt = snapshot_from_proto(message, "cluster", SCHEMA)
+    assert rebuilt.gangs["default/pending-job0"].topology_sub_groups == gang.topology_sub_groups
+    assert _place(rebuilt) == _place(load_objects(raw(*case.objects)))

@@ -169,6 +169,7 @@ _KAI_GANG = pb.Gang(
             values=["enc"],
             levels=["zone", "rack"],
             min_member=1,
+            preferred=["zone", "rack", "kubernetes.io/hostname"],
         ),
     ],
 )

@@ -587,6 +587,31 @@ SUB_CASES = [
         exact=False,
     ),
 ]
+PREF_SPINE = {"preferredTopologyLevel": SPINE}
+SUB_CASES.append(
+    Case(
+        "Hierarchical Conflicting Preferred Topology - PodGroup prefers Spine, SubGroups prefer "
+        "Rack - should allocate on closest Rack nodes",
+        [
+            topology(ZONE, SPINE, RACK),
+            *evenly(1, 2, 2, 2, 1),
+            *sub_job(
+                1,
+                ["pod-a-1", "pod-a-2", "pod-a-3", "pod-b-1", "pod-b-2", "pod-b-3"],
+                PREF_SPINE,
+                [
+                    ("subgroup-a", None, 0, PREF_RACK),
+                    *((f"pod-a-{i}", "subgroup-a", 1, {}) for i in (1, 2, 3)),
+                    ("subgroup-b", None, 0, PREF_RACK),
+                    *((f"pod-b-{i}", "subgroup-b", 1, {}) for i in (1, 2, 3)),
+                ],
+            ),
+        ],
+        # no rack holds a sub-group's 3 pods, so each takes a spine: a spine1, b spine2,
+        # each filling its roomiest rack first (the sub-group's node score)
+        ["node2", "node3", "node0", "node6", "node7", "node4"],
+    )
+)
 SUB_DEPARTURES = [
     Case(
         "Required topology at multiple subgroup hierarchy levels - subgroup on the same rack "

@@ -94,7 +94,7 @@ def _sub_group_bound(
     if any(problem.gang_need[h] < problem.gang_pending[h] for h in members):
         return None
     for sub in plan.sub_domains:
-        if sub.blocked or not sub.types:
+        if sub.blocked or not sub.types or not sub.required:
             continue
         found = room(problem, members, free, sub.domain, len(sub.names), only=set(sub.types))
         if found.gangs and not bool(found.fits.any()):

@@ -64,7 +64,7 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         rules.append(DomainRule(types, domain, names, block.unit_domain_rule[u] or "one domain"))
     godel = block.godel(u)
     for sub in godel.sub_domains if godel is not None else ():
-        if sub.types:
+        if sub.types and sub.required:
             rule = f"one {sub.level} domain (sub-group {sub.name})"
             rules.append(DomainRule(sub.types, sub.domain, sub.names, rule))
     for ps in block.kueue(u) or ():

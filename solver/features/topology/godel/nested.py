@@ -5,9 +5,8 @@ For every sub-group, outer first (KAI's `allocateSubGroupSet`):
 
 1. its candidate domains are those of its level inside what its parent holds (the NodeGroup
    for a top sub-group), ordered by
-   1. the first circle of the NodeGroup they reach (the unit's preferred sub-domains),
-   2. the unit's packing order of their free room (KAI's `sortTree`: most packed first),
-   3. their name;
+   1. the unit's packing order of their free room (KAI's `sortTree`: most packed first),
+   2. their name (KAI's tree order, `sortDomainInfos`);
    a domain whose free room cannot hold the sub-group's pods is tried last;
 2. in the first domain, its own sub-groups are placed the same way, then its other pods
    fill the NodeGroup's circles inside the domain; the first domain where every pod below
@@ -15,6 +14,10 @@ For every sub-group, outer first (KAI's `allocateSubGroupSet`):
 3. no domain holds it all: the domain where most of its pods land is taken (a gang may
    still be placed with fewer than all of its pods), and the first such shortfall is the
    unit's reason;
+4. inside the domain (all the parent's nodes without a required level), a sub-group with a
+   preferred level tries one domain of that level that holds it all, in the same order,
+   then one of each coarser level, then the whole domain; its pods fill the domains of its
+   preferred level there the most room first (KAI's node score for the sub-group).
 
 then each leaf sub-group's minMember is filled first among the pods under no domain of
 their own (`fill_minimums`), before the NodeGroup's usual fill takes the rest.
@@ -79,11 +82,11 @@ class NestedFill:
             return
         usable = allowed & (sub.domain >= 0)
         best: tuple[int, int] = (-1, -1)
-        fitting, short = self._order(sub, usable)
+        fitting, short = self._order(sub, sub.domain, sub.names, usable)
         for d in fitting + short:  # the short ones only for a best partial placement
             mask = usable & (sub.domain == d)
             saved = self._save(i)
-            self._fill_below(i, mask)
+            self._fill_preferring(i, mask)
             placed = self._placed(i)
             if placed == self._wanted(i):
                 return
@@ -97,15 +100,37 @@ class NestedFill:
                 + (f" (best {sub.names[best[1]]}: {best[0]})" if best[1] >= 0 else "")
             )
         if best[1] >= 0 and best[0] > 0:
-            self._fill_below(i, usable & (sub.domain == best[1]))
+            self._fill_preferring(i, usable & (sub.domain == best[1]))
+
+    def _fill_preferring(self, i: int, mask: BoolArray) -> None:
+        """Inside `mask`, one domain of the sub-group's finest preferred level whose room
+        holds all of it, else one of the next level up, ..., else `mask` itself (KAI's
+        relevant levels for a preference, `calculateRelevantDomainLevels`)."""
+        sub = self.plan.sub_domains[i]
+        for row, names in sub.preferred:
+            fitting, _ = self._order(sub, row, names, mask & (row >= 0))
+            for d in fitting:
+                saved = self._save(i)
+                self._fill_below(i, mask & (row == d))
+                if self._placed(i) == self._wanted(i):
+                    return
+                self._restore(i, saved)
+        self._fill_below(i, mask)
 
     def _fill_below(self, i: int, mask: BoolArray) -> None:
         for j in self.children[i]:
             self._place(j, mask)
         done = set().union(*(self.below[j] for j in self.children[i]))
-        for t in self.plan.sub_domains[i].types:
+        sub = self.plan.sub_domains[i]
+        parts = [mask]
+        if sub.preferred:  # its finest preferred domains, the most room first (KAI's score)
+            row, names = sub.preferred[0]
+            fitting, short = self._order(sub, row, names, mask & (row >= 0))
+            parts = [mask & (row == d) for d in reversed(fitting + short)] + [mask & (row < 0)]
+        for t in sub.types:
             if t not in done:
-                self.fill_type(t, mask)
+                for part in parts:
+                    self.fill_type(t, part)
 
     def fill_minimums(self) -> None:
         """Each leaf sub-group's minMember first, for its pods under no domain of their own
@@ -133,13 +158,16 @@ class NestedFill:
             picked.extend(got.tolist())
             remaining -= int(got.size)
 
-    def _order(self, sub: SubDomain, usable: BoolArray) -> tuple[list[int], list[int]]:
-        """The candidate domains in the module docstring's order: (those whose free room
-        can hold the sub-group's pods, the others); one pass over the usable nodes."""
+    def _order(
+        self, sub: SubDomain, row: IntArray, names: tuple[str, ...], usable: BoolArray
+    ) -> tuple[list[int], list[int]]:
+        """The domains of `row` (the sub-group's required or a preferred level) in the module
+        docstring's order: (those whose free room can hold the sub-group's pods, the
+        others); one pass over the usable nodes."""
         at = np.flatnonzero(usable)
         if at.size == 0:
             return [], []
-        values, ids = np.unique(sub.domain[at], return_inverse=True)
+        values, ids = np.unique(row[at], return_inverse=True)
         k = values.size
         need = np.zeros(self.free.shape[1], dtype=np.int64)
         for t in sub.types:
@@ -148,15 +176,13 @@ class NestedFill:
         room = _sums(ids, np.maximum(self.free[at], 0), k)
         alloc, used = self.metrics
         cap, held = _sums(ids, alloc[at], k), _sums(ids, used[at], k)
-        rank = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(rank, ids, self.rank[at])
         fits: BoolArray = np.all(room >= need, axis=1)
         keys = [
-            (int(rank[i]), self.plan.domain_key(cap[i], held[i]), sub.names[d], d, bool(fits[i]))
+            (self.plan.domain_key(cap[i], held[i]), names[d], d, bool(fits[i]))
             for i, d in enumerate(values.tolist())
         ]
         keys.sort()
-        return [k_[3] for k_ in keys if k_[4]], [k_[3] for k_ in keys if not k_[4]]
+        return [k_[2] for k_ in keys if k_[3]], [k_[2] for k_ in keys if not k_[3]]
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -7,7 +7,8 @@ level in sort-rule order). CP-SAT scores them, so that among answers equal on th
 it gives the greedy's choice:
 
 `preferred_domains`: for a unit u whose plan has preferred rows R_0 (coarsest) .. R_{m-1}
-(finest) and P_u pods,
+(finest) and P_u pods (and the same, summed in, for each KAI sub-group with preferred
+levels over its own pod types and pods),
 
     # used[u, j, d] ⇐ Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] ≥ 1      d a value of R_j (nodes lacking
     #                                                      the key count as one domain)
@@ -49,7 +50,27 @@ RANK = "domain_rank"
 
 
 def _units(unit_godel: Sequence[GodelPlan | None]) -> list[int]:
-    return [u for u, plan in enumerate(unit_godel) if plan is not None and plan.preferred]
+    return [
+        u
+        for u, plan in enumerate(unit_godel)
+        if plan is not None and (plan.preferred or any(s.preferred for s in plan.sub_domains))
+    ]
+
+
+def _scored(
+    problem: Problem, plan: GodelPlan, u: int
+) -> list[tuple[set[int] | None, tuple[IntArray, ...], int]]:
+    """(the pod types scored, None: all of the unit's; their preferred rows, coarsest
+    first; their pods) for the unit and for each of its sub-groups with preferred levels."""
+    out: list[tuple[set[int] | None, tuple[IntArray, ...], int]] = []
+    if plan.preferred:
+        out.append((None, plan.preferred, _pods(problem, u)))
+    for sub in plan.sub_domains:
+        if sub.preferred:
+            rows = tuple(row for row, _ in reversed(sub.preferred))
+            pods = sum(len(problem.type_pods[t]) for t in sub.types)
+            out.append((set(sub.types), rows, pods))
+    return out
 
 
 def _pods(problem: Problem, u: int) -> int:
@@ -61,17 +82,17 @@ def _pods(problem: Problem, u: int) -> int:
 MAX_WEIGHT = 1 << 40  # keeps every tier value a 64-bit integer (the wire's type)
 
 
-def _counts(plan: GodelPlan, pods: int) -> list[int]:
-    """The most domains the unit can use on each preferred level: its pods, at most the
+def _counts(rows: Sequence[IntArray], pods: int) -> list[int]:
+    """The most domains the pods can use on each preferred level: their count, at most the
     level's domains and one for the nodes lacking the key."""
-    return [min(pods, int(row.max(initial=-1)) + 2) for row in plan.preferred]
+    return [min(pods, int(row.max(initial=-1)) + 2) for row in rows]
 
 
-def _weights(plan: GodelPlan, pods: int) -> list[int]:
+def _weights(rows: Sequence[IntArray], pods: int) -> list[int]:
     """Level j's weight: the product of (count + 1) of the finer levels, so the tier is
     lexicographic coarsest level first; saturated at MAX_WEIGHT (a deep tree of many
     levels then ties its coarsest levels rather than overflow)."""
-    counts = _counts(plan, pods)
+    counts = _counts(rows, pods)
     out = [1] * len(counts)
     for j in range(len(counts) - 2, -1, -1):
         out[j] = min(out[j + 1] * (counts[j + 1] + 1), MAX_WEIGHT)
@@ -79,8 +100,9 @@ def _weights(plan: GodelPlan, pods: int) -> list[int]:
 
 
 def preferred_rows(unit_godel: Sequence[GodelPlan | None]) -> list[IntArray]:
-    """Rows node classes must not mix, so that each class lies in one preferred domain."""
-    return [row for u in _units(unit_godel) for row in unit_godel[u].preferred]  # type: ignore[union-attr]
+    """Rows node classes must not mix, so that each class lies in one preferred domain
+    (the sub-groups' preferred rows are in `subgroups.sub_domain_rows`)."""
+    return [row for plan in unit_godel if plan is not None for row in plan.preferred]
 
 
 def preferred_tier_specs(
@@ -90,8 +112,10 @@ def preferred_tier_specs(
     for u in _units(unit_godel):
         plan = unit_godel[u]
         assert plan is not None
-        pods = _pods(problem, u)
-        upper += sum(w * c for w, c in zip(_weights(plan, pods), _counts(plan, pods), strict=True))
+        for _, rows, pods in _scored(problem, plan, u):
+            upper += sum(
+                w * c for w, c in zip(_weights(rows, pods), _counts(rows, pods), strict=True)
+            )
     specs = [TierSpec(TIER, 0, upper, maximize=False)] if upper else []
     ranked = [p.required_rank for p in unit_godel if p is not None and p.required_rank is not None]
     top = sum(int(r.max(initial=0)) for r in ranked)
@@ -106,17 +130,21 @@ def preferred_tier_values(
     units = _units(unit_godel)
     ranked = [u for u, p in enumerate(unit_godel) if p is not None and p.required_rank is not None]
     placed: dict[int, list[IntArray]] = {u: [] for u in {*units, *ranked}}
+    by_type: dict[int, IntArray] = {}
     for t, nodes in enumerate(pod_node):
         u = problem.type_unit(t)
         if u in placed:
             placed[u].append(nodes[nodes >= 0])
+            by_type[t] = nodes[nodes >= 0]
     value = 0
     for u in units:
         plan = unit_godel[u]
         assert plan is not None
-        nodes = np.concatenate(placed[u]) if placed[u] else np.zeros(0, dtype=np.int64)
-        for w, row in zip(_weights(plan, _pods(problem, u)), plan.preferred, strict=True):
-            value += w * len(np.unique(row[nodes]))
+        for types, rows, pods in _scored(problem, plan, u):
+            parts = placed[u] if types is None else [by_type[t] for t in types if t in by_type]
+            nodes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            for w, row in zip(_weights(rows, pods), rows, strict=True):
+                value += w * len(np.unique(row[nodes]))
     out = {TIER: value} if units else {}
     if ranked:
         rank = 0
@@ -152,13 +180,15 @@ def build_preferred(
         assert plan is not None
         if u not in keys_of:
             continue
-        pods = _pods(problem, u)
-        for j, (w, row) in enumerate(zip(_weights(plan, pods), plan.preferred, strict=True)):
-            by_domain: dict[int, list[cp_model.IntVar]] = {}
-            for key in keys_of[u]:
-                by_domain.setdefault(int(row[v.classes[key[1]].nodes[0]]), []).append(v.x[key])
-            for d, xs in sorted(by_domain.items()):
-                used = model.new_bool_var(f"preferred[{u},{j},{d}]")
-                model.add(cp_model.LinearExpr.sum(xs) <= pods * used)
-                terms.append(w * used)
+        for s, (types, rows, pods) in enumerate(_scored(problem, plan, u)):
+            keys = [k for k in keys_of[u] if types is None or k[0] in types]
+            for j, (w, row) in enumerate(zip(_weights(rows, pods), rows, strict=True)):
+                by_domain: dict[int, list[cp_model.IntVar]] = {}
+                for key in keys:
+                    d = int(row[v.classes[key[1]].nodes[0]])
+                    by_domain.setdefault(d, []).append(v.x[key])
+                for d, xs in sorted(by_domain.items()):
+                    used = model.new_bool_var(f"preferred[{u},{s},{j},{d}]")
+                    model.add(cp_model.LinearExpr.sum(xs) <= pods * used)
+                    terms.append(w * used)
     return [Term(TIER, cp_model.LinearExpr.sum(terms))] if terms else []

@@ -62,6 +62,9 @@ class SubDomain:
     names: tuple[str, ...]  # name of each domain id (`zone1.rack2`)
     parent: int  # index of the innermost sub-group holding it; -1: the unit's own domain
     blocked: str | None = None  # why no node may take its pending pods (a node reason)
+    required: bool = True  # False: no required level (`domain` is one domain of all nodes)
+    preferred: tuple[tuple[IntArray, tuple[str, ...]], ...] = ()  # its preferred levels'
+    #   domain rows and names, finest first, down to (not including) its required level
 
     def __post_init__(self) -> None:
         self.domain.flags.writeable = False
@@ -95,6 +98,8 @@ def level_domains(nodes: NodeTable, levels: tuple[str, ...]) -> tuple[IntArray, 
     missing), and the names `v1.v2`; once per node generation."""
 
     def compute() -> tuple[IntArray, tuple[str, ...]]:
+        if not levels:  # one domain: every node
+            return np.zeros(len(nodes.nodes), dtype=np.int64), ("",)
         paths = [
             ".".join(n.labels[k] for k in levels) if all(k in n.labels for k in levels) else None
             for n in nodes.nodes
@@ -114,7 +119,8 @@ def compile_sub_domains(
     """The sub-groups of `gang` over its types (`(type, its pods' labels)`): those with
     levels, outer first, and those with a minimum."""
     ordered = sorted(
-        (s for s in gang.topology_sub_groups if s.levels), key=lambda s: -len(s.values)
+        (s for s in gang.topology_sub_groups if s.levels or s.preferred),
+        key=lambda s: -len(s.values),
     )
     running = snapshot.running
     rows = [r for r in snapshot.rows_of_gang(gang.id).tolist() if running.node[r] >= 0]
@@ -124,7 +130,7 @@ def compile_sub_domains(
         row, names = level_domains(snapshot.nodes, sub.levels)
         held = [int(running.node[r]) for r in rows if sub.holds(running.labels(r))]
         blocked = None
-        if held:
+        if held and sub.levels:
             values = set(row[held].tolist())
             if len(values) == 1 and (only := values.pop()) >= 0:
                 row = np.where(row == only, row, -1)
@@ -137,12 +143,17 @@ def compile_sub_domains(
         out.append(
             SubDomain(
                 name=sub.name,
-                level=sub.levels[-1],
+                level=(sub.levels or sub.preferred)[-1],
                 types=types,
                 domain=np.array(row, dtype=np.int64),
                 names=names,
                 parent=_parent(sub, ordered[: len(out)]),
                 blocked=blocked,
+                required=bool(sub.levels),
+                preferred=tuple(
+                    level_domains(snapshot.nodes, sub.preferred[:depth])
+                    for depth in range(len(sub.preferred), len(sub.levels), -1)
+                ),
             )
         )
     minimums = tuple(
@@ -168,8 +179,8 @@ def _parent(sub: TopologySubGroup, outer: list[TopologySubGroup]) -> int:
 
 
 def sub_domain_rows(plans: Sequence[Sequence[SubDomain]]) -> list[IntArray]:
-    """Rows node classes must not mix: every sub-group's domains."""
-    return [s.domain for subs in plans for s in subs]
+    """Rows node classes must not mix: every sub-group's domains, required and preferred."""
+    return [row for subs in plans for s in subs for row in (s.domain, *(r for r, _ in s.preferred))]
 
 
 def build_sub_domains(
@@ -181,6 +192,8 @@ def build_sub_domains(
     for key in v.x:
         keys_of.setdefault(key[0], []).append(key)
     for s, sub in enumerate(subs):
+        if not sub.required:
+            continue
         by_domain: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for t in sub.types:
             for key in keys_of.get(t, []):

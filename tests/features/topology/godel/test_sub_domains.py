@@ -271,3 +271,22 @@ def test_verify_refuses_a_leaf_below_its_min_member() -> None:
     assert any(
         "sub-group b has 1 pod(s) running or placed, below its minMember 2" in p for p in problems
     ), problems
+
+
+def preferring(name: str, *levels: str) -> TopologySubGroup:
+    return TopologySubGroup(name=name, label=LABEL, values=(name,), preferred=levels)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("pods", "racks", "zones"), [(2, 1, 1), (3, 2, 1), (5, 3, 2)])
+def test_a_preferred_rack_then_zone_is_a_preference_never_a_rule(
+    engine: str, pods: int, racks: int, zones: int
+) -> None:
+    """enc prefers a rack (4 GPUs), then a zone (8): 2 pods of 2 GPUs share a rack, 3 a zone
+    over 2 racks, 5 spill into the other zone; never left pending for the preference."""
+    busy = [pod(f"busy-{n}").requests(gpu=2).on(n).obj() for n in ("n1", "n5")]
+    d = run(job({"enc": pods}, [preferring("enc", ZONE, RACK)], *busy), engine)
+    assert len(d.placed) == pods
+    used = racks_of(d, "enc")
+    assert (len(used), len({RACKS[r] for r in used})) == (racks, zones), d.placed
+    assert d.tiers["preferred_domains"] > 0
