@@ -29,6 +29,7 @@ EXAMPLES = [
     "examples/topology/kueue-job.yaml",
     "examples/topology/volcano-hypernode.yaml",
     "examples/topology/volcano-subgroup.yaml",
+    "examples/topology/kai-subgroups.yaml",
     "examples/queues/hierarchy-engineering.yaml",
     "examples/interpod",
 ]
