@@ -24,15 +24,14 @@ from solver.kube.kai import (
     KAI_GROUP,
     KAI_PRIORITY_CLASSES,
     KAI_TOPOLOGY_GROUP,
-    K8sKaiQueue,
     K8sKaiTopology,
     apply_kai,
     is_kai,
     kai_node_selector,
     kai_pod_class,
     kai_pod_notes,
-    kai_queue,
 )
+from solver.kube.kai_queue import K8sKaiQueue, kai_queue
 from solver.kube.kueue import (
     KUEUE_GROUP,
     K8sKueueFlavor,
