@@ -50,6 +50,7 @@ CERTIFICATE_KINDS = {
     "domain": "no single domain of its required topology level has room (proven)",
     "quota": "its queue's limit leaves less than the gang needs (proven)",
     "anti-affinity": "its pods repel each other and too few domains have room (proven)",
+    "devices": "too few GPU devices have the share its pods ask for (proven)",
     "rules": "CP-SAT proved the named rules together leave no placement (proven)",
     "blocked": "a rule of the gang itself rules it out this cycle (proven)",
     "competition": "it fits alone; the room went to the gangs named (proven by a placement)",

@@ -29,7 +29,7 @@ from tests.test_properties import CONFS, clusters
 
 HOST = "kubernetes.io/hostname"
 
-CANNOT_RUN = ("capacity", "pods", "predicates", "domain", "quota", "rules")
+CANNOT_RUN = ("capacity", "pods", "predicates", "domain", "quota", "rules", "devices")
 
 
 def _check(cluster: ClusterModel, conf: SchedulerConf, engine: str) -> None:

@@ -33,9 +33,10 @@ import numpy as np
 
 from solver.config import SchedulerConf
 from solver.features._base import CompileContext, Feature
-from solver.features._steps import CpsatSteps, DecideSteps, GreedySteps
+from solver.features._steps import CpsatSteps, DecideSteps, ExplainSteps, GreedySteps
 from solver.features.devices import cpsat
 from solver.features.devices.block import REASON_NO_DEVICE, DeviceBlock, fitting_nodes
+from solver.features.devices.bound import device_bound
 from solver.features.devices.greedy import device_tracker
 from solver.features.devices.policy import scoring
 from solver.features.devices.quota import SHARE_FACT
@@ -148,4 +149,5 @@ FEATURE = _AlwaysOn(
         assignment=cpsat.assignment,
     ),
     decide=DecideSteps(placement=device_placement),
+    explain=ExplainSteps(bounds=(device_bound,)),
 )
