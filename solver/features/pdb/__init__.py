@@ -67,20 +67,25 @@ def _budget_rows(snapshot: Snapshot, budget: DisruptionBudget) -> tuple[IntArray
     return chosen, counted
 
 
+def _counted(snapshot: Snapshot) -> list[IntArray]:
+    return [budget_rows(snapshot, b)[1] for b in snapshot.budgets.values()]
+
+
 def victim_budgets(snapshot: Snapshot, conf: SchedulerConf, rows: IntArray) -> tuple[Budget, ...]:
     """Each budget's members among the potential victims `rows` and its allowance; none
     unless the conf lists `pdb`."""
     if not conf.enabled(Plugin.PDB) or not snapshot.budgets:
         return ()
     running = snapshot.running
-    position = {int(r): v for v, r in enumerate(rows.tolist())}
+    high = int(max(rows.max(initial=-1), *(c.max(initial=-1) for c in _counted(snapshot))))
+    position = np.full(high + 1, -1, dtype=np.int64)  # running row -> its victim index
+    position[rows] = np.arange(rows.size, dtype=np.int64)
     out = []
     for key, budget in snapshot.budgets.items():
         selected, counted = budget_rows(snapshot, budget)
         healthy = int(((running.flags[selected] & TERMINATING) == 0).sum())
-        members = np.array(
-            sorted(position[r] for r in counted.tolist() if r in position), dtype=np.int64
-        )
+        members = np.sort(position[counted])
+        members = members[members >= 0]
         if members.size:
             out.append(Budget(key, members, allowed_disruptions(budget, healthy)))
     return tuple(out)
