@@ -49,7 +49,7 @@ from solver.features.kaishare.minruntime import preempt_held_rows
 from solver.features.nodegroup.greedy import GroupLimitTracker, nodegroup_tracker
 from solver.features.pdb import BudgetLedger, victim_budgets
 from solver.features.preemption.cpsat import cpsat_plan
-from solver.features.preemption.domains import domain_need, domain_plan
+from solver.features.preemption.domains import domain_need, domain_plan, nested_plan
 from solver.features.preemption.greedy import greedy_plan, ineligible, reclaim_plan
 from solver.features.preemption.plans import (
     PreemptionPlan,
@@ -146,8 +146,6 @@ def preempt(
             continue
         gathered = topology is not None and topology.is_gather(u)
         rules = domain_rules(problem, u)
-        if not isinstance(rules, str) and overlapping(rules):
-            rules = "KAI sub-groups nested in each other or in their PodGroup's own domain"
         if isinstance(rules, str):
             for g in gangs:
                 result.reasons[g] = f"preemption: not planned for {rules}"
@@ -188,7 +186,8 @@ def preempt(
             candidates = np.flatnonzero(~removed & ~held & (pre.victim_priority < priority))
             pool = pools[priority] = CandidatePool.build(pre, problem.num_nodes, candidates)
         if plan is None and rules and not gathered:
-            plan = domain_plan(problem, pre, u, rules, required, free, pool)
+            planner = nested_plan if overlapping(rules) else domain_plan
+            plan = planner(problem, pre, u, rules, required, free, pool)
         elif plan is None:
             plan = greedy_plan(problem, pre, u, gangs, required, free, pool)
         if isinstance(plan, str):

@@ -17,11 +17,15 @@ dry run of `greedy.py` is made per candidate domain, and the cheapest domain win
 
 Rules are planned one after the other (a unit with two Kueue pod sets: the first set's
 domain first, its pods then hold their room), then the unit's pods under no rule anywhere,
-then one reprieve over every node used. Never "freed 8 GPUs on 4 nodes": a plan either
+then one reprieve over every node used. Rules that hold the same pods (KAI sub-groups
+inside their PodGroup's domain) are planned by `nested_plan`: each domain of the outer rule
+in turn, with the inner rules cut to it, the cheapest plan winning. Never "freed 8 GPUs on 4 nodes": a plan either
 places every required pod inside its domains or evicts nothing (Kueue #5243).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,10 +33,10 @@ from solver.features.preemption.greedy import finish_plan, reprieve, rule_nodes
 from solver.features.preemption.plans import PreemptionPlan, plan_cost
 from solver.features.preemption.pool import CandidatePool
 from solver.features.preemption.victims import PreemptionInput
-from solver.features.topology.rules import DomainRule
+from solver.features.topology.rules import DomainRule, overlapping
 from solver.problem import IntArray, Problem
 
-__all__ = ["domain_need", "domain_plan"]
+__all__ = ["domain_need", "domain_plan", "nested_plan"]
 
 _MAX_DOMAINS = 512  # candidate domains tried per rule
 _REPRIEVED = 4  # of those, the ones with the cheapest dry run get the reprieve
@@ -76,17 +80,57 @@ def domain_plan(
     return finish_plan(problem, pre, pool, u, required, room, nominated)
 
 
-def _best_domain(
+def nested_plan(
     problem: Problem,
     pre: PreemptionInput,
-    rule: DomainRule,
-    need: dict[int, int],
+    u: int,
+    rules: list[DomainRule],
+    required: dict[int, int],
     free: IntArray,
-    room: IntArray,
     pool: CandidatePool,
-) -> tuple[dict[int, list[int]], list[int]] | str:
-    """The rule's pods in its cheapest domain (type -> nodes) and the victims there, or why
-    no domain holds them."""
+) -> PreemptionPlan | str:
+    """Rules that nest (a KAI PodGroup's domain over its sub-groups' own): one outer rule
+    holding every pod (the first such), the others side by side inside it. Each of the outer rule's domains that can
+    hold its pods (fewest pods short first, at most `_MAX_OUTER`) is tried with the inner
+    rules cut to it — `domain_plan` there, the outer rule's pods under no inner rule one
+    more rule inside the domain — and the cheapest plan wins."""
+    root = next((r for r in rules if all(set(o.types) <= set(r.types) for o in rules)), None)
+    inner = [r for r in rules if r is not root]
+    if root is None or overlapping(inner):
+        return "not planned for domain rules nested more than one level deep"
+    if pool.size == 0:
+        return "preemption not helpful: no potential victims"
+    need = domain_need(problem, root, required)
+    fits = _fits(problem, root, need, free, free + pool.room)
+    if isinstance(fits, str):
+        return fits
+    rest = tuple(sorted(set(root.types) - {t for r in inner for t in r.types}))
+    best: tuple[tuple[int, int, int], PreemptionPlan] | None = None
+    reason = ""
+    for d in fits[0][:_MAX_OUTER]:
+        inside = root.domain == d
+        cut = [replace(r, domain=np.where(inside, r.domain, -1)) for r in inner]
+        if rest:
+            whole = np.where(inside, 0, -1)
+            cut.append(DomainRule(rest, whole, (root.names[d],), root.rule, whole=root.whole))
+        plan = domain_plan(problem, pre, u, cut, required, free, pool)
+        if isinstance(plan, str):
+            reason = reason or plan
+            continue
+        key = (plan.cost, len(plan.victims), d)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    return best[1] if best is not None else reason
+
+
+_MAX_OUTER = 32  # outer domains tried by `nested_plan`
+
+
+def _fits(
+    problem: Problem, rule: DomainRule, need: dict[int, int], free: IntArray, room: IntArray
+) -> tuple[list[int], IntArray] | str:
+    """The rule's domains whose room holds its pods by their slots, fewest pods short now
+    first (then index), and how many each domain's free room alone lacks; why none does."""
     domains = len(rule.names)
     holds = np.ones(domains, dtype=bool)
     lacking = np.zeros(domains, dtype=np.int64)
@@ -111,7 +155,27 @@ def _best_domain(
             f"preemption not helpful: with every eligible lower-priority pod evicted, no "
             f"domain holds its {sum(need.values())} pod(s) under its rule ({rule.rule}){most}"
         )
-    candidates = candidates[np.lexsort((candidates, lacking[candidates]))][:_MAX_DOMAINS]
+    ordered: list[int] = candidates[np.lexsort((candidates, lacking[candidates]))].tolist()
+    return ordered, lacking
+
+
+def _best_domain(
+    problem: Problem,
+    pre: PreemptionInput,
+    rule: DomainRule,
+    need: dict[int, int],
+    free: IntArray,
+    room: IntArray,
+    pool: CandidatePool,
+) -> tuple[dict[int, list[int]], list[int]] | str:
+    """The rule's pods in its cheapest domain (type -> nodes) and the victims there, or why
+    no domain holds them."""
+    domains = len(rule.names)
+    fits = _fits(problem, rule, need, free, room)
+    if isinstance(fits, str):
+        return fits
+    candidates = np.array(fits[0][:_MAX_DOMAINS], dtype=np.int64)
+    lacking = fits[1]
     order = np.argsort(rule.domain, kind="stable")
     bounds = np.searchsorted(rule.domain[order], np.arange(domains + 1))
     trials: list[tuple[tuple[int, int], int, dict[int, list[int]]]] = []

@@ -13,8 +13,8 @@ array":
         another sub-group's, so rules may hold the same pods (`overlapping`)
 
 A consumer that places a unit outside the placement engines (preemption's dry run, which
-plans rule after rule and so refuses overlapping ones; defragmentation's model, which takes
-them together) reads these rules instead of the dialects (Koordinator's gather, which also counts offer slots
+plans rule after rule, and nested ones one outer domain at a time; defragmentation's model,
+which takes them together) reads these rules instead of the dialects (Koordinator's gather, which also counts offer slots
 and podCountMultiple, keeps its own planner there). A Kueue pod set with slices
 (`podset-slice-required-topology` + `podset-slice-size`) adds them to its rule: in every
 domain of the slice level, a multiple of the slice size of its pods. What a rule cannot

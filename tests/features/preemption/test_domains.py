@@ -488,9 +488,9 @@ def test_a_hypernode_sub_group_policy_is_refused_in_words() -> None:
 
 
 @pytest.mark.parametrize("engine", ["greedy", "auto"])
-def test_nested_kai_sub_groups_are_not_planned_and_say_so(engine: str) -> None:
-    """A sub-group inside its PodGroup's own rack is not two rules one after the other: no
-    plan, no eviction, and the reason says why (never a plan `verify` refuses)."""
+def test_nested_kai_sub_groups_free_one_rack_inside_their_block(engine: str) -> None:
+    """A sub-group's rack inside its PodGroup's block: the outer rule's domains are tried
+    with the inner rule cut to each (`nested_plan`); rack r2 is freed, as above."""
     topology, pg, *pods = kai_sub_group()
     pg["spec"]["topologyConstraint"] = {
         "topology": "cluster-topology",
@@ -498,6 +498,49 @@ def test_nested_kai_sub_groups_are_not_planned_and_say_so(engine: str) -> None:
     }
     low = running({"r1-a": 1, "r1-b": 2, "r2-a": 1, "r2-b": 1})
     d = run([*nodes(), *low, topology, pg, *pods], engine)
+    assert nominated(d) == {"r2-a", "r2-b"}, d.podgroups["default/job"].reason
+    assert victims(d) == ["x-r2-a", "x-r2-b", "y-r2-a", "y-r2-b"]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_nested_kai_sub_groups_with_no_rack_to_free_evict_nothing(engine: str) -> None:
+    topology, pg, *pods = kai_sub_group()
+    pg["spec"]["topologyConstraint"] = {
+        "topology": "cluster-topology",
+        "requiredTopologyLevel": BLOCK,
+    }
+    low = running({"r1-a": 1, "r1-b": 1000, "r2-a": 1, "r2-b": 1000})
+    d = run([*nodes(), *low, topology, pg, *pods], engine)
     assert d.victims == ()
-    reason = d.podgroups["default/job"].reason
-    assert "preemption: not planned for KAI sub-groups nested" in reason, reason
+    assert "no domain holds its 2 pod(s) under its rule" in d.podgroups["default/job"].reason
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_two_kai_sub_groups_each_free_a_rack_of_their_own(engine: str) -> None:
+    """Two sub-groups of 2 pods, each in a rack of its own, inside the PodGroup's block:
+    both racks are freed, each sub-group nominated inside one (and `verify` agrees)."""
+    topology, pg, *pods = kai_sub_group()
+    rack = {"topology": "cluster-topology", "requiredTopologyLevel": RACK}
+    pg["spec"] = {
+        "minMember": 4,
+        "topologyConstraint": {"topology": "cluster-topology", "requiredTopologyLevel": BLOCK},
+        "subGroups": [
+            {"name": "a", "minMember": 2, "topologyConstraint": rack},
+            {"name": "b", "minMember": 2, "topologyConstraint": rack},
+        ],
+    }
+    extra = members("job-b", annotations={"pod-group-name": "job"})
+    for p, leaf in zip([*pods, *extra], "aabb", strict=True):
+        p["metadata"]["labels"]["kai.scheduler/subgroup-name"] = leaf
+        p["metadata"].setdefault("annotations", {})["pod-group-name"] = "job"
+    low = running({"r1-a": 1, "r1-b": 2, "r2-a": 1, "r2-b": 1})
+    d = run([*nodes(), *low, topology, pg, *pods, *extra], engine)
+    by_leaf = {
+        leaf: {p.nominated[:2] for k, p in d.placements.items() if p.nominated and k in keys}
+        for leaf, keys in (
+            ("a", {f"default/{p['metadata']['name']}" for p in pods}),
+            ("b", {f"default/{p['metadata']['name']}" for p in extra}),
+        )
+    }
+    assert by_leaf in ({"a": {"r1"}, "b": {"r2"}}, {"a": {"r2"}, "b": {"r1"}}), by_leaf
+    assert len(d.victims) == 8
