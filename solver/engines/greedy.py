@@ -151,7 +151,7 @@ def _fill_type(
 
 def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[int]:
     """Try to place the unit; on success commit and return [], else roll back and return failures."""
-    snapshot, saved = state.free.copy(), state.ledger.checkpoint()
+    saved = state.ledger.checkpoint()
     placed_terms = state.tracker.checkpoint()
     tentative: dict[int, list[int]] = {}  # type -> node per pod, in order
     placed = dict.fromkeys(gangs, 0)
@@ -181,13 +181,14 @@ def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[
             remaining -= got
     failed = [g for g in gangs if placed[g] < problem.gang_need[g]]
     if failed:
-        state.free[:] = snapshot
+        for t, chosen in tentative.items():  # `fill` took room only where it put pods
+            np.add.at(state.free, np.asarray(chosen, dtype=np.int64), problem.type_demand[t])
         state.ledger.restore(saved)
         state.tracker.restore(placed_terms)
         for g in failed:
             need = int(problem.gang_need[g])
             parts = [f"gang {problem.gang_ids[g]}: {placed[g]} of {need} required pod(s) fit"]
-            parts += _shortfall(problem, g, need, snapshot)
+            parts += _shortfall(problem, g, need, state.free)
             parts.append(first_failure.get(g, ""))
             state.gang_reason[g] = "; ".join(p for p in parts if p)
         return failed
