@@ -19,13 +19,16 @@ and podCountMultiple, keeps its own planner there). A Kueue pod set with slices
 (`podset-slice-required-topology` + `podset-slice-size`) adds them to its rule: in every
 domain of the slice level, a multiple of the slice size of its pods. What a rule cannot
 say is refused in words: multi-layer slices, slices beside a leader or without a required
-level, and HyperNode `subGroupPolicy` (sub-groups of `subGroupSize` pods placed whole, each
-possibly inside a HyperNode of its own).
+level, and a HyperNode `subGroupPolicy` whose job needs fewer pods than it has pending
+(sub-groups of `subGroupSize` placed whole or not at all); when it needs them all, each
+sub-group with a tier of its own is a rule inside the job's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.hypernode.block import HyperNodeBlock
@@ -54,14 +57,24 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         return []
     hypernode = problem.block(HyperNodeBlock)
     plan = hypernode.plan(u) if hypernode is not None else None
-    if plan is not None and any(s.policy >= 0 for s in plan.subgroups):
-        return "a HyperNode subGroupPolicy (sub-groups placed whole, in their own HyperNodes)"
+    gangs = np.flatnonzero(problem.gang_unit == u)
+    policy = plan is not None and any(s.policy >= 0 for s in plan.subgroups)
+    if policy and (problem.gang_need[gangs] < problem.gang_pending[gangs]).any():
+        return (
+            "a HyperNode subGroupPolicy whose job needs fewer pods than it has pending "
+            "(sub-groups placed whole, in their own HyperNodes)"
+        )
     rules: list[DomainRule] = []
     domain = block.domain_of(u)
     if domain is not None:
         types = tuple(t for t in range(problem.num_types) if problem.type_unit(t) == u)
         names = tuple(n.rstrip(";") for n in block.unit_domain_names[u])
         rules.append(DomainRule(types, domain, names, block.unit_domain_rule[u] or "one domain"))
+    tree = hypernode.tree if hypernode is not None else None
+    for sg in plan.subgroups if plan is not None else ():
+        if sg.domain is not None and sg.types and tree is not None:
+            rule = f"one HyperNode of tier <= {sg.limit} (sub-group {sg.name})"
+            rules.append(DomainRule(sg.types, sg.domain, tree.names, rule))
     godel = block.godel(u)
     for sub in godel.sub_domains if godel is not None else ():
         if sub.types and sub.required:

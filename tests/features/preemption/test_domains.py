@@ -459,17 +459,22 @@ def test_the_rack_example_frees_the_cheaper_rack_on_the_command_line() -> None:
     assert "Victims" in table.stdout and "nominated 4  evicted 4" in table.stdout
 
 
-def test_a_hypernode_sub_group_policy_is_refused_in_words() -> None:
-    # four 2-cpu nodes in two tier-1 leaves, each running a low-priority 2-cpu pod; a job of
-    # two 2-cpu pods with a subGroupPolicy would need evictions: not planned, said.
+def _sub_group_job(min_member: int, tier: int | None) -> Objects:
+    """Four 2-cpu nodes in two tier-1 leaves, each running a low-priority 2-cpu pod; a job
+    (tier 2) of two 2-cpu pods in one sub-group (subGroupSize 2), its own tier `tier`."""
+    # the two cheapest nodes (priority 1) are in different leaves; leaf s1 is the cheaper
+    priorities = {"s0-n1": 1, "s0-n2": 3, "s1-n3": 1, "s1-n4": 2}
     busy = [
-        pod(f"low-{n}", "c1").requests(cpu="2", memory="1G").priority(1).on(n).obj()
-        for n in ("s0-n1", "s0-n2", "s1-n3", "s1-n4")
+        pod(f"low-{n}", "c1").requests(cpu="2", memory="1G").priority(p).on(n).obj()
+        for n, p in priorities.items()
     ]
-    pg = vc_group("pg1", 2, "hard", 2)
-    pg["spec"]["subGroupPolicy"] = [
-        {"name": "p", "matchLabelKeys": ["pipeline"], "subGroupSize": 2, "minSubGroups": 1}
-    ]
+    pg = vc_group("pg1", min_member, "hard", 2)
+    policy: dict[str, Any] = {
+        "name": "p", "matchLabelKeys": ["pipeline"], "subGroupSize": 2, "minSubGroups": 1,
+    }  # fmt: skip
+    if tier is not None:
+        policy["networkTopology"] = {"mode": "hard", "highestTierAllowed": tier}
+    pg["spec"]["subGroupPolicy"] = [policy]
     members = [
         pod(f"p{i}", "c1")
         .annotate("scheduling.k8s.io/group-name", "pg1")
@@ -479,10 +484,25 @@ def test_a_hypernode_sub_group_policy_is_refused_in_words() -> None:
         .obj()
         for i in range(2)
     ]
+    return [*FOUR, *TWO_TIERS, *busy, pg, *members]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_a_hypernode_sub_group_frees_one_leaf_of_its_own(engine: str) -> None:
+    """The job needs both pods: its sub-group's own tier-1 leaf is a rule inside the job's
+    tier-2 one (`nested_plan`), so the two evictions land in one leaf (verified)."""
     d = schedule(
-        model(*FOUR, *TWO_TIERS, *busy, pg, *members), hypernode_conf(), engine="greedy",
-        preempt=True,
-    )  # fmt: skip
+        model(*_sub_group_job(2, 1)), hypernode_conf(), engine=engine, preempt=True, workers=1
+    )
+    nodes = sorted(p.nominated or "" for k, p in d.placements.items() if k.startswith("c1/p"))
+    assert nodes == ["s1-n3", "s1-n4"], d.podgroups["c1/pg1"].reason
+    assert sorted(v.pod for v in d.victims) == ["c1/low-s1-n3", "c1/low-s1-n4"]
+
+
+def test_a_hypernode_sub_group_policy_of_an_elastic_job_is_refused_in_words() -> None:
+    """minMember 1 of 2 pods: a sub-group is placed whole or not at all, which the planner
+    cannot say rule by rule: not planned, said."""
+    d = schedule(model(*_sub_group_job(1, None)), hypernode_conf(), engine="greedy", preempt=True)
     assert d.victims == ()
     assert "preemption: not planned for a HyperNode subGroupPolicy" in d.podgroups["c1/pg1"].reason
 
