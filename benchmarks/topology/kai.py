@@ -14,18 +14,17 @@ KAI PodGroup, every pod required, pods of 4 GPUs, 8 cpu):
 Each row is solved by the greedy (KAI's allocate order: domains most packed first, rolled
 back to the next domain when something below fails) and by CP-SAT (2 workers, seed 0,
 `--time-limit` s), both through `schedule` (verified). Reported: solve seconds as the
-Decision states them, zones / racks / nodes used. Output: a markdown table on stdout and
-`results_kai.json` next to this script.
+Decision states them, zones / racks / nodes used. Output: table rows on stdout and
+`results_kai.json` next to this script (git SHA, machine, settings, rows).
 
     PYTHONPATH=. .venv/bin/python benchmarks/topology/kai.py [--time-limit 30]
+    PYTHONPATH=. .venv/bin/python benchmarks/topology/kai.py --smoke     # seconds
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
 import sys
 import time
 from functools import partial
@@ -37,6 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results import provenance, running_pods_args, write_results  # noqa: E402
 from solver import SchedulerConf, schedule, snapshot_of  # noqa: E402
 from solver.decision import Decision  # noqa: E402
 from solver.model import ClusterModel, Gang, Node, Pod, TopologySubGroup  # noqa: E402
@@ -159,18 +159,19 @@ def _in_gang(gang: str, pod: Pod) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--running", type=int, nargs="+", default=list(LOADS))
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--smoke", action="store_true", help="seconds: no running pods, 1 s limit, no results"
-    )
-    args = parser.parse_args()
+    parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--engines", nargs="+", default=["greedy", "cpsat"])
+    parser.add_argument("--out", default=str(Path(__file__).with_name("results_kai.json")))
+    args = running_pods_args(parser)
     if args.smoke:
         args.time_limit = 1.0
-    conf = SchedulerConf.default()
+    source = {**provenance(), "time_limit": str(args.time_limit), "workers": "2", "seed": "0"}
     rows: list[dict[str, Any]] = []
-    for load in LOADS[:1] if args.smoke else LOADS:
+    for load in args.running:
         started = time.perf_counter()
         snapshot = snapshot_of(cluster(load, args.seed))
         build = time.perf_counter() - started
@@ -179,9 +180,9 @@ def main() -> None:
             gid = f"ml/job{index}"
             workload = everything.only(partial(_in_gang, gid))
             row: dict[str, Any] = {"running": load, "job": title, "model_seconds": round(build, 2)}
-            for engine in ("greedy", "cpsat"):
+            for engine in args.engines:
                 decision = schedule(
-                    snapshot, conf, workload=workload, engine=engine,
+                    snapshot, SchedulerConf.default(), workload=workload, engine=engine,
                     time_limit=args.time_limit, workers=2, seed=0,
                 )  # fmt: skip
                 row[engine] = {
@@ -192,29 +193,14 @@ def main() -> None:
                 }
             rows.append(row)
             print(json.dumps(row), flush=True)
-    sha = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    meta = {
-        "git": sha,
-        "machine": f"{platform.processor() or platform.machine()}, {platform.python_version()}",
-        "time_limit": args.time_limit,
-        "workers": 2,
-        "seed": 0,
-    }
-    if not args.smoke:
-        out = Path(__file__).with_name("results_kai.json")
-        out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n", encoding="utf-8")
-    print("| running | job | greedy s | greedy placed | greedy zones/racks/nodes | CP-SAT status "
-          "| CP-SAT s | CP-SAT placed | CP-SAT zones/racks/nodes |")  # fmt: skip
-    print("|---:|---|---:|---:|---|---|---:|---:|---|")
+    write_results(args.out, source, rows)
     for r in rows:
-        g, c = r["greedy"], r["cpsat"]
-        print(
-            f"| {r['running']:,} | {r['job']} | {g['seconds']} | {g['placed']} | {g['zones']}/"
-            f"{g['racks']}/{g['nodes']} | {c['status']} | {c['seconds']} | {c['placed']} | "
-            f"{c['zones']}/{c['racks']}/{c['nodes']} |"
-        )
+        cells = [f"{r['running']:,}", r["job"]]
+        for engine in args.engines:
+            e = r[engine]
+            cells += [e["status"], str(e["seconds"]), str(e["placed"])]
+            cells.append(f"{e['zones']}/{e['racks']}/{e['nodes']}")
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -507,30 +507,30 @@ def test_a_hypernode_sub_group_policy_of_an_elastic_job_is_refused_in_words() ->
     assert "preemption: not planned for a HyperNode subGroupPolicy" in d.podgroups["c1/pg1"].reason
 
 
-@pytest.mark.parametrize("engine", ["greedy", "auto"])
-def test_nested_kai_sub_groups_free_one_rack_inside_their_block(engine: str) -> None:
-    """A sub-group's rack inside its PodGroup's block: the outer rule's domains are tried
-    with the inner rule cut to each (`nested_plan`); rack r2 is freed, as above."""
+def kai_sub_group_in_block() -> Objects:
+    """`kai_sub_group`, its PodGroup also requiring one block (the sub-group's rack inside)."""
     topology, pg, *pods = kai_sub_group()
     pg["spec"]["topologyConstraint"] = {
         "topology": "cluster-topology",
         "requiredTopologyLevel": BLOCK,
     }
+    return [topology, pg, *pods]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_nested_kai_sub_groups_free_one_rack_inside_their_block(engine: str) -> None:
+    """A sub-group's rack inside its PodGroup's block: the outer rule's domains are tried
+    with the inner rule cut to each (`nested_plan`); rack r2 is freed, as above."""
     low = running({"r1-a": 1, "r1-b": 2, "r2-a": 1, "r2-b": 1})
-    d = run([*nodes(), *low, topology, pg, *pods], engine)
+    d = run([*nodes(), *low, *kai_sub_group_in_block()], engine)
     assert nominated(d) == {"r2-a", "r2-b"}, d.podgroups["default/job"].reason
     assert victims(d) == ["x-r2-a", "x-r2-b", "y-r2-a", "y-r2-b"]
 
 
 @pytest.mark.parametrize("engine", ["greedy", "auto"])
 def test_nested_kai_sub_groups_with_no_rack_to_free_evict_nothing(engine: str) -> None:
-    topology, pg, *pods = kai_sub_group()
-    pg["spec"]["topologyConstraint"] = {
-        "topology": "cluster-topology",
-        "requiredTopologyLevel": BLOCK,
-    }
     low = running({"r1-a": 1, "r1-b": 1000, "r2-a": 1, "r2-b": 1000})
-    d = run([*nodes(), *low, topology, pg, *pods], engine)
+    d = run([*nodes(), *low, *kai_sub_group_in_block()], engine)
     assert d.victims == ()
     assert "no domain holds its 2 pod(s) under its rule" in d.podgroups["default/job"].reason
 
