@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results import provenance, running_pods_args, write_results  # noqa: E402
+from benchmarks.topology.kueue import running_load  # noqa: E402
 from solver import SchedulerConf, schedule, snapshot_of  # noqa: E402
 from solver.decision import Decision  # noqa: E402
 from solver.model import ClusterModel, Gang, Node, Pod, TopologySubGroup  # noqa: E402
@@ -114,26 +115,8 @@ def job(index: int, title: str) -> tuple[Gang, list[Pod]]:
 
 
 def cluster(running: int, seed: int) -> ClusterModel:
-    rng = np.random.default_rng(seed)
     all_nodes = nodes()
-    gpus_busy = rng.binomial(8, 0.6, size=len(all_nodes))
-    on = rng.integers(0, len(all_nodes), size=running)
-    given = np.zeros(len(all_nodes), dtype=np.int64)
-    pods: list[Pod] = []
-    gangs: dict[str, Gang] = {}
-    for i, n in enumerate(on.tolist()):
-        requests = {"cpu": 1000, "pods": 1}
-        if given[n] < gpus_busy[n]:
-            requests[GPU] = 1
-            given[n] += 1
-        gid = f"run/r{i}"
-        gangs[gid] = Gang(
-            id=gid, namespace="run", name=f"r{i}", dialect="none", min_member=1, total_number=1
-        )
-        pods.append(
-            Pod(namespace="run", name=f"r{i}", requests=requests, node_name=all_nodes[n].name,
-                phase="Running", gang=gid)
-        )  # fmt: skip
+    pods, gangs = running_load(all_nodes, running, np.random.default_rng(seed))
     for index, title in enumerate(JOBS):
         gang, members = job(index, title)
         gangs[gang.id] = gang

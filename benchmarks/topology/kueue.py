@@ -64,21 +64,11 @@ MODES: dict[str, dict[str, str]] = {
 }
 
 
-def cluster(running: int, seed: int) -> ClusterModel:
-    rng = np.random.default_rng(seed)
-    nodes = []
-    for b in range(BLOCKS):
-        for r in range(RACKS):
-            for n in range(NODES):
-                name = f"b{b:02d}-r{r:02d}-n{n:02d}"
-                labels = {LEVELS[0]: f"b{b:02d}", LEVELS[1]: f"b{b:02d}-r{r:02d}", LEVELS[2]: name}
-                nodes.append(
-                    Node(
-                        name=name,
-                        labels={**labels, "pool": "tas"},
-                        allocatable={"cpu": 96_000, "memory": 2**40, GPU: 8, "pods": 110},
-                    )
-                )
+def running_load(
+    nodes: list[Node], running: int, rng: np.random.Generator
+) -> tuple[list[Pod], dict[str, Gang]]:
+    """`running` pods of 1 cpu on random nodes, the first ones on a node also taking a GPU
+    until Binomial(8, 0.6) of its GPUs are busy; each its own gang."""
     gpus_busy = rng.binomial(8, 0.6, size=len(nodes))
     on = rng.integers(0, len(nodes), size=running)
     given = np.zeros(len(nodes), dtype=np.int64)
@@ -97,6 +87,25 @@ def cluster(running: int, seed: int) -> ClusterModel:
             Pod(namespace="run", name=f"r{i}", requests=requests, node_name=nodes[n].name,
                 phase="Running", gang=gid)
         )  # fmt: skip
+    return pods, gangs
+
+
+def cluster(running: int, seed: int) -> ClusterModel:
+    rng = np.random.default_rng(seed)
+    nodes = []
+    for b in range(BLOCKS):
+        for r in range(RACKS):
+            for n in range(NODES):
+                name = f"b{b:02d}-r{r:02d}-n{n:02d}"
+                labels = {LEVELS[0]: f"b{b:02d}", LEVELS[1]: f"b{b:02d}-r{r:02d}", LEVELS[2]: name}
+                nodes.append(
+                    Node(
+                        name=name,
+                        labels={**labels, "pool": "tas"},
+                        allocatable={"cpu": 96_000, "memory": 2**40, GPU: 8, "pods": 110},
+                    )
+                )
+    pods, gangs = running_load(nodes, running, rng)
     for mode, wanted in MODES.items():
         name = mode.replace(" ", "-").replace("+", "and")
         gid = f"ml/{name}"
