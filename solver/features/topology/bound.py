@@ -2,8 +2,8 @@
 
 A unit under the one-domain rule (`TopologyBlock.unit_domain`: Koordinator MustGather,
 Godel and the Workload API's required topology, Volcano HyperNode tiers; a Kueue pod set
-with a required level; a KAI sub-group with a required level, when its gang needs all its
-pods) places every new pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
+with a required level, in slices or not; a KAI sub-group with a required level, when its
+gang needs all its pods) places every new pod inside one domain. Both room bounds (`solver.problem.room`) are computed per domain
 in one pass; when every domain fails one, no placement exists, and the certificate names
 the measure that fails everywhere with the best domains:
 
@@ -17,7 +17,8 @@ import numpy as np
 
 from solver.decision import Certificate
 from solver.features.topology.block import TopologyBlock
-from solver.problem import IntArray, Problem, Room, best_places, demand_text, room
+from solver.features.topology.kueue.podsets import KueuePodSet
+from solver.problem import IntArray, Problem, Room, best_places, demand_text, room, slots_of
 from solver.quantity import format_quantity
 
 __all__ = ["one_domain_bound"]
@@ -67,18 +68,64 @@ def _kueue_bound(
             g not in gangs
             or not req.required
             or ps.leader is not None
-            or req.slice_size != 1
             or set(ps.types) != set(problem.gang_types(g))
             or req.count != int(problem.gang_pending[g])
         ):
             continue
         domain = ps.tree.node_domain(req.level)
         names = tuple("/".join(path) for path in ps.tree.paths[req.level])
+        if req.slice_size != 1:
+            if (sliced := _slices_bound(problem, ps, domain, names, free)) is not None:
+                return sliced
+            continue
         found = room(problem, [g], free, domain, len(names), whole=True)
         if found.gangs and not bool(found.fits.any()):
             level = ps.tree.levels[req.level]
             return _certificate(problem, found, names, f"one {level} domain (Kueue required)")
     return None
+
+
+def _slices_bound(
+    problem: Problem, ps: KueuePodSet, domain: IntArray, names: tuple[str, ...], free: IntArray
+) -> Certificate | None:
+    """A required pod set in slices of k pods, each slice inside one domain of the slice
+    level: a domain holds at most Σ over its slice domains of ⌊pods they take / k⌋ whole
+    slices (each node's pods counted alone; the layers below the first, if any, only cut
+    this further). Fewer than count / k in every domain is a proof. One pod type only."""
+    req = ps.request
+    if len(ps.types) != 1 or req.count % req.slice_size:
+        return None
+    (t,) = ps.types
+    k = req.slice_size
+    inner = ps.tree.node_domain(req.slice_level)
+    usable = (inner >= 0) & (domain >= 0)
+    if not usable.any():
+        return None
+    slots = np.minimum(slots_of(problem, t, free), req.count)
+    per_slice = np.bincount(inner[usable], weights=slots[usable]).astype(np.int64)
+    top_of = np.full(per_slice.size, -1, dtype=np.int64)
+    top_of[inner[usable]] = domain[usable]
+    whole = np.bincount(
+        top_of[top_of >= 0], weights=(per_slice // k)[top_of >= 0], minlength=len(names)
+    ).astype(np.int64)
+    wanted = req.count // k
+    if (whole >= wanted).any():
+        return None
+    level, slice_level = ps.tree.levels[req.level], ps.tree.levels[req.slice_level]
+    places = best_places(names, whole)
+    said = [f"{n} ({name})" for name, n in places]
+    tail = f"; the most any offers is {said[0]}" if said else "; no domain offers one"
+    if len(said) > 1:
+        tail += f", the next {', '.join(said[1:])}"
+    rule = f"one {level} domain, in slices of {k} inside one {slice_level} each (Kueue required)"
+    sentence = (
+        f"gang {problem.gang_ids[ps.gang]} needs {wanted} slices of {k} pods of "
+        f"{demand_text(problem, t)} inside {rule}{tail}"
+    )
+    return Certificate(
+        "domain", rule, sentence, True, unit="slices", needed=wanted,
+        offered=int(whole.max(initial=0)), places=places,
+    )  # fmt: skip
 
 
 def _sub_group_bound(

@@ -1,6 +1,7 @@
 """Random Kueue TAS clusters: both engines' answers pass verify (the oracle, inside
 `schedule`), CP-SAT is never worse than the greedy under the objective tiers, and a pod set
-is placed whole or not at all."""
+is placed whole or not at all, and a proven domain certificate (slices too) agrees with
+CP-SAT placing nothing."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ REQUESTS = st.sampled_from(
         {PREFERRED: HOST},
         {UNCONSTRAINED: "true"},
         {REQUIRED: BLOCK, SLICE_LEVEL: HOST, SLICE_SIZE: "2"},
+        {REQUIRED: BLOCK, SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
         {PREFERRED: BLOCK, SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
         {SLICE_LEVEL: RACK, SLICE_SIZE: "2"},
     ]
@@ -63,3 +65,6 @@ def test_cpsat_is_never_worse_and_sets_stay_whole(
     for decision in (greedy, cpsat):
         placed = sum(1 for p in decision.placements.values() if p.node)
         assert placed in (0, count)
+        cert = decision.certificates.get("default/job")
+        if cert is not None and cert.proven and cert.kind == "domain":
+            assert not any(p.node for p in cpsat.placements.values()), cert.sentence
