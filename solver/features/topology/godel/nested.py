@@ -50,11 +50,9 @@ class NestedFill:
     failure: str = ""
 
     def __post_init__(self) -> None:
-        n = self.problem.num_nodes
-        self.rank = np.full(n, len(self.circles), dtype=np.int64)
-        for k, circle in reversed(list(enumerate(self.circles))):
-            self.rank[circle] = k
-        self.in_group = self.rank < len(self.circles)
+        self.in_group = np.zeros(self.problem.num_nodes, dtype=bool)
+        for circle in self.circles:
+            self.in_group[circle] = True
         subs = self.plan.sub_domains
         self.children = {
             i: [j for j, s in enumerate(subs) if s.parent == i] for i in range(-1, len(subs))
@@ -94,7 +92,7 @@ class NestedFill:
                 best = (placed, d)
             self._restore(i, saved)
         want = self._wanted(i)
-        if not self.failure:
+        if not self.failure and sub.required:
             self.failure = (
                 f"sub-group {sub.name}: no {sub.level} domain holds its {want} pod(s)"
                 + (f" (best {sub.names[best[1]]}: {best[0]})" if best[1] >= 0 else "")

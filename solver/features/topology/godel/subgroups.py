@@ -98,17 +98,15 @@ def level_domains(nodes: NodeTable, levels: tuple[str, ...]) -> tuple[IntArray, 
     missing), and the names `v1.v2`; once per node generation."""
 
     def compute() -> tuple[IntArray, tuple[str, ...]]:
-        if not levels:  # one domain: every node
-            return np.zeros(len(nodes.nodes), dtype=np.int64), ("",)
         paths = [
-            ".".join(n.labels[k] for k in levels) if all(k in n.labels for k in levels) else None
+            tuple(n.labels[k] for k in levels) if all(k in n.labels for k in levels) else None
             for n in nodes.nodes
         ]
-        names = tuple(sorted({p for p in paths if p is not None}))
-        index = {p: i for i, p in enumerate(names)}
+        known = sorted({p for p in paths if p is not None})  # by values, not joined names
+        index = {p: i for i, p in enumerate(known)}
         row = np.array([index[p] if p is not None else -1 for p in paths], dtype=np.int64)
         row.flags.writeable = False
-        return row, names
+        return row, tuple(".".join(p) for p in known)
 
     return nodes.memo(("kai sub-group levels", levels), compute)
 

@@ -20,6 +20,7 @@ import pytest
 
 from solver import SchedulerConf, schedule
 from solver.decision import Decision
+from solver.features.topology.godel.subgroups import level_domains
 from solver.model import ClusterModel, TopologySubGroup
 from solver.schedule import snapshot_of
 from solver.verify import verify
@@ -290,3 +291,14 @@ def test_a_preferred_rack_then_zone_is_a_preference_never_a_rule(
     used = racks_of(d, "enc")
     assert (len(used), len({RACKS[r] for r in used})) == (racks, zones), d.placed
     assert d.tiers["preferred_domains"] > 0
+
+
+def test_domains_are_told_apart_by_their_values_not_their_joined_names() -> None:
+    """Zone `a.b` with rack `c` and zone `a` with rack `b.c` both read `a.b.c` when joined:
+    they stay two domains (label values may hold dots)."""
+    cluster = model(
+        node("x").label(ZONE, "a.b").label(RACK, "c").obj(),
+        node("y").label(ZONE, "a").label(RACK, "b.c").obj(),
+    )
+    row, names = level_domains(snapshot_of(cluster).nodes, (ZONE, RACK))
+    assert row[0] != row[1] and len(names) == 2
