@@ -1173,7 +1173,7 @@ class Gang(_message.Message):
     def topology_sub_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySubGroup]:
         """KAI-Scheduler sub-groups (`spec.subGroups`): each leaf's minMember, and each with a
         required topology level (`topologyConstraint.requiredTopologyLevel`) in one domain of
-        its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 64.
+        its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 256.
         """
 
     def __init__(
@@ -1233,8 +1233,8 @@ class TopologySubGroup(_message.Message):
     """
     @_builtins.property
     def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The label's values this sub-group takes (KAI: the leaf sub-groups below it), at least
-        one.
+        """The label's values this sub-group takes (KAI: the leaf sub-groups below it), 1 to
+        256.
         """
 
     @_builtins.property

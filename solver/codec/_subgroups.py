@@ -1,7 +1,7 @@
 """A gang's topology sub-groups (KAI-Scheduler sub-groups with a required level) between
 protobuf and the model.
 
-Checked as the proto comments say, violations named by field path: at most 64 sub-groups,
+Checked as the proto comments say, violations named by field path: at most 256 sub-groups,
 each with a unique non-empty name, a pod label key, at least one label value, at most 16
 node label keys each once, a minimum >= 0, preferred levels extending its levels, at
 least one of the three; sub-groups of one label nest or are disjoint (`sub_groups_problem`, the rule the model states once).
@@ -15,15 +15,15 @@ from gangplan.v1 import cluster_pb2 as pb
 from solver.codec._errors import Violations
 from solver.model import (
     MAX_SUB_GROUP_LEVELS,
+    MAX_SUB_GROUPS,
     TopologySubGroup,
     label_key_problem,
     label_value_problem,
     sub_groups_problem,
 )
 
-__all__ = ["MAX_SUB_GROUPS", "topology_sub_groups_from_proto", "topology_sub_groups_to_proto"]
+__all__ = ["topology_sub_groups_from_proto", "topology_sub_groups_to_proto"]
 
-MAX_SUB_GROUPS = 64
 MAX_NAME = 253
 
 
@@ -41,9 +41,9 @@ def topology_sub_groups_from_proto(
             out.add(f"{where}.name", f"must be 1 to {MAX_NAME} characters")
         if why := label_key_problem(msg.label):
             out.add(f"{where}.label", why)
-        if not msg.values:
-            out.add(f"{where}.values", "must name at least one value")
-        for j, value in enumerate(msg.values):
+        if not 1 <= len(msg.values) <= MAX_SUB_GROUPS:
+            out.add(f"{where}.values", f"must name 1 to {MAX_SUB_GROUPS} values")
+        for j, value in enumerate(msg.values[:MAX_SUB_GROUPS]):
             if not value or (why := label_value_problem(msg.label, value)):
                 out.add(f"{where}.values[{j}]", why or "must not be empty")
         if len(msg.levels) > MAX_SUB_GROUP_LEVELS:

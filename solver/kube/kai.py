@@ -52,9 +52,11 @@ from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
 from solver.model import (
     KAI_PREEMPTIBILITY,
+    MAX_SUB_GROUPS,
     Gang,
     Pod,
     TopologySubGroup,
+    parent_cycle,
 )
 
 __all__ = [
@@ -149,6 +151,10 @@ def _sub_groups(raw: RawObject) -> list[tuple[SubGroup, _Constraint]]:
     items = spec.get("subGroups") or []
     if not isinstance(items, list):
         raise raw.error("must be a list", field="spec.subGroups")
+    if len(items) > MAX_SUB_GROUPS:
+        raise raw.error(
+            f"at most {MAX_SUB_GROUPS} sub-groups, got {len(items)}", field="spec.subGroups"
+        )
     out = []
     for i, item in enumerate(items):
         where = f"spec.subGroups[{i}]"
@@ -167,6 +173,11 @@ def _sub_groups(raw: RawObject) -> list[tuple[SubGroup, _Constraint]]:
             raise raw.error(
                 f"parent {sub.parent!r} is not a sub-group", field=f"spec.subGroups[{i}].parent"
             )
+    if (cyclic := parent_cycle([(s.name, s.parent) for s, _ in out])) is not None:
+        raise raw.error(
+            f"sub-group {out[cyclic][0].name!r} is its own ancestor",
+            field=f"spec.subGroups[{cyclic}].parent",
+        )
     return out
 
 

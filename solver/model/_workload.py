@@ -110,6 +110,9 @@ Dialect = Literal[
 
 MAX_SUB_GROUP_LEVELS = 16
 """The most node labels a sub-group's domain is named by (a KAI Topology has at most 16)."""
+MAX_SUB_GROUPS = 256
+"""The most sub-groups a gang may list (the reader and the wire alike), each with at most
+this many label values."""
 
 
 class TopologySubGroup(Frozen):

@@ -116,7 +116,12 @@ def _sub(**fields: object) -> pb.TopologySubGroup:
             {},
             "gangs[0].topology_sub_groups[1]",
         ),
-        ([_sub()] * 65, {}, "gangs[0].topology_sub_groups"),
+        ([_sub()] * 257, {}, "gangs[0].topology_sub_groups"),
+        (
+            [_sub(values=[f"v{i}" for i in range(257)])],
+            {},
+            "gangs[0].topology_sub_groups[0].values",
+        ),
         ([_sub()], {"affinity": pb.GangAffinity()}, "gangs[0].topology_sub_groups"),
         (
             [_sub()],

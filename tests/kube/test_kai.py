@@ -22,6 +22,7 @@ import yaml
 
 from solver import SchedulerConf, schedule
 from solver.codec import Violations, cluster_to_proto, gang_from_proto
+from solver.errors import ManifestError
 from solver.kube import load_objects
 from solver.model import PodSelection
 from solver.schedule import snapshot_of
@@ -340,3 +341,31 @@ def test_unknown_sub_group_fields_are_noted() -> None:
     pg["spec"]["subGroups"][1]["minSubGroup"] = 1
     cluster = load_objects(raw(*objects))
     assert any("not acted on: spec.subGroups[1].minSubGroup" in n for n in cluster.notes)
+
+
+@pytest.mark.parametrize(
+    ("groups", "field", "message"),
+    [
+        (
+            [
+                {"name": "x", "parent": "y"},
+                {"name": "y", "parent": "x"},
+                {"name": "c", "parent": "x"},
+            ],
+            "spec.subGroups[0].parent",
+            "sub-group 'x' is its own ancestor",
+        ),
+        ([{"name": f"s{i}"} for i in range(257)], "spec.subGroups", "at most 256 sub-groups"),
+    ],
+    ids=["parent cycle", "too many"],
+)
+def test_hostile_sub_groups_are_one_line(
+    groups: list[dict[str, Any]], field: str, message: str
+) -> None:
+    """A parent cycle looped forever (found in review); a sub-group list is bounded."""
+    objects = multilevel({"a": 1})
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    pg["spec"]["subGroups"] = groups
+    with pytest.raises(ManifestError) as err:
+        load_objects(raw(*objects))
+    assert f"{field}: {message}" in str(err.value), str(err.value)

@@ -1805,7 +1805,7 @@ type Gang struct {
 	TopologyPack []string `protobuf:"bytes,27,rep,name=topology_pack,json=topologyPack,proto3" json:"topology_pack,omitempty"`
 	// KAI-Scheduler sub-groups (`spec.subGroups`): each leaf's minMember, and each with a
 	// required topology level (`topologyConstraint.requiredTopologyLevel`) in one domain of
-	// its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 64.
+	// its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 256.
 	TopologySubGroups []*TopologySubGroup `protobuf:"bytes,28,rep,name=topology_sub_groups,json=topologySubGroups,proto3" json:"topology_sub_groups,omitempty"`
 }
 
@@ -1998,8 +1998,8 @@ type TopologySubGroup struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The pod label naming a pod's sub-group (KAI: `kai.scheduler/subgroup-name`).
 	Label string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
-	// The label's values this sub-group takes (KAI: the leaf sub-groups below it), at least
-	// one.
+	// The label's values this sub-group takes (KAI: the leaf sub-groups below it), 1 to
+	// 256.
 	Values []string `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
 	// Node labels naming its domain, the topology's top level first and its required level
 	// last (KAI's domain ids `zone.rack`): its pods go to nodes carrying them all, with one
