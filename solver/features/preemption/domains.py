@@ -97,7 +97,7 @@ def nested_plan(
     root = next((r for r in rules if all(set(o.types) <= set(r.types) for o in rules)), None)
     inner = [r for r in rules if r is not root]
     if root is None or overlapping(inner):
-        return "not planned for domain rules nested more than one level deep"
+        return "not planned for nested domain rules side by side or more than one level deep"
     if pool.size == 0:
         return "preemption not helpful: no potential victims"
     need = domain_need(problem, root, required)
