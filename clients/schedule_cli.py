@@ -259,8 +259,7 @@ def why_cmd(
         cert = decision.certificates.get(gang_id)
         found = changes(snapshot, conf, gang_id, cert, time_limit=min(time_limit, 2.0))
         data["changes"] = [c.to_dict() for c in found]
-        created = {p.key: p.created for p in cluster.pods}
-        ends, unknown = running_ends(snapshot, runtime, created)
+        ends, unknown = running_ends(snapshot, runtime)
         found_start = estimate(snapshot, conf, gang_id, at, ends, unknown)
         data["start"] = found_start.to_dict() if found_start is not None else None
     if output is Output.table:

@@ -17,6 +17,7 @@ go and whose ends it waits for (the gangs of the ended pods on those nodes) — 
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -82,38 +83,39 @@ class End:
 
 
 def _end_of(
-    annotations: Mapping[str, str], created: str | None, default_runtime: timedelta | None
+    annotations: Mapping[str, str], started: float, default_runtime: timedelta | None
 ) -> datetime | None:
+    """A running pod's end: its expected-end annotation, else its creation (`started`, epoch
+    seconds; NaN unknown) plus its expected runtime or the default one."""
     if (at := parse_time(annotations.get(END))) is not None:
         return at
-    started = parse_time(created)
     runtime = parse_duration(annotations.get(RUNTIME, "")) or default_runtime
-    if started is None or runtime is None:
+    if math.isnan(started) or runtime is None:
         return None
     try:
-        return started + runtime
-    except OverflowError:  # past year 9999
+        return datetime.fromtimestamp(started, UTC) + runtime
+    except (OverflowError, ValueError, OSError):  # past year 9999
         return None
 
 
 def running_ends(
-    snapshot: Snapshot,
-    default_runtime: timedelta | None = None,
-    created: Mapping[str, str | None] | None = None,
+    snapshot: Snapshot, default_runtime: timedelta | None = None
 ) -> tuple[dict[str, End], int]:
     """Every running pod's expected end (by key), and how many have none (or none readable:
-    an unreadable annotation counts as unknown). The snapshot keeps the two annotations but
-    not the pods' creation times: `created` gives them when the caller has them."""
+    an unreadable annotation counts as unknown). The snapshot keeps the two annotations and
+    each pod's creation time."""
     running = snapshot.running
     sets = running.label_sets
     ends: dict[str, End] = {}
     unknown = 0
-    for row, set_id in zip(
-        running.rows().tolist(), running.annotation_set[running.rows()].tolist(), strict=True
+    rows = running.rows()
+    started = running.started[rows].tolist()
+    for row, set_id, begun in zip(
+        rows.tolist(), running.annotation_set[rows].tolist(), started, strict=True
     ):
         key = running.key(row)
         annotations = sets[set_id] if set_id >= 0 else {}
-        at = _end_of(annotations, created.get(key) if created else None, default_runtime)
+        at = _end_of(annotations, begun, default_runtime)
         if at is None:
             unknown += 1
             continue

@@ -27,7 +27,7 @@ def _estimate(
     cluster: ClusterModel, now: datetime, runtime: timedelta | None = None
 ) -> Estimate | None:
     snapshot = snapshot_of(cluster)
-    ends, unknown = running_ends(snapshot, runtime, {p.key: p.created for p in cluster.pods})
+    ends, unknown = running_ends(snapshot, runtime)
     return estimate(snapshot, None, "default/t", now, ends, unknown)
 
 

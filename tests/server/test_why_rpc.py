@@ -57,6 +57,30 @@ def test_why_estimates_from_the_running_pods_ends(start: Any) -> None:
     assert list(answer.start.after) == ["default/run-0", "default/run-1"]
 
 
+def test_why_counts_runtimes_from_the_pods_creation_over_grpc(start: Any) -> None:
+    """An expected runtime (and the call's default runtime) runs from a pod's creation time:
+    over gRPC the snapshot's own column, where it used to be unknown (no start found)."""
+    cluster = small_cluster()
+    for i, runtime in enumerate(("2h", "3h", "")):
+        running = gpu_pod(f"run-{i}", gpus=4)
+        running.node_name = f"n{i}"
+        running.creation_time.FromDatetime(datetime(2026, 11, 28, 17, 0))
+        if runtime:
+            running.annotations["gangplan.io/expected-runtime"] = runtime
+        cluster.pods.append(running)
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.why(
+            "default/two",
+            gang_job("two", 2, gpus=4),
+            cluster=cluster,
+            now=datetime(2026, 11, 28, 18, 0, tzinfo=UTC),
+            default_runtime=5 * 3600.0,
+        )
+    assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 20, 0, tzinfo=UTC)
+    assert list(answer.start.nodes) == ["n0", "n1"]
+
+
 def test_a_placed_gang_has_nothing_to_explain(start: Any) -> None:
     _, port = start()
     with Client(f"127.0.0.1:{port}", timeout=30) as client:
