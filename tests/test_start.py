@@ -154,3 +154,25 @@ def test_a_caller_gone_stops_the_estimate() -> None:
     gone = threading.Event()
     gone.set()
     assert estimate(snapshot, None, "default/t", NOW, {}, 0, stop=gone) is None
+
+
+def test_active_deadline_seconds_is_a_running_pods_end() -> None:
+    """The kubelet ends a pod `activeDeadlineSeconds` after `status.startTime`: without
+    gangplan's annotations, that is its end (from its creation when it has no start time);
+    an annotation the pod states wins."""
+    with_start = _running("a", "n1", 8)
+    with_start["spec"]["activeDeadlineSeconds"] = 7200  # 17:00 + 2 h: 19:00
+    with_start["status"]["startTime"] = "2026-11-28T17:00:00Z"
+    created = _running("b", "n2", 8)
+    created["spec"]["activeDeadlineSeconds"] = 10800  # created 16:30 + 3 h: 19:30
+    created["metadata"]["creationTimestamp"] = "2026-11-28T16:30:00Z"
+    stated = _running("c", "n3", 8, **{END: "2026-11-28T18:30:00Z"})
+    stated["spec"]["activeDeadlineSeconds"] = 60  # the annotation wins
+    nodes = [node(f"n{i}").gpu(8).obj() for i in (1, 2, 3)]
+    ends, unknown = running_ends(snapshot_of(model(*nodes, with_start, created, stated)))
+    assert unknown == 0
+    assert {k: e.at.strftime("%H:%M") for k, e in ends.items()} == {
+        "default/a": "19:00",
+        "default/b": "19:30",
+        "default/c": "18:30",
+    }

@@ -51,6 +51,7 @@ from solver.kube.objects import (
     K8sPriorityClass,
     K8sQueue,
 )
+from solver.kube.runtime import annotations_with_deadline
 from solver.kube.validate import validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
@@ -432,7 +433,7 @@ def _pod(
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
         name=k8s.metadata.name,
         labels=dict(k8s.metadata.labels),
-        annotations=dict(k8s.metadata.annotations),
+        annotations=annotations_with_deadline(k8s),
         requests=effective_requests(k8s),
         node_name=k8s.spec.node_name or None,
         nominated_node=k8s.status.nominated_node_name or None,

@@ -35,7 +35,6 @@ NOTED: dict[str, dict[str, str]] = {
 IGNORED: dict[str, dict[str, str]] = {
     "PodSpec": dict.fromkeys(
         (
-            "activeDeadlineSeconds",
             "automountServiceAccountToken",
             "dnsConfig",
             "dnsPolicy",
@@ -127,7 +126,6 @@ IGNORED: dict[str, dict[str, str]] = {
             "reason",
             "resize",
             "resourceClaimStatuses",
-            "startTime",
             "volumeHealth",
         ),
         "the kubelet's report, not a scheduling input",

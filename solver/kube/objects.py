@@ -331,6 +331,9 @@ class PodSpec(_K8s):
     topology_spread_constraints: Annotated[
         list[TopologySpreadConstraint], BeforeValidator(_none_to_empty_list)
     ] = Field(default_factory=list, alias="topologySpreadConstraints")
+    active_deadline_seconds: int | None = Field(
+        default=None, alias="activeDeadlineSeconds", ge=1, le=(1 << 63) - 1
+    )  # a running pod's end at the latest (`solver.start`)
 
 
 class PodCondition(_K8s):
@@ -346,6 +349,7 @@ class PodStatus(_K8s):
     conditions: Annotated[list[PodCondition], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list
     )
+    start_time: str | None = Field(default=None, alias="startTime")  # activeDeadlineSeconds' start
 
 
 class K8sNamespace(_K8s):
