@@ -364,6 +364,8 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
             field="tiers",
         )
     notes = usage_notes
+    for key in sorted(set(body) - {"actions", "tiers"}, key=str):
+        notes.append(f"{source}: {str(key)[:64]}: not acted on (gangplan reads actions and tiers)")
     drf = conf.plugin(Plugin.DRF)
     if drf is not None and drf.options.get("enableHierarchy") is True:
         notes.append(

@@ -62,3 +62,17 @@ def test_a_switch_that_is_not_a_bool_is_one_line() -> None:
         "c.conf: tiers[0].plugins[0].enabledAllocatable: must be true or false, not 'false' "
         "(Volcano reads it as a bool)"
     )
+
+
+def test_top_level_keys_gangplan_does_not_read_are_noted() -> None:
+    """Volcano's `configurations` (action arguments) and a misspelt `tier` were dropped in
+    silence."""
+    conf = conf_from_text(
+        "actions: 'enqueue, allocate'\ntiers: [{plugins: [{name: gang}]}]\n"
+        "configurations: [{name: enqueue, arguments: {overcommit-factor: 1.2}}]\ntier: x\n",
+        "c.conf",
+    )
+    assert [n for n in conf.notes if "not acted on (gangplan reads" in n] == [
+        "c.conf: configurations: not acted on (gangplan reads actions and tiers)",
+        "c.conf: tier: not acted on (gangplan reads actions and tiers)",
+    ]
