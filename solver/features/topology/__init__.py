@@ -102,7 +102,7 @@ def _compile(ctx: CompileContext) -> None:
     godel: dict[int, GodelPlan] = {}
     _compile_godel(ctx, gather, godel)
     kueue = compile_kueue(ctx)  # Kueue TAS: always, like the Workload API's topology
-    for u in kueue.keys() & {u for u, p in godel.items() if p.sub_domains}:
+    for u in kueue.keys() & {u for u, p in godel.items() if p.sub_domains or p.sub_minimums}:
         for g in ctx.gangs.unit_gangs()[u]:
             ctx.block_gang(g, f"gang {ctx.gangs.gang_ids[g]}: {REASON_SUB_GROUPS_ALONE}")
     hypernode = compile_hypernode(ctx, taken=set(gather) | set(godel) | set(kueue))
