@@ -176,13 +176,16 @@ def test_verify_refuses_a_sub_group_across_racks() -> None:
     assert any("sub-group enc spans topology/rack domains" in p for p in problems), problems
 
 
-def test_sub_groups_under_kueue_tas_are_refused_not_dropped() -> None:
-    """A Kueue TAS pod set places under Kueue's rule; sub-groups on its gang wait with the
-    same reason, on both engines."""
+@pytest.mark.parametrize(
+    "rule", [{"levels": (kueue.RACK,)}, {"min_member": 1}], ids=["level", "minimum"]
+)
+def test_sub_groups_under_kueue_tas_are_refused_not_dropped(rule: dict[str, Any]) -> None:
+    """A Kueue TAS pod set places under Kueue's rule; sub-groups on its gang (a level or a
+    minimum) wait with the same reason, on both engines."""
     base = kueue.cluster(kueue.DEFAULT, kueue.THREE, 2, {kueue.REQUIRED: kueue.RACK})
     gang = base.gangs["default/job"]
     pods = [p.model_copy(update={"labels": {**p.labels, LABEL: "a"}}) for p in base.pods]
-    subs = (TopologySubGroup(name="a", label=LABEL, values=("a",), levels=(kueue.RACK,)),)
+    subs = (TopologySubGroup(name="a", label=LABEL, values=("a",), **rule),)
     cluster = base.model_copy(
         update={
             "pods": pods,
