@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from solver.config import Plugin
 from solver.model import (
@@ -174,7 +175,6 @@ def job_affinity(ctx: VerifyContext) -> list[str]:
     if not any(g.dialect == _GODEL and g.affinity is not None for g in gangs.values()):
         return problems  # no Godel job-level affinity to check
     nodes = ctx.snapshot.nodes.by_name
-    running = ctx.snapshot.running
     for group in gang_groups(ctx):
         if len(group) != 1:
             continue
@@ -213,11 +213,7 @@ def job_affinity(ctx: VerifyContext) -> list[str]:
                         f"gang {gang.id}: pod on {node_name} misses the PodGroup nodeSelector"
                     )
         if affinity.required:
-            on = [
-                running.node_name(row)
-                for row in ctx.snapshot.rows_of_gang(gang.id).tolist()
-                if running.node[row] >= 0
-            ]
+            on = [name for _, name in _running_of(ctx, gang.id)]
             values = set()
             for node_name in set(new) | set(on):
                 labels = nodes[node_name].labels
@@ -232,7 +228,6 @@ def job_affinity(ctx: VerifyContext) -> list[str]:
 def workload_topology(ctx: VerifyContext) -> list[str]:
     problems: list[str] = []
     nodes = ctx.snapshot.nodes.by_name
-    running = ctx.snapshot.running
     for gang in ctx.workload.gangs.values():
         key = gang.topology_key
         if key is None:
@@ -240,11 +235,7 @@ def workload_topology(ctx: VerifyContext) -> list[str]:
         new = [ctx.target[p.key] for p in ctx.members(gang.id) if p.key in ctx.target]
         if not new:
             continue
-        on = [
-            running.node_name(row)
-            for row in ctx.snapshot.rows_of_gang(gang.id).tolist()
-            if running.node[row] >= 0
-        ]
+        on = [name for _, name in _running_of(ctx, gang.id)]
         values = {nodes[name].labels.get(key) for name in {*new, *on}}
         if None in values:
             problems.append(f"gang {gang.id}: pods on nodes without topology label {key}")
@@ -256,18 +247,13 @@ def workload_topology(ctx: VerifyContext) -> list[str]:
 def sub_group_topology(ctx: VerifyContext) -> list[str]:
     problems: list[str] = []
     nodes = ctx.snapshot.nodes.by_name
-    running = ctx.snapshot.running
     for gang in ctx.workload.gangs.values():
         if not gang.topology_sub_groups:
             continue
         new = [(p.labels, ctx.target[p.key]) for p in ctx.members(gang.id) if p.key in ctx.target]
         if not new:
             continue
-        on = [
-            (running.labels(row), running.node_name(row))
-            for row in ctx.snapshot.rows_of_gang(gang.id).tolist()
-            if running.node[row] >= 0
-        ]
+        on = _running_of(ctx, gang.id)
         for sub in gang.topology_sub_groups:
             count = sum(1 for labels, _ in (*new, *on) if sub.holds(labels))
             if count < sub.min_member:
@@ -290,3 +276,13 @@ def sub_group_topology(ctx: VerifyContext) -> list[str]:
                     f"gang {gang.id}: sub-group {sub.name} spans {sub.levels[-1]} domains {shown}"
                 )
     return problems
+
+
+def _running_of(ctx: VerifyContext, gang_id: str) -> list[tuple[Mapping[str, str], str]]:
+    """(labels, node) of each of the gang's running pods on a node."""
+    running = ctx.snapshot.running
+    return [
+        (running.labels(row), running.node_name(row))
+        for row in ctx.snapshot.rows_of_gang(gang_id).tolist()
+        if running.node[row] >= 0
+    ]

@@ -35,6 +35,19 @@ def test_why_gives_the_certificate_the_changes_and_the_start(start: Any) -> None
     assert answer.decision.certificates["default/train"].sentence == cert.sentence
 
 
+def _two_at_six(start: Any, cluster: pb.Cluster, **options: Any) -> Any:
+    """Why a 2 × 4 GPU gang waits on `cluster`, asked at 18:00 on 2026-11-28."""
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        return client.why(
+            "default/two",
+            gang_job("two", 2, gpus=4),
+            cluster=cluster,
+            now=datetime(2026, 11, 28, 18, 0, tzinfo=UTC),
+            **options,
+        )
+
+
 def test_why_estimates_from_the_running_pods_ends(start: Any) -> None:
     """n0..n2 hold a 4-GPU pod each, ending at 19:00, 20:00 and 21:00: a 2 × 4 GPU gang
     (room for none now) starts at 20:00 on n0 and n1."""
@@ -44,14 +57,7 @@ def test_why_estimates_from_the_running_pods_ends(start: Any) -> None:
         running.node_name = f"n{i}"
         running.annotations["gangplan.io/expected-end"] = f"2026-11-28T{hour}:00:00Z"
         cluster.pods.append(running)
-    _, port = start()
-    with Client(f"127.0.0.1:{port}", timeout=30) as client:
-        answer = client.why(
-            "default/two",
-            gang_job("two", 2, gpus=4),
-            cluster=cluster,
-            now=datetime(2026, 11, 28, 18, 0, tzinfo=UTC),
-        )
+    answer = _two_at_six(start, cluster)
     assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 20, 0, tzinfo=UTC)
     assert list(answer.start.nodes) == ["n0", "n1"]
     assert list(answer.start.after) == ["default/run-0", "default/run-1"]
@@ -68,15 +74,7 @@ def test_why_counts_runtimes_from_the_pods_creation_over_grpc(start: Any) -> Non
         if runtime:
             running.annotations["gangplan.io/expected-runtime"] = runtime
         cluster.pods.append(running)
-    _, port = start()
-    with Client(f"127.0.0.1:{port}", timeout=30) as client:
-        answer = client.why(
-            "default/two",
-            gang_job("two", 2, gpus=4),
-            cluster=cluster,
-            now=datetime(2026, 11, 28, 18, 0, tzinfo=UTC),
-            default_runtime=5 * 3600.0,
-        )
+    answer = _two_at_six(start, cluster, default_runtime=5 * 3600.0)
     assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 20, 0, tzinfo=UTC)
     assert list(answer.start.nodes) == ["n0", "n1"]
 
