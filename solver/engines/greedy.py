@@ -146,7 +146,7 @@ def _fill_type(
     problem: Problem, t: int, count: int, state: GreedyState
 ) -> tuple[IntArray, int, str | None]:
     """Up to `count` pods of type t; (nodes, how many the quotas admitted, quota reason)."""
-    return state.ledger.fill(problem, t, count, state.free, state.tracker)
+    return state.ledger.fill(problem, t, count, state.free, state.tracker, state.memo)
 
 
 def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[int]:

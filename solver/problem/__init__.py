@@ -7,8 +7,9 @@ shortfall                  room bounds that prove gangs cannot fit (`_room.py`)
 GreedyState, Ledger        the greedy engine's working state, as features see it
 """
 
-from solver.problem._fill import NoLimits, fill, fit_report, format_fit_error, slots_of
+from solver.problem._fill import NoLimits, fill, fit_report, format_fit_error
 from solver.problem._greedy import GreedyState, Ledger, Tracker, Trackers, UnitPlacer
+from solver.problem._memo import FillMemo, slots_of
 from solver.problem._objective import (
     compare_tiers,
     evaluate,
@@ -45,6 +46,7 @@ __all__ = [
     "PLACES_NAMED",
     "Block",
     "BoolArray",
+    "FillMemo",
     "FloatArray",
     "GreedyState",
     "IntArray",

@@ -6,24 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from solver.problem._greedy import Tracker
+from solver.problem._memo import FillMemo, slots_of
 from solver.problem._problem import BoolArray, FloatArray, IntArray, Problem
 
-__all__ = ["NoLimits", "fill", "fit_report", "format_fit_error", "slots_of"]
-
-
-def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = None) -> IntArray:
-    """Pods of type t each node (of `nodes`, default all) still takes alone: the minimum
-    over requested resources of ⌊free / demand⌋, 0 where the type is not eligible."""
-    demand = problem.type_demand[t]
-    positive = demand > 0
-    # np.take: a row gather several times faster than fancy indexing
-    pool = free if nodes is None else np.take(free, nodes, axis=0)
-    eligible = problem.eligible[t] if nodes is None else problem.eligible[t, nodes]
-    if not positive.any():
-        big = np.iinfo(np.int64).max
-        return np.where(eligible, big, 0).astype(np.int64)
-    slots = np.min(np.maximum(pool[:, positive], 0) // demand[positive], axis=1)
-    return np.where(eligible, slots, 0).astype(np.int64)
+__all__ = ["FillMemo", "NoLimits", "fill", "fit_report", "format_fit_error", "slots_of"]
 
 
 def fill(
@@ -33,26 +19,39 @@ def fill(
     free: IntArray,
     nodes: IntArray | None = None,
     tracker: Tracker | None = None,
+    memo: FillMemo | None = None,
 ) -> IntArray:
     """Node index for up to `count` pods of type `t` (on `nodes`, default all), best score
     first (ties: lower node index), each node filled to its slots; updates `free`.
 
     Placing pods of one type one by one gives the same nodes: only the node that just
     received a pod changes score, and binpack only raises it. Not so for a type whose pods
-    constrain each other (`tracker`): those go one at a time.
+    constrain each other (`tracker`): those go one at a time. `memo` (the greedy run's,
+    for its `free`) keeps the slots and scores of the type's shape between fills.
     """
     if count <= 0:
         return np.empty(0, dtype=np.int64)
     if tracker is not None and tracker.involved(t):
         return _fill_tracked(problem, t, count, free, nodes, tracker)
-    slots = slots_of(problem, t, free, nodes)
-    keep = slots > 0
-    candidates = np.flatnonzero(keep) if nodes is None else nodes[keep]
-    slots = slots[keep]
-    if candidates.size == 0:
-        return np.empty(0, dtype=np.int64)
-    used = np.take(problem.capacity, candidates, axis=0) - np.take(free, candidates, axis=0)
-    score = problem.node_scores(t, used, candidates)
+    memoised = memo.rows(t, free) if memo is not None else None
+    if memoised is None:
+        slots = slots_of(problem, t, free, nodes)
+        keep = slots > 0
+        candidates = np.flatnonzero(keep) if nodes is None else nodes[keep]
+        slots = slots[keep]
+        if candidates.size == 0:
+            return np.empty(0, dtype=np.int64)
+        used = np.take(problem.capacity, candidates, axis=0) - np.take(free, candidates, axis=0)
+        score = problem.node_scores(t, used, candidates)
+    else:
+        every_slot, every_score = memoised
+        slots = every_slot if nodes is None else np.take(every_slot, nodes)
+        keep = slots > 0
+        candidates = np.flatnonzero(keep) if nodes is None else nodes[keep]
+        if candidates.size == 0:
+            return np.empty(0, dtype=np.int64)
+        slots = slots[keep]
+        score = np.take(every_score, candidates)
     order = _best_first(score, candidates, count)
     ordered, room = candidates[order], slots[order]
     take = np.minimum(room, np.maximum(count - (np.cumsum(room) - room), 0))
@@ -165,6 +164,12 @@ class NoLimits:
         return None
 
     def fill(
-        self, problem: Problem, t: int, count: int, free: IntArray, tracker: Tracker | None
+        self,
+        problem: Problem,
+        t: int,
+        count: int,
+        free: IntArray,
+        tracker: Tracker | None,
+        memo: FillMemo | None = None,
     ) -> tuple[IntArray, int, str | None]:
-        return fill(problem, t, count, free, tracker=tracker), count, None
+        return fill(problem, t, count, free, tracker=tracker, memo=memo), count, None

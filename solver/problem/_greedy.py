@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from solver.problem._memo import FillMemo
 from solver.problem._problem import FloatArray, IntArray, Problem
 
 __all__ = ["GreedyState", "Ledger", "Tracker", "Trackers", "UnitPlacer"]
@@ -39,7 +40,13 @@ class Ledger(Protocol):
     def restore(self, saved: object) -> None: ...
 
     def fill(
-        self, problem: Problem, t: int, count: int, free: IntArray, tracker: Tracker | None
+        self,
+        problem: Problem,
+        t: int,
+        count: int,
+        free: IntArray,
+        tracker: Tracker | None,
+        memo: FillMemo | None = None,
     ) -> tuple[IntArray, int, str | None]:
         """Up to `count` pods of type t placed within the limits (`fill`, updating `free`
         and the ledger): their nodes, how many the limits admitted, and why fewer."""
@@ -134,14 +141,17 @@ class GreedyState:
     pod_node: list[IntArray]  # per type: node of each pod (type_pods order), -1 = none
     gang_reason: dict[int, str] = field(default_factory=dict)  # why gang g is not placed
     tracker: Tracker = field(default_factory=Tracker)
+    memo: FillMemo | None = None  # slots and scores per pod shape, for `free`
 
     @classmethod
     def start(cls, problem: Problem, ledger: Ledger, tracker: Tracker | None = None) -> GreedyState:
+        free = problem.free.copy()
         return cls(
-            free=problem.free.copy(),
+            free=free,
             ledger=ledger,
             pod_node=[np.full(len(pods), -1, dtype=np.int64) for pods in problem.type_pods],
             tracker=tracker or Tracker(),
+            memo=FillMemo(problem, free),
         )
 
 

@@ -134,6 +134,13 @@ class Problem:
         out.flags.writeable = False
         return out
 
+    @cached_property
+    def capacity_columns(self) -> IntArray:
+        """[R, N] `capacity` by resource, each column contiguous (per-resource gathers)."""
+        out: IntArray = np.ascontiguousarray(self.capacity.T)
+        out.flags.writeable = False
+        return out
+
     @property
     def num_types(self) -> int:
         return len(self.type_pods)

@@ -65,19 +65,24 @@ class BinpackBlock(Block):
         if self.weight <= 0:
             return None
         demand = problem.type_demand[t]
-        w = np.where(demand > 0, self.resource_weight, 0.0)
-        wsum = w.sum()
-        if wsum <= 0:
+        scored = np.flatnonzero((demand > 0) & (self.resource_weight > 0)).tolist()
+        if not scored:
             return None
+        wsum = float(self.resource_weight[scored].sum())
+        columns = problem.capacity_columns
         total = np.zeros(len(nodes))
-        # One contiguous column at a time: twice as fast as the [nodes, R] matrix at 10k nodes.
-        for r in np.flatnonzero(w).tolist():
-            capacity = np.take(problem.capacity[:, r], nodes)
+        # One contiguous column at a time: twice as fast as the [nodes, R] matrix at 10k
+        # nodes, and the same sums in the same order for one node as for all of them.
+        for r in scored:
+            capacity = np.take(columns[r], nodes)
             after = used[:, r] + demand[r]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                total += w[r] * np.where(
-                    (capacity > 0) & (after <= capacity), after / capacity, 0.0
-                )
+            share = np.divide(
+                after,
+                capacity,
+                out=np.zeros(len(nodes)),
+                where=(after <= capacity) & (capacity > 0),
+            )
+            total += self.resource_weight[r] * share
         return np.asarray(total / wsum * 100.0 * self.weight, dtype=np.float64)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from solver.features.queues.block import QuotaBlock
-from solver.problem import IntArray, Problem, Tracker, fill
+from solver.problem import FillMemo, IntArray, Problem, Tracker, fill
 from solver.quantity import format_quantity
 
 __all__ = ["QuotaLedger", "fill_within_quota"]
@@ -29,9 +29,15 @@ class QuotaLedger:
         return cls(problem, block) if block is not None else None
 
     def fill(
-        self, problem: Problem, t: int, count: int, free: IntArray, tracker: Tracker | None
+        self,
+        problem: Problem,
+        t: int,
+        count: int,
+        free: IntArray,
+        tracker: Tracker | None,
+        memo: FillMemo | None = None,
     ) -> tuple[IntArray, int, str | None]:
-        return fill_within_quota(problem, t, count, free, self, tracker)
+        return fill_within_quota(problem, t, count, free, self, tracker, memo)
 
     def __init__(self, problem: Problem, block: QuotaBlock) -> None:
         self.problem = problem
@@ -133,6 +139,7 @@ def fill_within_quota(
     free: IntArray,
     ledger: QuotaLedger,
     tracker: Tracker | None = None,
+    memo: FillMemo | None = None,
 ) -> tuple[IntArray, int, str | None]:
     """`fill` under the quotas. Returns the chosen nodes, how many the quotas admitted, and
     the quota's reason when that was fewer than `count`."""
@@ -140,7 +147,7 @@ def fill_within_quota(
     dims = block.node_dims(t)
     if not dims or block.type_node_dim is None:
         allowed, why = ledger.cap(t, count)
-        nodes = fill(problem, t, allowed, free, tracker=tracker)
+        nodes = fill(problem, t, allowed, free, tracker=tracker, memo=memo)
         ledger.charge(t, int(nodes.size))
         return nodes, allowed, why
     chosen: list[IntArray] = []
@@ -152,7 +159,7 @@ def fill_within_quota(
         why = why or (reason if allowed < remaining else None)
         subset = np.flatnonzero(block.type_node_dim[t] == dim)
         nodes = (
-            fill(problem, t, allowed, free, subset, tracker)
+            fill(problem, t, allowed, free, subset, tracker, memo)
             if subset.size
             else np.empty(0, dtype=np.int64)
         )
