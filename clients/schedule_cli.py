@@ -231,7 +231,8 @@ def why_cmd(
         typer.Option(
             "--default-runtime",
             help="Expected runtime of running pods without a gangplan.io/expected-end or "
-            "-runtime annotation (e.g. 4h; default: they run on).",
+            "-runtime annotation (e.g. 4h), unless the conf's expectedRuntime names their "
+            "priority class (default: the conf's expectedRuntime.default, else they run on).",
         ),
     ] = None,
 ) -> None:
@@ -259,7 +260,7 @@ def why_cmd(
         cert = decision.certificates.get(gang_id)
         found = changes(snapshot, conf, gang_id, cert, time_limit=min(time_limit, 2.0))
         data["changes"] = [c.to_dict() for c in found]
-        ends, unknown = running_ends(snapshot, runtime)
+        ends, unknown = running_ends(snapshot, runtime, conf.runtimes)
         found_start = estimate(snapshot, conf, gang_id, at, ends, unknown)
         data["start"] = found_start.to_dict() if found_start is not None else None
     if output is Output.table:

@@ -87,7 +87,7 @@ def why_answer(
         if request.default_runtime_seconds > 0
         else None
     )
-    ends, unknown = running_ends(base, runtime)
+    ends, unknown = running_ends(base, runtime, conf.runtimes)
     found = estimate(base, conf, gang, now, ends, unknown, deadline=deadline, stop=stop)
     if found is None:
         response.start.text = "not estimated: the call's deadline ran out or the call ended"

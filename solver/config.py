@@ -29,8 +29,6 @@ conf lists them (`gangplan config show` prints the default).
 
 from __future__ import annotations
 
-import math
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -38,12 +36,20 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from solver.conf_keys import (
+    ExpectedRuntime,
+    UsageParams,
+    expected_runtime,
+    parse_go_duration,
+    usage_params,
+)
 from solver.errors import ConfigError
 from solver.yaml_limits import not_text, one_line, safe_load
 
 __all__ = [
     "BUILTIN_PLUGINS",
     "DEFAULT_PLUGINS",
+    "ExpectedRuntime",
     "Plugin",
     "PluginConf",
     "SchedulerConf",
@@ -172,39 +178,6 @@ class TierConf(BaseModel):
     plugins: list[PluginConf] = Field(default_factory=list)
 
 
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w)")
-_SECONDS = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0,
-    "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0,
-}  # fmt: skip
-
-
-def parse_go_duration(text: object) -> float | None:
-    """A Go duration (`10m`, `1h30m`, `168h`; `d` and `w` too, as KAI's docs write
-    `windowSize: 1w`) in seconds; `0` is 0; None when it is not one."""
-    if not isinstance(text, str) or len(text) > 64:
-        return None
-    body = text.strip()
-    if body == "0":
-        return 0.0
-    parts = _GO_DURATION.findall(body)
-    if not parts or "".join(n + u for n, u in parts) != body:
-        return None
-    total = sum(float(n) * _SECONDS[u] for n, u in parts)
-    return total if math.isfinite(total) else None
-
-
-class UsageParams(BaseModel):
-    """KAI-Scheduler's `usageDBConfig.usageParams` (time-based fair share): how a queue's
-    usage is counted. `half_life` None: no decay; `window` the sliding window, both in
-    seconds (KAI's defaults: no decay, one week)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    half_life: float | None = None
-    window: float = 604800.0
-
-
 class SchedulerConf(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -213,6 +186,7 @@ class SchedulerConf(BaseModel):
     source: str = "<default>"
     notes: tuple[str, ...] = ()
     usage: UsageParams | None = None  # `usageDBConfig`: KAI's time-based fair share is on
+    runtimes: ExpectedRuntime | None = None  # `expectedRuntime`: for start estimates
 
     @field_validator("actions", mode="before")
     @classmethod
@@ -247,6 +221,7 @@ class SchedulerConf(BaseModel):
         """The conf in Volcano's file format (what `gangplan config show` prints)."""
         usage = self.usage
         return {
+            **({"expectedRuntime": self.runtimes.to_dict()} if self.runtimes else {}),
             **(
                 {
                     "usageDBConfig": {
@@ -339,9 +314,12 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
     if "data" in body and "tiers" not in body:
         body = _configmap_conf(body["data"], source)
     usage_notes: list[str] = []
-    usage = _usage_params(body.pop("usageDBConfig", None), source, usage_notes)
+    usage = usage_params(body.pop("usageDBConfig", None), source, usage_notes)
+    runtimes = expected_runtime(body.pop("expectedRuntime", None), source)
     try:
-        conf = SchedulerConf.model_validate({**body, "source": source, "usage": usage})
+        conf = SchedulerConf.model_validate(
+            {**body, "source": source, "usage": usage, "runtimes": runtimes}
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in err["loc"])
@@ -395,50 +373,3 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
                 f"{source}: tiers[{ti}].plugins[{pi}]: plugin {plugin.name!r} {kind}; ignored"
             )
     return conf.model_copy(update={"notes": tuple(notes)})
-
-
-_USAGE_READ = {"halfLifePeriod", "windowSize", "windowType"}
-
-
-def _usage_params(body: object, source: str, notes: list[str]) -> UsageParams | None:
-    """KAI's `usageDBConfig` (time-based fair share). gangplan queries no usage database:
-    a queue's usage is its `gangplan.io/usage` when given, else accumulated from its running
-    pods' creation times; the connection settings are noted."""
-    if body is None:
-        return None
-    field = "usageDBConfig"
-    if not isinstance(body, dict):
-        raise ConfigError("must be a mapping", source=source, field=field)
-    params = body.get("usageParams") or {}
-    if not isinstance(params, dict):
-        raise ConfigError("must be a mapping", source=source, field=f"{field}.usageParams")
-    values: dict[str, float | None] = {}
-    for key, target in (("halfLifePeriod", "half_life"), ("windowSize", "window")):
-        if key not in params or params[key] is None:
-            continue
-        seconds = parse_go_duration(params[key])
-        if seconds is None or seconds < 0:
-            raise ConfigError(
-                f"must be a duration such as 10m, 24h or 1w, got {params[key]!r}",
-                source=source,
-                field=f"{field}.usageParams.{key}",
-            )
-        # KAI: a half-life of 0 turns decay off; a window of 0 is its default
-        values[target] = seconds or None
-    window_type = params.get("windowType", "sliding")
-    if window_type != "sliding":
-        notes.append(
-            f"{source}: {field}.usageParams.windowType: {window_type!r} is not acted on; "
-            "gangplan counts usage over a sliding window"
-        )
-    unread = sorted(set(params) - _USAGE_READ) + sorted(set(body) - {"usageParams"})
-    if unread:
-        notes.append(
-            f"{source}: {field}: {', '.join(unread)} not acted on: gangplan queries no usage "
-            "database; a KAI queue's usage is its gangplan.io/usage annotation, else what its "
-            "running pods used since their creation"
-        )
-    return UsageParams(
-        half_life=values.get("half_life"),
-        **({"window": w} if (w := values.get("window")) else {}),
-    )

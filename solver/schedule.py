@@ -21,14 +21,14 @@ from solver.decision import Decision
 from solver.engines import ENGINES, SolveParams
 from solver.errors import InputError, InternalError
 from solver.features import FACTS, FEATURES
-from solver.model import EXPECTED_END, EXPECTED_RUNTIME, ClusterModel
+from solver.model import EXPECTED_END, EXPECTED_RUNTIME, PRIORITY_CLASS, ClusterModel
 from solver.snapshot import PodSchema, Snapshot, Workload
 from solver.verify import ANNOTATIONS, verify
 from solver.why import certify
 
 __all__ = ["AFTER_ENGINE_PER_POD", "SCHEMA", "schedule", "snapshot_of", "solve"]
 
-SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS | {EXPECTED_END, EXPECTED_RUNTIME})
+SCHEMA = PodSchema(FACTS, keep=ANNOTATIONS | {EXPECTED_END, EXPECTED_RUNTIME, PRIORITY_CLASS})
 LOG = logging.getLogger("gangplan")
 LOG.addHandler(logging.NullHandler())  # a library's logger: the service or caller configures it
 AFTER_ENGINE_PER_POD = 30e-6

@@ -5,7 +5,11 @@ A running pod's end is read from its annotations, in this order:
 1. `gangplan.io/expected-end`: an RFC 3339 time;
 2. `gangplan.io/expected-runtime`: a duration (`90m`, `2h30m`, `3600s`, `1d`) from its
    creationTimestamp;
-3. else the caller's `default_runtime` from its creationTimestamp (none: the pod runs on).
+3. else the runtime the conf's `expectedRuntime.priorityClasses` gives its priority class
+   (`gangplan.io/priority-class`: the kube reader and the codec keep `priorityClassName`
+   there), from its creationTimestamp;
+4. else the caller's `default_runtime`, else the conf's `expectedRuntime.default` (none:
+   the pod runs on; a runtime of 0 for its class says so too).
 
 The ends are replayed in time order: at each, the pods ended by then are gone and one
 scheduling cycle (the greedy, in queue order, so the gangs ahead of this one are placed
@@ -27,8 +31,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from solver.changes import OutOfTime
+from solver.conf_keys import ExpectedRuntime
 from solver.config import SchedulerConf
-from solver.model import EXPECTED_END, EXPECTED_RUNTIME, MAX_RUNTIME_SECONDS
+from solver.model import EXPECTED_END, EXPECTED_RUNTIME, MAX_RUNTIME_SECONDS, PRIORITY_CLASS
 from solver.schedule import schedule
 from solver.snapshot import Delta, Snapshot
 
@@ -82,14 +87,32 @@ class End:
     gang: str
 
 
+def _fallback(
+    annotations: Mapping[str, str],
+    default_runtime: timedelta | None,
+    runtimes: ExpectedRuntime | None,
+) -> timedelta | None:
+    """The runtime of a pod that states none: its class's in the conf, else the call's
+    default, else the conf's (None: it runs on)."""
+    name = annotations.get(PRIORITY_CLASS)
+    chosen: float | None
+    if runtimes is not None and name in runtimes.priority_classes:
+        chosen = runtimes.priority_classes[name]
+    elif default_runtime is not None:
+        return default_runtime
+    else:
+        chosen = runtimes.default if runtimes is not None else None
+    return timedelta(seconds=chosen) if chosen else None
+
+
 def _end_of(
-    annotations: Mapping[str, str], started: float, default_runtime: timedelta | None
+    annotations: Mapping[str, str], started: float, fallback: timedelta | None
 ) -> datetime | None:
     """A running pod's end: its expected-end annotation, else its creation (`started`, epoch
-    seconds; NaN unknown) plus its expected runtime or the default one."""
+    seconds; NaN unknown) plus its expected runtime or the `fallback` one."""
     if (at := parse_time(annotations.get(END))) is not None:
         return at
-    runtime = parse_duration(annotations.get(RUNTIME, "")) or default_runtime
+    runtime = parse_duration(annotations.get(RUNTIME, "")) or fallback
     if math.isnan(started) or runtime is None:
         return None
     try:
@@ -99,23 +122,28 @@ def _end_of(
 
 
 def running_ends(
-    snapshot: Snapshot, default_runtime: timedelta | None = None
+    snapshot: Snapshot,
+    default_runtime: timedelta | None = None,
+    runtimes: ExpectedRuntime | None = None,
 ) -> tuple[dict[str, End], int]:
     """Every running pod's expected end (by key), and how many have none (or none readable:
-    an unreadable annotation counts as unknown). The snapshot keeps the two annotations and
-    each pod's creation time."""
+    an unreadable annotation counts as unknown). The snapshot keeps the annotations read
+    and each pod's creation time; `runtimes` is the conf's `expectedRuntime`."""
     running = snapshot.running
     sets = running.label_sets
     ends: dict[str, End] = {}
     unknown = 0
     rows = running.rows()
     started = running.started[rows].tolist()
+    fallbacks: dict[int, timedelta | None] = {}  # per annotation set: few in a snapshot
     for row, set_id, begun in zip(
         rows.tolist(), running.annotation_set[rows].tolist(), started, strict=True
     ):
         key = running.key(row)
         annotations = sets[set_id] if set_id >= 0 else {}
-        at = _end_of(annotations, begun, default_runtime)
+        if set_id not in fallbacks:
+            fallbacks[set_id] = _fallback(annotations, default_runtime, runtimes)
+        at = _end_of(annotations, begun, fallbacks[set_id])
         if at is None:
             unknown += 1
             continue

@@ -4,6 +4,7 @@ noted (nothing in a conf is dropped in silence)."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from solver.config import conf_from_text
 from solver.errors import ConfigError
@@ -76,3 +77,56 @@ def test_top_level_keys_gangplan_does_not_read_are_noted() -> None:
         "c.conf: configurations: not acted on (gangplan reads actions and tiers)",
         "c.conf: tier: not acted on (gangplan reads actions and tiers)",
     ]
+
+
+def test_expected_runtimes_are_read_shown_and_not_noted() -> None:
+    text = "expectedRuntime:\n  default: 2h\n  priorityClasses:\n    train: 1d\n    serve: 0\n"
+    conf = conf_from_text(text, "c.conf")
+    assert conf.notes == ()
+    assert conf.runtimes is not None
+    assert (conf.runtimes.default, conf.runtimes.priority_classes) == (
+        7200.0,
+        {"train": 86400.0, "serve": 0.0},
+    )
+    assert conf.to_dict()["expectedRuntime"] == {
+        "default": "7200s",
+        "priorityClasses": {"train": "86400s", "serve": "0s"},
+    }
+    again = conf_from_text(yaml.safe_dump(conf.to_dict()), "again")
+    assert again.runtimes == conf.runtimes
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("expectedRuntime: 4h", "c.conf: expectedRuntime: must be a mapping"),
+        (
+            "expectedRuntime:\n  defualt: 4h",
+            "c.conf: expectedRuntime.defualt: unknown key 'defualt' (known: default, "
+            "priorityClasses)",
+        ),
+        (
+            "expectedRuntime:\n  default: soon",
+            "c.conf: expectedRuntime.default: must be a duration such as 90m, 8h or 1w (at "
+            "most ten years; 0: runs on)",
+        ),
+        (
+            "expectedRuntime:\n  priorityClasses:\n    train: -1h",
+            "c.conf: expectedRuntime.priorityClasses.train: must be a duration such as 90m, "
+            "8h or 1w (at most ten years; 0: runs on)",
+        ),
+        (
+            "expectedRuntime:\n  priorityClasses:\n    train: 99999d",
+            "c.conf: expectedRuntime.priorityClasses.train: must be a duration such as 90m, "
+            "8h or 1w (at most ten years; 0: runs on)",
+        ),
+        (
+            "expectedRuntime:\n  priorityClasses: [train]",
+            "c.conf: expectedRuntime.priorityClasses: must map priority class names to durations",
+        ),
+    ],
+)
+def test_a_bad_expected_runtime_is_one_line_naming_its_field(body: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        conf_from_text(body, "c.conf")
+    assert str(err.value) == message

@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "solver.collector": 0,
     "gangplan.v1": 0,
     "solver.config": 1,
+    "solver.conf_keys": 1,
     "solver.model": 1,
     "solver.kube": 2,
     "solver.snapshot": 2,

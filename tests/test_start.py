@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from solver.config import conf_from_text
 from solver.model import ClusterModel
 from solver.schedule import snapshot_of
 from solver.start import Estimate, estimate, parse_duration, running_ends
@@ -176,3 +177,63 @@ def test_active_deadline_seconds_is_a_running_pods_end() -> None:
         "default/b": "19:30",
         "default/c": "18:30",
     }
+
+
+def _classed(name: str, klass: str, **annotations: str) -> dict[str, Any]:
+    b = pod(name).requests(gpu=8).on("n1")
+    b.body["spec"]["priorityClassName"] = klass
+    for k, v in annotations.items():
+        b.annotate(k, v)
+    body = b.obj()
+    body["metadata"]["creationTimestamp"] = "2026-11-28T17:00:00Z"
+    return body
+
+
+def _priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+@pytest.mark.parametrize(
+    ("klass", "call_default", "annotations", "start"),
+    [
+        ("train", None, {}, "2026-11-28T21:00:00+00:00"),  # its class: 4h from 17:00
+        ("serve", None, {}, None),  # its class runs on (0), whatever the defaults
+        ("serve", timedelta(hours=1), {}, None),
+        ("batch", None, {}, "2026-11-28T19:00:00+00:00"),  # unlisted: the conf's default 2h
+        ("batch", timedelta(hours=1), {}, "2026-11-28T18:00:00+00:00"),  # the call's, 1h
+        ("train", None, {"gangplan.io/expected-runtime": "90m"}, "2026-11-28T18:30:00+00:00"),
+    ],
+)
+def test_the_conf_gives_each_priority_class_its_runtime(
+    klass: str, call_default: timedelta | None, annotations: dict[str, str], start: str | None
+) -> None:
+    conf = conf_from_text(
+        "expectedRuntime:\n  default: 2h\n  priorityClasses:\n    train: 4h\n    serve: 0s\n",
+        "conf",
+    )
+    objs = [
+        node("n1").gpu(8).obj(),
+        _priority_class(klass, 100),
+        _classed("r", klass, **annotations),
+        *_gang(1, 8),
+    ]
+    snapshot = snapshot_of(model(*objs))
+    ends, unknown = running_ends(snapshot, call_default, conf.runtimes)
+    e = estimate(snapshot, conf, "default/t", NOW, ends, unknown)
+    assert e is not None
+    assert (e.at.isoformat() if e.at else None) == start
+
+
+def test_the_reader_keeps_a_running_pods_priority_class_for_the_estimate() -> None:
+    running = _classed("r", "train")
+    pending = pod("p").requests(gpu=1).obj()
+    pending["spec"]["priorityClassName"] = "train"
+    stated = _classed("s", "train", **{"gangplan.io/priority-class": "serve"})
+    cluster = model(node("n1").gpu(8).obj(), _priority_class("train", 5), running, pending, stated)
+    classes = {p.name: p.annotations.get("gangplan.io/priority-class") for p in cluster.pods}
+    assert classes == {"r": "train", "p": None, "s": "serve"}

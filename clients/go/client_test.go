@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	gangplan "github.com/gangplan/gangplan/clients/go"
 	pb "github.com/gangplan/gangplan/clients/go/gangplanv1"
@@ -180,6 +181,31 @@ func TestWhyGivesTheCertificateAndTheChanges(t *testing.T) {
 	}
 	if answer.GetChanges()[0].GetKind() != "nodes" || answer.GetStart().GetText() == "" {
 		t.Fatalf("Why: the changes and the start: %v", answer)
+	}
+}
+
+func TestWhyReadsAPriorityClassRuntimeFromTheConf(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	created := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	old := &pb.Pod{
+		Namespace: "default", Name: "old", NodeName: "w0", PriorityClassName: "train",
+		CreationTime: timestamppb.New(created),
+		Requests:     map[string]int64{"cpu": 1000, "nvidia.com/gpu": 4},
+	}
+	conf := "expectedRuntime:\n  priorityClasses:\n    train: 3h\n" +
+		"tiers:\n- plugins:\n  - name: gang\n  - name: predicates\n"
+	answer, err := c.Why(ctx, &pb.WhyRequest{
+		ClusterSource: &pb.WhyRequest_Cluster{Cluster: &pb.Cluster{Nodes: []*pb.Node{gpuNode("w0")}, Pods: []*pb.Pod{old}}},
+		Job:           gangJob("new", 1, 4),
+		Gang:          "default/new",
+		Now:           timestamppb.New(created.Add(time.Hour)),
+		Options:       &pb.SolveOptions{SchedulerConf: conf},
+	})
+	if err != nil || answer.GetPlaced() {
+		t.Fatalf("Why: %v %v", answer, err)
+	}
+	if at := answer.GetStart().GetAt().AsTime(); !at.Equal(created.Add(3 * time.Hour)) {
+		t.Fatalf("Why: the start from the class's runtime: %v", answer.GetStart())
 	}
 }
 

@@ -644,6 +644,7 @@ class Pod(_message.Message):
     TOPOLOGY_SPREAD_CONSTRAINTS_FIELD_NUMBER: _builtins.int
     PREEMPTED_FIELD_NUMBER: _builtins.int
     SCHEDULING_GATES_FIELD_NUMBER: _builtins.int
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`."""
     name: _builtins.str
@@ -672,6 +673,11 @@ class Pod(_message.Message):
     """status.conditions holds DisruptionTarget=True with reason PreemptionByScheduler: a
     victim of an earlier preemption (while it terminates, a preemptor nominated to its node
     preempts no further).
+    """
+    priority_class_name: _builtins.str
+    """spec.priorityClassName. Read of a running pod only: the conf's `expectedRuntime`
+    gives pods of a class without an expected end of their own a runtime (`Why`'s start
+    estimate). At most 253 characters.
     """
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
@@ -751,10 +757,11 @@ class Pod(_message.Message):
         topology_spread_constraints: _abc.Iterable[Global___TopologySpreadConstraint] | None = ...,
         preempted: _builtins.bool = ...,
         scheduling_gates: _abc.Iterable[_builtins.str] | None = ...,
+        priority_class_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preempted", b"preempted", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_time", b"creation_time", "gang", b"gang", "labels", b"labels", "name", b"name", "namespace", b"namespace", "node_name", b"node_name", "node_selector", b"node_selector", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "pod_affinity", b"pod_affinity", "pod_anti_affinity", b"pod_anti_affinity", "preempted", b"preempted", "preemption_policy", b"preemption_policy", "preferred_node_affinity", b"preferred_node_affinity", "priority", b"priority", "priority_class_name", b"priority_class_name", "requests", b"requests", "required_node_affinity", b"required_node_affinity", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "terminating", b"terminating", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1117,8 +1117,10 @@ class WhyRequest(_message.Message):
     gang: _builtins.str
     """The gang asked about (`namespace/name`; a pod's key for a pod without a PodGroup)."""
     default_runtime_seconds: _builtins.float
-    """Expected runtime of running pods without a gangplan.io/expected-end annotation
-    (counted from their creation); 0: they run on.
+    """Expected runtime of running pods without a gangplan.io/expected-end or -runtime
+    annotation (counted from their creation), unless the conf's `expectedRuntime` names
+    their priority class (Pod.priority_class_name); 0: the conf's
+    `expectedRuntime.default`, else they run on.
     """
     @_builtins.property
     def snapshot(self) -> Global___SnapshotRef:

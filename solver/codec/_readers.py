@@ -27,12 +27,14 @@ from solver.codec._messages import (
     read_quantities,
     timestamp,
 )
-from solver.model import InterPodTerms, Pod, labels_problem
+from solver.model import PRIORITY_CLASS, InterPodTerms, Pod, labels_problem
 from solver.model._workload import TERMINAL_PHASES
 from solver.snapshot import EMPTY_MAP, RunningPod
 
 __all__ = ["PendingPodReader", "RunningPodReader"]
 
+MAX_CLASS_NAME = 253
+"""A PriorityClass name is a DNS subdomain name."""
 _MIN_SECONDS, _MAX_SECONDS = -62_135_596_800, 253_402_300_799  # years 1 .. 9999 (Timestamp)
 
 
@@ -79,6 +81,9 @@ class RunningPodReader:
             return None
         labels = msg.labels
         annotations = msg.annotations
+        kept = [(k, annotations[k]) for k in self.kept if k in annotations] if annotations else []
+        if msg.priority_class_name:
+            kept = self._priority_class(msg.priority_class_name, kept, path)
         return RunningPod(
             self.key(msg),
             msg.node_name,
@@ -86,14 +91,26 @@ class RunningPodReader:
             msg.priority,
             gang or None,
             self._labels([(k, labels[k]) for k in labels], index) if labels else EMPTY_MAP,
-            self._shared([(k, annotations[k]) for k in self.kept if k in annotations])
-            if annotations
-            else EMPTY_MAP,
+            self._shared(kept) if kept else EMPTY_MAP,
             msg.terminating,
             msg.preempted,
             terms=terms,
             started=self._started(msg, path),
         )
+
+    def _priority_class(
+        self, name: str, kept: list[tuple[str, str]], path: str
+    ) -> list[tuple[str, str]]:
+        """The kept annotations with the pod's priority class (`PRIORITY_CLASS`), unless an
+        annotation of that key states one."""
+        if len(name) > MAX_CLASS_NAME:
+            self.out.add(
+                f"{path}.priority_class_name", f"must be at most {MAX_CLASS_NAME} characters"
+            )
+            return kept
+        if PRIORITY_CLASS not in self.kept or any(k == PRIORITY_CLASS for k, _ in kept):
+            return kept
+        return [*kept, (PRIORITY_CLASS, name)]
 
     def _started(self, msg: pb.Pod, path: str) -> float | None:
         """creationTimestamp in seconds since the epoch (None unset or unreadable), read from the message's

@@ -51,7 +51,7 @@ from solver.kube.objects import (
     K8sPriorityClass,
     K8sQueue,
 )
-from solver.kube.runtime import annotations_with_deadline
+from solver.kube.runtime import runtime_annotations
 from solver.kube.validate import validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
@@ -433,7 +433,7 @@ def _pod(
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
         name=k8s.metadata.name,
         labels=dict(k8s.metadata.labels),
-        annotations=annotations_with_deadline(k8s),
+        annotations=runtime_annotations(k8s, class_name),
         requests=effective_requests(k8s),
         node_name=k8s.spec.node_name or None,
         nominated_node=k8s.status.nominated_node_name or None,

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from solver.config import parse_go_duration
+from solver.conf_keys import parse_go_duration
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
 from solver.model import (

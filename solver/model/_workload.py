@@ -40,6 +40,9 @@ EXPECTED_END = "gangplan.io/expected-end"
 """A running pod's expected end (RFC 3339): the start estimates replay it (`solver.start`)."""
 EXPECTED_RUNTIME = "gangplan.io/expected-runtime"
 """A running pod's expected runtime from its creation (`90m`, `2h30m`, `1d`)."""
+PRIORITY_CLASS = "gangplan.io/priority-class"
+"""A running pod's spec.priorityClassName, kept with its annotations under this key (the
+conf's `expectedRuntime.priorityClasses` reads it)."""
 MAX_RUNTIME_SECONDS = 3650 * 86400.0
 """The longest duration gangplan reads (ten years): runtimes, minimum runtimes."""
 

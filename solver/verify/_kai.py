@@ -35,7 +35,8 @@ from functools import partial
 
 import numpy as np
 
-from solver.config import Plugin, parse_go_duration
+from solver.conf_keys import parse_go_duration
+from solver.config import Plugin
 from solver.model import GPU_RESOURCE, KAI_UNLIMITED, gpu_milli, kai_preemptible
 from solver.snapshot import charged_queue
 from solver.verify._context import VerifyContext

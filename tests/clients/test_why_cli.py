@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from clients.cli import app
+from solver.config import SchedulerConf
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "ganggroup-gpu.yaml")
@@ -117,3 +118,42 @@ def test_why_refuses_a_bad_clock_in_one_line() -> None:
 def test_a_long_unknown_name_is_cut_in_the_error_line() -> None:
     out = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "x" * 5000])
     assert out.exit_code == 2 and len(out.stderr) < 400, len(out.stderr)
+
+
+def test_why_reads_a_priority_class_runtime_from_the_conf(tmp_path: Path) -> None:
+    """`old` (class `train`, created 17:00) states no end: the conf gives `train` 3 h, so
+    the pod waiting for its node starts at 20:00; without the conf, never."""
+    manifest = tmp_path / "c.yaml"
+    manifest.write_text(
+        yaml.safe_dump_all(
+            [
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                 "status": {"allocatable": {"cpu": "8", "pods": "110", "nvidia.com/gpu": "8"}}},
+                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                 "metadata": {"name": "train"}, "value": 100},
+                {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "old", "namespace": "default",
+                              "creationTimestamp": "2026-11-28T17:00:00Z"},
+                 "spec": {"nodeName": "n1", "priorityClassName": "train", "containers": [
+                     {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
+                 "status": {"phase": "Running"}},
+                {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "new", "namespace": "default"},
+                 "spec": {"containers": [
+                     {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]}},
+            ]
+        )
+    )  # fmt: skip
+    conf = tmp_path / "gangplan.conf"
+    conf.write_text(
+        yaml.safe_dump(
+            {**SchedulerConf.default().to_dict(),
+             "expectedRuntime": {"default": "1h", "priorityClasses": {"train": "3h"}}}
+        )
+    )  # fmt: skip
+    flags = ["why", "-f", str(manifest), "--pod", "new", "--now", "2026-11-28T18:00:00Z"]
+    out = runner.invoke(app, [*flags, "--config", str(conf), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["start"]["at"] == "2026-11-28T20:00:00+00:00"
+    out = runner.invoke(app, [*flags, "-o", "json"])
+    assert json.loads(out.stdout)["start"]["at"] is None

@@ -12,11 +12,13 @@ from typing import Any
 
 import grpc
 import pytest
+import yaml
 
 from clients.client import Client, ClientError
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
+from solver.config import SchedulerConf
 from tests.server.conftest import gang_job, gpu_pod, small_cluster
 
 
@@ -77,6 +79,40 @@ def test_why_counts_runtimes_from_the_pods_creation_over_grpc(start: Any) -> Non
     answer = _two_at_six(start, cluster, default_runtime=5 * 3600.0)
     assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 20, 0, tzinfo=UTC)
     assert list(answer.start.nodes) == ["n0", "n1"]
+
+
+def test_why_reads_each_priority_class_runtime_from_the_conf_over_grpc(start: Any) -> None:
+    """The conf's `expectedRuntime` gives the pods of a class their runtime
+    (`priority_class_name`); one stated on the pod wins; a class of 0 runs on."""
+    cluster = small_cluster()
+    for i, klass in enumerate(("train", "batch", "serve")):
+        running = gpu_pod(f"run-{i}", gpus=4)
+        running.node_name = f"n{i}"
+        running.priority_class_name = klass
+        running.creation_time.FromDatetime(datetime(2026, 11, 28, 17, 0))
+        cluster.pods.append(running)
+    runtimes = {"default": "4h", "priorityClasses": {"train": "2h", "serve": "0s"}}
+    conf = yaml.safe_dump({**SchedulerConf.default().to_dict(), "expectedRuntime": runtimes})
+    answer = _two_at_six(start, cluster, scheduler_conf=conf)
+    # train ends 19:00, batch (the default) 21:00, serve never: both on n0 and n1 at 21:00
+    assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 21, 0, tzinfo=UTC)
+    assert list(answer.start.nodes) == ["n0", "n1"]
+    cluster.pods[1].annotations["gangplan.io/priority-class"] = "train"  # it states its own
+    answer = _two_at_six(start, cluster, scheduler_conf=conf)
+    assert answer.start.at.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 28, 19, 0, tzinfo=UTC)
+
+
+def test_a_priority_class_name_too_long_is_invalid_argument(start: Any) -> None:
+    cluster = small_cluster()
+    running = gpu_pod("run", gpus=4)
+    running.node_name = "n0"
+    running.priority_class_name = "x" * 254
+    cluster.pods.append(running)
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client, pytest.raises(ClientError) as err:
+        client.why("default/t", gang_job("t", 1, gpus=4), cluster=cluster)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in err.value.violations] == ["cluster.pods[0].priority_class_name"]
 
 
 def test_a_placed_gang_has_nothing_to_explain(start: Any) -> None:

@@ -1874,8 +1874,10 @@ type WhyRequest struct {
 	Gang string `protobuf:"bytes,5,opt,name=gang,proto3" json:"gang,omitempty"`
 	// The time the start estimate counts from; unset: the server's clock.
 	Now *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=now,proto3" json:"now,omitempty"`
-	// Expected runtime of running pods without a gangplan.io/expected-end annotation
-	// (counted from their creation); 0: they run on.
+	// Expected runtime of running pods without a gangplan.io/expected-end or -runtime
+	// annotation (counted from their creation), unless the conf's `expectedRuntime` names
+	// their priority class (Pod.priority_class_name); 0: the conf's
+	// `expectedRuntime.default`, else they run on.
 	DefaultRuntimeSeconds float64 `protobuf:"fixed64,7,opt,name=default_runtime_seconds,json=defaultRuntimeSeconds,proto3" json:"default_runtime_seconds,omitempty"`
 }
 

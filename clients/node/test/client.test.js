@@ -59,6 +59,27 @@ test('Why gives the certificate, the changes and the start', async () => {
   assert.ok(answer.start.text.length > 0);
 });
 
+test('Why reads a priority class runtime from the conf', async () => {
+  const old = {
+    namespace: 'default', name: 'old', node_name: 'w0', priority_class_name: 'train',
+    creation_time: { seconds: String(Date.parse('2026-11-28T17:00:00Z') / 1000) },
+    requests: { cpu: '1000', 'nvidia.com/gpu': '4' },
+  };
+  const answer = await client.why({
+    cluster: { nodes: [gpuNode('w0')], pods: [old] },
+    job: job('new', 1, 4),
+    gang: 'default/new',
+    now: { seconds: String(Date.parse('2026-11-28T18:00:00Z') / 1000) },
+    options: {
+      scheduler_conf: 'expectedRuntime:\n  priorityClasses:\n    train: 3h\n'
+        + 'tiers:\n- plugins:\n  - name: gang\n  - name: predicates\n',
+    },
+  });
+  assert.equal(answer.placed, false);
+  assert.equal(new Date(Number(answer.start.at.seconds) * 1000).toISOString(), '2026-11-28T20:00:00.000Z');
+  assert.deepEqual(answer.start.after, ['default/old']);
+});
+
 test('Defragment frees the emptiest node, proven', async () => {
   const running = ['n0', 'n0', 'n0', 'n1'].map((node, i) => ({
     namespace: 'default', name: `run-${i}`, node_name: node,

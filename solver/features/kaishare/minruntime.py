@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.config import Plugin, SchedulerConf, parse_go_duration
+from solver.conf_keys import parse_go_duration
+from solver.config import Plugin, SchedulerConf
 from solver.model import Queue
 from solver.problem import IntArray
 from solver.snapshot import NONE, Snapshot, charged_queue

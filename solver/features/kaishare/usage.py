@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from solver.config import UsageParams
+from solver.conf_keys import UsageParams
 from solver.features.queues import ROOT, QueueTree
 from solver.model import KAI_RESOURCES
 from solver.snapshot import NONE, Snapshot, charged_queue
