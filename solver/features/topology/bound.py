@@ -58,30 +58,35 @@ def one_domain_bound(
 def _kueue_bound(
     problem: Problem, block: TopologyBlock, u: int, gangs: list[int], free: IntArray
 ) -> Certificate | None:
-    """Kueue's `podset-required-topology`: the whole pod set inside one domain of the
-    level (its node pool's tree); a pod set that is all of its gang's pending pods, with no
-    leader and no slices (the rest is Kueue's algorithm, left to the counted reason)."""
+    """Kueue's `podset-required-topology`: each pod set inside one domain of its level (its
+    node pool's tree), a group's leader with its workers (`podset-group-name`). A pod set
+    alone must fit, whatever the gang's other pod sets take, so each is a proof of its own
+    when all its pods are pending (Kueue admits a workload whole); in slices, the slices'
+    bound (the workers alone)."""
     for ps in block.kueue(u) or ():
         req = ps.request
         g = ps.gang
-        if (
-            g not in gangs
-            or not req.required
-            or ps.leader is not None
-            or set(ps.types) != set(problem.gang_types(g))
-            or req.count != int(problem.gang_pending[g])
-        ):
+        if g not in gangs or not req.required:
             continue
+        pending = sum(len(problem.type_pods[t]) for t in ps.all_types)
+        if pending != ps.total or req.count != sum(len(problem.type_pods[t]) for t in ps.types):
+            continue  # members running already: Kueue's assignment covers only the rest
         domain = ps.tree.node_domain(req.level)
         names = tuple("/".join(path) for path in ps.tree.paths[req.level])
         if req.slice_size != 1:
             if (sliced := _slices_bound(problem, ps, domain, names, free)) is not None:
                 return sliced
             continue
-        found = room(problem, [g], free, domain, len(names), whole=True)
+        found = room(problem, [g], free, domain, len(names), only=set(ps.all_types))
         if found.gangs and not bool(found.fits.any()):
             level = ps.tree.levels[req.level]
-            return _certificate(problem, found, names, f"one {level} domain (Kueue required)")
+            rule = f"one {level} domain (Kueue required)"
+            if ps.leader is not None or set(ps.all_types) != set(problem.gang_types(g)):
+                whom = f"pod set {ps.name}"
+                if ps.leader is not None:
+                    whom = f"pod sets {ps.name} and {ps.leader.name} as one group"
+                rule = f"one {level} domain (Kueue required: {whom})"
+            return _certificate(problem, found, names, rule)
     return None
 
 

@@ -30,7 +30,15 @@ from ortools.sat.python import cp_model
 from solver.decision import KueueTopologyAssignment
 from solver.features.topology.kueue.podsets import KueuePodSet, leader_leaves, leaf_pods
 from solver.features.topology.kueue.tas import LeaderLeaves, find_topology_assignment
-from solver.problem import GreedyState, IntArray, Problem, TierSpec, fill
+from solver.problem import (
+    GreedyState,
+    IntArray,
+    Problem,
+    TierSpec,
+    fill,
+    fit_report,
+    format_fit_error,
+)
 from solver.sat import PlacementVars, Term
 
 __all__ = [
@@ -70,6 +78,11 @@ def place_kueue(
             for g in gangs:
                 state.gang_reason[g] = f"gang {problem.gang_ids[g]}: pod set {ps.name}: {why}"
             return
+    if why := _fill_rest(problem, pod_sets, gangs, trial, chosen, state):
+        state.tracker.restore(base)
+        for g in gangs:
+            state.gang_reason[g] = f"gang {problem.gang_ids[g]}: {why}"
+        return
     plan = {t: np.array(nodes, dtype=np.int64) for t, nodes in chosen.items()}
     over = state.ledger.admits(plan)
     if over:
@@ -81,6 +94,34 @@ def place_kueue(
     state.ledger.charge_plan(plan)
     for t, nodes in chosen.items():
         state.pod_node[t][: len(nodes)] = nodes
+
+
+def _fill_rest(
+    problem: Problem,
+    pod_sets: tuple[KueuePodSet, ...],
+    gangs: list[int],
+    trial: IntArray,
+    chosen: dict[int, list[int]],
+    state: GreedyState,
+) -> str:
+    """The gangs' pods outside every topology-aware pod set (a pod set without a topology
+    request beside one with it), anywhere they fit, after those: Kueue admits a workload
+    whole, so all of them or the unit waits."""
+    covered = {t for ps in pod_sets for t in ps.all_types}
+    for g in gangs:
+        for t in problem.gang_types(g):
+            if t in covered:
+                continue
+            got = fill(problem, t, len(problem.type_pods[t]), trial, tracker=state.tracker)
+            chosen.setdefault(t, []).extend(got.tolist())
+            if got.size < len(problem.type_pods[t]):
+                _, counts = fit_report(problem, t, trial, state.tracker)
+                return (
+                    f"{got.size} of {len(problem.type_pods[t])} pod(s) without a topology "
+                    f"request fit beside its topology-aware pod sets: "
+                    f"{format_fit_error(problem.num_nodes, counts)}"
+                )
+    return ""
 
 
 def _fill_leader(

@@ -242,3 +242,34 @@ def test_a_group_requiring_one_host_stays_on_one_host_on_cpsat() -> None:
     for engine in ("greedy", "cpsat"):
         got = by_pod_set(run(question(roomy), engine))
         assert got == {"leader": {"x000": 1}, "workers": {"x000": 1}}, (engine, got)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_groups())
+def test_a_groups_proof_agrees_with_cpsat(case: GroupCase) -> None:
+    """A proven domain certificate for a group (leader and workers in one domain) says no
+    placement exists: CP-SAT places nothing either."""
+    q = question(case)
+    for engine in ("greedy", "cpsat"):
+        decision = run(q, engine)
+        cert = decision.certificates.get("default/job")
+        if cert is not None and cert.proven and cert.kind == "domain":
+            assert not run(q, "cpsat").podgroups["default/job"].placed, cert.sentence
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_the_leader_is_counted_in_the_groups_domain_proof(engine: str) -> None:
+    """b1 ─┬─ small: small-used (2.8 cpu, 2.5 used), small-free (2.8)
+               └─ large: large-free (4)
+    leader 2.5 cpu + 2 workers of 1 cpu in one rack: the workers alone would fit `large`;
+    with the leader no rack has the 4.5 cpu (large 4, small 3.1)."""
+    hosts = (*SMALL_LARGE[:2], Host("large-free", ("b1", "large"), "4"))
+    case = GroupCase(hosts, THREE, REQUIRED, RACK, {"cpu": "2500m"}, {"cpu": "1"}, 2, {}, {})
+    d = run(question(case), engine)
+    cert = d.certificates["default/job"]
+    assert cert.proven and cert.kind == "domain" and (cert.needed, cert.offered) == (4500, 4000)
+    assert cert.sentence == (
+        "gang default/job needs 4500m cpu inside one cloud.com/topology-rack domain (Kueue "
+        "required: pod sets workers and leader as one group); the largest offers 4 (b1/large), "
+        "the next 3100m (b1/small)"
+    ), cert.sentence

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders import model, pod, podgroup
 from tests.features.topology.kueue.helpers import (
     BLOCK,
     HOST,
@@ -19,8 +20,13 @@ from tests.features.topology.kueue.helpers import (
     THREE,
     UNCONSTRAINED,
     cluster,
+    nodes_of,
     run,
+    topology,
 )
+
+GROUP = "scheduling.x-k8s.io/pod-group"
+POD_SET = "kueue.x-k8s.io/podset"
 
 REQUESTS = st.sampled_from(
     [
@@ -68,3 +74,28 @@ def test_cpsat_is_never_worse_and_sets_stay_whole(
         cert = decision.certificates.get("default/job")
         if cert is not None and cert.proven and cert.kind == "domain":
             assert not any(p.node for p in cpsat.placements.values()), cert.sentence
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.integers(0, 3))
+def test_a_proof_for_one_of_two_pod_sets_agrees_with_cpsat(
+    case: tuple[list[str], int, dict[str, str]], driver_cpu: int
+) -> None:
+    """A workload of two pod sets (a driver without topology beside the workers): a proven
+    domain certificate means CP-SAT places nothing."""
+    nodes, count, request = case
+    members = [
+        pod("job-driver").requests(cpu=str(driver_cpu)).label(GROUP, "job").obj(),
+    ]
+    members[0]["metadata"]["labels"][POD_SET] = "driver"
+    for i in range(count):
+        b = pod(f"job-w{i}").requests(cpu="1").label(GROUP, "job").label(POD_SET, "workers")
+        for key, value in request.items():
+            b = b.annotate(key, value)
+        members.append(b.obj())
+    question = model(*nodes_of(nodes), *topology(THREE), podgroup("job", count + 1), *members)
+    cpsat = run(question, "cpsat")
+    for decision in (run(question, "greedy"), cpsat):
+        cert = decision.certificates.get("default/job")
+        if cert is not None and cert.proven and cert.kind == "domain":
+            assert not cpsat.podgroups["default/job"].placed, cert.sentence
