@@ -237,6 +237,7 @@ class Client:
         seed: int,
         scheduler_names: Sequence[str] = (),
         namespaces: Sequence[str] = (),
+        consolidate: bool = False,
     ) -> spb.SolveOptions:
         return spb.SolveOptions(
             engine=engine,
@@ -245,6 +246,7 @@ class Client:
             seed=seed,
             scheduler_names=scheduler_names,
             namespaces=namespaces,
+            consolidate=consolidate,
         )
 
     def place_job(
@@ -260,16 +262,18 @@ class Client:
         seed: int = 0,
         scheduler_names: Sequence[str] = (),
         namespaces: Sequence[str] = (),
+        consolidate: bool = False,
         timeout: float | None = None,
     ) -> spb.PlaceJobResponse:
         """Where the job's pods go (an empty job: every pending pod of the cluster).
 
         `scheduler_names` / `namespaces` keep only the pending pods of those schedulers /
-        namespaces (the others stay pending; bound pods always count)."""
+        namespaces (the others stay pending; bound pods always count). `consolidate`: a
+        gang left out may get room by moving running pods (`decision.moves`)."""
         request = spb.PlaceJobRequest(
             job=job or pb.Job(),
             options=self._options(
-                engine, scheduler_conf, workers, seed, scheduler_names, namespaces
+                engine, scheduler_conf, workers, seed, scheduler_names, namespaces, consolidate
             ),
             **self._source(snapshot, cluster, expected_generation),
         )
@@ -289,17 +293,19 @@ class Client:
         seed: int = 0,
         scheduler_names: Sequence[str] = (),
         namespaces: Sequence[str] = (),
+        consolidate: bool = False,
         timeout: float | None = None,
     ) -> spb.PreemptResponse:
         """Placements, and the victims to evict (with their DisruptionTarget message and the
         node each member is nominated to) when the job only fits by preempting or reclaiming
         lower-priority pods. Nothing is evicted: the answer is a proposal for the front end.
         `placed` counts nominated members as placed; `reason` says why no victims are
-        proposed when there are none. Options as for `place_job`."""
+        proposed when there are none. Options as for `place_job` (with `consolidate`, moves
+        are preferred: victims only when evicting serves more gangs)."""
         request = spb.PreemptRequest(
             job=job or pb.Job(),
             options=self._options(
-                engine, scheduler_conf, workers, seed, scheduler_names, namespaces
+                engine, scheduler_conf, workers, seed, scheduler_names, namespaces, consolidate
             ),
             **self._source(snapshot, cluster, expected_generation),
         )

@@ -27,6 +27,7 @@ def schedule_remote(
     workers: int,
     seed: int,
     preempt: bool = False,
+    consolidate: bool = False,
     selection: PodSelection | None = None,
 ) -> Decision:
     """`gangplan schedule --server`: send the manifests' cluster inline, get the Decision.
@@ -49,6 +50,7 @@ def schedule_remote(
             seed=seed,
             scheduler_names=sorted(selection.scheduler_names or ()) if selection else (),
             namespaces=sorted(selection.namespaces or ()) if selection else (),
+            consolidate=consolidate,
             timeout=time_limit,
         )
     return decision_from_proto(response.decision)

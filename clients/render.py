@@ -98,6 +98,13 @@ def schedule_table(decision: Decision, console: Console) -> None:
             cause = f"reclaim for queue {v.queue}" if v.cause == "reclaim" else v.cause
             victims.add_row(v.pod, v.node, cause)
         console.print(victims)
+    if decision.moves:
+        moves = Table(title="Moves (consolidation), in order")
+        for column in ("pod", "its gang", "from", "to"):
+            moves.add_column(column, overflow="fold")
+        for m in decision.moves:
+            moves.add_row(m.pod, m.unit, m.source, m.target)
+        console.print(moves)
     if decision.queues:
         queues = Table(
             title="Queues (limit: deserved under proportion, limit under KAI, else realCapability)"

@@ -26,6 +26,7 @@ from solver import (
     schedule,
 )
 from solver.changes import changes
+from solver.consolidate import consolidation_wanted, schedule_moving
 from solver.engines import ENGINES
 from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
@@ -126,6 +127,15 @@ Preempt = Annotated[
         "--preempt", help="Job-level preemption (also on when the conf lists preempt/reclaim)."
     ),
 ]
+Consolidate = Annotated[
+    bool,
+    typer.Option(
+        "--consolidate",
+        help="Consolidation (KAI's action): a gang left out may get room by moving running "
+        "preemptible pods to other nodes, preferred over evicting (also on when the conf "
+        "lists the consolidation action).",
+    ),
+]
 Server = Annotated[
     str | None,
     typer.Option(
@@ -147,6 +157,7 @@ class Ask:
     seed: int
     preempt: bool
     server: str | None
+    consolidate: bool = False
 
 
 def cycle(ask: Ask, cluster: ClusterModel, selection: PodSelection, started: float) -> Decision:
@@ -157,9 +168,11 @@ def cycle(ask: Ask, cluster: ClusterModel, selection: PodSelection, started: flo
         return _schedule_remote(ask, cluster, selection, left_s)
     snapshot = snapshot_of(cluster)
     workload, left = Workload.everything(snapshot).select(selection)
-    decision = schedule(
+    conf = load_conf(ask.config)
+    solve_fn = schedule_moving if consolidation_wanted(conf, ask.consolidate) else schedule
+    decision = solve_fn(
         snapshot,
-        load_conf(ask.config),
+        conf,
         workload=workload,
         engine=ask.engine,
         time_limit=left_s,
@@ -178,6 +191,7 @@ def schedule_cmd(
     workers: Workers = 0,
     seed: Seed = 0,
     preempt: Preempt = False,
+    consolidate: Consolidate = False,
     server: Server = None,
     output: OutputFormat = Output.json,
     scheduler_names: SchedulerNames = None,
@@ -190,7 +204,7 @@ def schedule_cmd(
     """Simulate one scheduling cycle for every pending pod in the manifests (with
     --kubeconfig: in the live cluster, with the manifests added; nothing is submitted)."""
     started = time.perf_counter()
-    ask = Ask(config, engine, time_limit, workers, seed, preempt, server)
+    ask = Ask(config, engine, time_limit, workers, seed, preempt, server, consolidate)
     try:
         load_conf(config)  # a bad conf is refused before the input is read
         selection = selection_of(scheduler_names, namespaces, all_namespaces)
@@ -346,6 +360,7 @@ def _schedule_remote(
             workers=ask.workers,
             seed=ask.seed,
             preempt=ask.preempt,
+            consolidate=ask.consolidate,
             selection=selection,
         )
     except ClientError as err:

@@ -63,6 +63,7 @@ from solver.codec import (
     plan_to_proto,
     snapshot_from_proto,
 )
+from solver.consolidate import consolidation_wanted, schedule_moving
 from solver.defrag import ENGINES as DEFRAG_ENGINES
 from solver.defrag import defragment
 from solver.engines import ENGINES
@@ -351,7 +352,19 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         if preempt:
             kwargs["preempt"] = True
         with self._stoppable(context) as kwargs["stop"]:
-            decision = self.schedule_fn(snapshot, conf, workload=workload, engine=engine, **kwargs)
+            if consolidation_wanted(conf, options.consolidate):
+                decision = schedule_moving(
+                    snapshot,
+                    conf,
+                    workload=workload,
+                    engine=engine,
+                    schedule_fn=self.schedule_fn,
+                    **kwargs,
+                )
+            else:
+                decision = self.schedule_fn(
+                    snapshot, conf, workload=workload, engine=engine, **kwargs
+                )
         if left is not None:
             notes.append(left)
         if notes:

@@ -147,7 +147,9 @@ ACTED_SWITCHES: dict[str, frozenset[str]] = {
 """Volcano's per-plugin switches (`conf.PluginOption`) gangplan honours, per plugin. Any
 other switch set to false, or any other key, is noted: gangplan's part of that plugin is on."""
 
-KNOWN_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"})
+KNOWN_ACTIONS = frozenset(
+    {"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "consolidation"}
+)
 DEFAULT_ACTIONS = ("enqueue", "allocate")
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "capacity": {"name": "capacity", "enableHierarchy": True},

@@ -16,6 +16,7 @@ __all__ = [
     "Decision",
     "GroupOutcome",
     "KueueTopologyAssignment",
+    "Move",
     "Placement",
     "Preemption",
     "QueueUse",
@@ -170,6 +171,7 @@ class Decision:
     queues: tuple[QueueUse, ...] = ()  # the queues of the call's jobs (a quota plugin on)
     certificates: dict[str, Certificate] = field(default_factory=dict)  # gang id (a pod's
     #   key for a pod without a PodGroup) -> why it is not placed, for every gang left out
+    moves: tuple[Move, ...] = ()  # running pods moved to make room (consolidation), in order
 
     @property
     def gap(self) -> float | None:
@@ -239,6 +241,7 @@ class Decision:
                 else {}
             )
             | ({"queues": [q.to_dict() for q in self.queues]} if self.queues else {})
+            | ({"moves": [m.to_dict() for m in self.moves]} if self.moves else {})
             | (
                 {"certificates": {k: c.to_dict() for k, c in self.certificates.items()}}
                 if self.certificates
@@ -276,7 +279,39 @@ class Decision:
             }
             for v in self.victims
         ]
+        out += [
+            {
+                "pod": m.pod,
+                "delete": True,
+                "moveTo": m.target,
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "DisruptionTarget",
+                            "status": "True",
+                            "reason": "PreemptionByScheduler",
+                            "message": f"moved from {m.source} to {m.target} (consolidation)",
+                        }
+                    ]
+                },
+            }
+            for m in self.moves
+        ]
         return out
+
+
+@dataclass(frozen=True)
+class Move:
+    """A running pod moved: evicted from `source`, its replacement placed on `target`
+    (defragmentation, consolidation)."""
+
+    pod: str  # namespace/name
+    unit: str  # its gang (moved whole), or the pod itself
+    source: str
+    target: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"pod": self.pod, "unit": self.unit, "from": self.source, "to": self.target}
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "solver.explain": 9,
     "solver.changes": 9,
     "solver.start": 9,
+    "solver.consolidate": 9,
     "solver.defrag": 9,
     "solver.views": 9,
     "solver": 10,

@@ -209,6 +209,29 @@ func TestWhyReadsAPriorityClassRuntimeFromTheConf(t *testing.T) {
 	}
 }
 
+func TestPlaceJobConsolidatesByMovingAPod(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	pods := []*pb.Pod{}
+	for i, node := range []string{"m0", "m1"} {
+		pods = append(pods, &pb.Pod{
+			Namespace: "default", Name: fmt.Sprintf("run-%d", i), NodeName: node, Priority: 50,
+			Requests: map[string]int64{"cpu": 1000, "nvidia.com/gpu": 2},
+		})
+	}
+	answer, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{
+		ClusterSource: &pb.PlaceJobRequest_Cluster{Cluster: &pb.Cluster{Nodes: []*pb.Node{gpuNode("m0"), gpuNode("m1")}, Pods: pods}},
+		Job:           gangJob("big", 1, 3),
+		Options:       &pb.SolveOptions{Consolidate: true, Workers: 1},
+	})
+	if err != nil || !answer.GetPlaced() {
+		t.Fatalf("PlaceJob with consolidation: %v %v", answer, err)
+	}
+	moves := answer.GetDecision().GetMoves()
+	if len(moves) != 1 || moves[0].GetPod() != "default/run-0" || moves[0].GetToNode() != "m1" {
+		t.Fatalf("PlaceJob: the move: %v", moves)
+	}
+}
+
 func TestDefragmentFreesTheEmptiestNode(t *testing.T) {
 	c, ctx := dial(t, token), context.Background()
 	busy, light := gpuNode("d0"), gpuNode("d1")

@@ -134,6 +134,7 @@ class SolveOptions(_message.Message):
     SEED_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAMES_FIELD_NUMBER: _builtins.int
     NAMESPACES_FIELD_NUMBER: _builtins.int
+    CONSOLIDATE_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """Engine name (`greedy`, and `cpsat` / `auto` where the server has them). Empty: the
     server's default engine.
@@ -146,6 +147,11 @@ class SolveOptions(_message.Message):
     """CP-SAT worker threads; 0: the server's default. Ignored by greedy."""
     seed: _builtins.int
     """CP-SAT random seed. Ignored by greedy."""
+    consolidate: _builtins.bool
+    """Consolidation (KAI's action): for each gang the placement leaves out, the fewest
+    running pods moved to other nodes so that it is placed (Decision.moves); also on when
+    the conf lists the `consolidation` action. Takes up to half of the call's time.
+    """
     @_builtins.property
     def scheduler_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Place only pending pods whose scheduler_name is one of these; empty: every pod sent
@@ -165,10 +171,11 @@ class SolveOptions(_message.Message):
         seed: _builtins.int = ...,
         scheduler_names: _abc.Iterable[_builtins.str] | None = ...,
         namespaces: _abc.Iterable[_builtins.str] | None = ...,
+        consolidate: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["engine", b"engine", "namespaces", b"namespaces", "scheduler_conf", b"scheduler_conf", "scheduler_names", b"scheduler_names", "seed", b"seed", "workers", b"workers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["consolidate", b"consolidate", "engine", b"engine", "namespaces", b"namespaces", "scheduler_conf", b"scheduler_conf", "scheduler_names", b"scheduler_names", "seed", b"seed", "workers", b"workers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -864,6 +871,7 @@ class Decision(_message.Message):
     TOPOLOGY_ASSIGNMENTS_FIELD_NUMBER: _builtins.int
     QUEUES_FIELD_NUMBER: _builtins.int
     CERTIFICATES_FIELD_NUMBER: _builtins.int
+    MOVES_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """The engine that produced the answer."""
     status: _builtins.str
@@ -921,6 +929,13 @@ class Decision(_message.Message):
         PodGroup): a certificate, proven where it can be.
         """
 
+    @_builtins.property
+    def moves(self) -> _containers.RepeatedCompositeFieldContainer[Global___DefragmentMove]:
+        """Running pods moved to make room (SolveOptions.consolidate), in the order a front end
+        makes them: each evicted from `from_node` and its replacement placed on `to_node`
+        before the gangs placed by them are bound.
+        """
+
     def __init__(
         self,
         *,
@@ -940,10 +955,11 @@ class Decision(_message.Message):
         topology_assignments: _abc.Iterable[Global___KueueTopologyAssignment] | None = ...,
         queues: _abc.Iterable[Global___QueueUse] | None = ...,
         certificates: _abc.Mapping[_builtins.str, Global___Certificate] | None = ...,
+        moves: _abc.Iterable[Global___DefragmentMove] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "gap", b"gap", "objective", b"objective"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "certificates", b"certificates", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "certificates", b"certificates", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "moves", b"moves", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015

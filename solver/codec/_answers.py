@@ -27,7 +27,15 @@ from solver.codec._hypernode import (
 from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
 from solver.codec._subgroups import topology_sub_groups_to_proto
-from solver.decision import Certificate, Decision, GroupOutcome, Placement, QueueUse, Victim
+from solver.decision import (
+    Certificate,
+    Decision,
+    GroupOutcome,
+    Move,
+    Placement,
+    QueueUse,
+    Victim,
+)
 from solver.model import (
     ClusterModel,
     JobAffinityError,
@@ -76,6 +84,10 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
         solve_seconds=decision.seconds,
         notes=list(decision.notes),
         stats={k: float(v) for k, v in decision.stats.items()},
+        moves=[
+            spb.DefragmentMove(pod=m.pod, unit=m.unit, from_node=m.source, to_node=m.target)
+            for m in decision.moves
+        ],
     )
     for gang, cert in decision.certificates.items():
         msg.certificates[gang].CopyFrom(certificate_to_proto(cert))
@@ -385,4 +397,5 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
         certificates={
             gang: _certificate_from_proto(c) for gang, c in sorted(msg.certificates.items())
         },
+        moves=tuple(Move(m.pod, m.unit, m.from_node, m.to_node) for m in msg.moves),
     )

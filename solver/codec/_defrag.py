@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec._errors import ConvertError
-from solver.defrag import DefragGoal, DefragPlan, GoalError, Move, goal_of
+from solver.decision import Move
+from solver.defrag import DefragGoal, DefragPlan, GoalError, goal_of
 
 __all__ = ["goal_from_proto", "goal_to_proto", "plan_from_proto", "plan_to_proto"]
 

@@ -46,11 +46,6 @@ from solver.snapshot import NONE, TERMINATING, Snapshot
 __all__ = ["DAEMON_LABEL", "DefragInput", "Unit", "defrag_input"]
 
 DAEMON_LABEL = "pod-template-generation"
-WHERE_KEYS = (
-    "kubernetes.io/hostname",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-)
 _PROTECTING_FACTS = (SHARE_FACT.name, ALLOCATED_FACT.name, PROTECTED_FACT.name)
 
 
@@ -194,17 +189,8 @@ def _why_not(goal: DefragGoal, immovable: bool, cost: int, units: int) -> str | 
 
 
 def _where_keys(snapshot: Snapshot, goal: DefragGoal) -> tuple[str, ...]:
-    keys: list[str] = [NODE_LEVEL, *WHERE_KEYS]
-    if goal.level != NODE_LEVEL:
-        keys.append(goal.level)
-    keys += goal.topology_keys
-    labelled = {k for n in snapshot.nodes.nodes for k in n.labels}
-    keys += sorted(k for k in labelled if "topology" in k)  # topology.kubernetes.io/*, ...
-    if snapshot.topology is not None:
-        keys += [k for layer in snapshot.topology.layers for k in layer.label_keys]
-    for gang in snapshot.gangs.values():  # the levels gangs are placed under (KAI, Workload API)
-        keys += [k for k in (gang.topology_key, *gang.preferred_keys) if k]
-    return tuple(dict.fromkeys(keys))
+    level = [goal.level] if goal.level != NODE_LEVEL else []
+    return (NODE_LEVEL, *snapshot.where_labels([*level, *goal.topology_keys]))
 
 
 def _values(snapshot: Snapshot, key: str) -> IntArray:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from solver.decision import Move
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput
 
@@ -35,17 +36,6 @@ SPREAD_NOTE = (
 class Choice:
     freed: tuple[int, ...]  # domain indices
     moves: tuple[tuple[int, int], ...]  # (pod index, target node), in a valid order
-
-
-@dataclass(frozen=True)
-class Move:
-    pod: str  # namespace/name
-    unit: str  # its gang, or the pod itself
-    source: str
-    target: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"pod": self.pod, "unit": self.unit, "from": self.source, "to": self.target}
 
 
 @dataclass(frozen=True)

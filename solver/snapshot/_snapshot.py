@@ -70,6 +70,13 @@ def running_pod(pod: Pod, gang: str | None) -> RunningPod:
     )
 
 
+WHERE_LABELS = (
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+)
+
+
 @dataclass(frozen=True)
 class Lineage:
     """What one generation continues from: the previous generation's memo, and the running
@@ -248,6 +255,20 @@ class Snapshot:
         out = np.zeros((len(self.nodes), len(axis)), dtype=np.int64)
         np.add.at(out, node[held], requests[held])
         return out
+
+    def where_labels(self, extra: Iterable[str] = ()) -> tuple[str, ...]:
+        """Node label keys that say where a node is rather than what it is: the hostname,
+        zone and region, `extra`, every key naming a topology, the topology's layers and
+        the levels gangs are placed under. A pod moved to a node that differs from its own
+        only in these lands on a node like its own (defragmentation, consolidation)."""
+        keys = [*WHERE_LABELS, *extra]
+        labelled = {k for n in self.nodes.nodes for k in n.labels}
+        keys += sorted(k for k in labelled if "topology" in k)  # topology.kubernetes.io/*
+        if self.topology is not None:
+            keys += [k for layer in self.topology.layers for k in layer.label_keys]
+        for gang in self.gangs.values():  # KAI's and the Workload API's levels
+            keys += [k for k in (gang.topology_key, *gang.preferred_keys) if k]
+        return tuple(dict.fromkeys(keys))
 
     def gang_running(self, gang_id: str) -> int:
         """Running pods of a named gang (0 for a gang of one: its pod is pending)."""

@@ -48,7 +48,7 @@ from solver.config import Plugin, SchedulerConf
 from solver.decision import Decision
 from solver.errors import InternalError
 from solver.model import DEVICE_ANNOTATIONS, ClusterModel
-from solver.snapshot import PodSchema, Snapshot, Workload
+from solver.snapshot import Delta, PodSchema, Snapshot, Workload
 from solver.verify import (
     _basics,
     _budgets,
@@ -115,12 +115,29 @@ def verify(
         else Snapshot.from_model(question, PodSchema(keep=ANNOTATIONS))
     )
     workload = workload or Workload.everything(snapshot)
+    problems: list[str] = []
+    if decision.moves:  # consolidation: the moves first, then the rest on the moved cluster
+        snapshot, problems = _moved(snapshot, decision)
     ctx = VerifyContext.of(snapshot, workload, conf, decision)
-    problems = list(ctx.problems)
+    problems += ctx.problems
     for plugins, rule in RULES:
         if not plugins or any(conf.enabled(p) for p in plugins):
             problems.extend(rule(ctx))
     return problems
+
+
+def _moved(snapshot: Snapshot, decision: Decision) -> tuple[Snapshot, list[str]]:
+    """The snapshot with the decision's moves made, and every violation of the moves (room
+    at each step, gangs moved whole, each pod on a node like its own, budgets)."""
+    moves = [(m.pod, m.source, m.target) for m in decision.moves]
+    problems = verify_moves(snapshot, moves, (), snapshot.where_labels())
+    if problems:
+        return snapshot, [f"moves: {p}" for p in problems]
+    running = snapshot.running
+    moved = tuple(
+        running.pod(int(running.find(m.pod)))._replace(node=m.target) for m in decision.moves
+    )
+    return snapshot.apply(Delta(upsert_pods=moved)), []
 
 
 def check(

@@ -80,6 +80,20 @@ test('Why reads a priority class runtime from the conf', async () => {
   assert.deepEqual(answer.start.after, ['default/old']);
 });
 
+test('PlaceJob consolidates by moving a running pod', async () => {
+  const running = ['c0', 'c1'].map((node, i) => ({
+    namespace: 'default', name: `run-${i}`, node_name: node, priority: 50,
+    requests: { cpu: '1000', 'nvidia.com/gpu': '2' },
+  }));
+  const answer = await client.placeJob({
+    cluster: { nodes: [gpuNode('c0'), gpuNode('c1')], pods: running },
+    job: job('big', 1, 3),
+    options: { consolidate: true, workers: 1 },
+  });
+  assert.equal(answer.placed, true);
+  assert.deepEqual(answer.decision.moves.map((m) => [m.pod, m.from_node, m.to_node]), [['default/run-0', 'c0', 'c1']]);
+});
+
 test('Defragment frees the emptiest node, proven', async () => {
   const running = ['n0', 'n0', 'n0', 'n1'].map((node, i) => ({
     namespace: 'default', name: `run-${i}`, node_name: node,
