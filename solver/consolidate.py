@@ -146,7 +146,7 @@ def consolidate(
         return replace(decision, notes=(*decision.notes, note))
     here = _as_answered(snapshot, decision, workload)
     moves: list[Move] = []
-    placed: dict[str, dict[str, str]] = {}
+    placed: dict[str, dict[str, Placement]] = {}
     notes: list[str] = []
     for gang in left_out:
         left = time_limit - (time.perf_counter() - started)
@@ -169,7 +169,7 @@ def consolidate(
         here = here.apply(moves_delta(here, rows))
         here = here.apply(Delta(bindings=tuple(plan.placement.items())))
         moves.extend(plan.moves)
-        placed[gang] = dict(plan.placement)
+        placed[gang] = dict(plan.placed)
         notes.append(f"gang {gang} placed after moving {len(plan.moves)} running pod(s) "
                      "(consolidation)")  # fmt: skip
     if not moves:
@@ -210,14 +210,13 @@ def _as_answered(snapshot: Snapshot, decision: Decision, workload: Workload) -> 
 def _with_moves(
     decision: Decision,
     moves: tuple[Move, ...],
-    placed: dict[str, dict[str, str]],
+    placed: dict[str, dict[str, Placement]],
     notes: list[str],
     seconds: float,
 ) -> Decision:
     placements = dict(decision.placements)
     for pods in placed.values():
-        for key, node in pods.items():
-            placements[key] = Placement(node, card=placements[key].card)
+        placements.update(pods)  # the scheduler's own: node, card, devices, annotations
     podgroups = {
         gid: (GroupOutcome(o.enqueued, True, "") if gid in placed else o)
         for gid, o in decision.podgroups.items()

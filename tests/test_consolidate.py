@@ -16,13 +16,14 @@ whole cycle it would be placed by the allocation first.)
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from solver import SchedulerConf, schedule, snapshot_of, verify
+from solver import SchedulerConf, load_manifests, schedule, snapshot_of, verify
 from solver.consolidate import MOVABLE_LABEL, MOVES_PER_CALL, schedule_moving
 from solver.decision import Move
 from solver.model import ClusterModel
@@ -30,6 +31,7 @@ from solver.snapshot import Workload
 from tests.builders import model, node, pod, podgroup
 
 CONF = SchedulerConf.default()
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _kai_case(priority: int = 50, **labels: str) -> ClusterModel:
@@ -220,3 +222,33 @@ def test_the_fragmented_clusters_do_move_pods() -> None:
     quick = settings(max_examples=200, deadline=None, phases=[Phase.generate])
     found = find(fragmented(), moves, settings=quick)
     assert moves(found)
+
+
+def test_a_gpu_share_gets_its_device_after_the_move() -> None:
+    """node-a's GPU is free but a CPU-heavy pod leaves 2 cpu; node-b's GPU is taken. A KAI
+    0.5 GPU pod asking 4 cpu fits once the CPU pod moves to node-b: the answer names its
+    device (`runai-gpu`) as the scheduler placed it on the moved cluster."""
+    cluster = model(
+        node("node-a").cpu("8").gpu(1).obj(),
+        node("node-b").cpu("8").gpu(1).obj(),
+        pod("cpu-job").requests(cpu="6").priority(50).on("node-a").obj(),
+        pod("gpu-job").requests(cpu="1", gpu=1).priority(50).on("node-b").obj(),
+        pod("share").requests(cpu="4").annotate("gpu-fraction", "0.5").priority(50).obj(),
+    )
+    d = _moving(cluster)
+    assert [(m.pod, m.target) for m in d.moves] == [("default/cpu-job", "node-b")]
+    placed = d.placements["default/share"]
+    assert placed.node == "node-a" and placed.annotations == {"runai-gpu": "0"}
+    assert not d.stats.get("verify_fallback")
+
+
+def test_a_gang_with_a_required_rack_gets_room_inside_one_rack() -> None:
+    """examples/defrag/consolidate.yaml: a Workload API PodGroup of two 8-GPU pods that
+    must share a rack, no node empty. The moves empty two nodes of one rack (6 pods, the
+    planner's proven fewest there) and the gang lands on them."""
+    cluster = load_manifests(str(EXAMPLES / "defrag" / "consolidate.yaml"))
+    d = _moving(cluster)
+    assert d.gang_placed("research/train") and len(d.moves) == 6
+    racks = {n.name: n.labels.get("cloud.com/topology-rack") for n in cluster.nodes}
+    assert len({racks[node] for node in d.placed.values()}) == 1
+    assert set(d.placed.values()) <= {m.source for m in d.moves}

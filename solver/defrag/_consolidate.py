@@ -14,7 +14,7 @@ import threading
 import time
 
 from solver.config import SchedulerConf
-from solver.decision import Decision
+from solver.decision import Decision, Placement
 from solver.defrag._cpsat import cpsat_choice
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput, defrag_input
@@ -47,13 +47,14 @@ def room_plan(
     def answer(
         choice: Choice,
         status: str,
-        placement: dict[str, str],
+        placed: dict[str, Placement],
         *notes: str,
         bound: float | None = None,
     ) -> DefragPlan:
         plan = plan_of(inp, choice, engine=engine if choice.moves else "greedy", status=status,
                        bound=bound, seconds=time.perf_counter() - started, notes=notes)  # fmt: skip
-        return DefragPlan(**{**plan.__dict__, "placement": placement})
+        placement = {k: str(p.node) for k, p in placed.items()}
+        return DefragPlan(**{**plan.__dict__, "placement": placement, "placed": placed})
 
     def left() -> float:
         return max(0.05, time_limit - (time.perf_counter() - started))
@@ -97,10 +98,11 @@ def _checked(inp: DefragInput, snapshot: Snapshot, choice: Choice) -> str | None
     return problems[0] if problems else None
 
 
-def _placement(decision: Decision, workload: Workload) -> dict[str, str]:
+def _placement(decision: Decision, workload: Workload) -> dict[str, Placement]:
+    """The scheduler's placement of the gang's pods (with their devices and annotations)."""
     out = {}
     for pod in workload.pods:
         found = decision.placements.get(pod.key)
         if found is not None and found.node is not None:
-            out[pod.key] = found.node
+            out[pod.key] = found
     return out
