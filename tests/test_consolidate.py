@@ -10,12 +10,13 @@ consolidated":
 (KAI moves running_job1 to node0 and pipelines pending_job0 to node1; the two choices are
 symmetric and gangplan's first node by name is node0, so it moves running_job0 to node1.
 KAI's test runs the action alone, so its pending_job1 is left out of the call here: in a
-whole cycle it would be placed by the allocation first.)
+whole cycle it would be placed by the allocation first.) `KAI_CASES` has seven more of
+`TestConsolidation`'s cases, each named as there.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,95 @@ def test_kai_only_first_can_be_consolidated(engine: str) -> None:
     assert d.notes[-1] == (
         "gang default/pending-job0 placed after moving 1 running pod(s) (consolidation)"
     )
+
+
+TRAIN, INTERACTIVE, BUILD = 50, 75, 100  # KAI's constants/priorities.go
+
+
+@dataclass(frozen=True)
+class KaiCase:
+    """A case of KAI's `TestConsolidation`: 4-GPU nodes, running single-pod jobs
+    (name, GPUs, node, priority), pending single-pod jobs (name, GPUs, priority), and what
+    KAI gives: the moves (pod -> node) and where each pending job goes (None: pending)."""
+
+    running: tuple[tuple[str, int, str, int], ...]
+    pending: tuple[tuple[str, int, int], ...]
+    moves: dict[str, str]
+    placed: dict[str, str | None]
+    nodes: int = 2
+
+    def cluster(self) -> ClusterModel:
+        return model(
+            *[node(f"node{i}").cpu("8").gpu(4).obj() for i in range(self.nodes)],
+            *[pod(n).requests(gpu=g).priority(pr).on(at).obj() for n, g, at, pr in self.running],
+            *[pod(n).requests(gpu=g).priority(pr).obj() for n, g, pr in self.pending],
+        )
+
+
+KAI_CASES = {
+    # KAI runs the action alone, so a pending job that fits as the cluster is stays
+    # pending there; a whole cycle places it first. Those are left out of the call here.
+    "2 jobs of 2 & 1 GPUs running, two pending jobs, only second can be consolidated": KaiCase(
+        (("running-job0", 2, "node0", TRAIN), ("running-job1", 1, "node1", TRAIN),
+         ("running-job2", 2, "node1", TRAIN)),
+        (("pending-job1", 3, TRAIN),),
+        {"running-job2": "node0"},
+        {"pending-job1": "node1"},
+    ),
+    "2 jobs of 1 task running on different GPUs, 2 pending jobs, only second can be "
+    "consolidated": KaiCase(  # KAI moves running_job1 to node0: the same move, mirrored
+        (("running-job0", 2, "node0", TRAIN), ("running-job1", 2, "node1", TRAIN)),
+        (("pending-job0", 5, TRAIN), ("pending-job1", 3, TRAIN)),
+        {"running-job0": "node1"},
+        {"pending-job0": None, "pending-job1": "node0"},
+    ),
+    "2 jobs of 1 task running on different GPUs, two pending jobs - can't Consolidate": KaiCase(
+        (("running-job0", 3, "node0", TRAIN), ("running-job1", 3, "node1", TRAIN)),
+        (("pending-job0", 2, TRAIN), ("pending-job1", 2, TRAIN)),
+        {},
+        {"pending-job0": None, "pending-job1": None},
+    ),
+    "2 jobs of 1 task running on different GPUs, 1 job of 3 gpus is pending - can't "
+    "Consolidate": KaiCase(
+        (("running-job0", 3, "node0", TRAIN), ("running-job1", 3, "node1", TRAIN)),
+        (("pending-job0", 3, TRAIN),),
+        {},
+        {"pending-job0": None},
+    ),
+    "3 jobs are running on different GPUs, 1 job pending - Consolidate and verify not all "
+    "preemptors are evicted as well": KaiCase(
+        (("running-job0", 3, "node0", TRAIN), ("running-job1", 1, "node1", TRAIN),
+         ("running-job2", 2, "node1", TRAIN)),
+        (("pending-job0", 2, TRAIN),),
+        {"running-job1": "node0"},
+        {"pending-job0": "node1"},
+    ),
+    "2 build jobs are running on different GPUs - never consoliate": KaiCase(
+        (("running-job0", 2, "node0", BUILD), ("running-job1", 2, "node1", BUILD)),
+        (("pending-job0", 3, TRAIN),),
+        {},
+        {"pending-job0": None},
+    ),
+    "2 jobs of 1 task running on different GPUs, 1 task is preemptible interactive job, 1 "
+    "job of 2 gpus is pending - consolidate without killing the preemptible interactive":
+    KaiCase(  # one move either way: KAI moves the lower priority, gangplan's planner the
+        # pod on the first node by name; here they agree (the tie is not KAI's rule)
+        (("running-job0", 2, "node0", TRAIN), ("running-job1", 2, "node1", INTERACTIVE)),
+        (("pending-job0", 3, TRAIN),),
+        {"running-job0": "node1"},
+        {"pending-job0": "node0"},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(KAI_CASES))
+def test_kai_consolidation_cases(name: str) -> None:
+    case = KAI_CASES[name]
+    d = _moving(case.cluster())
+    assert {m.pod.removeprefix("default/"): m.target for m in d.moves} == case.moves
+    got = {n: d.placements[f"default/{n}"].node for n, _, _ in case.pending}
+    assert got == case.placed
+    assert not d.stats.get("verify_fallback")
 
 
 @pytest.mark.parametrize(
