@@ -128,6 +128,7 @@ class Cycle:
         if response is None:
             return True
         placed, waiting = self._gangs(response.decision)
+        _without_moved_room(response.decision, placed, waiting)
         plans = plans_of(response.decision, self.gang_of)
         for gang in plans:
             waiting.pop(gang, None)  # waiting for its victims, not for room
@@ -397,10 +398,8 @@ class Cycle:
         self, decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]
     ) -> None:
         for p in decision.placements:
-            if p.node:
-                continue
             gang = self.gang_of.get(p.pod) or p.pod
-            if gang not in waiting:
+            if gang not in waiting:  # a pod with a node waits too when its room needs moves
                 continue
             ns, _, name = p.pod.partition("/")
             pod = self.mirror.pod((ns, name))
@@ -462,3 +461,24 @@ class Cycle:
                 else ("would evict" if "evict" in entry else "would wait"),
                 extra={"decision": json.dumps(entry, sort_keys=True)},
             )
+
+
+MOVES_NOT_MADE = (
+    "its room comes from moving running pods (consolidation), which gangplan scheduler does "
+    "not make yet; it waits"
+)
+
+
+def _without_moved_room(
+    decision: spb.Decision, placed: dict[str, list[Assignment]], waiting: dict[str, str]
+) -> None:
+    """A gang placed on a node the answer's moves vacate waits (the conf lists the
+    `consolidation` action): the front end makes no moves, and binding it would overfill
+    the node. Gangs elsewhere do not need the moves (they only add load to other nodes)."""
+    vacated = {m.from_node for m in decision.moves}
+    if not vacated:
+        return
+    for gang in [g for g, pods in placed.items() if any(a.node in vacated for a in pods)]:
+        del placed[gang]
+        waiting[gang] = MOVES_NOT_MADE
+

@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from clients.kubefake import load
+from solver.config import SchedulerConf
 from solver.kube import expand_workloads, read_sources
 from tests.clients.scheduler.conftest import Harness, gang, node, pod, wait_until
 
@@ -166,3 +169,25 @@ def test_a_kueue_job_that_needs_one_rack_evicts_inside_the_cheaper_rack(
     assert sorted(p for p, code in _evictions(cluster) if code == 201) == [
         f"batch/batch-{n}-{i}" for n in ("x3", "x4") for i in (0, 1)
     ]
+
+
+def test_a_gang_whose_room_needs_moves_waits_and_says_why(cluster: Harness) -> None:
+    """The conf lists KAI's `consolidation` action: the answer moves a running pod to make
+    room, but the front end makes no moves, so the gang is not bound onto the node the move
+    would vacate (it would overfill it); its PodScheduled condition says why."""
+    conf = yaml.safe_dump(
+        {**SchedulerConf.default().to_dict(), "actions": "enqueue, allocate, consolidation"}
+    )
+    running = [_low(f"run-{i}", f"n{i}") for i in (1, 2)]
+    for p in running:
+        p["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "2"
+        p["spec"]["priority"] = 50
+    cluster.create(node("n1"), node("n2"), *running)
+    cluster.scheduler(scheduler_conf=conf)
+    cluster.create(pod("wide", 3))
+    condition = wait_until(
+        lambda: (c := cluster.condition("wide")) and "consolidation" in c.get("message", "") and c,
+        what="the reason",
+    )
+    assert "does not make yet" in condition["message"], condition
+    assert "wide" not in cluster.bound() and not cluster.successful_binds()
