@@ -481,4 +481,3 @@ def _without_moved_room(
     for gang in [g for g, pods in placed.items() if any(a.node in vacated for a in pods)]:
         del placed[gang]
         waiting[gang] = MOVES_NOT_MADE
-
