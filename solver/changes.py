@@ -16,6 +16,9 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
     moves       the fewest running pods of their own moved elsewhere (`solver.defrag`'s
                 room for a gang, CP-SAT, at most `MAX_MOVES`; offered only when proven
                 fewest, so one move less does not run): consolidation, no eviction
+    preemption  the victims the preemption planner picks for the gang (lower priority,
+                cheapest plan, as `--preempt` would evict them), with them gone; offered
+                only when every victim is needed (each one spared, the gang does not run)
 
 A change is about the cluster before this cycle: other pending gangs may still take the
 room first (the certificate says when they did). Each change is a `Delta` on the snapshot
@@ -115,18 +118,23 @@ def changes(
             return None
         return _moves(snap, gang, conf, seconds, stop)
 
+    def evictions(snap: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+        if cert is not None and cert.kind in ("predicates", "blocked"):
+            return None  # evicting frees room; it changes no filter and lifts no gate
+        return _evictions(snap, gang, conf, left(), runs)
+
     found: list[Change] = []
     try:
         if runs(Delta(), verified=True):
             return []
-        for make in (_quota, _enqueue, _nodes, _min_member, _topology, moves):
+        for make in (_quota, _enqueue, _nodes, _min_member, _topology, moves, evictions):
             sized = make(snapshot, gang, certificate, runs)
             # sized on unverified answers; reported only once verified
             if sized is not None and runs(sized[1], verified=True):
                 found.append(sized[0])
     except OutOfTime:
         pass
-    order = {"quota": 0, "moves": 1, "nodes": 2, "min-member": 3, "topology": 4}
+    order = {"quota": 0, "moves": 1, "preemption": 2, "nodes": 3, "min-member": 4, "topology": 5}
     return sorted(found, key=lambda c: order[c.kind])
 
 
@@ -387,6 +395,36 @@ def _moves(
     sources = len({m.source for m in plan.moves})
     text = f"move {len(plan.moves)} running pod(s) off {sources} node(s) (gangplan defrag --gang)"
     return Change("moves", text, len(plan.moves), target=gang), moves_delta(snapshot, rows)
+
+
+MAX_VICTIMS = 32
+"""The most victims a `preemption` change names (each is checked to be needed)."""
+
+
+def _evictions(
+    snapshot: Snapshot, gang: str, conf: SchedulerConf, seconds: float, runs: Runs
+) -> Sized | None:
+    """The preemption planner's victims for the gang alone (`schedule(preempt=True)`), when
+    each of them is needed: with it spared and the others gone, the gang does not run."""
+    alone = snapshot.pending.get(gang)
+    own = [alone] if alone is not None and alone.gang == gang else []
+    workload = Workload.of(snapshot, pods=own) if own else Workload.of(snapshot, gang_ids=[gang])
+    d = schedule(snapshot, conf, workload=workload, engine="auto", time_limit=seconds / 2,
+                 workers=1, preempt=True)  # fmt: skip
+    victims = tuple(sorted(v.pod for v in d.victims))
+    if not victims or len(victims) > MAX_VICTIMS:
+        return None
+    for spared in victims:  # irreducible: every victim is needed
+        if runs(Delta(remove_pods=tuple(v for v in victims if v != spared))):
+            return None
+    running = snapshot.running
+    jobs = sorted({running.gang_name(g) if (g := int(running.gang[running.find(v)])) >= 0 else v
+                   for v in victims})  # fmt: skip
+    nodes = sorted({v.node for v in d.victims})
+    named = ", ".join(jobs[:3]) + (f" and {len(jobs) - 3} more" if len(jobs) > 3 else "")
+    text = (f"evict {len(victims)} pod(s) of {named} on {', '.join(nodes[:3])}"
+            f"{' …' if len(nodes) > 3 else ''} (gangplan schedule --preempt)")  # fmt: skip
+    return Change("preemption", text, len(victims), target=gang), Delta(remove_pods=victims)
 
 
 _MOVES_SECONDS = 1.0

@@ -150,7 +150,7 @@ def test_each_change_applied_runs_the_gang_and_one_unit_less_does_not(
         if gang not in cluster.gangs or cluster.gangs[gang].implicit:
             continue
         for change in changes(snapshot_of(cluster), SchedulerConf.default(), gang, cert):
-            if change.kind == "moves":  # which moves is not in the Change: its own test below
+            if change.kind in ("moves", "preemption"):  # which pods: their own tests below
                 continue
             assert _runs(_apply(cluster, change, change.size), gang), change
             assert not _runs(_apply(cluster, change, change.size - 1), gang), change
@@ -209,3 +209,44 @@ def test_moves_are_offered_when_proven_fewest_and_run_the_gang() -> None:
     after = snapshot.apply(moves_delta(snapshot, rows))
     d = schedule(after, workload=Workload.of(after, gang_ids=["research/train"]), workers=1)
     assert d.gang_placed("research/train")
+
+
+def test_evictions_are_offered_when_every_victim_is_needed() -> None:
+    """n1 runs two 2-GPU pods of priority 10, n2 one: the 4-GPU pod of priority 100 runs
+    once n2's pod is evicted (the planner's cheapest plan: one victim), and not without
+    it; the nodes change (+1 node like n1) comes after it."""
+    cluster = model(
+        node("n1").gpu(4).obj(),
+        node("n2").gpu(4).obj(),
+        *[pod(f"low-{c}").requests(gpu=2).priority(10).on(at).obj()
+          for c, at in (("a", "n1"), ("b", "n1"), ("c", "n2"))],
+        pod("high").requests(gpu=4).priority(100).obj(),
+    )  # fmt: skip
+    found = _changes(cluster, "default/high")
+    assert found[0] == Change(
+        "preemption",
+        "evict 1 pod(s) of default/low-c on n2 (gangplan schedule --preempt)",
+        1,
+        "default/high",
+    )
+    assert [c.kind for c in found] == ["preemption", "nodes"]
+    without = cluster.model_copy(
+        update={"pods": tuple(p for p in cluster.pods if p.name != "low-c")}
+    )
+    assert _runs_alone(without, "default/high") and not _runs_alone(cluster, "default/high")
+
+
+def test_no_eviction_is_offered_against_equal_priority() -> None:
+    cluster = model(
+        node("n1").gpu(4).obj(),
+        pod("peer").requests(gpu=2).on("n1").obj(),
+        pod("high").requests(gpu=4).obj(),
+    )
+    assert "preemption" not in [c.kind for c in _changes(cluster, "default/high")]
+
+
+def _runs_alone(cluster: ClusterModel, key: str) -> bool:
+    snapshot = snapshot_of(cluster)
+    own = [snapshot.pending[key]]
+    d = schedule(snapshot, workload=Workload.of(snapshot, pods=own), workers=1)
+    return d.gang_placed(key)
