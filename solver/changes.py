@@ -11,6 +11,9 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
                 gang refused at enqueue, the smallest raise on one queue of its path
     nodes       +k nodes like the eligible node (or the best domain's node) with the most
                 room, with the same labels and taints, empty
+    cards       the gang's pods accept one more GPU card type (`volcano.sh/card.name`,
+                Volcano's capacity-card): the first of the cluster's other card types, most
+                cards first, with which it runs
     min-member  the gang runs with minMember m (the largest m below its own that runs)
     topology    the gang runs with PreferGather instead of MustGather (Koordinator)
     moves       the fewest running pods of their own moved elsewhere (`solver.defrag`'s
@@ -38,7 +41,15 @@ from typing import Any
 from solver.config import SchedulerConf
 from solver.decision import Certificate, Decision
 from solver.defrag import DefragGoal, defragment, moves_delta
-from solver.model import GPU_MILLI, GPU_RESOURCE, KAI_RESOURCES, KAI_UNLIMITED, Node, Queue
+from solver.model import (
+    CARD_NAME,
+    GPU_MILLI,
+    GPU_RESOURCE,
+    KAI_RESOURCES,
+    KAI_UNLIMITED,
+    Node,
+    Queue,
+)
 from solver.quantity import format_quantity
 from solver.schedule import schedule, solve
 from solver.snapshot import Delta, Snapshot, Workload
@@ -127,14 +138,15 @@ def changes(
     try:
         if runs(Delta(), verified=True):
             return []
-        for make in (_quota, _enqueue, _nodes, _min_member, _topology, moves, evictions):
+        for make in (_quota, _enqueue, _nodes, _cards, _min_member, _topology, moves, evictions):
             sized = make(snapshot, gang, certificate, runs)
             # sized on unverified answers; reported only once verified
             if sized is not None and runs(sized[1], verified=True):
                 found.append(sized[0])
     except OutOfTime:
         pass
-    order = {"quota": 0, "moves": 1, "preemption": 2, "nodes": 3, "min-member": 4, "topology": 5}
+    order = {"quota": 0, "moves": 1, "preemption": 2, "nodes": 3, "cards": 4, "min-member": 5,
+             "topology": 6}  # fmt: skip
     return sorted(found, key=lambda c: order[c.kind])
 
 
@@ -323,6 +335,28 @@ def _node_in(snapshot: Snapshot, domain: str) -> Node | None:
 def _clone(node: Node, name: str) -> Node:
     labels = {**node.labels, **({HOST: name} if HOST in node.labels else {})}
     return node.model_copy(update={"name": name, "labels": labels})
+
+
+def _cards(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+    """One more card type the gang's pods accept (all of them name the same cards now)."""
+    pods = [p for p in snapshot.pending.values() if (p.gang or p.key) == gang]
+    named = {p.annotations.get(CARD_NAME) for p in pods}
+    if len(named) != 1 or None in named:
+        return None
+    (text,) = named
+    assert text is not None
+    listed = {c.strip() for c in text.split("|")}
+    total = snapshot.nodes.cards.total
+    for card in sorted((c for c in total if c not in listed), key=lambda c: (-total[c], c)):
+        wider = f"{text}|{card}"
+        delta = Delta(upsert_pods=tuple(
+            p.model_copy(update={"annotations": {**p.annotations, CARD_NAME: wider}}) for p in pods
+        ))  # fmt: skip
+        if runs(delta):
+            change = Change("cards", f"card {card} as an alternative ({CARD_NAME}: {wider})",
+                            1, gang, dimension=card)  # fmt: skip
+            return change, delta
+    return None
 
 
 def _min_member(

@@ -33,6 +33,8 @@ from tests.builders import (
     spine_block_topology,
     volcano_batch_job,
 )
+from tests.features.cards.test_cards import card_job, card_node, card_queue
+from tests.features.cards.test_cards import conf as card_conf
 from tests.test_properties import clusters
 from tests.why.test_properties import rich_clusters
 
@@ -250,3 +252,36 @@ def _runs_alone(cluster: ClusterModel, key: str) -> bool:
     own = [snapshot.pending[key]]
     d = schedule(snapshot, workload=Workload.of(snapshot, pods=own), workers=1)
     return d.gang_placed(key)
+
+
+def test_one_more_card_type_is_offered_with_the_card_quota_it_needs() -> None:
+    """Volcano capacity-card: a100-1 and a100-2 [4 × NVIDIA-A100 each], h100-1 [4 ×
+    NVIDIA-H100]; a job of 6 pods asking `NVIDIA-H100` (1 GPU each) cannot run on the 4
+    H100s; accepting NVIDIA-A100 too it runs (its queue has quota for both)."""
+    cluster = model(
+        card_node("a100-1", "NVIDIA-A100"),
+        card_node("a100-2", "NVIDIA-A100"),
+        card_node("h100-1", "NVIDIA-H100"),
+        card_queue("team-a", {"NVIDIA-A100": 8, "NVIDIA-H100": 8}),
+        *card_job("job", "team-a", 6, "NVIDIA-H100"),
+    )
+    cards = card_conf(cardUnlimitedCpuMemory=True)
+    d = schedule(cluster, cards, workers=1)
+    found = changes(snapshot_of(cluster), cards, "default/job", d.certificates.get("default/job"))
+    assert (
+        Change(
+            "cards",
+            "card NVIDIA-A100 as an alternative (volcano.sh/card.name: NVIDIA-H100|NVIDIA-A100)",
+            1,
+            "default/job",
+            "NVIDIA-A100",
+        )
+        in found
+    )
+    wider = cluster.model_copy(update={"pods": tuple(
+        p.model_copy(update={"annotations": {**p.annotations,
+                                             "volcano.sh/card.name": "NVIDIA-H100|NVIDIA-A100"}})
+        for p in cluster.pods
+    )})  # fmt: skip
+    assert schedule(wider, cards, workers=1).gang_placed("default/job")
+    assert not d.gang_placed("default/job")
