@@ -35,6 +35,18 @@ from tests.builders import (
 )
 from tests.features.cards.test_cards import card_job, card_node, card_queue
 from tests.features.cards.test_cards import conf as card_conf
+from tests.features.topology.kueue.helpers import BLOCK as BLOCK_LABEL
+from tests.features.topology.kueue.helpers import DEFAULT as KUEUE_DEFAULT
+from tests.features.topology.kueue.helpers import (
+    RACK as RACK_LABEL,
+)
+from tests.features.topology.kueue.helpers import (
+    REQUIRED,
+    SLICE_LEVEL,
+    SLICE_SIZE,
+    THREE,
+)
+from tests.features.topology.kueue.helpers import cluster as kueue_cluster
 from tests.test_properties import clusters
 from tests.why.test_properties import rich_clusters
 
@@ -152,7 +164,7 @@ def test_each_change_applied_runs_the_gang_and_one_unit_less_does_not(
         if gang not in cluster.gangs or cluster.gangs[gang].implicit:
             continue
         for change in changes(snapshot_of(cluster), SchedulerConf.default(), gang, cert):
-            if change.kind in ("moves", "preemption"):  # which pods: their own tests below
+            if change.kind in ("moves", "preemption", "cards", "slices"):  # own tests below
                 continue
             assert _runs(_apply(cluster, change, change.size), gang), change
             assert not _runs(_apply(cluster, change, change.size - 1), gang), change
@@ -285,3 +297,15 @@ def test_one_more_card_type_is_offered_with_the_card_quota_it_needs() -> None:
     )})  # fmt: skip
     assert schedule(wider, cards, workers=1).gang_placed("default/job")
     assert not d.gang_placed("default/job")
+
+
+def test_smaller_kueue_slices_are_offered_when_the_larger_ones_do_not_fit() -> None:
+    """Kueue TAS, 4 pods of 1 cpu in one block, in slices by rack (the defaultNodes of
+    tests/features/topology/kueue: b1 holds 4 cpu, 3 in rack r2; b2 holds 3): slices of 4
+    fit no rack, slices of 2 give b1 and b2 one each (two needed in one block), slices of
+    1 run in b1."""
+    slices = {REQUIRED: BLOCK_LABEL, SLICE_LEVEL: RACK_LABEL, SLICE_SIZE: "4"}
+    cluster = kueue_cluster(KUEUE_DEFAULT, THREE, 4, slices)
+    d = schedule(cluster, SchedulerConf.default(), workers=1)
+    found = changes(snapshot_of(cluster), None, "default/job", d.certificates.get("default/job"))
+    assert Change("slices", "slices of 1 pods instead of 4", 3, "default/job") in found

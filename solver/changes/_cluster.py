@@ -1,0 +1,168 @@
+"""Changes to the cluster: a queue's quota, new nodes."""
+
+from __future__ import annotations
+
+from solver.changes._base import HOST, MAX_NODES, Change, Runs, Sized, _smallest
+from solver.decision import Certificate
+from solver.model import (
+    GPU_MILLI,
+    GPU_RESOURCE,
+    KAI_RESOURCES,
+    KAI_UNLIMITED,
+    Node,
+    Queue,
+)
+from solver.quantity import format_quantity
+from solver.snapshot import Delta, Snapshot
+
+
+def _quota(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+    if cert is None or cert.kind != "quota" or not cert.unit:
+        return None
+    queue, _, row = cert.constraint.removeprefix("queue ").partition(" ")
+    dim = cert.unit
+    q = snapshot.queues.get(queue)
+    if q is not None and q.kai is not None:
+        return _kai_quota(q, dim, "quota" if row else "limit", cert, runs)
+    if q is None or dim not in q.capability:
+        return None
+    delta = cert.needed - cert.offered
+
+    def raised(by: int) -> Delta:
+        capability = {**q.capability, dim: q.capability[dim] + by}
+        return Delta(upsert_queues=(q.model_copy(update={"capability": capability}),))
+
+    if delta <= 0 or not runs(raised(delta)) or runs(raised(delta - 1)):
+        return None
+    shown = dim.removeprefix("card:")
+    change = Change(
+        "quota",
+        f"+{format_quantity(dim, delta)} {shown} capability on queue {queue}",
+        delta,
+        queue,
+        dim,
+    )
+    return change, raised(delta)
+
+
+def _kai_quota(q: Queue, dim: str, field: str, cert: Certificate, runs: Runs) -> Sized | None:
+    """A KAI Queue: the smallest raise of its limit (or, for a non-preemptible job, its
+    quota) on the resource short; a quota dimension in milli-GPUs raises GPUs by 1/1000."""
+    assert q.kai is not None
+    resource, per = (GPU_RESOURCE, 1000) if dim == GPU_MILLI else (dim, 1)
+    values: dict[str, float] = getattr(q.kai, field)
+    now = values.get(resource, 0.0)
+    delta = cert.needed - cert.offered
+    if resource not in KAI_RESOURCES or now == KAI_UNLIMITED or delta <= 0:
+        return None
+
+    def raised(by: int) -> Delta:
+        kai = q.kai.model_copy(update={field: {**values, resource: now + by / per}})  # type: ignore[union-attr]
+        return Delta(upsert_queues=(q.model_copy(update={"kai": kai}),))
+
+    if not runs(raised(delta)) or runs(raised(delta - 1)):
+        return None
+    text = f"+{format_quantity(dim, delta)} {resource} {field} on KAI queue {q.name}"
+    return Change("quota", text, delta, q.name, dim), raised(delta)
+
+
+def _enqueue(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+    """A gang refused at enqueue: the smallest raise of one capability on one queue of its
+    path (leaf first), else on every queue of the path that limits it, that lets it in and
+    run; searched up to what the gang requests of it."""
+    g = snapshot.gangs.get(gang)
+    if cert is None or cert.kind != "blocked" or cert.constraint != "enqueue" or g is None:
+        return None
+    asked = dict(g.min_resources) or _requests(snapshot, gang)
+    path: list[str] = []
+    name = g.queue
+    while name and name in snapshot.queues and name not in path and len(path) < 64:
+        path.append(name)
+        name = snapshot.queues[name].parent
+    for dim in sorted(d for d in asked if asked[d] > 0):
+        limiting = [q for q in path if dim in snapshot.queues[q].capability]
+        choices = [[q] for q in limiting] + ([limiting] if len(limiting) > 1 else [])
+        for queues in choices:
+            found = _raise(snapshot, queues, dim, asked[dim], runs)
+            if found is not None:
+                return found
+    return None
+
+
+def _raise(snapshot: Snapshot, queues: list[str], dim: str, top: int, runs: Runs) -> Sized | None:
+    """The smallest raise of `dim` on all of `queues` (at most `top`) after which it runs."""
+
+    def raised(by: int) -> Delta:
+        return Delta(
+            upsert_queues=tuple(
+                q.model_copy(update={"capability": {**q.capability, dim: q.capability[dim] + by}})
+                for q in (snapshot.queues[name] for name in queues)
+            )
+        )
+
+    if not runs(raised(top)):
+        return None
+    by = _smallest(lambda x: runs(raised(x)), top)
+    if by is None:
+        return None
+    where = f"queue {queues[0]}" if len(queues) == 1 else f"queues {', '.join(queues)}"
+    text = f"+{format_quantity(dim, by)} {dim} capability on {where} (to enter it)"
+    return Change("quota", text, by, ",".join(queues), dim), raised(by)
+
+
+def _requests(snapshot: Snapshot, gang: str) -> dict[str, int]:
+    """What the gang's pending pods request together."""
+    total: dict[str, int] = {}
+    for pod in snapshot.pending.values():
+        if pod.gang == gang:
+            for resource, value in pod.requests.items():
+                total[resource] = total.get(resource, 0) + value
+    return total
+
+
+def _nodes(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+    if cert is None or cert.kind not in ("capacity", "pods", "domain") or not cert.places:
+        return None
+    if cert.kind == "domain":
+        like = _node_in(snapshot, cert.places[0][0])
+    else:
+        like = snapshot.nodes.by_name.get(cert.places[0][0])
+    if like is None:
+        return None
+
+    def more(k: int) -> Delta:
+        return Delta(upsert_nodes=tuple(_clone(like, f"{like.name}-new-{i}") for i in range(k)))
+
+    # more nodes than pending pods cannot be what it takes: each new node holds one at least
+    group = _group(snapshot, gang)
+    pending = sum(1 for p in snapshot.pending.values() if p.gang in group)
+    top = max(1, min(MAX_NODES, pending))
+    k = _smallest(lambda k: runs(more(k)), top, _fewest_nodes(cert, like))
+    if k is None:
+        return None
+    where = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
+    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k, like.name), more(k)
+
+
+def _fewest_nodes(cert: Certificate, like: Node) -> int:
+    """A lower bound on the nodes to add: the certificate's resource short, over what one
+    empty copy offers of it (each copy is eligible where `like` is, in its domain)."""
+    per = like.allocatable.get(cert.unit, 0) if cert.unit else 0
+    short = cert.needed - cert.offered
+    return max(1, -(-short // per)) if per > 0 and short > 0 else 1
+
+
+def _group(snapshot: Snapshot, gang: str) -> set[str]:
+    g = snapshot.gangs.get(gang)
+    return {gang, *(g.groups if g is not None else ())}
+
+
+def _node_in(snapshot: Snapshot, domain: str) -> Node | None:
+    """The node of the named domain (a label value) with the most allocatable."""
+    inside = [n for n in snapshot.nodes.nodes if domain in n.labels.values()]
+    return max(inside, key=lambda n: sorted(n.allocatable.items()), default=None)
+
+
+def _clone(node: Node, name: str) -> Node:
+    labels = {**node.labels, **({HOST: name} if HOST in node.labels else {})}
+    return node.model_copy(update={"name": name, "labels": labels})
