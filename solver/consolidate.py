@@ -31,7 +31,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from solver.config import SchedulerConf
-from solver.decision import Decision, GroupOutcome, Move, Placement
+from solver.decision import Decision, GroupOutcome, Move
 from solver.defrag import DefragGoal, defragment, moves_delta
 from solver.model import KAI_NON_PREEMPTIBLE_PRIORITY
 from solver.schedule import LOG, schedule
@@ -146,7 +146,7 @@ def consolidate(
         return replace(decision, notes=(*decision.notes, note))
     here = _as_answered(snapshot, decision, workload)
     moves: list[Move] = []
-    placed: dict[str, dict[str, Placement]] = {}
+    placed: dict[str, Decision] = {}
     notes: list[str] = []
     for gang in left_out:
         left = time_limit - (time.perf_counter() - started)
@@ -169,7 +169,8 @@ def consolidate(
         here = here.apply(moves_delta(here, rows))
         here = here.apply(Delta(bindings=tuple(plan.placement.items())))
         moves.extend(plan.moves)
-        placed[gang] = dict(plan.placed)
+        assert plan.decision is not None  # a plan with moves has the gang's answer
+        placed[gang] = plan.decision
         notes.append(f"gang {gang} placed after moving {len(plan.moves)} running pod(s) "
                      "(consolidation)")  # fmt: skip
     if not moves:
@@ -210,13 +211,20 @@ def _as_answered(snapshot: Snapshot, decision: Decision, workload: Workload) -> 
 def _with_moves(
     decision: Decision,
     moves: tuple[Move, ...],
-    placed: dict[str, dict[str, Placement]],
+    placed: dict[str, Decision],
     notes: list[str],
     seconds: float,
 ) -> Decision:
+    """`decision` with each gang's answer on the moved cluster (`placed`) merged in: its
+    pods' placements as the scheduler gave them (node, card, devices, annotations) and its
+    Kueue TopologyAssignments."""
     placements = dict(decision.placements)
-    for pods in placed.values():
-        placements.update(pods)  # the scheduler's own: node, card, devices, annotations
+    assignments = list(decision.topology_assignments)
+    for gang, answer in placed.items():
+        for key, p in answer.placements.items():
+            if key in placements and p.node is not None:
+                placements[key] = p
+        assignments += [a for a in answer.topology_assignments if a.podgroup == gang]
     podgroups = {
         gid: (GroupOutcome(o.enqueued, True, "") if gid in placed else o)
         for gid, o in decision.podgroups.items()
@@ -227,6 +235,7 @@ def _with_moves(
         placements=placements,
         podgroups=podgroups,
         certificates=certificates,
+        topology_assignments=tuple(assignments),
         moves=moves,
         status="HEURISTIC",  # the engine's proof was of the cluster without moves
         bound=None,

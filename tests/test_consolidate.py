@@ -30,8 +30,10 @@ from solver.decision import Move
 from solver.model import ClusterModel
 from solver.snapshot import Workload
 from tests.builders import model, node, pod, podgroup
+from tests.features.topology.kueue.helpers import RACK, REQUIRED, THREE, nodes_of, topology
 
 CONF = SchedulerConf.default()
+KUEUE_GROUP = "scheduling.x-k8s.io/pod-group"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -342,3 +344,25 @@ def test_a_gang_with_a_required_rack_gets_room_inside_one_rack() -> None:
     racks = {n.name: n.labels.get("cloud.com/topology-rack") for n in cluster.nodes}
     assert len({racks[node] for node in d.placed.values()}) == 1
     assert set(d.placed.values()) <= {m.source for m in d.moves}
+
+
+def test_a_kueue_pod_set_gets_its_topology_assignment_after_the_moves() -> None:
+    """Kueue TAS: a pod set of two 2-cpu pods required in one rack; each node of both racks
+    (2 cpu) runs a 1-cpu pod. Two moves empty rack r1, and the answer carries the pod set's
+    TopologyAssignment there (a Kueue front end admits the Workload with it)."""
+    nodes = nodes_of(["b1/r1/x1:2", "b1/r1/x2:2", "b1/r2/x3:2", "b1/r2/x4:2"])
+    running = [
+        pod(f"run-{i}").requests(cpu="1").priority(10).on(f"b1-r{1 + i // 2}-x{i + 1}").obj()
+        for i in range(4)
+    ]
+    job = [podgroup("job", 2)] + [
+        pod(f"job-{i}").requests(cpu="2").label(KUEUE_GROUP, "job").annotate(REQUIRED, RACK)
+        .priority(50).obj()
+        for i in range(2)
+    ]  # fmt: skip
+    d = _moving(model(*nodes, *topology(THREE), *running, *job))
+    assert len(d.moves) == 2 and d.gang_placed("default/job")
+    (assignment,) = d.topology_assignments
+    assert assignment.podgroup == "default/job"
+    assert sum(count for _, count in assignment.domains) == 2
+    assert {d.placed[f"default/job-{i}"] for i in range(2)} == {m.source for m in d.moves}

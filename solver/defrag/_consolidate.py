@@ -14,7 +14,7 @@ import threading
 import time
 
 from solver.config import SchedulerConf
-from solver.decision import Decision, Placement
+from solver.decision import Decision
 from solver.defrag._cpsat import cpsat_choice
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput, defrag_input
@@ -47,25 +47,23 @@ def room_plan(
     def answer(
         choice: Choice,
         status: str,
-        placed: dict[str, Placement],
+        placed: Decision | None,
         *notes: str,
         bound: float | None = None,
     ) -> DefragPlan:
         plan = plan_of(inp, choice, engine=engine if choice.moves else "greedy", status=status,
                        bound=bound, seconds=time.perf_counter() - started, notes=notes)  # fmt: skip
-        placement = {k: str(p.node) for k, p in placed.items()}
-        return DefragPlan(**{**plan.__dict__, "placement": placement, "placed": placed})
+        placement = _placement(placed, workload) if placed is not None else {}
+        return DefragPlan(**{**plan.__dict__, "placement": placement, "decision": placed})
 
     def left() -> float:
         return max(0.05, time_limit - (time.perf_counter() - started))
 
     now = schedule(snapshot, conf, workload=workload, engine="greedy", time_limit=left())
     if now.gang_placed(gang):
-        return answer(
-            nothing, "OPTIMAL", _placement(now, workload), f"gang {gang} fits without moves"
-        )
+        return answer(nothing, "OPTIMAL", now, f"gang {gang} fits without moves")
     if engine == "greedy":
-        return answer(nothing, "HEURISTIC", {}, f"gang {gang} does not fit as the cluster is; "
+        return answer(nothing, "HEURISTIC", None, f"gang {gang} does not fit as the cluster is; "
                       "--engine cpsat plans the moves that make room")  # fmt: skip
     arrivals = GangArrivals(problem, gang, inp.axis)
     found = cpsat_choice(inp, nothing, time_limit=left() * 0.8, workers=workers, seed=seed,
@@ -73,21 +71,21 @@ def room_plan(
     choice = found[0] if found is not None else None
     if found is None or choice is None:
         why = "proven" if found is not None and found[1] == "INFEASIBLE" else "found in time"
-        return answer(nothing, "HEURISTIC", {}, *arrivals.notes,
+        return answer(nothing, "HEURISTIC", None, *arrivals.notes,
                       f"no moves of at most {goal.max_pods} pod(s) make room for gang {gang} ({why})")  # fmt: skip
     status, bound = found[1], found[2]
     checked = _checked(inp, snapshot, choice)
     if checked is not None:
-        return answer(nothing, "HEURISTIC", {}, f"the moves failed their check ({checked}): none")
+        return answer(nothing, "HEURISTIC", None, f"the moves failed their check ({checked}): none")
     rows = {int(inp.pod_rows[p]): snapshot.nodes.names[n] for p, n in choice.moves}
     after = moved_snapshot(snapshot, rows)
     placed = schedule(after, conf, workload=gang_workload(after, gang), engine="auto",
                       time_limit=left(), workers=workers, seed=seed)  # fmt: skip
     if not placed.gang_placed(gang):
         reason = placed.podgroups[gang].reason if gang in placed.podgroups else "not placed"
-        return answer(nothing, "HEURISTIC", {}, *arrivals.notes,
+        return answer(nothing, "HEURISTIC", None, *arrivals.notes,
                       f"after the moves gang {gang} still does not place ({reason}): none")  # fmt: skip
-    return answer(choice, status, _placement(placed, workload), *arrivals.notes, bound=bound)
+    return answer(choice, status, placed, *arrivals.notes, bound=bound)
 
 
 def _checked(inp: DefragInput, snapshot: Snapshot, choice: Choice) -> str | None:
@@ -98,11 +96,10 @@ def _checked(inp: DefragInput, snapshot: Snapshot, choice: Choice) -> str | None
     return problems[0] if problems else None
 
 
-def _placement(decision: Decision, workload: Workload) -> dict[str, Placement]:
-    """The scheduler's placement of the gang's pods (with their devices and annotations)."""
+def _placement(decision: Decision, workload: Workload) -> dict[str, str]:
     out = {}
     for pod in workload.pods:
         found = decision.placements.get(pod.key)
         if found is not None and found.node is not None:
-            out[pod.key] = found
+            out[pod.key] = found.node
     return out

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.decision import Move, Placement
+from solver.decision import Decision, Move
 from solver.defrag._goal import DefragGoal
 from solver.defrag._input import DefragInput
 
@@ -57,8 +57,8 @@ class DefragPlan:
     solve_seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
     placement: Mapping[str, str] = field(default_factory=dict)  # room for a gang: pod -> node
-    placed: Mapping[str, Placement] = field(default_factory=dict)  # ... and the scheduler's
-    #   whole placement of each (devices, annotations)
+    decision: Decision | None = None  # ... and the scheduler's answer for the gang on the
+    #   cluster the moves leave (its devices, annotations, Kueue assignment)
 
     @property
     def pods_moved(self) -> int:
