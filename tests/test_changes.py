@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from solver import SchedulerConf, load_manifests, schedule, snapshot_of, verify
@@ -309,3 +309,76 @@ def test_smaller_kueue_slices_are_offered_when_the_larger_ones_do_not_fit() -> N
     d = schedule(cluster, SchedulerConf.default(), workers=1)
     found = changes(snapshot_of(cluster), None, "default/job", d.certificates.get("default/job"))
     assert Change("slices", "slices of 1 pods instead of 4", 3, "default/job") in found
+
+
+@st.composite
+def busy_clusters(draw: st.DrawFn) -> ClusterModel:
+    """GPU nodes full of running pods of low and high priority, and one pending gang of
+    high priority: preemption changes appear often."""
+    objects: list[Any] = []
+    nodes = draw(st.integers(1, 4))
+    for i in range(nodes):
+        objects.append(node(f"n{i}").cpu("32").gpu(4).obj())
+        used = 0
+        for r in range(draw(st.integers(0, 4))):
+            want = draw(st.integers(1, 2))
+            if used + want > 4:
+                break
+            used += want
+            prio = draw(st.sampled_from([0, 10, 200]))
+            objects.append(pod(f"r{i}-{r}").requests(gpu=want).priority(prio).on(f"n{i}").obj())
+    size = draw(st.integers(1, 3))
+    objects.append(podgroup("g", size))
+    objects += [
+        pod(f"g-{i}").requests(gpu=draw(st.integers(1, 4))).priority(100).group("g").obj()
+        for i in range(size)
+    ]
+    return model(*objects)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_clusters())
+def test_a_preemption_change_runs_the_gang_and_spares_no_victim_it_could(
+    cluster: ClusterModel,
+) -> None:
+    d = schedule(cluster, SchedulerConf.default(), engine="greedy", workers=1)
+    cert = d.certificates.get("default/g")
+    if cert is None:
+        return
+    for change in changes(snapshot_of(cluster), None, "default/g", cert):
+        if change.kind != "preemption":
+            continue
+        snapshot = snapshot_of(cluster)
+        victims = _victims_of(snapshot, change)
+        priority = {p.key: p.priority for p in cluster.pods}
+        assert all(priority[v] < 100 for v in victims), victims
+        gone = cluster.model_copy(
+            update={"pods": tuple(p for p in cluster.pods if p.key not in victims)}
+        )
+        assert _runs(gone, "default/g")
+        for spared in victims:
+            kept = cluster.model_copy(update={"pods": tuple(
+                p for p in cluster.pods if p.key not in victims or p.key == spared
+            )})  # fmt: skip
+            assert not _runs(kept, "default/g"), spared
+
+
+def _victims_of(snapshot: Any, change: Change) -> set[str]:
+    """The victims a preemption change names, found again by the planner it quotes."""
+    d = schedule(snapshot, SchedulerConf.default(), workers=1, preempt=True,
+                 workload=Workload.of(snapshot, gang_ids=["default/g"]))  # fmt: skip
+    victims = {v.pod for v in d.victims}
+    assert len(victims) == change.size
+    return victims
+
+
+def test_the_busy_clusters_do_give_preemption_changes() -> None:
+    """The property above is not vacuous: hypothesis finds busy clusters with the change."""
+
+    def offered(cluster: ClusterModel) -> bool:
+        d = schedule(cluster, SchedulerConf.default(), engine="greedy", workers=1)
+        found = changes(snapshot_of(cluster), None, "default/g", d.certificates.get("default/g"))
+        return any(c.kind == "preemption" for c in found)
+
+    quick = settings(max_examples=100, deadline=None, phases=[Phase.generate])
+    assert offered(find(busy_clusters(), offered, settings=quick))

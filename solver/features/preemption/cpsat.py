@@ -159,7 +159,7 @@ def cpsat_plan(
     if ours >= (hint.cost, plan_lost(pre, hint.victims), len(hint.victims)):
         return None
     nominated = {
-        t: [n for n in nodes for _ in range(int(solver.value(x[t, n]))) if (t, n) in x]
+        t: [n for n in nodes if (t, n) in x for _ in range(int(solver.value(x[t, n])))]
         for t in types
     }
     return PreemptionPlan(u, victims, nominated, new_cost, "cpsat")

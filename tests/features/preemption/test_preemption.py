@@ -348,3 +348,25 @@ def test_preemption_decisions_verify_and_cpsat_is_never_costlier(cluster: Cluste
 @settings(max_examples=400)
 def test_preemption_decisions_verify_long(cluster: ClusterModel) -> None:
     _check(cluster)
+
+
+def test_cpsat_nominates_only_on_nodes_its_model_has_for_a_type() -> None:
+    """Found by the preemption-change property (tests/test_changes.py): the CP-SAT plan read
+    a type's count on every node before skipping the nodes its model left out for that type
+    (KeyError, the call failed). n0 empty, n1 three 1-GPU pods (priority 0, 10 and 200), n2
+    one 2-GPU pod (priority 10); a gang of a 4-GPU and a 3-GPU pod at priority 100."""
+    cluster = model(
+        *[node(f"n{i}").cpu("32").gpu(4).obj() for i in range(3)],
+        pod("r1-0").requests(gpu=1).priority(0).on("n1").obj(),
+        pod("r1-1").requests(gpu=1).priority(10).on("n1").obj(),
+        pod("r1-2").requests(gpu=1).priority(200).on("n1").obj(),
+        pod("r2-0").requests(gpu=2).priority(10).on("n2").obj(),
+        podgroup("g", 2),
+        pod("g-0").requests(gpu=4).priority(100).group("g").obj(),
+        pod("g-1").requests(gpu=3).priority(100).group("g").obj(),
+    )
+    for engine in ("auto", "cpsat"):
+        d = schedule(cluster, SchedulerConf.default(), engine=engine, workers=1, preempt=True)
+        nominated = {k: p.nominated for k, p in d.placements.items() if p.nominated}
+        assert sorted(nominated.values()) == ["n0", "n2"] or d.placed, (engine, d.placements)
+        assert not d.stats.get("verify_fallback")
