@@ -344,17 +344,20 @@ class Client:
         scheduler_conf: str = "",
         now: datetime | None = None,
         default_runtime: float = 0.0,
+        node_types: Sequence[spb.PlanNodeType] = (),
         timeout: float | None = None,
     ) -> spb.WhyResponse:
         """Why `gang` (`namespace/name`; a pod's key for a pod alone) waits: its certificate,
         the smallest checked changes that would let it run and when it will start (from the
         running pods' `gangplan.io/expected-end` annotations, counted from `now`;
-        `default_runtime` seconds for pods without one)."""
+        `default_runtime` seconds for pods without one; `node_types`: what may be bought,
+        which the `nodes` change then buys)."""
         request = spb.WhyRequest(
             gang=gang,
             job=job or pb.Job(),
             options=self._options(engine, scheduler_conf, 0, 0),
             default_runtime_seconds=default_runtime,
+            node_types=node_types,
             **self._source(snapshot, cluster, expected_generation),
         )
         if now is not None:

@@ -30,6 +30,7 @@ from solver.consolidate import consolidation_wanted, schedule_moving
 from solver.engines import ENGINES
 from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
+from solver.plan import load_catalog
 from solver.schedule import AFTER_ENGINE_PER_POD, snapshot_of
 from solver.snapshot import Workload
 from solver.start import estimate, parse_duration, parse_time, running_ends
@@ -249,6 +250,14 @@ def why_cmd(
             "priority class (default: the conf's expectedRuntime.default, else they run on).",
         ),
     ] = None,
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog",
+            help="Node-type catalogue (as for `gangplan plan`): the nodes change is then the "
+            "cheapest number of one type that lets the gang run.",
+        ),
+    ] = None,
 ) -> None:
     """Why a gang (or a pod's gang) waits: its certificate — the constraint that binds and
     the numbers that prove it —, the counted reason, and the smallest changes that would
@@ -258,6 +267,7 @@ def why_cmd(
     try:
         load_conf(config)
         at, runtime = _clock(now, default_runtime)
+        bought = load_catalog(catalog) if catalog is not None else None
         if (gang is None) == (pod is None):
             raise InputError("name the gang with --gang NS/NAME or a pod with --pod NS/NAME")
         cluster = observed_at(model_of(files, kubeconfig, context), now)
@@ -272,7 +282,9 @@ def why_cmd(
         conf = load_conf(config)
         snapshot = snapshot_of(cluster)
         cert = decision.certificates.get(gang_id)
-        found = changes(snapshot, conf, gang_id, cert, time_limit=min(time_limit, 2.0))
+        found = changes(
+            snapshot, conf, gang_id, cert, time_limit=min(time_limit, 2.0), catalog=bought
+        )
         data["changes"] = [c.to_dict() for c in found]
         ends, unknown = running_ends(snapshot, runtime, conf.runtimes)
         found_start = estimate(snapshot, conf, gang_id, at, ends, unknown)

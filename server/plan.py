@@ -10,6 +10,7 @@ request's (`node_types[0].max_count`) in an INVALID_ARGUMENT.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from gangplan.v1 import placement_service_pb2 as spb
@@ -17,6 +18,7 @@ from server.model import model_of
 from solver.codec import ConvertError
 from solver.errors import FieldError, InputError
 from solver.plan import (
+    Catalog,
     PlanOptions,
     PlanResult,
     Workload,
@@ -29,12 +31,30 @@ from solver.plan import (
 )
 from solver.snapshot import Snapshot
 
-__all__ = ["plan_capacity", "plan_to_proto"]
+__all__ = ["catalog_of", "plan_capacity", "plan_to_proto"]
 
 
 def _catalog(request: spb.PlanCapacityRequest) -> dict[str, Any]:
+    data = _types(request.node_types)
+    if request.card_quota:
+        data["cardQuota"] = dict(request.card_quota)
+    if request.HasField("budget"):
+        data["budget"] = request.budget
+    return data
+
+
+def catalog_of(node_types: Iterable[spb.PlanNodeType]) -> Catalog:
+    """A request's node types as a catalogue (checked by the planner's own reader; a bad
+    field is a ConvertError naming the request's path)."""
+    try:
+        return catalog_from_dict(_types(node_types), "request")
+    except FieldError as err:
+        raise ConvertError([(_request_path(err.field), err.reason)]) from None
+
+
+def _types(node_types: Iterable[spb.PlanNodeType]) -> dict[str, Any]:
     types = []
-    for t in request.node_types:
+    for t in node_types:
         entry: dict[str, Any] = {
             "name": t.name,
             "cost": t.cost,
@@ -49,12 +69,7 @@ def _catalog(request: spb.PlanCapacityRequest) -> dict[str, Any]:
         if t.labels:
             entry["labels"] = dict(t.labels)
         types.append(entry)
-    data: dict[str, Any] = {"nodeTypes": types}
-    if request.card_quota:
-        data["cardQuota"] = dict(request.card_quota)
-    if request.HasField("budget"):
-        data["budget"] = request.budget
-    return data
+    return {"nodeTypes": types}
 
 
 _PROTO_NAMES = {

@@ -41,7 +41,7 @@ from gangplan.v1 import placement_service_pb2 as spb
 from gangplan.v1 import placement_service_pb2_grpc as spb_grpc
 from server.drain import Drain
 from server.metrics import Metrics
-from server.plan import plan_capacity
+from server.plan import catalog_of, plan_capacity
 from server.settings import Settings
 from server.status import Abort, check_id, check_search_options, conf_from_text_cached, guard
 from server.store import (
@@ -256,7 +256,8 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
             message = "required: the gang as namespace/name (a pod's key for a pod alone)"
             raise Abort(grpc.StatusCode.INVALID_ARGUMENT, message, [("gang", message)])
         started = time.perf_counter()
-        clock(request)  # a bad `now` or runtime is refused before any work
+        clock(request)  # a bad `now`, runtime or catalogue is refused before any work
+        catalog = catalog_of(request.node_types) if request.node_types else None
         answer = self._solve(request, context)
         snapshot, _ = self._cluster(request)
         if (
@@ -273,7 +274,13 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         ) or self.default_conf
         with self._stoppable(context) as stop:
             _, response = why_answer(
-                snapshot, request, answer.decision, conf, started + max(0.05, budget), stop
+                snapshot,
+                request,
+                answer.decision,
+                conf,
+                started + max(0.05, budget),
+                stop,
+                catalog=catalog,
             )
         response.decision.CopyFrom(self._decision(answer))
         response.generation = answer.generation

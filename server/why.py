@@ -23,6 +23,7 @@ from solver.changes import changes
 from solver.codec import ConvertError, certificate_to_proto, job_from_proto
 from solver.config import SchedulerConf
 from solver.decision import Decision
+from solver.plan import Catalog
 from solver.snapshot import Delta, Snapshot
 from solver.start import MAX_RUNTIME, estimate, running_ends
 
@@ -59,8 +60,11 @@ def why_answer(
     conf: SchedulerConf,
     deadline: float,
     stop: threading.Event | None = None,
+    *,
+    catalog: Catalog | None = None,
 ) -> tuple[bool, spb.WhyResponse]:
-    """(placed, the response without its Decision and generation) for `request.gang`."""
+    """(placed, the response without its Decision and generation) for `request.gang`;
+    `catalog`: the request's node types (`catalog_of`), which the `nodes` change buys."""
     gang = request.gang
     placed = decision.gang_placed(gang)
     response = spb.WhyResponse(placed=placed)
@@ -71,7 +75,7 @@ def why_answer(
         response.certificate.CopyFrom(certificate_to_proto(cert))
     base = _with_job(snapshot, request.job)
     half = time.perf_counter() + (deadline - time.perf_counter()) / 2
-    for change in changes(base, conf, gang, cert, deadline=half, stop=stop):
+    for change in changes(base, conf, gang, cert, deadline=half, stop=stop, catalog=catalog):
         response.changes.append(
             spb.Change(
                 kind=change.kind,

@@ -19,6 +19,7 @@ from solver.changes import SPEC, Change, changes
 from solver.defrag import DefragGoal, defragment, moves_delta
 from solver.kube import load_objects
 from solver.model import ClusterModel
+from solver.plan import catalog_from_dict
 from solver.snapshot import Workload
 from tests.builders import (
     BLOCK,
@@ -382,3 +383,36 @@ def test_the_busy_clusters_do_give_preemption_changes() -> None:
 
     quick = settings(max_examples=100, deadline=None, phases=[Phase.generate])
     assert offered(find(busy_clusters(), offered, settings=quick))
+
+
+def test_a_catalogue_buys_the_cheapest_nodes_that_run_the_gang() -> None:
+    """The 16 × 1 GPU gang of the first test (11 GPUs free): from a catalogue of a 4-GPU
+    type at 10 and an 8-GPU type at 15, one 8-GPU node (15) is cheaper than two 4-GPU
+    nodes (20); each new node has its type's allocatable and labels."""
+    cluster = model(
+        node("n1").gpu(4).obj(),
+        node("n2").gpu(4).obj(),
+        node("n3").gpu(3).obj(),
+        *_gang("train", 16, 16, gpu=1),
+    )
+    catalog = catalog_from_dict(
+        {"nodeTypes": [
+            {"name": "gpu4", "cost": 10, "allocatable": {"cpu": "8", "nvidia.com/gpu": 4}},
+            {"name": "gpu8", "cost": 15, "allocatable": {"cpu": "8", "nvidia.com/gpu": 8},
+             "labels": {"pool": "big"}},
+        ]},
+        "catalog",
+    )  # fmt: skip
+    d = schedule(cluster, SchedulerConf.default(), workers=1)
+    found = changes(snapshot_of(cluster), None, "default/train", d.certificates["default/train"],
+                    catalog=catalog)  # fmt: skip
+    nodes = [c for c in found if c.kind == "nodes"]
+    assert nodes == [Change("nodes", "+1 gpu8 node(s) (cost 15)", 1, "gpu8")]
+    cheap = catalog_from_dict(
+        {"nodeTypes": [{"name": "gpu4", "cost": 1, "allocatable": {"nvidia.com/gpu": 4}}]}, "c"
+    )
+    found = changes(snapshot_of(cluster), None, "default/train", d.certificates["default/train"],
+                    catalog=cheap)  # fmt: skip
+    assert [c for c in found if c.kind == "nodes"] == [
+        Change("nodes", "+2 gpu4 node(s) (cost 2)", 2, "gpu4")
+    ]

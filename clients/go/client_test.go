@@ -232,6 +232,27 @@ func TestPlaceJobConsolidatesByMovingAPod(t *testing.T) {
 	}
 }
 
+func TestWhyBuysTheCheapestNodeType(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	answer, err := c.Why(ctx, &pb.WhyRequest{
+		ClusterSource: &pb.WhyRequest_Cluster{Cluster: &pb.Cluster{Nodes: []*pb.Node{gpuNode("k0")}}},
+		Job:           gangJob("wide", 3, 4),
+		Gang:          "default/wide",
+		NodeTypes: []*pb.PlanNodeType{
+			{Name: "gpu4", Cost: 10, Allocatable: map[string]int64{"cpu": 32000, "nvidia.com/gpu": 4}},
+			{Name: "gpu8", Cost: 15, Allocatable: map[string]int64{"cpu": 32000, "nvidia.com/gpu": 8}},
+		},
+	})
+	if err != nil {
+		t.Fatalf("Why: %v", err)
+	}
+	for _, change := range answer.GetChanges() {
+		if change.GetKind() == "nodes" && change.GetChange() != "+1 gpu8 node(s) (cost 15)" {
+			t.Fatalf("Why: the nodes change: %v", change)
+		}
+	}
+}
+
 func TestDefragmentFreesTheEmptiestNode(t *testing.T) {
 	c, ctx := dial(t, token), context.Background()
 	busy, light := gpuNode("d0"), gpuNode("d1")

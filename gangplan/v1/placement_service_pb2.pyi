@@ -1130,6 +1130,7 @@ class WhyRequest(_message.Message):
     GANG_FIELD_NUMBER: _builtins.int
     NOW_FIELD_NUMBER: _builtins.int
     DEFAULT_RUNTIME_SECONDS_FIELD_NUMBER: _builtins.int
+    NODE_TYPES_FIELD_NUMBER: _builtins.int
     gang: _builtins.str
     """The gang asked about (`namespace/name`; a pod's key for a pod without a PodGroup)."""
     default_runtime_seconds: _builtins.float
@@ -1158,6 +1159,12 @@ class WhyRequest(_message.Message):
     def now(self) -> _timestamp_pb2.Timestamp:
         """The time the start estimate counts from; unset: the server's clock."""
 
+    @_builtins.property
+    def node_types(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlanNodeType]:
+        """Node types that may be bought (as PlanCapacity's): the `nodes` change is then the
+        cheapest number of one of them that lets the gang run; empty: copies of its best node.
+        """
+
     def __init__(
         self,
         *,
@@ -1168,10 +1175,11 @@ class WhyRequest(_message.Message):
         gang: _builtins.str = ...,
         now: _timestamp_pb2.Timestamp | None = ...,
         default_runtime_seconds: _builtins.float = ...,
+        node_types: _abc.Iterable[Global___PlanNodeType] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "job", b"job", "now", b"now", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "default_runtime_seconds", b"default_runtime_seconds", "gang", b"gang", "job", b"job", "now", b"now", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "cluster_source", b"cluster_source", "default_runtime_seconds", b"default_runtime_seconds", "gang", b"gang", "job", b"job", "node_types", b"node_types", "now", b"now", "options", b"options", "snapshot", b"snapshot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_cluster_source: _TypeAlias = _typing.Literal["snapshot", "cluster"]  # noqa: Y015
     _WhichOneofArgType_cluster_source: _TypeAlias = _typing.Literal["cluster_source", b"cluster_source"]  # noqa: Y015

@@ -10,7 +10,9 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
     quota       +X of a dimension on the queue that sets the limit (its capability); for a
                 gang refused at enqueue, the smallest raise on one queue of its path
     nodes       +k nodes like the eligible node (or the best domain's node) with the most
-                room, with the same labels and taints, empty
+                room, with the same labels and taints, empty; with a catalogue (`gangplan
+                plan --catalog`), the cheapest +k of one of its node types instead, where
+                that node stands
     cards       the gang's pods accept one more GPU card type (`volcano.sh/card.name`,
                 Volcano's capacity-card): the first of the cluster's other card types, most
                 cards first, with which it runs
@@ -47,11 +49,12 @@ from solver.changes._base import (
     Sized,
     _runs,
 )
-from solver.changes._cluster import _enqueue, _nodes, _quota
+from solver.changes._cluster import _catalog_nodes, _enqueue, _nodes, _quota
 from solver.changes._job import _cards, _min_member, _slices, _topology
 from solver.changes._room import _MOVES_SECONDS, _evictions, _moves, _moves_may_help
 from solver.config import SchedulerConf
 from solver.decision import Certificate
+from solver.plan import Catalog
 from solver.snapshot import Delta, Snapshot
 
 __all__ = [
@@ -74,12 +77,13 @@ def changes(
     time_limit: float = 2.0,
     deadline: float | None = None,
     stop: threading.Event | None = None,
+    catalog: Catalog | None = None,
 ) -> list[Change]:
     """The checked changes that let `gang` (its pending pods in `snapshot`) run alone,
     smallest first (none when it runs). `time_limit` bounds each check; past `deadline` (a
     `time.perf_counter()` instant) the kinds not yet sized are left out (a change is never
     reported unchecked); `stop` being set (the caller has gone) ends the search the same
-    way."""
+    way. `catalog`: the node types that may be bought (the `nodes` change buys from it)."""
     conf = conf or SchedulerConf.default()
 
     def left() -> float:
@@ -106,11 +110,16 @@ def changes(
             return None  # evicting frees room; it changes no filter and lifts no gate
         return _evictions(snap, gang, conf, left(), runs)
 
+    def nodes(snap: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
+        if catalog is None or not catalog.types:
+            return _nodes(snap, gang, cert, runs)
+        return _catalog_nodes(snap, gang, cert, runs, catalog)
+
     found: list[Change] = []
     try:
         if runs(Delta(), verified=True):
             return []
-        kinds = (_quota, _enqueue, _nodes, _cards, _slices, _min_member, _topology, moves,
+        kinds = (_quota, _enqueue, nodes, _cards, _slices, _min_member, _topology, moves,
                  evictions)  # fmt: skip
         for make in kinds:
             sized = make(snapshot, gang, certificate, runs)

@@ -12,8 +12,12 @@ from solver.model import (
     Node,
     Queue,
 )
+from solver.plan import Catalog, NodeType
 from solver.quantity import format_quantity
 from solver.snapshot import Delta, Snapshot
+
+MIB = 2**20  # the planner's memory unit (MiB) in bytes
+KUBELET_MAX_PODS = 110  # the kubelet's default maxPods
 
 
 def _quota(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
@@ -121,13 +125,8 @@ def _requests(snapshot: Snapshot, gang: str) -> dict[str, int]:
 
 
 def _nodes(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
-    if cert is None or cert.kind not in ("capacity", "pods", "domain") or not cert.places:
-        return None
-    if cert.kind == "domain":
-        like = _node_in(snapshot, cert.places[0][0])
-    else:
-        like = snapshot.nodes.by_name.get(cert.places[0][0])
-    if like is None:
+    like = _like(snapshot, cert)
+    if like is None or cert is None:
         return None
 
     def more(k: int) -> Delta:
@@ -142,6 +141,66 @@ def _nodes(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) 
         return None
     where = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
     return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k, like.name), more(k)
+
+
+def _catalog_nodes(
+    snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs, catalog: Catalog
+) -> Sized | None:
+    """The cheapest nodes of a catalogue type that let the gang run (`gangplan plan
+    --catalog`): per type the fewest that run (in whole blocks of `nodesPerBlock`, at most
+    `maxCount`), the cheapest of those. A new node has its type's allocatable and labels,
+    and where it stands (the hostname, zone, topology labels) as the node `nodes` copies."""
+    like = _like(snapshot, cert)
+    if like is None or cert is None:
+        return None
+    where = set(snapshot.where_labels())
+    place = {k: v for k, v in like.labels.items() if k in where}
+    pending = sum(1 for p in snapshot.pending.values() if p.gang in _group(snapshot, gang))
+    best: tuple[float, int, str, Delta] | None = None
+    for nt in catalog.types:
+        step = nt.nodes_per_block or 1
+        most = min(MAX_NODES, nt.max_count if nt.max_count is not None else MAX_NODES)
+        top = min(most // step, -(-max(1, pending) // step))
+        if top < 1:
+            continue
+
+        def more(blocks: int, nt: NodeType = nt, step: int = step) -> Delta:
+            return Delta(upsert_nodes=tuple(
+                _of_type(nt, f"{nt.name}-new-{i}", place) for i in range(blocks * step)
+            ))  # fmt: skip
+
+        blocks = _smallest(lambda b: runs(more(b)), top)
+        if blocks is None:
+            continue
+        k = blocks * step
+        found = (k * nt.cost, k, nt.name, more(blocks))
+        if best is None or found[:3] < best[:3]:
+            best = found
+    if best is None:
+        return None
+    cost, k, name, delta = best
+    at = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
+    return Change("nodes", f"+{k} {name} node(s){at} (cost {cost:g})", k, name), delta
+
+
+def _of_type(nt: NodeType, name: str, place: dict[str, str]) -> Node:
+    """An empty node of a catalogue type (model units: memory back to bytes)."""
+    allocatable = {r: v * MIB if r == "memory" else v for r, v in nt.allocatable}
+    allocatable.setdefault("pods", KUBELET_MAX_PODS)  # a catalogue may leave it out
+    if nt.gpus:
+        allocatable[GPU_RESOURCE] = nt.gpus
+    labels = {**place, **dict(nt.labels), **({HOST: name} if HOST in place else {})}
+    return Node(name=name, labels=labels, allocatable=allocatable)
+
+
+def _like(snapshot: Snapshot, cert: Certificate | None) -> Node | None:
+    """The node a nodes change copies: the best domain's roomiest, or the roomiest
+    eligible one; None for a certificate more nodes cannot answer."""
+    if cert is None or cert.kind not in ("capacity", "pods", "domain") or not cert.places:
+        return None
+    if cert.kind == "domain":
+        return _node_in(snapshot, cert.places[0][0])
+    return snapshot.nodes.by_name.get(cert.places[0][0])
 
 
 def _fewest_nodes(cert: Certificate, like: Node) -> int:

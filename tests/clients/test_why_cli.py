@@ -157,3 +157,20 @@ def test_why_reads_a_priority_class_runtime_from_the_conf(tmp_path: Path) -> Non
     assert json.loads(out.stdout)["start"]["at"] == "2026-11-28T20:00:00+00:00"
     out = runner.invoke(app, [*flags, "-o", "json"])
     assert json.loads(out.stdout)["start"]["at"] is None
+
+
+def test_why_buys_from_a_catalogue() -> None:
+    """`--catalog`: the nodes change is the cheapest number of one catalogue type (two
+    l4x4 nodes at 3.40 for the 16-GPU gang short of 5 GPUs), not copies of its best node."""
+    catalog = str(ROOT / "examples" / "plan" / "catalog.yaml")
+    out = runner.invoke(
+        app,
+        ["why", "-f", EXAMPLE, "--gang", "default/train-big", "--catalog", catalog, "-o", "json"],
+    )
+    assert out.exit_code == 0, out.output
+    nodes = [c for c in json.loads(out.stdout)["changes"] if c["kind"] == "nodes"]
+    assert nodes == [{"kind": "nodes", "change": "+2 l4x4 node(s) (cost 6.8)", "size": 2,
+                      "target": "l4x4", "dimension": ""}]  # fmt: skip
+    bad = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "default/train-big", "--catalog",
+                              str(ROOT / "examples" / "plan" / "workload.yaml")])  # fmt: skip
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

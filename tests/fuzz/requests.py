@@ -471,6 +471,7 @@ def base_why() -> spb.WhyRequest:
         options=spb.SolveOptions(engine="greedy"),
         gang="default/g",
         default_runtime_seconds=3600.0,
+        node_types=base_plan().node_types,
     )
     request.now.seconds = 1_800_000_000
     return request
@@ -568,9 +569,16 @@ DOORS = [
             *OPTION_INTS,
             ("now", "seconds"),
             ("now", "nanos"),
+            ("node_types", 0, "max_count"),
+            ("node_types", 0, "allocatable", "cpu"),
         ],
-        [("gang",), *_under(("cluster",), CLUSTER_STRS), *_under(("job",), JOB_STRS)],
-        [("default_runtime_seconds",)],
+        [
+            ("gang",),
+            ("node_types", 0, "name"),
+            *_under(("cluster",), CLUSTER_STRS),
+            *_under(("job",), JOB_STRS),
+        ],
+        [("default_runtime_seconds",), ("node_types", 0, "cost")],
     ),
 ]
 

@@ -166,3 +166,23 @@ def test_a_bad_clock_is_invalid_argument_naming_the_field(
             stub.Why(request, timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert field in (err.value.details() or "")
+
+
+def test_why_buys_the_cheapest_node_type_of_the_request(start: Any) -> None:
+    types = [
+        spb.PlanNodeType(name="gpu4", cost=10, allocatable={"cpu": 32_000, "nvidia.com/gpu": 4}),
+        spb.PlanNodeType(name="gpu8", cost=15, allocatable={"cpu": 32_000, "nvidia.com/gpu": 8}),
+    ]
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.why(
+            "default/train", gang_job("train", 5, gpus=4), cluster=small_cluster(), node_types=types
+        )
+        bad = [spb.PlanNodeType(name="x", cost=-1, allocatable={"cpu": 1})]
+        with pytest.raises(ClientError) as err:
+            client.why("default/train", gang_job("train", 5, gpus=4), cluster=small_cluster(),
+                       node_types=bad)  # fmt: skip
+    nodes = [(c.change, c.size, c.target) for c in answer.changes if c.kind == "nodes"]
+    assert nodes == [("+1 gpu8 node(s) (cost 15)", 1, "gpu8")]
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in err.value.violations] == ["node_types[0].cost"]

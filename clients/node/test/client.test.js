@@ -94,6 +94,20 @@ test('PlaceJob consolidates by moving a running pod', async () => {
   assert.deepEqual(answer.decision.moves.map((m) => [m.pod, m.from_node, m.to_node]), [['default/run-0', 'c0', 'c1']]);
 });
 
+test('Why buys the cheapest node type of the request', async () => {
+  const answer = await client.why({
+    cluster: { nodes: [gpuNode('k0')] },
+    job: job('wide', 3, 4),
+    gang: 'default/wide',
+    node_types: [
+      { name: 'gpu4', cost: 10, allocatable: { cpu: '32000', 'nvidia.com/gpu': '4' } },
+      { name: 'gpu8', cost: 15, allocatable: { cpu: '32000', 'nvidia.com/gpu': '8' } },
+    ],
+  });
+  const nodes = answer.changes.filter((c) => c.kind === 'nodes').map((c) => c.change);
+  assert.deepEqual(nodes, ['+1 gpu8 node(s) (cost 15)']);
+});
+
 test('Defragment frees the emptiest node, proven', async () => {
   const running = ['n0', 'n0', 'n0', 'n1'].map((node, i) => ({
     namespace: 'default', name: `run-${i}`, node_name: node,
