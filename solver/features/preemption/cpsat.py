@@ -186,15 +186,14 @@ def _one_domain(
                 y[d] = model.new_bool_var(f"y[{k},{d}]")
             model.add(var <= required[t] * y[d])
         model.add_at_most_one(list(y.values()))
-        if rule.slices is not None:  # a multiple of the slice size in every slice domain
-            slice_of, size = rule.slices
-            groups: dict[int, list[cp_model.IntVar]] = {}
+        for layer, (slice_of, size) in enumerate(rule.slices):  # every layer's domains hold
+            groups: dict[int, list[cp_model.IntVar]] = {}  # a multiple of its slice size
             for (t, n), var in x.items():
                 if t in ruled and slice_of[n] >= 0:
                     groups.setdefault(int(slice_of[n]), []).append(var)
             most = max((required[t] for t in ruled if t in required), default=0) // size
             for e, members in groups.items():
-                whole = model.new_int_var(0, most, f"slices[{k},{e}]")
+                whole = model.new_int_var(0, most, f"slices[{k},{layer},{e}]")
                 model.add(cp_model.LinearExpr.sum(members) == size * whole)
 
 

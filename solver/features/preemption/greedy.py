@@ -238,10 +238,23 @@ def rule_nodes(
 ) -> IntArray:
     """`cheapest_nodes` among `nodes` (one domain of the rule), in whole slices when the rule
     has them: slice domains in (their nodes' summed cost ↑, index) order, each taking as
-    many whole slices as its room holds, until `count` pods have nodes."""
-    if rule.slices is None:
+    many whole slices as its room holds, until `count` pods have nodes; with several layers,
+    each slice of a layer made of whole slices of the next."""
+    return _in_slices(problem, t, count, room, node_cost, nodes, rule.slices)
+
+
+def _in_slices(
+    problem: Problem,
+    t: int,
+    count: int,
+    room: IntArray,
+    node_cost: IntArray,
+    nodes: IntArray,
+    layers: tuple[tuple[IntArray, int], ...],
+) -> IntArray:
+    if not layers:
         return cheapest_nodes(problem, t, count, room, node_cost, nodes)
-    slice_of, size = rule.slices
+    (slice_of, size), inner = layers[0], layers[1:]
     inside = slice_of[nodes]
     nodes, inside = nodes[inside >= 0], inside[inside >= 0]
     values, at = np.unique(inside, return_inverse=True)
@@ -250,8 +263,8 @@ def rule_nodes(
     left = count
     for k in np.lexsort((values, cost)).tolist():
         members = nodes[at == k]
-        fits = cheapest_nodes(problem, t, left, room, node_cost, members)
-        take = (fits.size // size) * size
+        fits = _in_slices(problem, t, left, room, node_cost, members, inner)
+        take = (fits.size // size) * size  # whole inner slices too: their sizes divide it
         if take:
             chosen.append(fits[:take])
             np.subtract.at(room, fits[:take], problem.type_demand[t])

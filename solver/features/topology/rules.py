@@ -17,9 +17,10 @@ plans rule after rule, and nested ones one outer domain at a time; defragmentati
 which takes them together) reads these rules instead of the dialects (Koordinator's gather, which also counts offer slots
 and podCountMultiple, keeps its own planner there). A Kueue pod set with slices
 (`podset-slice-required-topology` + `podset-slice-size`) adds them to its rule: in every
-domain of the slice level, a multiple of the slice size of its pods. What a rule cannot
-say is refused in words: multi-layer slices, slices beside a leader or without a required
-level, and a HyperNode `subGroupPolicy` whose job needs fewer pods than it has pending
+domain of the slice level, a multiple of the slice size of its pods; with multi-layer
+slices (`podset-slice-required-topology-constraints`), the same on every layer's level with
+its size, outermost first. What a rule cannot say is refused in words: slices beside a
+leader or without a required level, and a HyperNode `subGroupPolicy` whose job needs fewer pods than it has pending
 (sub-groups of `subGroupSize` placed whole or not at all); when it needs them all, each
 sub-group with a tier of its own is a rule inside the job's.
 """
@@ -46,8 +47,9 @@ class DomainRule:
     names: tuple[str, ...]  # [D] each domain's name
     rule: str  # the rule in its dialect's words, e.g. "one HyperNode within its tier"
     whole: bool = False  # every pod of `types` (a Kueue pod set is admitted whole)
-    slices: tuple[IntArray, int] | None = None  # ([N] the node's slice domain, slice size):
-    #   in every slice domain, a multiple of the size of the rule's pods (Kueue slices)
+    slices: tuple[tuple[IntArray, int], ...] = ()  # per layer, outermost first: ([N] the
+    #   node's slice domain, slice size): in every slice domain, a multiple of the size of
+    #   the rule's pods (Kueue slices; each size divides the one before it)
 
 
 def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
@@ -83,13 +85,14 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
     for ps in block.kueue(u) or ():
         req = ps.request
         sliced = req.slice_size != 1
-        if sliced and (req.layers or ps.leader is not None or len(ps.types) != 1):
-            return f"Kueue pod set {ps.name}: multi-layer slices, or slices beside a leader"
+        if sliced and (ps.leader is not None or len(ps.types) != 1):
+            return f"Kueue pod set {ps.name}: slices beside a leader"
         if sliced and not req.required:
             return f"Kueue pod set {ps.name}: topology slices without a required level"
         if not req.required:
             continue
-        slices = (ps.tree.node_domain(req.slice_level), req.slice_size) if sliced else None
+        layers = req.layers or ((req.slice_level, req.slice_size),)
+        slices = tuple((ps.tree.node_domain(lv), k) for lv, k in layers) if sliced else ()
         names = tuple("/".join(path) for path in ps.tree.paths[req.level])
         level = ps.tree.levels[req.level]
         rules.append(

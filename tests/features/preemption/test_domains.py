@@ -35,6 +35,7 @@ from tests.features.topology.kueue.helpers import topology as kueue_topology
 RACK = "cloud.com/topology-rack"
 BLOCK = "cloud.com/topology-block"
 HOST = "kubernetes.io/hostname"
+LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 NODES = ("r1-a", "r1-b", "r2-a", "r2-b")
 Objects = list[dict[str, Any]]
 
@@ -564,3 +565,73 @@ def test_two_kai_sub_groups_each_free_a_rack_of_their_own(engine: str) -> None:
     }
     assert by_leaf in ({"a": {"r1"}, "b": {"r2"}}, {"a": {"r2"}, "b": {"r1"}}), by_leaf
     assert len(d.victims) == 8
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_kueue_multi_layer_slices_free_one_rack_in_whole_host_slices(engine: str) -> None:
+    #   block b1:  rack r1: r1-0 [2 GPU: p1 p1]  r1-1 [2 GPU: p2 p2]
+    #              rack r2: r2-0 [2 GPU: p1 p1]  r2-1 [2 GPU: p3 p3]
+    # 4 pods of 1 GPU inside the block, in layers: rack slices of 4, host slices of 2.
+    # Unconstrained, the cheapest room is r1-0 and r2-0 (two racks); the layers need one
+    # whole rack, and r1 (p1, p1, p2, p2) is cheaper than r2 (p1, p1, p3, p3). Refused in
+    # words before the layers were a rule of their own.
+    objects = [
+        *racked_nodes([2, 2], 2),
+        *(
+            pod(f"low-{n}-{i}", "batch").requests(cpu="1", gpu=1).priority(p).on(n).obj()
+            for n, p in (("r1-0", 1), ("r1-1", 2), ("r2-0", 1), ("r2-1", 3))
+            for i in range(2)
+        ),
+        *kueue_topology((BLOCK, RACK, HOST)),
+        podgroup("job", 4),
+        *[
+            pod(f"job-{i}")
+            .requests(cpu="1", gpu=1)
+            .priority(1000)
+            .label("scheduling.x-k8s.io/pod-group", "job")
+            .annotate(REQUIRED, BLOCK)
+            .annotate(LAYERS, json.dumps([{"topology": RACK, "size": 4}, {"topology": HOST, "size": 2}]))
+            .obj()
+            for i in range(4)
+        ],
+    ]  # fmt: skip
+    d = run(objects, engine)
+    per_node = sorted(
+        p.nominated or "" for k, p in d.placements.items() if k.startswith("default/job")
+    )
+    assert per_node == ["r1-0", "r1-0", "r1-1", "r1-1"], d.podgroups["default/job"].reason
+    assert victims(d) == ["low-r1-0-0", "low-r1-0-1", "low-r1-1-0", "low-r1-1-1"]
+    assert not d.stats.get("verify_fallback")
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_kueue_host_slices_inside_rack_slices_split_two_and_two(engine: str) -> None:
+    #   block b1:  rack r1: r1-0 [3 GPU: p1 p1 p1]  r1-1 [3 GPU: p2 p2 p2]
+    # 4 pods in one rack slice of 4 made of host slices of 2: the three cheap pods of r1-0
+    # and one of r1-1 would be 3 + 1; the host layer asks 2 + 2.
+    objects = [
+        *racked_nodes([2], 3),
+        *(
+            pod(f"low-{n}-{i}", "batch").requests(cpu="1", gpu=1).priority(p).on(n).obj()
+            for n, p in (("r1-0", 1), ("r1-1", 2))
+            for i in range(3)
+        ),
+        *kueue_topology((BLOCK, RACK, HOST)),
+        podgroup("job", 4),
+        *[
+            pod(f"job-{i}")
+            .requests(cpu="1", gpu=1)
+            .priority(1000)
+            .label("scheduling.x-k8s.io/pod-group", "job")
+            .annotate(REQUIRED, BLOCK)
+            .annotate(LAYERS, json.dumps([{"topology": RACK, "size": 4}, {"topology": HOST, "size": 2}]))
+            .obj()
+            for i in range(4)
+        ],
+    ]  # fmt: skip
+    d = run(objects, engine)
+    per_node = sorted(
+        p.nominated or "" for k, p in d.placements.items() if k.startswith("default/job")
+    )
+    assert per_node == ["r1-0", "r1-0", "r1-1", "r1-1"], d.podgroups["default/job"].reason
+    assert len(d.victims) == 4 and not d.stats.get("verify_fallback")
