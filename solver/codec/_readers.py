@@ -168,7 +168,8 @@ class RunningPodReader:
 
 class PendingPodReader:
     """Reads the pending pods of one request. A gang's members usually differ only in name,
-    so each distinct rest of the message is converted once and copied under each name."""
+    and the gangs of a job in the gang they name, so each distinct rest of the message is
+    converted once and copied under each name and gang (a gang id is checked each time)."""
 
     def __init__(self) -> None:
         self._templates: dict[bytes, Pod] = {}
@@ -179,9 +180,10 @@ class PendingPodReader:
         probe = self._probe
         probe.CopyFrom(msg)
         probe.ClearField("name")
+        probe.ClearField("gang")
         rest = probe.SerializeToString(deterministic=True)
         template = self._templates.get(rest)
-        if template is not None and msg.name:
+        if template is not None and msg.name and (not msg.gang or msg.gang.count("/") == 1):
             ns = template.namespace
             return template.replaced(name=msg.name, gang=msg.gang or f"{ns}/{msg.name}")
         clean = not out.items

@@ -174,6 +174,27 @@ def test_a_bad_replica_is_reported_at_every_pod() -> None:
     assert [f for f, _ in err.value.violations] == [f"cluster.pods[{i}].gang" for i in range(3)]
 
 
+def test_gangs_of_one_shape_share_a_template_and_keep_their_own_gang() -> None:
+    """Pods that differ only in name and gang (a job of many gangs) are read once and
+    copied under each name and gang; a bad gang id after a good one is still reported."""
+    gangs = [pb.Gang(namespace="ml", name=f"g{g}", min_member=2) for g in range(3)]
+    pods = [
+        pb.Pod(namespace="ml", name=f"g{g}-{i}", gang=f"ml/g{g}", requests={"cpu": 1000})
+        for g in range(3)
+        for i in range(2)
+    ]
+    pending = snapshot_from_proto(pb.Cluster(gangs=gangs, pods=pods), "cluster", SCHEMA).pending
+    assert sorted((p.key, p.gang) for p in pending.values()) == [
+        (f"ml/g{g}-{i}", f"ml/g{g}") for g in range(3) for i in range(2)
+    ]
+    bad = pb.Pod(namespace="ml", name="x", gang="no-slash", requests={"cpu": 1000})
+    with pytest.raises(ConvertError) as err:
+        snapshot_from_proto(pb.Cluster(gangs=gangs, pods=[*pods, bad]), "cluster", SCHEMA)
+    assert err.value.violations == [
+        ("cluster.pods[6].gang", "must be a gang id `namespace/name`, got 'no-slash'")
+    ]
+
+
 def test_workload_api_gang_fields_travel_and_are_checked() -> None:
     good = pb.Cluster(
         gangs=[
