@@ -7,7 +7,10 @@ import numpy as np
 
 from solver.problem._problem import FloatArray, IntArray, Problem
 
-__all__ = ["FillMemo", "slots_of"]
+__all__ = ["MAX_SHAPES", "FillMemo", "slots_of"]
+
+MAX_SHAPES = 16
+"""The most pod shapes one greedy run keeps slots and scores for."""
 
 
 def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = None) -> IntArray:
@@ -34,13 +37,15 @@ class FillMemo:
     the nodes their predecessors used, not O(nodes × resources) each. A shape is kept from
     its second fill on, so a call with one gang of a shape pays nothing extra. Any change
     to `free` (fills, rollbacks, a feature's own step) is found by comparing rows, so the
-    memo never needs to be told.
+    memo never needs to be told. At most `MAX_SHAPES` shapes are kept (each holds a copy of
+    `free`: ~0.5 MB at 10,000 nodes), the first seen twice; the others are filled afresh.
     """
 
     def __init__(self, problem: Problem, free: IntArray) -> None:
         self.problem = problem
         self.free = free
         self._shapes: dict[tuple[int, int, bytes], _Shape | None] = {}
+        self._kept = 0
 
     def rows(self, t: int, free: IntArray) -> tuple[IntArray, FloatArray] | None:
         """([N] slots, [N] scores) of type t now; None when not memoised (yet)."""
@@ -57,6 +62,9 @@ class FillMemo:
             return None
         entry = self._shapes[key]
         if entry is None:
+            if self._kept >= MAX_SHAPES:
+                return None  # bounded memory: a call of many shapes fills them afresh
+            self._kept += 1
             seen = free.copy()
             slots = slots_of(problem, t, free)
             score = problem.node_scores(t, problem.capacity - free)

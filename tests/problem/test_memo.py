@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from solver import SchedulerConf, compile_problem, snapshot_of
 from solver.model import ClusterModel
 from solver.problem import FillMemo, fill
+from solver.problem._memo import MAX_SHAPES
 from tests.builders import model, node, pod, podgroup
 from tests.test_properties import CONFS, clusters
 
@@ -63,3 +64,22 @@ def test_gangs_of_one_shape_share_one_memo_entry() -> None:
     assert len(memo._shapes) == 1 and memo._shapes.popitem()[1] is not None
     # binpack: each gang goes to the fullest node with room, so the nodes fill in order
     assert nodes == [[0, 0]] * 4 + [[1, 1]] * 4 + [[2, 2]] * 4
+
+
+def test_the_memo_keeps_at_most_max_shapes_and_fills_the_rest_afresh() -> None:
+    """Memory stays bounded: a call of many distinct shapes (each filled twice) keeps
+    `MAX_SHAPES` of them; the fills of the others are the fresh ones, and all agree."""
+    objects = [node(f"n{i}").cpu("64").obj() for i in range(4)]
+    for g in range(MAX_SHAPES + 4):
+        objects.append(podgroup(f"g{g}", 1))
+        objects.append(pod(f"g{g}-0").requests(cpu=f"{100 + g}m").group(f"g{g}").obj())
+    problem = compile_problem(snapshot_of(model(*objects)), SchedulerConf.default())
+    fresh, kept = problem.free.copy(), problem.free.copy()
+    memo = FillMemo(problem, kept)
+    for _ in range(2):
+        for t in range(problem.num_types):
+            assert (
+                fill(problem, t, 1, kept, memo=memo).tolist() == fill(problem, t, 1, fresh).tolist()
+            )
+    assert sum(e is not None for e in memo._shapes.values()) == MAX_SHAPES
+    assert len(memo._shapes) == problem.num_types
