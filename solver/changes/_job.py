@@ -7,10 +7,7 @@ import json
 
 from solver.changes._base import POD_SET, SLICE_SIZE, SPEC, Change, Runs, Sized, _smallest
 from solver.decision import Certificate
-from solver.model import (
-    CARD_NAME,
-    Pod,
-)
+from solver.model import CARD_NAME, Pod
 from solver.snapshot import Delta, Snapshot
 
 
@@ -45,7 +42,7 @@ def _slices(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs)
             by_set.setdefault((p.labels.get(POD_SET, ""), p.annotations[SLICE_SIZE]), []).append(p)
     for (name, text), pods in sorted(by_set.items()):
         k = int(text) if text.isdigit() else 0
-        for size in (s for s in range(k - 1, 0, -1) if len(pods) % s == 0):
+        for size in (s for s in range(min(k - 1, len(pods)), 0, -1) if len(pods) % s == 0):
             delta = Delta(upsert_pods=tuple(
                 p.model_copy(update={"annotations": {**p.annotations, SLICE_SIZE: str(size)}})
                 for p in pods
