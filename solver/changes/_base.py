@@ -58,15 +58,21 @@ Runs = Callable[[Delta], bool]
 Sized = tuple[Change, Delta]
 
 
+def alone(snapshot: Snapshot, gang: str) -> Workload:
+    """The gang alone as a call's workload (a pod without a PodGroup is its own gang)."""
+    pod = snapshot.pending.get(gang)
+    if pod is not None and pod.gang == gang:
+        return Workload.of(snapshot, pods=[pod])
+    return Workload.of(snapshot, gang_ids=[gang])
+
+
 def _runs(
     snapshot: Snapshot, conf: SchedulerConf, gang: str, time_limit: float, verified: bool
 ) -> bool:
-    alone = snapshot.pending.get(gang)
-    own = [alone] if alone is not None and alone.gang == gang else []
-    workload = Workload.of(snapshot, pods=own) if own else Workload.of(snapshot, gang_ids=[gang])
     d: Decision = (schedule if verified else solve)(
-        snapshot, conf, workload=workload, engine="auto", time_limit=time_limit, workers=1
-    )
+        snapshot, conf, workload=alone(snapshot, gang), engine="auto", time_limit=time_limit,
+        workers=1,
+    )  # fmt: skip
     return d.gang_placed(gang)
 
 

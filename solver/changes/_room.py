@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 
-from solver.changes._base import MAX_MOVES, Change, Runs, Sized
+from solver.changes._base import MAX_MOVES, Change, Runs, Sized, alone
 from solver.config import SchedulerConf
 from solver.decision import Certificate
 from solver.defrag import DefragGoal, defragment, moves_delta
 from solver.schedule import schedule
-from solver.snapshot import Delta, Snapshot, Workload
+from solver.snapshot import Delta, Snapshot
 
 
 def _moves_may_help(snapshot: Snapshot, cert: Certificate | None) -> bool:
@@ -56,11 +56,8 @@ def _evictions(
 ) -> Sized | None:
     """The preemption planner's victims for the gang alone (`schedule(preempt=True)`), when
     each of them is needed: with it spared and the others gone, the gang does not run."""
-    alone = snapshot.pending.get(gang)
-    own = [alone] if alone is not None and alone.gang == gang else []
-    workload = Workload.of(snapshot, pods=own) if own else Workload.of(snapshot, gang_ids=[gang])
-    d = schedule(snapshot, conf, workload=workload, engine="auto", time_limit=seconds / 2,
-                 workers=1, preempt=True)  # fmt: skip
+    d = schedule(snapshot, conf, workload=alone(snapshot, gang), engine="auto",
+                 time_limit=seconds / 2, workers=1, preempt=True)  # fmt: skip
     victims = tuple(sorted(v.pod for v in d.victims))
     if not victims or len(victims) > MAX_VICTIMS:
         return None
