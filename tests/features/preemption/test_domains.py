@@ -567,39 +567,41 @@ def test_two_kai_sub_groups_each_free_a_rack_of_their_own(engine: str) -> None:
     assert len(d.victims) == 8
 
 
-@pytest.mark.parametrize("engine", ["greedy", "auto"])
-def test_kueue_multi_layer_slices_free_one_rack_in_whole_host_slices(engine: str) -> None:
-    #   block b1:  rack r1: r1-0 [2 GPU: p1 p1]  r1-1 [2 GPU: p2 p2]
-    #              rack r2: r2-0 [2 GPU: p1 p1]  r2-1 [2 GPU: p3 p3]
-    # 4 pods of 1 GPU inside the block, in layers: rack slices of 4, host slices of 2.
-    # Unconstrained, the cheapest room is r1-0 and r2-0 (two racks); the layers need one
-    # whole rack, and r1 (p1, p1, p2, p2) is cheaper than r2 (p1, p1, p3, p3). Refused in
-    # words before the layers were a rule of their own.
-    objects = [
-        *racked_nodes([2, 2], 2),
+def _layered(racks: list[int], gpus: int, low: dict[str, int]) -> Objects:
+    """Racked nodes with `gpus` 1-GPU pods of priority `low[node]` each, and a Kueue job of
+    4 one-GPU pods inside the block, in rack slices of 4 made of host slices of 2."""
+    layers = json.dumps([{"topology": RACK, "size": 4}, {"topology": HOST, "size": 2}])
+    return [
+        *racked_nodes(racks, gpus),
         *(
             pod(f"low-{n}-{i}", "batch").requests(cpu="1", gpu=1).priority(p).on(n).obj()
-            for n, p in (("r1-0", 1), ("r1-1", 2), ("r2-0", 1), ("r2-1", 3))
-            for i in range(2)
+            for n, p in low.items()
+            for i in range(gpus)
         ),
         *kueue_topology((BLOCK, RACK, HOST)),
         podgroup("job", 4),
         *[
-            pod(f"job-{i}")
-            .requests(cpu="1", gpu=1)
-            .priority(1000)
+            pod(f"job-{i}").requests(cpu="1", gpu=1).priority(1000)
             .label("scheduling.x-k8s.io/pod-group", "job")
-            .annotate(REQUIRED, BLOCK)
-            .annotate(LAYERS, json.dumps([{"topology": RACK, "size": 4}, {"topology": HOST, "size": 2}]))
-            .obj()
+            .annotate(REQUIRED, BLOCK).annotate(LAYERS, layers).obj()
             for i in range(4)
         ],
     ]  # fmt: skip
-    d = run(objects, engine)
-    per_node = sorted(
-        p.nominated or "" for k, p in d.placements.items() if k.startswith("default/job")
-    )
-    assert per_node == ["r1-0", "r1-0", "r1-1", "r1-1"], d.podgroups["default/job"].reason
+
+
+def _per_node(d: Decision) -> list[str]:
+    return sorted(p.nominated or "" for k, p in d.placements.items() if k.startswith("default/job"))
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_kueue_multi_layer_slices_free_one_rack_in_whole_host_slices(engine: str) -> None:
+    #   block b1:  rack r1: r1-0 [2 GPU: p1 p1]  r1-1 [2 GPU: p2 p2]
+    #              rack r2: r2-0 [2 GPU: p1 p1]  r2-1 [2 GPU: p3 p3]
+    # Unconstrained, the cheapest room is r1-0 and r2-0 (two racks); the layers need one
+    # whole rack, and r1 (p1, p1, p2, p2) is cheaper than r2 (p1, p1, p3, p3). Refused in
+    # words before the layers were a rule of their own.
+    d = run(_layered([2, 2], 2, {"r1-0": 1, "r1-1": 2, "r2-0": 1, "r2-1": 3}), engine)
+    assert _per_node(d) == ["r1-0", "r1-0", "r1-1", "r1-1"], d.podgroups["default/job"].reason
     assert victims(d) == ["low-r1-0-0", "low-r1-0-1", "low-r1-1-0", "low-r1-1-1"]
     assert not d.stats.get("verify_fallback")
 
@@ -607,31 +609,7 @@ def test_kueue_multi_layer_slices_free_one_rack_in_whole_host_slices(engine: str
 @pytest.mark.parametrize("engine", ["greedy", "auto"])
 def test_kueue_host_slices_inside_rack_slices_split_two_and_two(engine: str) -> None:
     #   block b1:  rack r1: r1-0 [3 GPU: p1 p1 p1]  r1-1 [3 GPU: p2 p2 p2]
-    # 4 pods in one rack slice of 4 made of host slices of 2: the three cheap pods of r1-0
-    # and one of r1-1 would be 3 + 1; the host layer asks 2 + 2.
-    objects = [
-        *racked_nodes([2], 3),
-        *(
-            pod(f"low-{n}-{i}", "batch").requests(cpu="1", gpu=1).priority(p).on(n).obj()
-            for n, p in (("r1-0", 1), ("r1-1", 2))
-            for i in range(3)
-        ),
-        *kueue_topology((BLOCK, RACK, HOST)),
-        podgroup("job", 4),
-        *[
-            pod(f"job-{i}")
-            .requests(cpu="1", gpu=1)
-            .priority(1000)
-            .label("scheduling.x-k8s.io/pod-group", "job")
-            .annotate(REQUIRED, BLOCK)
-            .annotate(LAYERS, json.dumps([{"topology": RACK, "size": 4}, {"topology": HOST, "size": 2}]))
-            .obj()
-            for i in range(4)
-        ],
-    ]  # fmt: skip
-    d = run(objects, engine)
-    per_node = sorted(
-        p.nominated or "" for k, p in d.placements.items() if k.startswith("default/job")
-    )
-    assert per_node == ["r1-0", "r1-0", "r1-1", "r1-1"], d.podgroups["default/job"].reason
+    # The three cheap pods of r1-0 and one of r1-1 would be 3 + 1; the host layer asks 2 + 2.
+    d = run(_layered([2], 3, {"r1-0": 1, "r1-1": 2}), engine)
+    assert _per_node(d) == ["r1-0", "r1-0", "r1-1", "r1-1"], d.podgroups["default/job"].reason
     assert len(d.victims) == 4 and not d.stats.get("verify_fallback")
