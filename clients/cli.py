@@ -61,6 +61,7 @@ from clients.schedule_cli import (
     Config,
     SchedulerNames,
     model_of,
+    notes,
     schedule_cmd,
     selection_of,
     why_cmd,
@@ -141,6 +142,7 @@ def explain_cmd(
     except GangplanError as err:
         fail(err)
         return
+    notes(tuple(data.get("notes", ())))
     if output is Output.table:
         explain_table(data, Console())
     else:

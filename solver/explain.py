@@ -15,6 +15,7 @@ import numpy as np
 
 from solver.compile import compile_parts
 from solver.config import Plugin, SchedulerConf
+from solver.consolidate import CONSOLIDATION
 from solver.engines.greedy import TRACKERS
 from solver.errors import InputError
 from solver.model import ClusterModel
@@ -92,6 +93,12 @@ def explain(model: ClusterModel, conf: SchedulerConf | None, pod_key: str) -> di
             "total": round(sum(scores.values()), 3),
         }
     placement = decision.placements[pod_key]
+    notes = []
+    if CONSOLIDATION in conf.actions:
+        notes.append(
+            "the conf's consolidation action is not applied here: each node is shown as the "
+            "cluster is (gangplan schedule gives the moves and where the pod goes after them)"
+        )
     return {
         "pod": pod_key,
         "gang": pod.gang,
@@ -99,4 +106,5 @@ def explain(model: ClusterModel, conf: SchedulerConf | None, pod_key: str) -> di
         "card": placement.card,
         "reason": placement.reason,
         "nodes": nodes,
+        **({"notes": notes} if notes else {}),
     }

@@ -4,6 +4,12 @@ feasible, and the reason says it comes from the other pods of the cycle."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from clients.cli import app
 from solver import explain
 from solver.explain import WITH_THE_OTHERS
 from tests.builders import model, node, pod, podgroup
@@ -55,3 +61,20 @@ def test_a_spread_among_the_pods_is_read_against_the_answer() -> None:
     assert placed_zones in ("n1", "n2")
     verdicts = {n: v["feasible"] for n, v in data["nodes"].items()}
     assert verdicts[data["placement"]] is True
+
+
+def test_explain_says_it_does_not_apply_the_confs_consolidation(tmp_path: Any) -> None:
+    """A conf listing KAI's `consolidation` action: explain shows the nodes as they are and
+    says so, instead of dropping the action in silence."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(
+        'actions: "enqueue, allocate, consolidation"\ntiers:\n- plugins:\n  - name: gang\n'
+    )
+    example = str(
+        Path(__file__).resolve().parents[1] / "examples" / "preemption" / "consolidation.yaml"
+    )
+    out = CliRunner().invoke(
+        app, ["explain", "-f", example, "--pod", "waiting", "--config", str(conf)]
+    )
+    assert out.exit_code == 0, out.output
+    assert "note: the conf's consolidation action is not applied here" in out.stderr
