@@ -9,7 +9,9 @@ queues compete (cases 72, 215, 225, 244, 388, 394: the tier in `tiers`, `objecti
 instead of backend's two (fair_share 1000 against 0). Volcano's queue order taken again
 after every job (2026-11-29, `order.resorted_order`) re-recorded case 388 once more: the
 greedy too now gives frontend its job after backend's first (as Volcano's allocate action
-does, pushing backend back with its share grown), and CP-SAT keeps that answer.
+does, pushing backend back with its share grown), and CP-SAT keeps that answer. The
+one-domain rule in its dialect's words (2026-11-29) re-recorded case 342's reasons only
+("one bigPod domain (Godel podGroupAffinity required)").
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
     quota       +X of a dimension on the queue that sets the limit (its capability); for a
                 gang refused at enqueue, the smallest raise on one queue of its path
     nodes       +k nodes like the eligible node (or the best domain's node) with the most
-                room, with the same labels and taints, empty; with a catalogue (`gangplan
+                room — for anti-affinity by hostname one more domain each, for device
+                shares more devices; when no eligible node has room left, the largest
+                node — with the same labels and taints, empty; with a catalogue (`gangplan
                 plan --catalog`), the cheapest +k of one of its node types instead, where
                 that node stands
     cards       the gang's pods accept one more GPU card type (`volcano.sh/card.name`,
@@ -19,7 +21,10 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
     slices      a Kueue pod set in slices of k runs in slices of s (the largest s below k
                 that divides its pods and runs: larger ones were tried and do not)
     min-member  the gang runs with minMember m (the largest m below its own that runs)
-    topology    the gang runs with PreferGather instead of MustGather (Koordinator)
+    topology    the gang runs with its required topology as a preference, in its dialect's
+                words: PreferGather (Koordinator), networkTopology mode soft (Volcano),
+                preferredTopologyLevel (KAI), podGroupAffinity preferred (Godel),
+                podset-preferred-topology (Kueue); without the Workload API's constraint
     moves       the fewest running pods of their own moved elsewhere (`solver.defrag`'s
                 room for a gang, CP-SAT, at most `MAX_MOVES`; offered only when proven
                 fewest, so one move less does not run): consolidation, no eviction
@@ -50,8 +55,9 @@ from solver.changes._base import (
     _runs,
 )
 from solver.changes._cluster import _catalog_nodes, _enqueue, _nodes, _quota
-from solver.changes._job import _cards, _min_member, _slices, _topology
+from solver.changes._job import _cards, _min_member, _slices
 from solver.changes._room import _MOVES_SECONDS, _evictions, _moves, _moves_may_help
+from solver.changes._topology import _topology
 from solver.config import SchedulerConf
 from solver.decision import Certificate
 from solver.plan import Catalog

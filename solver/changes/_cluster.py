@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from solver.changes._base import HOST, MAX_NODES, Change, Runs, Sized, _smallest
 from solver.decision import Certificate
+from solver.features.topology.hypernode.tree import hypernode_tree_of
 from solver.model import (
     GPU_MILLI,
     GPU_RESOURCE,
@@ -195,8 +196,14 @@ def _of_type(nt: NodeType, name: str, place: dict[str, str]) -> Node:
 
 def _like(snapshot: Snapshot, cert: Certificate | None) -> Node | None:
     """The node a nodes change copies: the best domain's roomiest, or the roomiest
-    eligible one; None for a certificate more nodes cannot answer."""
-    if cert is None or cert.kind not in ("capacity", "pods", "domain") or not cert.places:
+    eligible one (when none has room left, the largest node: the check says whether a copy
+    of it serves); None for a certificate more nodes cannot answer."""
+    if cert is None or cert.kind not in ("capacity", "pods", "domain", "anti-affinity", "devices"):
+        return None
+    if not cert.places and cert.kind in ("capacity", "pods"):
+        nodes = snapshot.nodes.nodes
+        return max(nodes, key=lambda n: n.allocatable.get(cert.unit, 0), default=None)  # first
+    if not cert.places:
         return None
     if cert.kind == "domain":
         return _node_in(snapshot, cert.places[0][0])
@@ -208,6 +215,8 @@ def _fewest_nodes(cert: Certificate, like: Node) -> int:
     empty copy offers of it (each copy is eligible where `like` is, in its domain)."""
     per = like.allocatable.get(cert.unit, 0) if cert.unit else 0
     short = cert.needed - cert.offered
+    if cert.kind == "anti-affinity":  # each new node is one more domain of one pod
+        return max(1, short)
     return max(1, -(-short // per)) if per > 0 and short > 0 else 1
 
 
@@ -217,9 +226,26 @@ def _group(snapshot: Snapshot, gang: str) -> set[str]:
 
 
 def _node_in(snapshot: Snapshot, domain: str) -> Node | None:
-    """The node of the named domain (a label value) with the most allocatable."""
-    inside = [n for n in snapshot.nodes.nodes if domain in n.labels.values()]
+    """The node of the named domain with the most allocatable. A domain is named as its
+    dialect names it: a HyperNode (Volcano), `key:value;key:value` (Godel, KAI, the Workload
+    API), values joined by `/` from the top level (Kueue), or one label value (Koordinator)."""
+    topology = snapshot.topology
+    hypernodes = topology.hypernodes if topology is not None else ()
+    if any(h.name == domain for h in hypernodes):
+        tree = hypernode_tree_of(snapshot.nodes, hypernodes)
+        covers = tree.covers[tree.index(domain)]
+        inside = [n for n, ok in zip(snapshot.nodes.nodes, covers.tolist(), strict=True) if ok]
+    else:
+        inside = [n for n in snapshot.nodes.nodes if _names(n, domain)]
     return max(inside, key=lambda n: sorted(n.allocatable.items()), default=None)
+
+
+def _names(node: Node, domain: str) -> bool:
+    pairs = [part.partition(":") for part in domain.split(";") if part]
+    if pairs and all(sep for _, sep, _ in pairs):  # key:value;...
+        return all(node.labels.get(key) == value for key, _, value in pairs)
+    values = set(node.labels.values())
+    return all(part in values for part in domain.split("/"))
 
 
 def _clone(node: Node, name: str) -> Node:

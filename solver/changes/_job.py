@@ -1,11 +1,9 @@
-"""Changes to the job itself: one more card type, smaller Kueue slices, a lower minMember,
-PreferGather."""
+"""Changes to the job itself: one more card type, smaller Kueue slices, a lower minMember
+(its required topology made a preference: `_topology.py`)."""
 
 from __future__ import annotations
 
-import json
-
-from solver.changes._base import POD_SET, SLICE_SIZE, SPEC, Change, Runs, Sized, _smallest
+from solver.changes._base import POD_SET, SLICE_SIZE, Change, Runs, Sized, _smallest
 from solver.decision import Certificate
 from solver.model import CARD_NAME, Pod
 from solver.snapshot import Delta, Snapshot
@@ -71,21 +69,3 @@ def _min_member(
     m = g.min_member - cut
     change = Change("min-member", f"minMember {m} instead of {g.min_member}", cut, gang)
     return change, with_min(m)
-
-
-def _topology(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
-    g = snapshot.gangs.get(gang)
-    if g is None or "MustGather" not in g.annotations.get(SPEC, ""):
-        return None
-    try:
-        spec = json.loads(g.annotations[SPEC])
-    except ValueError:
-        return None
-    for rule in spec.get("gatherStrategy", []):
-        if isinstance(rule, dict) and rule.get("strategy") == "MustGather":
-            rule["strategy"] = "PreferGather"
-    annotations = {**g.annotations, SPEC: json.dumps(spec)}
-    prefer = Delta(upsert_gangs=(g.model_copy(update={"annotations": annotations}),))
-    if not runs(prefer):
-        return None
-    return Change("topology", "PreferGather instead of MustGather", 1, gang), prefer

@@ -239,6 +239,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Certificate]] = {
             True,
             needed=3,
             offered=2,
+            places=(("n1", 3), ("n2", 3)),  # pod slots per node (a new node: one domain more)
         ),
     ),
     #   zone a: na [8 cpu]   zone b: nb [1 cpu]    sp: 4 pods spread by zone, maxSkew 1:

@@ -23,7 +23,8 @@ import numpy as np
 
 from solver.decision import Certificate
 from solver.features.interpod.block import InterPodBlock
-from solver.problem import IntArray, Problem, slots_of
+from solver.model import HOSTNAME as HOST
+from solver.problem import IntArray, Problem, best_places, slots_of
 
 __all__ = ["anti_affinity_bound"]
 
@@ -65,7 +66,14 @@ def anti_affinity_bound(
                 f"({row.text}); its eligible nodes with room give {room}"
                 + (f" ({blocked} more hold a matching pod)" if blocked else "")
             )
-            return Certificate(
-                "anti-affinity", row.text, sentence, True, needed=need, offered=others + room
+            # one domain per node: the nodes with room (a new node would be one more)
+            places = (
+                best_places(problem.node_names, np.where(usable & open_domain[domain], slots, 0))
+                if key == HOST and domains.size
+                else ()
             )
+            return Certificate(
+                "anti-affinity", row.text, sentence, True, needed=need, offered=others + room,
+                places=places,
+            )  # fmt: skip
     return None

@@ -309,11 +309,7 @@ def _block(
     for u, unit_plan in godel.items():
         domain[u] = unit_plan.required
         domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
-        rule[u] = (
-            "one domain of its PodGroup's required topology"
-            if unit_plan.required is not None
-            else ""
-        )
+        rule[u] = unit_plan.rule
     for u, (hypernode_domain, hypernode_names) in hypernode.items():
         domain[u], domain_names[u] = hypernode_domain, hypernode_names
         rule[u] = "one HyperNode within its highestTierAllowed"

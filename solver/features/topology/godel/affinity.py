@@ -66,6 +66,7 @@ class GodelPlan:
     min_request: IntArray  # [3] the unit's minimum request (cpu, memory, gpu) for cut-off
     blocked: str | None = None  # why the unit can never be placed (running pods disagree)
     source: str = "Godel job-level affinity"  # what asked for one domain, for reasons
+    rule: str = ""  # the one-domain rule in its dialect's words, for certificates
     required_rank: IntArray | None = None  # [D] each required domain's place in the order
     #   the greedy tries them at the start of the cycle (0 first; cut-off ones last)
     roomiest_first: bool = False  # inside a NodeGroup, fill its circles last-first (KAI's
@@ -258,6 +259,7 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
         min_request=_min_request(pending, len(running), gang.min_member),
         blocked=blocked,
         source=_source(gang),
+        rule=_rule(gang, affinity.required) if required is not None else "",
         roomiest_first=bool(gang.topology_pack),
     )
     if required is None or pinned or plan.sort_rules is None:
@@ -273,6 +275,17 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
         rank[d] = i
     rank.flags.writeable = False
     return replace(plan, required_rank=rank)
+
+
+def _rule(gang: Gang, keys: tuple[str, ...]) -> str:
+    """The one-domain rule as the dialect that asked for it says it."""
+    if gang.dialect == "scheduling.k8s.io":
+        words = "Workload API schedulingConstraints.topology"
+    elif gang.topology_key:
+        words = "KAI requiredTopologyLevel"
+    else:
+        words = "Godel podGroupAffinity required"
+    return f"one {' + '.join(sorted(set(keys)))} domain ({words})"
 
 
 def _source(gang: Gang) -> str:

@@ -466,7 +466,7 @@ def test_godel_node_selector_filters_nodes_and_required_drops_unlabelled_nodes()
     assert d.placed == {}
     reason = d.podgroups["default/pg"].reason  # the certificate, then Godel's message
     assert reason.startswith(
-        "gang default/pg needs 23 cpu inside one domain of its PodGroup's required topology; "
+        "gang default/pg needs 23 cpu inside one bigPod domain (Godel podGroupAffinity required); "
         "the largest offers 22 (bigPod:bigPodA), the next 8 (bigPod:bigPodB); "
         "gang default/pg: no valid node groups are available"
     ), reason
