@@ -174,3 +174,16 @@ def test_why_buys_from_a_catalogue() -> None:
     bad = runner.invoke(app, ["why", "-f", EXAMPLE, "--gang", "default/train-big", "--catalog",
                               str(ROOT / "examples" / "plan" / "workload.yaml")])  # fmt: skip
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_the_readme_start_example_prints_what_the_readme_says() -> None:
+    """examples/why/start.yaml: the README's `when` line and the example's changes."""
+    start = str(ROOT / "examples" / "why" / "start.yaml")
+    args = ["why", "-f", start, "--gang", "research/train", "--now", "2026-11-28T18:00:00Z"]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    when = next(line for line in out.stdout.splitlines() if line.startswith("when: "))
+    assert when.removeprefix("when: ") in readme, when
+    assert "preemption: evict 2 pod(s) of research/eval-0, research/llm-pretrain-0" in out.stdout
+    assert "nodes: +2 node(s) like gpu-2, empty" in out.stdout
