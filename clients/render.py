@@ -166,7 +166,8 @@ def why_table(data: dict[str, Any], console: Console) -> None:
             )
             console.print(f"  best places ({cert['constraint']}): {best}", soft_wrap=True)
         if cert["rivals"]:
-            console.print(f"  placed ahead of it: {', '.join(cert['rivals'])}", soft_wrap=True)
+            how = "admitted" if cert["constraint"] == "enqueue" else "placed"
+            console.print(f"  {how} ahead of it: {', '.join(cert['rivals'])}", soft_wrap=True)
         rest = data["reason"].removeprefix(cert["sentence"]).removeprefix("; ")
         if rest:
             console.print(f"  counted: {rest}", soft_wrap=True, markup=False)

@@ -28,7 +28,7 @@ from solver.features import FACTS, FEATURES, CompileContext, GangPlan
 from solver.features._base import combine_filters
 from solver.features.gang import plan_gangs
 from solver.model import ClusterModel, Pod
-from solver.problem import FloatArray, IntArray, Problem, Rows
+from solver.problem import FloatArray, IntArray, Problem, Rows, not_enqueued
 from solver.quantity import CPU, MEMORY, PODS
 from solver.snapshot import PodSchema, Snapshot, Workload
 
@@ -194,6 +194,9 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
             gang_requires=plan.requires,
             gang_blocked=_blocked(ctx, plan),
             gang_enqueue_reason=tuple(ctx.not_enqueued.get(g) for g in range(len(plan.gang_ids))),
+            gang_enqueue_ahead=tuple(
+                ctx.enqueued_ahead.get(g, ()) for g in range(len(plan.gang_ids))
+            ),
             unit_ids=plan.unit_ids,
             unit_priority=unit_priority,
             unit_order=np.array(order, dtype=np.int64),
@@ -211,7 +214,7 @@ def _blocked(ctx: CompileContext, plan: GangPlan) -> tuple[str | None, ...]:
     for g, own in enumerate(plan.blocked):
         why = own or ctx.blocked.get(g)
         if why is None and g in ctx.not_enqueued:
-            why = f"not enqueued: {ctx.not_enqueued[g]}"
+            why = not_enqueued(ctx.not_enqueued[g])
         out.append(why)
     return tuple(out)
 

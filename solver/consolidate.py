@@ -193,8 +193,8 @@ def _candidates(decision: Decision, workload: Workload) -> list[str]:
         if not workload.members(gid) or decision.gang_placed(gid):
             continue
         cert = decision.certificates.get(gid)
-        if cert is not None and cert.kind in NOT_HELPED:
-            continue
+        if cert is not None and (cert.kind in NOT_HELPED or cert.constraint == "enqueue"):
+            continue  # a queue's refusal (a rule, or jobs admitted ahead): no move helps
         out.append((-(gang.priority or max((p.priority for p in workload.members(gid)),
                                             default=0)), gid))  # fmt: skip
     return [gid for _, gid in sorted(out)]

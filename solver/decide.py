@@ -9,7 +9,7 @@ import numpy as np
 from solver.decision import Decision, GroupOutcome, Placement, Preemption
 from solver.engines import EngineResult
 from solver.features import FEATURES
-from solver.problem import Problem, evaluate, tier_specs
+from solver.problem import Problem, evaluate, not_enqueued, tier_specs
 from solver.snapshot import Snapshot, Workload
 from solver.why import Certified
 
@@ -73,7 +73,7 @@ def decide(
         rejected = problem.gang_enqueue_reason[g] if problem.gang_enqueue_reason else None
         if rejected is not None:
             podgroups[gid] = GroupOutcome(
-                enqueued=False, placed=False, reason=f"not enqueued: {rejected}"
+                enqueued=False, placed=False, reason=not_enqueued(rejected)
             )
             continue
         if pending == 0:

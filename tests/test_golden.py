@@ -11,7 +11,9 @@ after every job (2026-11-29, `order.resorted_order`) re-recorded case 388 once m
 greedy too now gives frontend its job after backend's first (as Volcano's allocate action
 does, pushing backend back with its share grown), and CP-SAT keeps that answer. The
 one-domain rule in its dialect's words (2026-11-29) re-recorded case 342's reasons only
-("one bigPod domain (Godel podGroupAffinity required)").
+("one bigPod domain (Godel podGroupAffinity required)"). A job refused at enqueue only
+because jobs admitted ahead of it took the room is competition, not blocked (2026-11-29):
+cases 72, 182, 244, 394, 407 and 419 re-recorded, certificates and reasons only.
 """
 
 from __future__ import annotations

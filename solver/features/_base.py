@@ -89,6 +89,8 @@ class CompileContext:
     reason_texts: list[str] = field(default_factory=lambda: [""])
     blocked: dict[int, str] = field(default_factory=dict)  # gang -> why (first wins)
     not_enqueued: dict[int, str] = field(default_factory=dict)  # gang -> which quota said no
+    enqueued_ahead: dict[int, tuple[str, ...]] = field(default_factory=dict)  # gang -> the
+    #   jobs admitted ahead of it this cycle, when without them its queue would take it
     enqueue_gates: list[EnqueueGate] = field(default_factory=list)  # cluster-wide enqueue
     #   rules (`overcommit`) the quota plugin's enqueue walk asks besides its own
     unit_order: list[int] | None = None

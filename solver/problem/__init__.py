@@ -28,6 +28,7 @@ from solver.problem._problem import (
     Problem,
     TierSpec,
     freeze_arrays,
+    not_enqueued,
 )
 from solver.problem._room import (
     PLACES_NAMED,
@@ -69,6 +70,7 @@ __all__ = [
     "fit_report",
     "format_fit_error",
     "freeze_arrays",
+    "not_enqueued",
     "places_text",
     "proven_optimal",
     "relaxed_best",

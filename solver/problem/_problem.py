@@ -67,6 +67,11 @@ class Block:
         return None
 
 
+def not_enqueued(reason: str) -> str:
+    """A queue's refusal as a gang's reasons say it."""
+    return f"not enqueued: {reason}"
+
+
 def freeze_arrays(obj: object) -> None:
     """Make every array field of `obj` (and arrays in its tuple fields) read-only: compiled
     data is shared between engines, threads and cached calls."""
@@ -105,6 +110,8 @@ class Problem:
     gang_blocked: tuple[str | None, ...]  # [G] why the gang cannot be satisfied at all
     gang_enqueue_reason: tuple[str | None, ...]  # [G] why the job may not enter its queue
     #   this cycle (also in gang_blocked); None = admitted
+    gang_enqueue_ahead: tuple[tuple[str, ...], ...]  # [G] the jobs admitted ahead of it
+    #   this cycle without which its queue would take it (the refusal is competition)
     unit_ids: tuple[str, ...]  # U GangGroup ids
     unit_priority: IntArray  # [U] highest priority among the unit's pending pods
     unit_order: IntArray  # [U] unit indices in the order the greedy places them
@@ -148,6 +155,11 @@ class Problem:
     @property
     def num_pods(self) -> int:
         return sum(len(p) for p in self.type_pods)
+
+    def enqueue_refusal(self, g: int) -> str | None:
+        """Why gang g may not enter its queue this cycle, as its reasons say it."""
+        rejected = self.gang_enqueue_reason[g]
+        return None if rejected is None else not_enqueued(rejected)
 
     def gang_types(self, g: int) -> list[int]:
         return [int(t) for t in np.flatnonzero(self.type_gang == g)]

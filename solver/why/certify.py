@@ -4,7 +4,10 @@ For every gang the answer leaves unsatisfied, the first of these that holds is i
 certificate (`solver.decision.CERTIFICATE_KINDS`), whichever engine answered:
 
 1. **Its own rule**: not admitted to its queue, or a feature's rule that rules the gang out
-   this cycle (`Problem.gang_blocked`), or the call's time ran out before its turn.
+   this cycle (`Problem.gang_blocked`), or the call's time ran out before its turn. A job
+   its queue would have taken at the start of the cycle, refused only because jobs
+   admitted ahead of it took the room (`Problem.gang_enqueue_ahead`), goes on to the
+   bounds, and without a proof there is competition at enqueue, naming them.
 2. **Bounds** on the room before this cycle, O(nodes) numpy each
    (`solver.problem.room`): no node passes its filters; a resource summed over its
    eligible nodes is short; its eligible nodes take fewer of its pods than it needs; then
@@ -80,6 +83,8 @@ def certify(
         found = _own_rule(problem, g, said)
         if found is None and time.perf_counter() < end:
             found = _bound(problem, g, free, preempted, said, ahead)
+        if found is None:
+            found = _admitted_ahead(problem, g)
         if found is None and time.perf_counter() < extra_end:
             found = _competition(problem, g, pod_node, counted.get(g, ""))
         if found is None and not preempted and (left := extra_end - time.perf_counter()) > 0.02:
@@ -95,16 +100,32 @@ def certify(
 
 
 def _own_rule(problem: Problem, g: int, counted: str) -> Certified | None:
-    rejected = problem.gang_enqueue_reason[g] if problem.gang_enqueue_reason else None
-    if rejected is not None:
-        text = f"not enqueued: {rejected}"
-        return Certified(Certificate("blocked", "enqueue", text, True), text)
+    refused = problem.enqueue_refusal(g)
+    if refused is not None and not problem.gang_enqueue_ahead[g]:
+        return Certified(Certificate("blocked", "enqueue", refused, True), refused)
     blocked = problem.gang_blocked[g]
-    if blocked is not None:
+    if blocked is not None and blocked != refused:  # the refusal alone: `_admitted_ahead`
         return Certified(Certificate("blocked", "gang", blocked or "not placed", True), blocked)
     if counted.startswith(NOT_TRIED):
         return Certified(Certificate("time", "time limit", counted, False), counted)
     return None
+
+
+def _admitted_ahead(problem: Problem, g: int) -> Certified | None:
+    """Refused at enqueue only because jobs admitted ahead of it this cycle took its queue's
+    room (at the start of the cycle the queue would have taken it), no bound on the room
+    proves it could not run, and the greedy places it alone once admitted: competition,
+    naming them."""
+    refused = problem.enqueue_refusal(g)
+    named = problem.gang_enqueue_ahead[g]
+    if refused is None or not named or not _runs_alone(problem, g, admitted=True):
+        return None
+    listed = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    sentence = (
+        f"{refused}; at the start of the cycle its queue had room: it went to {listed}, "
+        "admitted ahead of it"
+    )
+    return Certified(Certificate("competition", "enqueue", sentence, True, rivals=named), sentence)
 
 
 def _bound(
@@ -148,17 +169,33 @@ def _proven(
     return Certified(found, f"{found.sentence}; {breakdown}")
 
 
+def _runs_alone(problem: Problem, g: int, admitted: bool = False) -> bool:
+    """The greedy places gang g with the gangs it requires, alone on the cluster as it
+    stands; `admitted`: as if its queue had taken it (its enqueue refusal lifted)."""
+    gangs = closure(problem, g)
+    units = {int(problem.gang_unit[h]) for h in gangs}
+    order = np.array([u for u in problem.unit_order.tolist() if u in units], dtype=np.int64)
+    alone = replace(problem, unit_order=order)
+    if admitted:
+        lifted = [r if h not in gangs else None for h, r in enumerate(problem.gang_enqueue_reason)]
+        blocked = [
+            None if h in gangs and b == problem.enqueue_refusal(h) else b
+            for h, b in enumerate(problem.gang_blocked)
+        ]
+        alone = replace(alone, gang_enqueue_reason=tuple(lifted), gang_blocked=tuple(blocked))
+    placed = placed_per_gang(problem, solve_greedy(alone).pod_node)
+    return all(
+        placed[h] >= max(1, int(problem.gang_need[h])) for h in gangs if problem.gang_pending[h]
+    )
+
+
 def _competition(
     problem: Problem, g: int, pod_node: list[IntArray], counted: str
 ) -> Certified | None:
     """Gang g (with the gangs it requires) placed alone by the greedy: the gangs placed
     ahead of it on nodes it could use took its room."""
     gangs = closure(problem, g)
-    units = {int(problem.gang_unit[h]) for h in gangs}
-    order = np.array([u for u in problem.unit_order.tolist() if u in units], dtype=np.int64)
-    alone = solve_greedy(replace(problem, unit_order=order))
-    placed = placed_per_gang(problem, alone.pod_node)
-    if any(placed[h] < max(1, int(problem.gang_need[h])) for h in gangs if problem.gang_pending[h]):
+    if not _runs_alone(problem, g):
         return None
     types = [t for h in gangs for t in problem.gang_types(h)]
     usable = np.any(problem.eligible[np.array(types)], axis=0) if types else None

@@ -433,3 +433,25 @@ def test_running_members_in_two_domains_block_a_required_topology(dialect: str) 
     assert (cert.kind, cert.constraint, cert.sentence) == (
         "blocked", "gang", f"gang {GANG}: assigned pods are in different topologies")  # fmt: skip
     assert [kind for kind, _, _ in found] == ["topology"]  # as a preference, it runs
+
+
+def test_a_job_refused_only_because_of_jobs_admitted_ahead_is_competition() -> None:
+    """Queue small (3 cpu): first (2 cpu) is admitted, then train (2 cpu) is refused, 2 + 2 >
+    3; at the start of the cycle small had room for it, so the refusal is competition
+    (examples/queues/hierarchy-engineering.yaml's web-train is the same case), and alone it
+    needs no change."""
+    cert, found = _answer(
+        [node("n").cpu("16").obj(), queue("small", capability={"cpu": "3"}),
+         volcano_batch_job("first", "small", 2), volcano_batch_job("train", "small", 2)]
+    )  # fmt: skip
+    assert (cert.kind, cert.constraint, cert.rivals) == (
+        "competition",
+        "enqueue",
+        ("default/first",),
+    )
+    assert cert.sentence == (
+        "not enqueued: queue small: cpu 2 requested + 2 in use > realCapability 3 (over by 1); "
+        "at the start of the cycle its queue had room: it went to default/first, admitted "
+        "ahead of it"
+    )
+    assert found == []

@@ -29,7 +29,7 @@ from tests.test_properties import CONFS, clusters
 
 HOST = "kubernetes.io/hostname"
 
-CANNOT_RUN = ("capacity", "pods", "predicates", "domain", "quota", "rules", "devices")
+CANNOT_RUN = ("capacity", "pods", "predicates", "domain", "quota", "rules", "devices", "blocked")
 
 
 def _check(cluster: ClusterModel, conf: SchedulerConf, engine: str) -> None:
@@ -118,6 +118,39 @@ def test_certificates_with_domains_queues_and_terms(cluster: ClusterModel, engin
 def test_certificates_with_domains_queues_and_terms_long(
     cluster: ClusterModel, engine: str
 ) -> None:
+    _check(cluster, SchedulerConf.default(), engine)
+
+
+@st.composite
+def queued_clusters(draw: st.DrawFn) -> ClusterModel:
+    """Volcano jobs with minResources in a queue tree (top over leaves a and b, random
+    capabilities): the enqueue walk admits some and refuses others, for a rule of their own
+    or because jobs admitted ahead took the room."""
+    objects: list[dict[str, Any]] = [
+        queue("top", capability={"cpu": str(draw(st.integers(2, 12)))})
+    ]
+    for leaf in ("a", "b"):
+        objects.append(queue(leaf, "top", capability={"cpu": str(draw(st.integers(1, 10)))}))
+    for i in range(draw(st.integers(1, 3))):
+        objects.append(node(f"n{i}").cpu(str(draw(st.integers(1, 8)))).obj())
+    for j in range(draw(st.integers(1, 4))):
+        size, cpu = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+        group = podgroup(f"j{j}", size, "volcano")
+        group["spec"].update(queue=draw(st.sampled_from(["a", "b"])),
+                             minResources={"cpu": str(size * cpu)})  # fmt: skip
+        objects.append(group)
+        for k in range(size):
+            p = pod(f"j{j}-{k}").annotate("scheduling.k8s.io/group-name", f"j{j}")
+            objects.append(p.requests(cpu=cpu).obj())
+    return model(*objects)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queued_clusters(), st.sampled_from(["greedy", "auto"]))
+def test_enqueue_refusals_are_proofs_or_competition(cluster: ClusterModel, engine: str) -> None:
+    """A job refused at enqueue is `blocked` only when, alone, its queue would refuse it
+    too (CP-SAT places none of it); refused because of jobs admitted ahead, it is
+    `competition`: alone it is admitted and placed (verified)."""
     _check(cluster, SchedulerConf.default(), engine)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from solver.config import SchedulerConf
 from solver.features._base import EnqueueGate
@@ -11,7 +12,18 @@ from solver.features.queues.tree import QueueTree, job_queue
 from solver.model import Gang, Pod
 from solver.snapshot import Snapshot
 
-__all__ = ["ask_gates", "gate_failure", "plan_enqueue"]
+__all__ = ["Enqueued", "ask_gates", "gate_failure", "plan_enqueue"]
+
+
+@dataclass
+class Enqueued:
+    """The enqueue walk's answer: the jobs refused, with the reason, and for those the
+    queue would have taken at the start of the cycle, the jobs admitted ahead of them
+    this cycle into a queue of their path (in walk order): the refusal is competition,
+    not a rule of the job itself."""
+
+    rejected: dict[str, str] = field(default_factory=dict)
+    behind: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def gate_failure(
@@ -35,9 +47,9 @@ def plan_enqueue(
     mode: QuotaMode,
     jobs: Sequence[tuple[str, Gang, Sequence[Pod]]],
     gates: Sequence[EnqueueGate] = (),
-) -> dict[str, str]:
+) -> Enqueued:
     """Jobs (gang id, gang, pending pods; in queue order) that may not enter their queue this
-    cycle, with the reason.
+    cycle, with the reason (and who was admitted ahead, when that is why: `Enqueued`).
 
     A job already admitted (PodGroup phase Inqueue/Running, or any running member) is not
     asked again. Without a request (`minResources`) the capacity plugin permits (Volcano's
@@ -46,6 +58,9 @@ def plan_enqueue(
     them refuses is not enqueued and counts nowhere, as Volcano's enqueue action does.
     """
     rejected: dict[str, str] = {}
+    behind: dict[str, tuple[str, ...]] = {}
+    start: QueueTree | None = None  # the tree before this cycle's first admission
+    admitted: list[tuple[str, set[str]]] = []  # (gang, its queues but the root) in order
     for gate in gates:
         gate.walked = True
     for gid, gang, pending in jobs:
@@ -71,14 +86,24 @@ def plan_enqueue(
             if request or tree.broken
             else None
         )
+        if (
+            why
+            and start is not None
+            and gate_failure(start, mode, leaf, request, enqueue=True) is None
+        ):
+            mine = set(tree.path(leaf)[:-1])
+            behind[gid] = tuple(other for other, theirs in admitted if mine & theirs)
         why = why or next((w for gate in gates if (w := gate.refuse(gang, pending))), None)
         if why:
             rejected[gid] = why
             continue
+        if start is None:
+            start = tree.fork()
+        admitted.append((gid, set(tree.path(leaf)[:-1])))
         tree.bump(leaf, "inqueue", request)
         for gate in gates:
             gate.admit(gang, pending)
-    return rejected
+    return Enqueued(rejected, {gid: who for gid, who in behind.items() if who})
 
 
 def ask_gates(

@@ -59,8 +59,11 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
         ]
         index = {gid: g for g, gid in enumerate(plan.gang_ids)}
         gates = ctx.enqueue_gates
-        for gid, why in plan_enqueue(ctx.snapshot, ctx.conf, tree, mode, jobs, gates).items():
+        enqueued = plan_enqueue(ctx.snapshot, ctx.conf, tree, mode, jobs, gates)
+        for gid, why in enqueued.rejected.items():
             ctx.not_enqueued[index[gid]] = why
+        for gid, who in enqueued.behind.items():
+            ctx.enqueued_ahead[index[gid]] = who
     if valid:
         assert tree is not None
         ctx.unit_order = mode.order_units(ctx, tree, unit_queue)
