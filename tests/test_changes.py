@@ -240,7 +240,8 @@ def test_evictions_are_offered_when_every_victim_is_needed() -> None:
     found = _changes(cluster, "default/high")
     assert found[0] == Change(
         "preemption",
-        "evict 1 pod(s) of default/low-c on n2 (gangplan schedule --preempt)",
+        "evict 1 pod(s) of default/low-c on n2 (priority ≤ 10, 2 nvidia.com/gpu; gangplan schedule "
+        "--preempt)",
         1,
         "default/high",
     )

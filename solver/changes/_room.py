@@ -6,8 +6,9 @@ import threading
 
 from solver.changes._base import MAX_MOVES, Change, Runs, Sized, alone
 from solver.config import SchedulerConf
-from solver.decision import Certificate
+from solver.decision import Certificate, Decision
 from solver.defrag import DefragGoal, defragment, moves_delta
+from solver.model import GPU_RESOURCE
 from solver.schedule import schedule
 from solver.snapshot import Delta, Snapshot
 
@@ -70,8 +71,22 @@ def _evictions(
     nodes = sorted({v.node for v in d.victims})
     named = ", ".join(jobs[:3]) + (f" and {len(jobs) - 3} more" if len(jobs) > 3 else "")
     text = (f"evict {len(victims)} pod(s) of {named} on {', '.join(nodes[:3])}"
-            f"{' …' if len(nodes) > 3 else ''} (gangplan schedule --preempt)")  # fmt: skip
+            f"{' …' if len(nodes) > 3 else ''} ({_cost(snapshot, victims, d)}; gangplan "
+            "schedule --preempt)")  # fmt: skip
     return Change("preemption", text, len(victims), target=gang), Delta(remove_pods=victims)
+
+
+def _cost(snapshot: Snapshot, victims: tuple[str, ...], d: Decision) -> str:
+    """What the victims are and lose: their highest priority, the GPUs they free, the
+    GPU-hours of work since they started (the preemption planner's own count)."""
+    running = snapshot.running
+    rows = running.find_many(victims)
+    said = [f"priority ≤ {int(running.priority[rows].max())}"]
+    if GPU_RESOURCE in running.resources:
+        gpus = int(running.requests((GPU_RESOURCE,))[rows, 0].sum())
+        said += [f"{gpus} {GPU_RESOURCE}"] if gpus else []
+    lost = d.tiers.get("gpu_hours_lost", 0)
+    return ", ".join([*said, *([f"{lost} GPU-hour(s) of work lost"] if lost else [])])
 
 
 _MOVES_SECONDS = 1.0

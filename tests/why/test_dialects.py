@@ -161,7 +161,8 @@ GANG_CASES: dict[str, GangCase] = {
         lambda d: [node("n").gpu(8).obj(), pod("low").requests(gpu=6).priority(1).on("n").obj(),
                    *job(d, 2, [p.priority(100) for p in _pods(2, gpu=2)])],
         ("capacity", 4, 2, (("n", 2),)),
-        [("preemption", 1, "evict 1 pod(s) of default/low on n (gangplan schedule --preempt)"),
+        [("preemption", 1, "evict 1 pod(s) of default/low on n (priority ≤ 1, 6 nvidia.com/gpu; "
+                           "gangplan schedule --preempt)"),
          ("nodes", 1, "+1 node(s) like n, empty"),
          ("min-member", 1, "minMember 1 instead of 2")],
     ),
