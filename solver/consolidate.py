@@ -64,6 +64,17 @@ NOT_HELPED = frozenset({"quota", "blocked", "predicates", "time"})
 """Certificate kinds moving pods cannot change."""
 
 
+def room_goal(gang: str, max_pods: int) -> DefragGoal:
+    """Room for `gang` by moving at most `max_pods` running pods, only those KAI lets move
+    (priority below 100) and never one labelled `gangplan.io/movable: "false"`."""
+    return DefragGoal(
+        gang=gang,
+        max_pods=max_pods,
+        protect_priority=KAI_NON_PREEMPTIBLE_PRIORITY,
+        protect_labels=MappingProxyType({MOVABLE_LABEL: "false"}),
+    )
+
+
 def consolidation_wanted(conf: SchedulerConf, asked: bool) -> bool:
     """The call asked for moves, or the conf lists the `consolidation` action."""
     return asked or CONSOLIDATION in conf.actions
@@ -155,12 +166,7 @@ def consolidate(
             notes.append(f"consolidation stopped before gang {gang}: the call's time or its "
                          f"budget of {MOVES_PER_CALL} moves ran out")  # fmt: skip
             break
-        goal = DefragGoal(
-            gang=gang,
-            max_pods=budget,
-            protect_priority=KAI_NON_PREEMPTIBLE_PRIORITY,
-            protect_labels=MappingProxyType({MOVABLE_LABEL: "false"}),
-        )
+        goal = room_goal(gang, budget)
         plan = defragment(here, goal, engine="cpsat", time_limit=left, workers=workers,
                           seed=seed, stop=stop, conf=conf)  # fmt: skip
         if not plan.moves or not plan.placement:

@@ -226,6 +226,27 @@ def test_moves_are_offered_when_proven_fewest_and_run_the_gang() -> None:
     assert d.gang_placed("research/train")
 
 
+def test_moves_are_only_of_pods_consolidation_may_move() -> None:
+    """n1 and n2 [8 GPU] each hold a 4-GPU pod; an 8-GPU pod runs once one moves. Labelled
+    `gangplan.io/movable: "false"` or of priority 100 (KAI's non-preemptible), neither may
+    move, as `--consolidate` would not move them: no moves change."""
+    for extra in ({"label": True}, {"priority": 100}):
+        pods = []
+        for name, at in (("a", "n1"), ("b", "n2")):
+            p = pod(name).requests(gpu=4).priority(extra.get("priority", 10)).on(at)
+            pods.append((p.label("gangplan.io/movable", "false") if "label" in extra else p).obj())
+        cluster = model(node("n1").gpu(8).obj(), node("n2").gpu(8).obj(), *pods,
+                        pod("big").requests(gpu=8).obj())  # fmt: skip
+        found = changes(snapshot_of(cluster), None, "default/big", None, time_limit=5.0)
+        assert "moves" not in [c.kind for c in found], extra
+    movable = model(node("n1").gpu(8).obj(), node("n2").gpu(8).obj(),
+                    pod("a").requests(gpu=4).priority(10).on("n1").obj(),
+                    pod("b").requests(gpu=4).priority(10).on("n2").obj(),
+                    pod("big").requests(gpu=8).obj())  # fmt: skip
+    found = changes(snapshot_of(movable), None, "default/big", None, time_limit=5.0)
+    assert [c.size for c in found if c.kind == "moves"] == [1]
+
+
 def test_evictions_are_offered_when_every_victim_is_needed() -> None:
     """n1 runs two 2-GPU pods of priority 10, n2 one: the 4-GPU pod of priority 100 runs
     once n2's pod is evicted (the planner's cheapest plan: one victim), and not without

@@ -25,7 +25,8 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
                 words: PreferGather (Koordinator), networkTopology mode soft (Volcano),
                 preferredTopologyLevel (KAI), podGroupAffinity preferred (Godel),
                 podset-preferred-topology (Kueue); without the Workload API's constraint
-    moves       the fewest running pods of their own moved elsewhere (`solver.defrag`'s
+    moves       the fewest running pods of their own moved elsewhere, only those
+                `--consolidate` may move (`solver.consolidate.room_goal`; `solver.defrag`'s
                 room for a gang, CP-SAT, at most `MAX_MOVES`; offered only when proven
                 fewest, so one move less does not run): consolidation, no eviction
     preemption  the victims the preemption planner picks for the gang (lower priority,

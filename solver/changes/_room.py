@@ -6,8 +6,9 @@ import threading
 
 from solver.changes._base import MAX_MOVES, Change, Runs, Sized, alone
 from solver.config import SchedulerConf
+from solver.consolidate import room_goal
 from solver.decision import Certificate, Decision
-from solver.defrag import DefragGoal, defragment, moves_delta
+from solver.defrag import defragment, moves_delta
 from solver.model import GPU_RESOURCE
 from solver.schedule import schedule
 from solver.snapshot import Delta, Snapshot
@@ -34,10 +35,11 @@ def _moves(
     seconds: float,
     stop: threading.Event | None,
 ) -> Sized | None:
-    """Room by moving running pods (consolidation): CP-SAT's fewest moves within `seconds`,
-    then checked like every change (the gang scheduled on the cluster with the moves)."""
+    """Room by moving running pods (consolidation: only the pods `--consolidate` may move):
+    CP-SAT's fewest moves within `seconds`, then checked like every change (the gang
+    scheduled on the cluster with the moves)."""
     plan = defragment(
-        snapshot, DefragGoal(gang=gang, max_pods=MAX_MOVES), engine="cpsat",
+        snapshot, room_goal(gang, MAX_MOVES), engine="cpsat",
         time_limit=seconds, workers=1, seed=0, stop=stop, conf=conf,
     )  # fmt: skip
     if not plan.moves or plan.status != "OPTIMAL":  # smallest only when proven fewest
