@@ -184,7 +184,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
     def Enqueue(
         self, request: spb.EnqueueRequest, context: grpc.ServicerContext
     ) -> spb.EnqueueResponse:
-        answer = self._solve(request, context)
+        answer = self._solve(request, context, moving=False)
         admissions = []
         for gid, outcome in sorted(answer.decision.podgroups.items()):
             if answer.gangs is not None and gid not in answer.gangs:
@@ -330,8 +330,15 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         )
 
     def _solve(
-        self, request: Any, context: grpc.ServicerContext, *, preempt: bool = False
+        self,
+        request: Any,
+        context: grpc.ServicerContext,
+        *,
+        preempt: bool = False,
+        moving: bool = True,
     ) -> _Answer:
+        """The call's Decision; `moving`: consolidation when the call or conf asks for it
+        (Enqueue answers admission only: moves change no queue's verdict)."""
         started = time.perf_counter()
         snapshot, generation = self._cluster(request)
         job = request.job
@@ -359,7 +366,7 @@ class PlacementServicer(spb_grpc.PlacementServiceServicer):
         if preempt:
             kwargs["preempt"] = True
         with self._stoppable(context) as kwargs["stop"]:
-            if consolidation_wanted(conf, options.consolidate):
+            if moving and consolidation_wanted(conf, options.consolidate):
                 decision = schedule_moving(
                     snapshot,
                     conf,

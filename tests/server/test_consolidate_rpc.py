@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
+import server.servicer as servicer
 from clients.cli import app
 from clients.client import Client
 from gangplan.v1 import cluster_pb2 as pb
@@ -83,3 +84,21 @@ def test_cli_consolidates_here_and_on_a_server_alike(start: Any) -> None:
     assert there["placements"]["default/waiting"]["node"] == "node-1"
     plain = runner.invoke(app, [*args[:-3], "-o", "json"])
     assert "moves" not in json.loads(plain.stdout)
+
+
+def test_enqueue_answers_admission_without_planning_moves(start: Any, monkeypatch: Any) -> None:
+    """Moves change no queue's verdict: Enqueue with the conf's `consolidation` action
+    answers from the placement alone and never runs the moves planner."""
+
+    def no_moves(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Enqueue planned moves")
+
+    monkeypatch.setattr(servicer, "schedule_moving", no_moves)
+    conf = yaml.safe_dump(
+        {**SchedulerConf.default().to_dict(), "actions": "enqueue, allocate, consolidation"}
+    )
+    _, port = start()
+    with Client(f"127.0.0.1:{port}", timeout=30) as client:
+        answer = client.enqueue(gang_job("big", 1, gpus=3), cluster=_fragmented(),
+                                scheduler_conf=conf)  # fmt: skip
+    assert [(a.gang, a.admitted) for a in answer.admissions] == [("default/big", True)]
