@@ -29,6 +29,7 @@ from solver.plan import (
     valued,
     workload_from_model,
 )
+from solver.quantity import CPU
 from solver.snapshot import Snapshot
 
 __all__ = ["catalog_of", "plan_capacity", "plan_to_proto"]
@@ -58,7 +59,8 @@ def _types(node_types: Iterable[spb.PlanNodeType]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": t.name,
             "cost": t.cost,
-            "allocatable": {k: int(v) for k, v in t.allocatable.items()},
+            # the wire's integer units: milli-CPU is a quantity in `m` (bare, it is cores)
+            "allocatable": {k: f"{v}m" if k == CPU else int(v) for k, v in t.allocatable.items()},
         }
         if t.gpu_model:
             entry["gpuModel"] = t.gpu_model

@@ -118,3 +118,17 @@ def test_the_python_client_plans_on_a_stored_snapshot_and_budget(start: Any) -> 
         with pytest.raises(ClientError) as err:
             client.plan_capacity(pb.Job(), [spb.PlanNodeType(name="x", cost=-1)], timeout=20)
         assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT and err.value.violations
+
+
+def test_a_node_types_cpu_is_read_in_milli_as_the_wire_says(start: Any) -> None:
+    """`PlanNodeType.allocatable` is in integer units, cpu in milli: 4,000 is 4 cores. A
+    pod of 6 cores fits no node of 4 (read as 4,000 cores, one node would take it)."""
+    job = pb.Job(pods=[pb.Pod(namespace="default", name="wide", requests={"cpu": 6_000})])
+    small = spb.PlanNodeType(name="cpu4", cost=1, allocatable={"cpu": 4_000, "pods": 110})
+    _, port = start()
+    channel, stub = _stub(port)
+    with channel:
+        answer = stub.PlanCapacity(
+            spb.PlanCapacityRequest(workload=job, node_types=[small]), timeout=20
+        )
+    assert answer.placed_pods == 0 and not answer.nodes
