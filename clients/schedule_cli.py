@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -14,13 +14,14 @@ from rich.console import Console
 from clients._exit import fail
 from clients._options import Context, Kubeconfig, LiveFiles, Now, Output, OutputFormat, observed_at
 from clients.client import ClientError
-from clients.remote import schedule_remote
+from clients.remote import schedule_remote, why_remote
 from clients.render import schedule_table, why_table, write_data
 from clients.scheduler_cli import live_model
 from solver import (
     ClusterModel,
     Decision,
     GangplanError,
+    SchedulerConf,
     load_conf,
     load_manifests,
     schedule,
@@ -30,7 +31,7 @@ from solver.consolidate import consolidation_wanted, schedule_moving
 from solver.engines import ENGINES
 from solver.errors import InputError
 from solver.model import DEFAULT_SCHEDULER_NAMES, PodSelection
-from solver.plan import load_catalog
+from solver.plan import Catalog, load_catalog
 from solver.schedule import AFTER_ENGINE_PER_POD, snapshot_of
 from solver.snapshot import Workload
 from solver.start import estimate, parse_duration, parse_time, running_ends
@@ -272,27 +273,45 @@ def why_cmd(
             raise InputError("name the gang with --gang NS/NAME or a pod with --pod NS/NAME")
         cluster = observed_at(model_of(files, kubeconfig, context), now)
         gang_id = _gang_of(cluster, gang, pod)
-        decision = cycle(ask, cluster, selection_of(scheduler_names, None, False), started)
+        found: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        if server is not None:  # the service answers all three: certificate, changes, start
+            decision, found, start = _why_remote(ask, cluster, gang_id, at, runtime, bought)
+        else:
+            decision = cycle(ask, cluster, selection_of(scheduler_names, None, False), started)
     except GangplanError as err:
         fail(err)
         return
     notes(decision.notes)
     data = why_data(decision, cluster, gang_id)
     if not data["placed"]:
-        conf = load_conf(config)
-        snapshot = snapshot_of(cluster)
-        cert = decision.certificates.get(gang_id)
-        found = changes(
-            snapshot, conf, gang_id, cert, time_limit=min(time_limit, 2.0), catalog=bought
-        )
-        data["changes"] = [c.to_dict() for c in found]
-        ends, unknown = running_ends(snapshot, runtime, conf.runtimes)
-        found_start = estimate(snapshot, conf, gang_id, at, ends, unknown)
-        data["start"] = found_start.to_dict() if found_start is not None else None
+        if server is None:
+            found, start = _why_here(decision, cluster, gang_id, load_conf(config), at, runtime,
+                                     min(time_limit, 2.0), bought)  # fmt: skip
+        data["changes"], data["start"] = found, start
     if output is Output.table:
         why_table(data, Console())
     else:
         write_data(data, output)
+
+
+def _why_here(
+    decision: Decision,
+    cluster: ClusterModel,
+    gang_id: str,
+    conf: SchedulerConf,
+    at: datetime,
+    runtime: timedelta | None,
+    seconds: float,
+    catalog: Catalog | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The changes that would let the gang run and its start estimate, in this process."""
+    snapshot = snapshot_of(cluster)
+    cert = decision.certificates.get(gang_id)
+    found = changes(snapshot, conf, gang_id, cert, time_limit=seconds, catalog=catalog)
+    ends, unknown = running_ends(snapshot, runtime, conf.runtimes)
+    start = estimate(snapshot, conf, gang_id, at, ends, unknown)
+    return [c.to_dict() for c in found], start.to_dict() if start is not None else None
 
 
 def _clock(now: str | None, runtime: str | None) -> tuple[datetime, timedelta | None]:
@@ -357,6 +376,31 @@ def _left(started: float, time_limit: float, pods: int) -> float:
     return max(0.05, time_limit - (time.perf_counter() - started) - kept)
 
 
+def _why_remote(
+    ask: Ask,
+    cluster: ClusterModel,
+    gang_id: str,
+    at: datetime,
+    runtime: timedelta | None,
+    catalog: Catalog | None,
+) -> tuple[Decision, list[dict[str, Any]], dict[str, Any] | None]:
+    """`why` on `ask.server` (the `Why` RPC): a server error exits 2 as for `schedule`."""
+    assert ask.server is not None
+    try:
+        return why_remote(ask.server, cluster, ask.config, gang_id, engine=ask.engine,
+                          time_limit=ask.time_limit, now=at, default_runtime=runtime,
+                          catalog=catalog)  # fmt: skip
+    except ClientError as err:
+        _server_failed(ask.server, err)
+        raise
+
+
+def _server_failed(server: str, err: ClientError) -> NoReturn:
+    where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)
+    stderr.print(f"error: {server}: {err}{where}", markup=False, soft_wrap=True)
+    raise typer.Exit(2) from None
+
+
 def _schedule_remote(
     ask: Ask, model: ClusterModel, selection: PodSelection, time_limit: float
 ) -> Decision:
@@ -376,6 +420,4 @@ def _schedule_remote(
             selection=selection,
         )
     except ClientError as err:
-        where = "".join(f"\n  {f}: {d}" for f, d in err.violations if f)
-        stderr.print(f"error: {ask.server}: {err}{where}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        _server_failed(ask.server, err)

@@ -1201,7 +1201,7 @@ class Change(_message.Message):
     TARGET_FIELD_NUMBER: _builtins.int
     DIMENSION_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
-    """quota, moves, nodes, min-member or topology."""
+    """quota, moves, preemption, nodes, cards, slices, min-member or topology."""
     change: _builtins.str
     """The change in words, e.g. `+2 node(s) like gpu-a1, empty`."""
     size: _builtins.int

@@ -17,7 +17,6 @@ from solver.plan import Catalog, NodeType
 from solver.quantity import format_quantity
 from solver.snapshot import Delta, Snapshot
 
-MIB = 2**20  # the planner's memory unit (MiB) in bytes
 KUBELET_MAX_PODS = 110  # the kubelet's default maxPods
 
 
@@ -185,11 +184,9 @@ def _catalog_nodes(
 
 
 def _of_type(nt: NodeType, name: str, place: dict[str, str]) -> Node:
-    """An empty node of a catalogue type (model units: memory back to bytes)."""
-    allocatable = {r: v * MIB if r == "memory" else v for r, v in nt.allocatable}
+    """An empty node of a catalogue type."""
+    allocatable = nt.cluster_units()
     allocatable.setdefault("pods", KUBELET_MAX_PODS)  # a catalogue may leave it out
-    if nt.gpus:
-        allocatable[GPU_RESOURCE] = nt.gpus
     labels = {**place, **dict(nt.labels), **({HOST: name} if HOST in place else {})}
     return Node(name=name, labels=labels, allocatable=allocatable)
 

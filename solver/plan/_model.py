@@ -20,6 +20,7 @@ __all__ = [
     "BUDGET_SLACK",
     "DEFAULT_PODS_CAPACITY",
     "GPU",
+    "MIB",
     "MILLI",
     "JobClass",
     "NodeType",
@@ -33,6 +34,7 @@ __all__ = [
 
 GPU = "nvidia.com/gpu"
 MILLI = 1000
+MIB = 2**20  # the planner's memory unit (MiB), in bytes
 DEFAULT_PODS_CAPACITY = 110  # Kubernetes' default `pods` allocatable
 BUDGET_SLACK = 1e-9  # a budget holds within this much (round-off in a sum of costs)
 
@@ -63,6 +65,14 @@ class NodeType:
 
     def capacity(self, resource: str) -> int:
         return _amount(self.allocatable, resource)
+
+    def cluster_units(self) -> dict[str, int]:
+        """Allocatable in a cluster's integer units (milli-CPU, memory in bytes, GPUs as
+        `nvidia.com/gpu` devices): a node of this type as the model and the wire hold it."""
+        out = {r: v * MIB if r == "memory" else v for r, v in self.allocatable}
+        if self.gpus:
+            out[GPU] = self.gpus
+        return out
 
     @property
     def devices(self) -> tuple[int, ...]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from solver.model import device_count_problem
 from solver.plan._files import field_error, read_yaml, reject_unknown
-from solver.plan._model import GPU, NodeType
+from solver.plan._model import GPU, MIB, NodeType
 from solver.quantity import QuantityError, to_int
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "to_plan_units",
 ]
 
-MIB = 2**20
 MAX_COST = 1e9  # per node, in any unit
 MAX_BUDGET = 1e12
 MAX_COUNT = 1_000_000  # maxCount, nodesPerBlock and GPUs of a card quota

@@ -122,6 +122,28 @@ def test_cli_why_with_server_gives_the_local_certificate(start: Any) -> None:
     here, there = json.loads(local.stdout), json.loads(remote.stdout)
     assert there["certificate"] == here["certificate"] and here["certificate"]["kind"] == "domain"
     assert there["reason"] == here["reason"]
+    assert there["changes"] == here["changes"] and there["changes"]  # the service's own
+
+
+def test_cli_why_with_server_gives_the_changes_and_start_of_the_service(start: Any) -> None:
+    """`why --server` is the `Why` RPC: the changes (with a catalogue's node types sent on
+    the wire) and the start estimate from `--now` are the service's, equal to the local
+    ones."""
+    _, port = start()
+    example = str(ROOT / "examples" / "why" / "start.yaml")
+    args = ["why", "-f", example, "--gang", "research/train", "--now", "2026-11-28T18:00:00Z",
+            "-o", "json"]  # fmt: skip
+    catalog = ["--catalog", str(ROOT / "examples" / "plan" / "catalog.yaml")]
+    for extra in ([], catalog):
+        local = CliRunner().invoke(app, [*args, *extra])
+        remote = CliRunner().invoke(app, [*args, *extra, "--server", f"127.0.0.1:{port}"])
+        assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+        here, there = json.loads(local.stdout), json.loads(remote.stdout)
+        assert there["start"] == here["start"] and "~2 h 10 min" in there["start"]["text"]
+        assert there["changes"] == here["changes"]
+        kinds = [c["kind"] for c in there["changes"]]
+        assert kinds == ["preemption", "nodes"], there["changes"]
+        assert ("a100x8" in there["changes"][1]["change"]) == bool(extra), there["changes"]
 
 
 def test_cli_schedule_with_server_reports_errors(start: Any) -> None:

@@ -2026,7 +2026,7 @@ type Change struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
-	// quota, moves, nodes, min-member or topology.
+	// quota, moves, preemption, nodes, cards, slices, min-member or topology.
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The change in words, e.g. `+2 node(s) like gpu-a1, empty`.
 	Change string `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
