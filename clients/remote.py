@@ -110,6 +110,7 @@ def why_remote(
             "nodes": list(response.start.nodes),
             "after": list(response.start.after),
             "unknownEnds": response.start.unknown_ends,
+            "ahead": list(response.start.ahead),
             "text": response.start.text,
         }
     return decision_from_proto(response.decision), found, start

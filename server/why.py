@@ -102,6 +102,7 @@ def why_answer(
         response.start.at.CopyFrom(at)
     response.start.nodes.extend(found.nodes)
     response.start.after.extend(found.after)
+    response.start.ahead.extend(found.ahead)
     response.start.unknown_ends = found.unknown
     response.start.text = found.text()
     return False, response

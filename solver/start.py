@@ -15,8 +15,8 @@ The ends are replayed in time order: at each, the pods ended by then are gone an
 scheduling cycle (the greedy, in queue order, so the gangs ahead of this one are placed
 first) is run over every pending pod; the earliest end after which the gang is placed is
 its start (found by bisection: an end only frees room). The estimate names where it would
-go and whose ends it waits for (the gangs of the ended pods on those nodes) — Slurm's
-`squeue --start` for gangs.
+go, whose ends it waits for (the gangs of the ended pods on those nodes) and the pending
+gangs of its queue placed before it then — Slurm's `squeue --start` for gangs.
 """
 
 from __future__ import annotations
@@ -26,16 +26,17 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from solver.changes import OutOfTime
+from solver.compile import compile_problem
 from solver.conf_keys import ExpectedRuntime
 from solver.config import SchedulerConf
 from solver.model import EXPECTED_END, EXPECTED_RUNTIME, MAX_RUNTIME_SECONDS, PRIORITY_CLASS
 from solver.schedule import schedule
-from solver.snapshot import Delta, Snapshot
+from solver.snapshot import Delta, Snapshot, Workload
 
 __all__ = [
     "END",
@@ -163,6 +164,8 @@ class Estimate:
     nodes: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     unknown: int = 0
+    ahead: tuple[str, ...] = ()  # the pending gangs placed before it then, in queue order
+    queue: str = ""  # its queue: `ahead` are the gangs of that queue ("": of any)
 
     def text(self) -> str:
         if self.at is None:
@@ -180,7 +183,9 @@ class Estimate:
         where = f" on {', '.join(self.nodes[:3])}" + (" …" if len(self.nodes) > 3 else "")
         after = f", after {', '.join(self.after[:3])} end" if self.after else ""
         extra = f" and {len(self.after) - 3} more" if len(self.after) > 3 else ""
-        return f"starts in ~{when} ({self.at.isoformat()}){where}{after}{extra}"
+        queue = f" in queue {self.queue}" if self.queue else ""
+        ahead = f"; {len(self.ahead)} gang(s) ahead of it{queue}" if self.ahead else ""
+        return f"starts in ~{when} ({self.at.isoformat()}){where}{after}{extra}{ahead}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -188,6 +193,7 @@ class Estimate:
             "nodes": list(self.nodes),
             "after": list(self.after),
             "unknownEnds": self.unknown,
+            "ahead": list(self.ahead),
             "text": self.text(),
         }
 
@@ -219,9 +225,36 @@ def estimate(
         return {k: d.placed[k] for k in members if k in d.placed}
 
     try:
-        return _search(now, ends, unknown, placed_at)
+        found = _search(now, ends, unknown, placed_at)
     except OutOfTime:
         return None
+    if found.at is None or found.at <= now:
+        return found
+    gone = tuple(sorted(k for k, e in ends.items() if e.at <= found.at))
+    queue, ahead = _ahead(snapshot.apply(Delta(remove_pods=gone)), conf, gang)
+    return replace(found, ahead=ahead, queue=queue)
+
+
+def _ahead(snapshot: Snapshot, conf: SchedulerConf, gang: str) -> tuple[str, tuple[str, ...]]:
+    """Its queue, and the pending gangs of that queue (of any, without one) the cycle at
+    its start places before it, in the order the scheduler takes them."""
+    problem = compile_problem(snapshot, conf, Workload.everything(snapshot))
+    index = {gid: g for g, gid in enumerate(problem.gang_ids)}
+    if gang not in index:
+        return "", ()
+    decision = schedule(snapshot, conf, engine="greedy")
+    rank = {int(u): i for i, u in enumerate(problem.unit_order.tolist())}
+    mine = rank.get(int(problem.gang_unit[index[gang]]), len(rank))
+    own = snapshot.gangs[gang].queue if gang in snapshot.gangs else None
+    before = sorted(
+        (rank.get(int(problem.gang_unit[g]), len(rank)), gid)
+        for gid, g in index.items()
+        if gid != gang
+        and rank.get(int(problem.gang_unit[g]), len(rank)) < mine
+        and decision.gang_placed(gid)
+        and (own is None or (gid in snapshot.gangs and snapshot.gangs[gid].queue == own))
+    )
+    return own or "", tuple(gid for _, gid in before)
 
 
 def _search(

@@ -18,7 +18,7 @@ from solver.config import conf_from_text
 from solver.model import ClusterModel
 from solver.schedule import snapshot_of
 from solver.start import Estimate, estimate, parse_duration, running_ends
-from tests.builders import model, node, pod, podgroup
+from tests.builders import model, node, pod, podgroup, queue, volcano_job
 
 NOW = datetime(2026, 11, 28, 18, 0, tzinfo=UTC)
 END = "gangplan.io/expected-end"
@@ -62,6 +62,26 @@ def test_the_start_is_the_first_end_after_which_it_fits() -> None:
         ("default/old", "default/older"),
     )
     assert e.text().startswith("starts in ~2 h 10 min (2026-11-28T20:10:00+00:00) on n1, n2")
+
+
+def test_the_gangs_of_its_queue_placed_before_it_are_named() -> None:
+    """Queue q (Volcano): `first` (priority 100, 1 × 4 GPU, on n3) is taken before `t`
+    (3 × 4 GPU), `other` of queue r is not counted; at 20:10 t starts with 1 gang ahead of
+    it in queue q."""
+    objs = [
+        node("n1").gpu(8).obj(), node("n2").gpu(8).obj(), node("n3").gpu(4).obj(),
+        queue("q"), queue("r"),
+        _running("old", "n1", 8, **{END: "2026-11-28T20:10:00Z"}),
+        _running("older", "n2", 4, **{END: "2026-11-28T19:00:00Z"}),
+        *volcano_job("first", "q", 1, gpu=4, priority=100),
+        *volcano_job("t", "q", 3, gpu=4),
+        *volcano_job("other", "r", 1, gpu=4, priority=100),
+    ]  # fmt: skip
+    e = _estimate(model(*objs), NOW)
+    assert e is not None and e.at == datetime(2026, 11, 28, 20, 10, tzinfo=UTC)
+    assert (e.queue, e.ahead) == ("q", ("default/first",))
+    assert e.text().endswith("; 1 gang(s) ahead of it in queue q")
+    assert e.to_dict()["ahead"] == ["default/first"]
 
 
 def test_a_runtime_counts_from_creation_and_a_default_covers_the_rest() -> None:

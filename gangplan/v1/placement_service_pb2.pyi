@@ -1238,6 +1238,7 @@ class StartEstimate(_message.Message):
     AFTER_FIELD_NUMBER: _builtins.int
     UNKNOWN_ENDS_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
+    AHEAD_FIELD_NUMBER: _builtins.int
     unknown_ends: _builtins.int
     """Running pods with no expected end (they run on)."""
     text: _builtins.str
@@ -1254,6 +1255,12 @@ class StartEstimate(_message.Message):
     def after(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The gangs whose ends it waits for."""
 
+    @_builtins.property
+    def ahead(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The pending gangs of its queue (of any, when it has none) the scheduler places before
+        it at that start, in the order it takes them.
+        """
+
     def __init__(
         self,
         *,
@@ -1262,10 +1269,11 @@ class StartEstimate(_message.Message):
         after: _abc.Iterable[_builtins.str] | None = ...,
         unknown_ends: _builtins.int = ...,
         text: _builtins.str = ...,
+        ahead: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["at", b"at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "at", b"at", "nodes", b"nodes", "text", b"text", "unknown_ends", b"unknown_ends"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "ahead", b"ahead", "at", b"at", "nodes", b"nodes", "text", b"text", "unknown_ends", b"unknown_ends"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

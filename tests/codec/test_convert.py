@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from clients.cli import app
@@ -20,6 +21,8 @@ from solver.codec import (
     snapshot_from_proto,
 )
 from solver.model import parse_job_affinity
+from solver.start import END
+from tests.builders import node, pod, queue, volcano_job
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_MANIFESTS = {"catalog.yaml", "sweep.yaml"}  # examples/plan/: planner inputs, not Kubernetes
@@ -144,6 +147,27 @@ def test_cli_why_with_server_gives_the_changes_and_start_of_the_service(start: A
         kinds = [c["kind"] for c in there["changes"]]
         assert kinds == ["preemption", "nodes"], there["changes"]
         assert ("a100x8" in there["changes"][1]["change"]) == bool(extra), there["changes"]
+
+
+def test_the_gangs_ahead_cross_the_wire(start: Any, tmp_path: Path) -> None:
+    """tests/test_start.py's queue case as a file: `why --server` names the gang ahead of
+    it in its queue as `why` does here."""
+    objects = [
+        node("n1").gpu(8).obj(), node("n2").gpu(8).obj(), node("n3").gpu(4).obj(),
+        queue("q"),
+        pod("old").requests(gpu=8).on("n1").annotate(END, "2026-11-28T20:10:00Z").obj(),
+        *volcano_job("first", "q", 1, gpu=4, priority=100), *volcano_job("t", "q", 3, gpu=4),
+    ]  # fmt: skip
+    path = tmp_path / "ahead.yaml"
+    path.write_text(yaml.safe_dump_all(objects), encoding="utf-8")
+    _, port = start()
+    args = ["why", "-f", str(path), "--gang", "default/t", "--now", "2026-11-28T18:00:00Z",
+            "-o", "json"]  # fmt: skip
+    local = CliRunner().invoke(app, args)
+    remote = CliRunner().invoke(app, [*args, "--server", f"127.0.0.1:{port}"])
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    here, there = json.loads(local.stdout), json.loads(remote.stdout)
+    assert here["start"]["ahead"] == ["default/first"] and there["start"] == here["start"]
 
 
 def test_cli_schedule_with_server_reports_errors(start: Any) -> None:
