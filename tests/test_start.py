@@ -257,3 +257,21 @@ def test_the_reader_keeps_a_running_pods_priority_class_for_the_estimate() -> No
     cluster = model(node("n1").gpu(8).obj(), _priority_class("train", 5), running, pending, stated)
     classes = {p.name: p.annotations.get("gangplan.io/priority-class") for p in cluster.pods}
     assert classes == {"r": "train", "p": None, "s": "serve"}
+
+
+def test_a_pod_without_a_class_gets_the_global_default_as_admission_names_it() -> None:
+    """Kubernetes' Priority admission plugin (plugin/pkg/admission/priority/admission.go)
+    sets a pod's priorityClassName to the globalDefault class when it names none: read
+    from files, such a running pod gets that class's runtime from the conf."""
+    default = {**_priority_class("batch", 3), "globalDefault": True}
+    plain = pod("plain").requests(gpu=8).on("n1").obj()
+    plain["metadata"]["creationTimestamp"] = "2026-11-28T17:00:00Z"
+    cluster = model(node("n1").gpu(8).obj(), _priority_class("train", 5), default, plain,
+                    _classed("named", "train"), *_gang(1, 8))  # fmt: skip
+    classes = {p.name: p.annotations.get("gangplan.io/priority-class") for p in cluster.pods}
+    assert classes == {"plain": "batch", "named": "train", "t-0": None}
+    assert {p.name: p.priority for p in cluster.pods}["plain"] == 3
+    conf = conf_from_text("expectedRuntime: {priorityClasses: {batch: 2h}}\n", "conf")
+    snapshot = snapshot_of(cluster)
+    ends, _ = running_ends(snapshot, None, conf.runtimes)
+    assert ends["default/plain"].at == datetime(2026, 11, 28, 19, 0, tzinfo=UTC)

@@ -98,6 +98,9 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     """Validate every object and assemble the ClusterModel; raises ManifestError on bad input."""
     inputs = _classify(objects)
     priority_of = _priority_resolver(inputs.priority_classes, inputs.notes)
+    default_class = next(
+        (name for name, c in sorted(inputs.priority_classes.items()) if c.global_default), None
+    )  # admission names it on a pod without a priorityClassName
     links = GangLinks(inputs.pod_groups, priority_of)
     members: dict[str, list[str]] = {}
     pods: list[Pod] = []
@@ -108,7 +111,7 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     terms = PodAffinityReader(namespaces)
     for raw, k8s in inputs.pods:
         gang_id = links.link(raw, k8s)
-        pod = _pod(raw, k8s, gang_id, priority_of, terms)
+        pod = _pod(raw, k8s, gang_id, priority_of, terms, default_class)
         if overrides := links.pod_overrides(gang_id):
             pod = pod.model_copy(update=overrides)
         pods.append(pod)
@@ -424,10 +427,18 @@ def effective_requests(k8s: K8sPod) -> dict[str, int]:
 
 
 def _pod(
-    raw: RawObject, k8s: K8sPod, gang_id: str, priority_of: Any, terms: PodAffinityReader
+    raw: RawObject,
+    k8s: K8sPod,
+    gang_id: str,
+    priority_of: Any,
+    terms: PodAffinityReader,
+    default_class: str | None,
 ) -> Pod:
+    """A pod as admission leaves it: without a priorityClassName it gets the globalDefault
+    class's value and name (Kubernetes' Priority admission plugin sets both)."""
     class_name, where = kai_pod_class(raw, k8s.spec.priority_class_name)
     priority, class_policy = priority_of(raw, k8s.spec.priority, class_name, where)
+    class_name = class_name or default_class
     required, preferred = terms.node_affinity(raw, k8s)
     return Pod(
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
