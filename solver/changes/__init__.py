@@ -11,7 +11,8 @@ from it: k new nodes must offer what the gang is short of). Smallest first:
                 gang refused at enqueue, the smallest raise on one queue of its path
     nodes       +k nodes like the eligible node (or the best domain's node) with the most
                 room — for anti-affinity by hostname one more domain each, for device
-                shares more devices; when no eligible node has room left, the largest
+                shares more devices, for the pods' own spread or affinity (`rules`) a node
+                of each place by the terms' keys; when no eligible node has room left, the largest
                 node — with the same labels and taints, empty; with a catalogue (`gangplan
                 plan --catalog`), the cheapest +k of one of its node types instead, where
                 that node stands

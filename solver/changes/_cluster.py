@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from solver.changes._base import HOST, MAX_NODES, Change, Runs, Sized, _smallest
 from solver.decision import Certificate
 from solver.features.topology.hypernode.tree import hypernode_tree_of
@@ -125,22 +127,64 @@ def _requests(snapshot: Snapshot, gang: str) -> dict[str, int]:
 
 
 def _nodes(snapshot: Snapshot, gang: str, cert: Certificate | None, runs: Runs) -> Sized | None:
-    like = _like(snapshot, cert)
-    if like is None or cert is None:
+    if cert is None:
         return None
-
-    def more(k: int) -> Delta:
-        return Delta(upsert_nodes=tuple(_clone(like, f"{like.name}-new-{i}") for i in range(k)))
-
+    like = _like(snapshot, cert)
+    likes = [like] if like is not None else _wheres(snapshot, gang, cert)
     # more nodes than pending pods cannot be what it takes: each new node holds one at least
     group = _group(snapshot, gang)
     pending = sum(1 for p in snapshot.pending.values() if p.gang in group)
     top = max(1, min(MAX_NODES, pending))
-    k = _smallest(lambda k: runs(more(k)), top, _fewest_nodes(cert, like))
-    if k is None:
+    best: tuple[int, Node] | None = None
+
+    def fits(template: Node) -> Callable[[int], bool]:
+        return lambda k: runs(_copies(template, k))
+
+    for template in likes:
+        most = top if best is None else best[0] - 1  # only fewer can do better
+        if most < 1:
+            break
+        k = _smallest(fits(template), most, _fewest_nodes(cert, template))
+        if k is not None:
+            best = (k, template)
+    if best is None:
         return None
+    k, chosen = best
     where = f" in {cert.places[0][0]}" if cert.kind == "domain" else ""
-    return Change("nodes", f"+{k} node(s) like {like.name}{where}, empty", k, like.name), more(k)
+    text = f"+{k} node(s) like {chosen.name}{where}, empty"
+    return Change("nodes", text, k, chosen.name), _copies(chosen, k)
+
+
+def _copies(like: Node, k: int) -> Delta:
+    return Delta(upsert_nodes=tuple(_clone(like, f"{like.name}-new-{i}") for i in range(k)))
+
+
+MAX_WHERES = 4
+"""The most places a `nodes` change for a `rules` certificate tries a node of."""
+
+
+def _wheres(snapshot: Snapshot, gang: str, cert: Certificate) -> list[Node]:
+    """For a `rules` certificate (the pods' own spread or affinity terms), where a new node
+    stands matters, not only its room: the roomiest node of each place (the values of the
+    terms' topology keys and the other where-labels), the places with the least room first
+    (a spread is short where it is smallest), at most `MAX_WHERES`."""
+    if cert.kind != "rules":
+        return []
+    terms: set[str] = set()
+    for p in snapshot.pending.values():
+        if p.gang == gang:
+            terms.update(c.topology_key for c in p.spread)
+            if p.inter_pod is not None:
+                t = p.inter_pod
+                terms.update(x.topology_key for x in (*t.affinity, *t.anti_affinity))
+    keys = [k for k in snapshot.where_labels(sorted(terms)) if k != HOST]
+    places: dict[tuple[str, ...], list[Node]] = {}
+    for n in snapshot.nodes.nodes:
+        if not n.unschedulable:
+            places.setdefault(tuple(n.labels.get(k, "") for k in keys), []).append(n)
+    ranked = sorted(places.values(), key=lambda ns: (sum(n.allocatable.get("cpu", 0) for n in ns),
+                                                      min(n.name for n in ns)))  # fmt: skip
+    return [max(ns, key=lambda n: sorted(n.allocatable.items())) for ns in ranked[:MAX_WHERES]]
 
 
 def _catalog_nodes(

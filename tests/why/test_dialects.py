@@ -146,7 +146,8 @@ GANG_CASES: dict[str, GangCase] = {
                    *job(d, 4, [p.label("app", "t").spread("zone", 1, app="t")
                                for p in _pods(4, cpu="1")])],
         ("rules", 0, 0, ()),
-        [("min-member", 1, "minMember 3 instead of 4")],
+        # where a node stands matters: one more like nb (zone b) evens the spread
+        [("nodes", 1, "+1 node(s) like nb, empty"), ("min-member", 1, "minMember 3 instead of 4")],
     ),
     #   n [4 cpu]     first (priority 10) and train: 3 cpu each: train fits alone
     "competition": (
