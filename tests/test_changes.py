@@ -7,6 +7,7 @@ the gang, and one unit less does not work (table tests, one per kind).
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -438,3 +439,17 @@ def test_a_catalogue_buys_the_cheapest_nodes_that_run_the_gang() -> None:
     assert [c for c in found if c.kind == "nodes"] == [
         Change("nodes", "+2 gpu4 node(s) (cost 2)", 2, "gpu4")
     ]
+
+
+def test_a_gather_spec_the_reader_ignored_offers_no_topology_change() -> None:
+    """`gatherStrategy: 5` (mentioning MustGather elsewhere): Koordinator, and the reader,
+    ignore the annotation (a note says so); the topology change is not offered, nothing
+    fails."""
+    spec = json.dumps({"gatherStrategy": 5, "note": "MustGather"})
+    cluster = model(
+        node("n").gpu(1).obj(),
+        podgroup("t", 2, **{SPEC: spec}),
+        *[pod(f"t-{i}").group("t").requests(gpu=1).obj() for i in range(2)],
+    )
+    found = _changes(cluster, "default/t")
+    assert [c.kind for c in found] == ["nodes", "min-member"]

@@ -16,7 +16,7 @@ from solver.model import (
     Queue,
 )
 from solver.plan import Catalog, NodeType
-from solver.quantity import format_quantity
+from solver.quantity import CPU, format_quantity
 from solver.snapshot import Delta, Snapshot
 
 KUBELET_MAX_PODS = 110  # the kubelet's default maxPods
@@ -166,8 +166,8 @@ MAX_WHERES = 4
 def _wheres(snapshot: Snapshot, gang: str, cert: Certificate) -> list[Node]:
     """For a `rules` certificate (the pods' own spread or affinity terms), where a new node
     stands matters, not only its room: the roomiest node of each place (the values of the
-    terms' topology keys and the other where-labels), the places with the least room first
-    (a spread is short where it is smallest), at most `MAX_WHERES`."""
+    terms' topology keys and the other where-labels), the places with the least free cpu
+    first (a spread is short where it is smallest), at most `MAX_WHERES`."""
     if cert.kind != "rules":
         return []
     terms: set[str] = set()
@@ -178,13 +178,15 @@ def _wheres(snapshot: Snapshot, gang: str, cert: Certificate) -> list[Node]:
                 t = p.inter_pod
                 terms.update(x.topology_key for x in (*t.affinity, *t.anti_affinity))
     keys = [k for k in snapshot.where_labels(sorted(terms)) if k != HOST]
-    places: dict[tuple[str, ...], list[Node]] = {}
-    for n in snapshot.nodes.nodes:
+    free = (snapshot.nodes.capacity((CPU,)) - snapshot.used((CPU,)))[:, 0]
+    places: dict[tuple[str, ...], list[int]] = {}
+    for i, n in enumerate(snapshot.nodes.nodes):
         if not n.unschedulable:
-            places.setdefault(tuple(n.labels.get(k, "") for k in keys), []).append(n)
-    ranked = sorted(places.values(), key=lambda ns: (sum(n.allocatable.get("cpu", 0) for n in ns),
-                                                      min(n.name for n in ns)))  # fmt: skip
-    return [max(ns, key=lambda n: sorted(n.allocatable.items())) for ns in ranked[:MAX_WHERES]]
+            places.setdefault(tuple(n.labels.get(k, "") for k in keys), []).append(i)
+    ranked = sorted(places.values(), key=lambda rows: (int(free[rows].sum()), rows[0]))
+    nodes = snapshot.nodes.nodes
+    return [max((nodes[i] for i in rows), key=lambda n: sorted(n.allocatable.items()))
+            for rows in ranked[:MAX_WHERES]]  # fmt: skip
 
 
 def _catalog_nodes(
@@ -242,8 +244,8 @@ def _like(snapshot: Snapshot, cert: Certificate | None) -> Node | None:
     if cert is None or cert.kind not in ("capacity", "pods", "domain", "anti-affinity", "devices"):
         return None
     if not cert.places and cert.kind in ("capacity", "pods"):
-        nodes = snapshot.nodes.nodes
-        return max(nodes, key=lambda n: n.allocatable.get(cert.unit, 0), default=None)  # first
+        open_ = [n for n in snapshot.nodes.nodes if not n.unschedulable]
+        return max(open_, key=lambda n: n.allocatable.get(cert.unit, 0), default=None)  # first
     if not cert.places:
         return None
     if cert.kind == "domain":

@@ -39,9 +39,10 @@ def _koordinator(snapshot: Snapshot, g: Gang) -> tuple[str, Delta] | None:
         spec = json.loads(g.annotations[SPEC])
     except ValueError:
         return None
-    if not isinstance(spec, dict):
+    rules = spec.get("gatherStrategy") if isinstance(spec, dict) else None
+    if not isinstance(rules, list):  # not acted on by the reader either (a note says so)
         return None
-    for rule in spec.get("gatherStrategy", []):
+    for rule in rules:
         if isinstance(rule, dict) and rule.get("strategy") == "MustGather":
             rule["strategy"] = "PreferGather"
     annotations = {**g.annotations, SPEC: json.dumps(spec)}
