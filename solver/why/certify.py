@@ -84,7 +84,7 @@ def certify(
         if found is None and time.perf_counter() < end:
             found = _bound(problem, g, free, preempted, said, ahead)
         if found is None:
-            found = _admitted_ahead(problem, g)
+            found = _admitted_ahead(problem, g, time.perf_counter() < extra_end)
         if found is None and time.perf_counter() < extra_end:
             found = _competition(problem, g, pod_node, counted.get(g, ""))
         if found is None and not preempted and (left := extra_end - time.perf_counter()) > 0.02:
@@ -111,21 +111,24 @@ def _own_rule(problem: Problem, g: int, counted: str) -> Certified | None:
     return None
 
 
-def _admitted_ahead(problem: Problem, g: int) -> Certified | None:
+def _admitted_ahead(problem: Problem, g: int, checking: bool) -> Certified | None:
     """Refused at enqueue only because jobs admitted ahead of it this cycle took its queue's
-    room (at the start of the cycle the queue would have taken it), no bound on the room
-    proves it could not run, and the greedy places it alone once admitted: competition,
-    naming them."""
+    room (at the start of the cycle the queue would have taken it), and no bound on the room
+    proves it could not run: competition, naming them, when the greedy places it alone
+    once admitted (checked while the call's `WHY_SECONDS` last, `checking`); else the same
+    words, unproven."""
     refused = problem.enqueue_refusal(g)
     named = problem.gang_enqueue_ahead[g]
-    if refused is None or not named or not _runs_alone(problem, g, admitted=True):
+    if refused is None or not named:
         return None
-    listed = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    listed = ", ".join(named[:3]) + (" and others" if len(named) > 3 else "")
     sentence = (
         f"{refused}; at the start of the cycle its queue had room: it went to {listed}, "
         "admitted ahead of it"
     )
-    return Certified(Certificate("competition", "enqueue", sentence, True, rivals=named), sentence)
+    proven = checking and _runs_alone(problem, g, admitted=True)
+    kind = "competition" if proven else "unproven"
+    return Certified(Certificate(kind, "enqueue", sentence, proven, rivals=named), sentence)
 
 
 def _bound(

@@ -15,6 +15,11 @@ from solver.snapshot import Snapshot
 __all__ = ["Enqueued", "ask_gates", "gate_failure", "plan_enqueue"]
 
 
+MAX_AHEAD = 16
+"""The most jobs admitted ahead a refused job's certificate names (the first, in walk
+order)."""
+
+
 @dataclass
 class Enqueued:
     """The enqueue walk's answer: the jobs refused, with the reason, and for those the
@@ -60,10 +65,11 @@ def plan_enqueue(
     rejected: dict[str, str] = {}
     behind: dict[str, tuple[str, ...]] = {}
     start: QueueTree | None = None  # the tree before this cycle's first admission
-    admitted: list[tuple[str, set[str]]] = []  # (gang, its queues but the root) in order
+    admitted: dict[str, list[tuple[int, str]]] = {}  # queue -> the first jobs admitted under
+    #   it with a request, (walk position, gang); at most MAX_AHEAD each
     for gate in gates:
         gate.walked = True
-    for gid, gang, pending in jobs:
+    for position, (gid, gang, pending) in enumerate(jobs):
         leaf = job_queue(gang, pending)
         if leaf is None:  # in no queue: only the cluster-wide rules
             why = ask_gates(snapshot, conf, gid, gang, pending, gates)
@@ -91,15 +97,18 @@ def plan_enqueue(
             and start is not None
             and gate_failure(start, mode, leaf, request, enqueue=True) is None
         ):
-            mine = set(tree.path(leaf)[:-1])
-            behind[gid] = tuple(other for other, theirs in admitted if mine & theirs)
+            ahead = {job for q in tree.path(leaf)[:-1] for job in admitted.get(q, ())}
+            behind[gid] = tuple(other for _, other in sorted(ahead)[:MAX_AHEAD])
         why = why or next((w for gate in gates if (w := gate.refuse(gang, pending))), None)
         if why:
             rejected[gid] = why
             continue
-        if start is None:
-            start = tree.fork()
-        admitted.append((gid, set(tree.path(leaf)[:-1])))
+        if request:
+            if start is None:
+                start = tree.fork()
+            for q in tree.path(leaf)[:-1]:  # below the root, which only sums its children
+                if len(jobs_under := admitted.setdefault(q, [])) < MAX_AHEAD:
+                    jobs_under.append((position, gid))
         tree.bump(leaf, "inqueue", request)
         for gate in gates:
             gate.admit(gang, pending)
