@@ -228,8 +228,9 @@ def estimate(
         found = _search(now, ends, unknown, placed_at)
     except OutOfTime:
         return None
-    if found.at is None or found.at <= now:
-        return found
+    late = deadline is not None and time.perf_counter() > deadline
+    if found.at is None or found.at <= now or late or (stop is not None and stop.is_set()):
+        return found  # (past the deadline: without the gangs ahead, which one more cycle names)
     gone = tuple(sorted(k for k, e in ends.items() if e.at <= found.at))
     queue, ahead = _ahead(snapshot.apply(Delta(remove_pods=gone)), conf, gang)
     return replace(found, ahead=ahead, queue=queue)
