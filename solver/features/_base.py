@@ -67,6 +67,10 @@ class EnqueueGate(Protocol):
     def admit(self, gang: Gang, pods: Sequence[Pod]) -> None:
         """The job entered: count it (`JobEnqueuedFn`)."""
 
+    def fork(self) -> EnqueueGate:
+        """The gate as it stands, kept apart from later admissions (why a job was refused:
+        its own rule, or the jobs admitted ahead of it)."""
+
 
 @dataclass
 class CompileContext:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver import SchedulerConf, solve, verify
+from solver.config import PluginConf
 from solver.model import ClusterModel
 from solver.schedule import snapshot_of
 from solver.snapshot import Workload
@@ -145,13 +146,25 @@ def queued_clusters(draw: st.DrawFn) -> ClusterModel:
     return model(*objects)
 
 
+def _overcommitted() -> SchedulerConf:
+    """The default conf with Volcano's `overcommit` (factor 1.0): a cluster-wide enqueue
+    gate beside the queues' own."""
+    conf = SchedulerConf.default()
+    first, *rest = conf.tiers
+    more = PluginConf(name="overcommit", arguments={"overcommit-factor": 1.0})
+    return conf.model_copy(update={"tiers": (first.model_copy(
+        update={"plugins": (*first.plugins, more)}), *rest)})  # fmt: skip
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(queued_clusters(), st.sampled_from(["greedy", "auto"]))
-def test_enqueue_refusals_are_proofs_or_competition(cluster: ClusterModel, engine: str) -> None:
-    """A job refused at enqueue is `blocked` only when, alone, its queue would refuse it
-    too (CP-SAT places none of it); refused because of jobs admitted ahead, it is
-    `competition`: alone it is admitted and placed (verified)."""
-    _check(cluster, SchedulerConf.default(), engine)
+@given(queued_clusters(), st.sampled_from(["greedy", "auto"]), st.booleans())
+def test_enqueue_refusals_are_proofs_or_competition(
+    cluster: ClusterModel, engine: str, overcommit: bool
+) -> None:
+    """A job refused at enqueue is `blocked` only when, alone, its queue (and `overcommit`'s
+    cluster-wide gate) would refuse it too (CP-SAT places none of it); refused because of
+    jobs admitted ahead, it is `competition`: alone it is admitted and placed (verified)."""
+    _check(cluster, _overcommitted() if overcommit else SchedulerConf.default(), engine)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

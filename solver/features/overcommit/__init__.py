@@ -17,11 +17,11 @@ Its refusal reads `not enqueued: resource in cluster is overused: <resource> ...
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solver.config import Plugin
 from solver.features._base import CompileContext, EnqueueGate, Feature
-from solver.features.queues.admission import ask_gates
+from solver.features.queues.admission import plan_enqueue
 from solver.model import Gang, Pod
 from solver.quantity import PODS, format_quantity
 from solver.snapshot import Snapshot
@@ -92,6 +92,9 @@ class OvercommitGate:
             if r != PODS and v > 0:
                 self.inqueue[r] = self.inqueue.get(r, 0) + v
 
+    def fork(self) -> OvercommitGate:
+        return replace(self, inqueue=dict(self.inqueue))
+
 
 def _gate(ctx: CompileContext) -> EnqueueGate:
     factor = _factor(ctx.conf.arguments(Plugin.OVERCOMMIT).get("overcommit-factor"))
@@ -110,13 +113,19 @@ def _compile(ctx: CompileContext) -> None:
     plan = ctx.gangs
     order = ctx.unit_order or sorted(range(len(plan.unit_ids)), key=ctx.unit_key)
     unit_gangs = plan.unit_gangs()
-    for u in order:
-        for g in unit_gangs[u]:
-            gid = plan.gang_ids[g]
-            gang = ctx.workload.gangs[gid]
-            why = ask_gates(ctx.snapshot, ctx.conf, gid, gang, ctx.workload.members(gid), gates)
-            if why and g not in ctx.not_enqueued:
-                ctx.not_enqueued[g] = why
+    jobs = [
+        (plan.gang_ids[g], ctx.workload.gangs[plan.gang_ids[g]],
+         ctx.workload.members(plan.gang_ids[g]))
+        for u in order
+        for g in unit_gangs[u]
+    ]  # fmt: skip
+    index = {gid: g for g, gid in enumerate(plan.gang_ids)}
+    walked = plan_enqueue(ctx.snapshot, ctx.conf, None, None, jobs, gates)
+    for gid, why in walked.rejected.items():
+        if index[gid] not in ctx.not_enqueued:
+            ctx.not_enqueued[index[gid]] = why
+            if gid in walked.behind:
+                ctx.enqueued_ahead[index[gid]] = walked.behind[gid]
 
 
 FEATURE = Feature(name="overcommit", plugins=(Plugin.OVERCOMMIT,), compile=_compile, enqueue=_gate)

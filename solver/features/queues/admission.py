@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from solver.config import SchedulerConf
@@ -12,7 +12,7 @@ from solver.features.queues.tree import QueueTree, job_queue
 from solver.model import Gang, Pod
 from solver.snapshot import Snapshot
 
-__all__ = ["Enqueued", "ask_gates", "gate_failure", "plan_enqueue"]
+__all__ = ["Enqueued", "gate_failure", "plan_enqueue"]
 
 
 MAX_AHEAD = 16
@@ -45,11 +45,69 @@ def gate_failure(
     return mode.gate(tree, leaf, request, enqueue=enqueue)
 
 
+QuotaCheck = Callable[[QueueTree], "str | None"]
+"""A job's quota gate on a queue tree: why it may not enter, None when it may."""
+
+
+class _Ahead:
+    """Who was admitted ahead of a refused job, when that is why: the queue tree and the
+    cluster-wide gates as they stood before the cycle's first admission, and the first jobs
+    admitted (with a request: those took room), per queue below the root and in all."""
+
+    def __init__(self, tree: QueueTree | None, gates: Sequence[EnqueueGate]) -> None:
+        self.tree, self.gates = tree, gates
+        self.start_tree: QueueTree | None = None
+        self.start_gates: list[EnqueueGate] | None = None
+        self.under: dict[str, list[tuple[int, str]]] = {}  # queue -> (walk position, gang)
+        self.first: list[tuple[int, str]] = []
+
+    def admitting(self, position: int, gid: str, leaf: str | None, request: bool) -> None:
+        """Call before the job is counted anywhere."""
+        if self.start_gates is None:
+            self.start_gates = [gate.fork() for gate in self.gates]
+        if not request:
+            return
+        if self.tree is not None and self.start_tree is None:
+            self.start_tree = self.tree.fork()
+        if len(self.first) < MAX_AHEAD:
+            self.first.append((position, gid))
+        for q in self.tree.path(leaf)[:-1] if self.tree is not None and leaf else ():
+            if len(jobs := self.under.setdefault(q, [])) < MAX_AHEAD:  # below the root
+                jobs.append((position, gid))
+
+    def behind(
+        self, gang: Gang, pending: Sequence[Pod], leaf: str | None, quota: QuotaCheck | None
+    ) -> tuple[str, ...]:
+        """For a refused job: the jobs admitted ahead of it when, before them, the queue
+        (`quota`: a check on a tree, or None when the quota did not refuse) and every gate
+        would have taken it; () otherwise."""
+        if self.start_gates is None:
+            return ()
+        if quota is not None and (self.start_tree is None or quota(self.start_tree)):
+            return ()
+        if any(gate.refuse(gang, pending) for gate in self.start_gates):
+            return ()
+        if quota is None or self.tree is None or leaf is None:
+            ahead = set(self.first)
+        else:
+            ahead = {job for q in self.tree.path(leaf)[:-1] for job in self.under.get(q, ())}
+        return tuple(gid for _, gid in sorted(ahead)[:MAX_AHEAD])
+
+
+def _quota_check(
+    tree: QueueTree | None, mode: QuotaMode | None, leaf: str | None, request: dict[str, int]
+) -> QuotaCheck | None:
+    """The job's quota gate (None: no quota asks anything of it)."""
+    if tree is None or mode is None or leaf is None or not (request or tree.broken):
+        return None
+    return lambda t: gate_failure(t, mode, leaf, request, enqueue=True)
+
+
 def plan_enqueue(
     snapshot: Snapshot,
     conf: SchedulerConf,
-    tree: QueueTree,
-    mode: QuotaMode,
+    tree: QueueTree | None,
+    mode: QuotaMode | None,
     jobs: Sequence[tuple[str, Gang, Sequence[Pod]]],
     gates: Sequence[EnqueueGate] = (),
 ) -> Enqueued:
@@ -61,76 +119,39 @@ def plan_enqueue(
     rule). Admission adds the request to the queue's inqueue for the jobs after it. The
     cluster-wide `gates` are asked after the quota's own (in their order); a job any of
     them refuses is not enqueued and counts nowhere, as Volcano's enqueue action does.
+    Without a queue tree (`tree` None: no quota plugin) only the gates are asked.
     """
-    rejected: dict[str, str] = {}
-    behind: dict[str, tuple[str, ...]] = {}
-    start: QueueTree | None = None  # the tree before this cycle's first admission
-    admitted: dict[str, list[tuple[int, str]]] = {}  # queue -> the first jobs admitted under
-    #   it with a request, (walk position, gang); at most MAX_AHEAD each
-    for gate in gates:
-        gate.walked = True
+    out = Enqueued()
+    ahead = _Ahead(tree, gates)
+    if tree is not None:
+        for gate in gates:
+            gate.walked = True
     for position, (gid, gang, pending) in enumerate(jobs):
-        leaf = job_queue(gang, pending)
-        if leaf is None:  # in no queue: only the cluster-wide rules
-            why = ask_gates(snapshot, conf, gid, gang, pending, gates)
-            if why:
-                rejected[gid] = why
+        leaf = job_queue(gang, pending) if tree is not None else None
+        if tree is not None and leaf is not None and leaf not in tree.queues:
+            out.rejected[gid] = f"queue {leaf} does not exist"
             continue
-        if leaf not in tree.queues:
-            rejected[gid] = f"queue {leaf} does not exist"
-            continue
-        if not tree.queues[leaf].leaf:
-            rejected[gid] = f"queue {leaf} is not a leaf queue; only leaf queues run jobs"
+        if tree is not None and leaf is not None and not tree.queues[leaf].leaf:
+            out.rejected[gid] = f"queue {leaf} is not a leaf queue; only leaf queues run jobs"
             continue
         if gang.phase in ("Inqueue", "Running") or snapshot.gang_running(gid) > 0:
             continue
         if "enqueue" not in conf.actions:
             continue
-        request = mode.request(gang, pending, snapshot)
-        why = (
-            gate_failure(tree, mode, leaf, request, enqueue=True)
-            if request or tree.broken
-            else None
-        )
-        if (
-            why
-            and start is not None
-            and gate_failure(start, mode, leaf, request, enqueue=True) is None
-        ):
-            ahead = {job for q in tree.path(leaf)[:-1] for job in admitted.get(q, ())}
-            behind[gid] = tuple(other for _, other in sorted(ahead)[:MAX_AHEAD])
-        why = why or next((w for gate in gates if (w := gate.refuse(gang, pending))), None)
-        if why:
-            rejected[gid] = why
+        request = mode.request(gang, pending, snapshot) if mode is not None and leaf else {}
+        quota = _quota_check(tree, mode, leaf, request)
+        quota_why = quota(tree) if quota is not None and tree is not None else None
+        gate_why = None if quota_why else next(
+            (w for gate in gates if (w := gate.refuse(gang, pending))), None
+        )  # fmt: skip
+        if why := quota_why or gate_why:
+            out.rejected[gid] = why
+            if who := ahead.behind(gang, pending, leaf, quota if quota_why else None):
+                out.behind[gid] = who
             continue
-        if request:
-            if start is None:
-                start = tree.fork()
-            for q in tree.path(leaf)[:-1]:  # below the root, which only sums its children
-                if len(jobs_under := admitted.setdefault(q, [])) < MAX_AHEAD:
-                    jobs_under.append((position, gid))
-        tree.bump(leaf, "inqueue", request)
+        ahead.admitting(position, gid, leaf, bool(request) or bool(gang.min_resources))
+        if tree is not None and leaf is not None:
+            tree.bump(leaf, "inqueue", request)
         for gate in gates:
             gate.admit(gang, pending)
-    return Enqueued(rejected, {gid: who for gid, who in behind.items() if who})
-
-
-def ask_gates(
-    snapshot: Snapshot,
-    conf: SchedulerConf,
-    gid: str,
-    gang: Gang,
-    pending: Sequence[Pod],
-    gates: Sequence[EnqueueGate],
-) -> str | None:
-    """The cluster-wide rules alone for one job (one not admitted yet, with `enqueue`):
-    the first refusal, else every gate counts the job."""
-    if not gates or "enqueue" not in conf.actions:
-        return None
-    if gang.phase in ("Inqueue", "Running") or snapshot.gang_running(gid) > 0:
-        return None
-    why = next((w for gate in gates if (w := gate.refuse(gang, pending))), None)
-    if why is None:
-        for gate in gates:
-            gate.admit(gang, pending)
-    return why
+    return out

@@ -97,3 +97,21 @@ def test_asked_in_the_quota_walk_in_queue_order() -> None:
 def test_a_bad_factor_is_the_default() -> None:
     assert _factor(0.5) == 1.2 and _factor("x") == 1.2 and _factor(True) == 1.2
     assert _factor("1.5") == 1.5 and _factor(2) == 2.0
+
+
+@pytest.mark.parametrize("plugins", [("overcommit",), ("overcommit", "proportion")])
+def test_a_job_refused_for_the_jobs_admitted_ahead_is_competition(
+    plugins: tuple[str, ...],
+) -> None:
+    """c (2 GPUs) would enter an idle cluster (2 ≤ 9.6); a and b, admitted ahead, make it
+    10 > 9.6: the certificate is competition naming them, not a rule of c's own (alone, c
+    enters and runs), with the walk of overcommit alone and inside proportion's."""
+    cluster = model(*NODES, *job("a", 4), *job("b", 4), *job("c", 2))
+    d = schedule(cluster, conf(*plugins), engine="greedy")
+    cert = d.certificates["default/c"]
+    assert (cert.kind, cert.constraint, cert.rivals) == (
+        "competition", "enqueue", ("default/a", "default/b"))  # fmt: skip
+    big = model(*NODES, *job("a", 4), *job("huge", 10))  # 10 > 9.6 even alone: its own rule
+    assert schedule(big, conf(*plugins), engine="greedy").certificates["default/huge"].kind == (
+        "blocked"
+    )
