@@ -13,8 +13,9 @@ the one-domain rule and the topology change say what the dialect's own field say
     device dialects    Koordinator gpu-core, HAMi vGPU, KAI gpu-fraction, openb gpu-milli
 
 Kinds of one dialect only have their own tables: `cards` (Volcano capacity-card,
-tests/test_changes.py), `slices` (Kueue, tests/test_changes.py), `blocked` (Volcano
-enqueue, tests/why/test_reasons.py).
+tests/test_changes.py), `slices` (Kueue, tests/test_changes.py); `blocked` and
+`competition` at enqueue (Volcano's walk) are at the end here, with overcommit's in
+tests/features/overcommit.
 """
 
 from __future__ import annotations
