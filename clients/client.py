@@ -345,6 +345,9 @@ class Client:
         now: datetime | None = None,
         default_runtime: float = 0.0,
         node_types: Sequence[spb.PlanNodeType] = (),
+        workers: int = 0,
+        seed: int = 0,
+        scheduler_names: Sequence[str] = (),
         timeout: float | None = None,
     ) -> spb.WhyResponse:
         """Why `gang` (`namespace/name`; a pod's key for a pod alone) waits: its certificate,
@@ -355,7 +358,7 @@ class Client:
         request = spb.WhyRequest(
             gang=gang,
             job=job or pb.Job(),
-            options=self._options(engine, scheduler_conf, 0, 0),
+            options=self._options(engine, scheduler_conf, workers, seed, scheduler_names),
             default_runtime_seconds=default_runtime,
             node_types=node_types,
             **self._source(snapshot, cluster, expected_generation),

@@ -74,6 +74,9 @@ def why_remote(
     *,
     engine: str,
     time_limit: float,
+    workers: int,
+    seed: int,
+    selection: PodSelection,
     now: datetime,
     default_runtime: timedelta | None,
     catalog: Catalog | None,
@@ -91,6 +94,9 @@ def why_remote(
             now=now,
             default_runtime=default_runtime.total_seconds() if default_runtime else 0.0,
             node_types=_node_types(catalog),
+            workers=workers,
+            seed=seed,
+            scheduler_names=sorted(selection.scheduler_names or ()),
             timeout=time_limit,
         )
     found = [

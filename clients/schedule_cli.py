@@ -275,17 +275,20 @@ def why_cmd(
         gang_id = _gang_of(cluster, gang, pod)
         found: list[dict[str, Any]] = []
         start: dict[str, Any] | None = None
-        if server is not None:  # the service answers all three: certificate, changes, start
-            decision, found, start = _why_remote(ask, cluster, gang_id, at, runtime, bought)
+        selection = selection_of(scheduler_names, None, False)
+        remote = server is not None and not preempt  # `Why` has no preemption: Preempt + here
+        if remote:  # the service answers all three: certificate, changes, start
+            decision, found, start = _why_remote(ask, cluster, gang_id, selection, at, runtime,
+                                                 bought)  # fmt: skip
         else:
-            decision = cycle(ask, cluster, selection_of(scheduler_names, None, False), started)
+            decision = cycle(ask, cluster, selection, started)
     except GangplanError as err:
         fail(err)
         return
     notes(decision.notes)
     data = why_data(decision, cluster, gang_id)
     if not data["placed"]:
-        if server is None:
+        if not remote:
             found, start = _why_here(decision, cluster, gang_id, load_conf(config), at, runtime,
                                      min(time_limit, 2.0), bought)  # fmt: skip
         data["changes"], data["start"] = found, start
@@ -380,6 +383,7 @@ def _why_remote(
     ask: Ask,
     cluster: ClusterModel,
     gang_id: str,
+    selection: PodSelection,
     at: datetime,
     runtime: timedelta | None,
     catalog: Catalog | None,
@@ -388,7 +392,8 @@ def _why_remote(
     assert ask.server is not None
     try:
         return why_remote(ask.server, cluster, ask.config, gang_id, engine=ask.engine,
-                          time_limit=ask.time_limit, now=at, default_runtime=runtime,
+                          time_limit=ask.time_limit, workers=ask.workers, seed=ask.seed,
+                          selection=selection, now=at, default_runtime=runtime,
                           catalog=catalog)  # fmt: skip
     except ClientError as err:
         _server_failed(ask.server, err)

@@ -149,6 +149,29 @@ def test_cli_why_with_server_gives_the_changes_and_start_of_the_service(start: A
         assert ("a100x8" in there["changes"][1]["change"]) == bool(extra), there["changes"]
 
 
+@pytest.mark.parametrize("extra", [["--scheduler-name", "nobody"], ["--preempt"]])
+def test_cli_why_with_server_keeps_the_selection_and_preemption(
+    start: Any, extra: list[str]
+) -> None:
+    """`why --server` sends `--scheduler-name` (the service leaves other schedulers' pods
+    pending, as here) and, with `--preempt` (the `Why` RPC has none), asks the Preempt RPC
+    for the cycle: both answers equal the local ones."""
+    _, port = start()
+    example = str(ROOT / "examples" / "why" / "start.yaml")
+    args = ["why", "-f", example, "--gang", "research/train", "--now", "2026-11-28T18:00:00Z",
+            "-o", "json", *extra]  # fmt: skip
+    local = CliRunner().invoke(app, args)
+    remote = CliRunner().invoke(app, [*args, "--server", f"127.0.0.1:{port}"])
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    here, there = json.loads(local.stdout), json.loads(remote.stdout)
+    assert (there["reason"], there["certificate"]) == (here["reason"], here["certificate"])
+    assert there["changes"] == here["changes"]
+    if "--preempt" in extra:
+        assert here["reason"].startswith("nominated after preemption")
+    else:
+        assert here["certificate"] is None and not here["placed"]
+
+
 def test_the_gangs_ahead_cross_the_wire(start: Any, tmp_path: Path) -> None:
     """tests/test_start.py's queue case as a file: `why --server` names the gang ahead of
     it in its queue as `why` does here."""
