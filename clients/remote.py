@@ -13,6 +13,7 @@ from typing import Any
 
 from clients.client import Client
 from gangplan.v1 import placement_service_pb2 as spb
+from solver.changes import Change
 from solver.codec import cluster_to_proto, decision_from_proto
 from solver.decision import Decision
 from solver.model import ClusterModel, PodSelection
@@ -100,10 +101,8 @@ def why_remote(
             timeout=time_limit,
         )
     found = [
-        {"kind": c.kind, "change": c.change, "size": c.size, "target": c.target,
-         "dimension": c.dimension}
-        for c in response.changes
-    ]  # fmt: skip
+        Change(c.kind, c.change, c.size, c.target, c.dimension).to_dict() for c in response.changes
+    ]
     start = None
     if not response.placed:
         at = (
