@@ -34,7 +34,7 @@ from solver.compile import compile_problem  # noqa: E402
 from solver.config import PluginConf, TierConf  # noqa: E402
 from solver.engines import SolveParams  # noqa: E402
 from solver.engines.cpsat import solve_cpsat  # noqa: E402
-from solver.features.topology import TopologyBlock  # noqa: E402
+from solver.features.topology import GatherBlock  # noqa: E402
 from solver.features.topology.koordinator.gather import gather_unit  # noqa: E402
 from solver.kube import RawObject, build_model  # noqa: E402
 from solver.problem import Problem, evaluate  # noqa: E402
@@ -247,8 +247,8 @@ def cpsat_rows(
     return rows
 
 
-def _topology(problem: Problem) -> TopologyBlock:
-    block = problem.block(TopologyBlock)
+def _topology(problem: Problem) -> GatherBlock:
+    block = problem.block(GatherBlock)
     assert block is not None, "the instance has a ClusterNetworkTopology"
     return block
 

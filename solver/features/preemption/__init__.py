@@ -68,7 +68,7 @@ from solver.features.preemption.victims import (
     preemption_enabled,
 )
 from solver.features.queues import QuotaBlock, QuotaLedger, QuotaMode, build_queue_tree
-from solver.features.topology import TopologyBlock
+from solver.features.topology import GatherBlock
 from solver.features.topology.rules import domain_rules, overlapping
 from solver.problem import FloatArray, IntArray, Ledger, NoLimits, Problem
 from solver.snapshot import NONE, Snapshot, Workload, charged_queue
@@ -126,7 +126,7 @@ def preempt(
     limits = nodegroup_tracker(problem)
     if limits is not None:
         limits.charge_plan(dict(enumerate(pod_node)))
-    topology = problem.block(TopologyBlock)
+    topology = problem.block(GatherBlock)
     placed_gangs = {
         int(problem.type_gang[t]) for t, nodes in enumerate(pod_node) if (nodes >= 0).any()
     }

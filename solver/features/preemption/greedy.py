@@ -19,7 +19,7 @@ from solver.features.preemption.pool import CandidatePool
 from solver.features.preemption.reclaim import Reclaimer
 from solver.features.preemption.victims import PreemptionInput
 from solver.features.queues import QuotaBlock
-from solver.features.topology import TopologyBlock
+from solver.features.topology import GatherBlock
 from solver.features.topology.koordinator.gather import gather_unit
 from solver.features.topology.rules import DomainRule
 from solver.problem import IntArray, Problem, fill, fit_report, format_fit_error
@@ -166,7 +166,7 @@ def greedy_plan(
     # job-aware cost per node: Σ over distinct candidate jobs on the node of their rank
     node_cost = pool.node_cost
     nominated: dict[int, list[int]] = {}
-    topology = problem.block(TopologyBlock)
+    topology = problem.block(GatherBlock)
     if topology is not None and topology.is_gather(u):
         # Koordinator plans topology gangs with the gather solver on the dry-run cluster,
         # each node scored −cost (`PlanNodes`: nodeScore = −cost), so the cost breaks ties

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solver.features.preemption.victims import PreemptionInput
-from solver.features.topology import TopologyBlock
+from solver.features.topology import GatherBlock, GodelBlock
 from solver.problem import Problem
 
 __all__ = [
@@ -39,11 +39,12 @@ def required_pods(problem: Problem, gangs: list[int]) -> dict[int, int]:
     """Pods per type that must be placed for the group: each gang's need (all if gathered),
     each KAI leaf sub-group's minMember among them."""
     out: dict[int, int] = {}
-    topology = problem.block(TopologyBlock)
+    gather = problem.block(GatherBlock)
+    godel = problem.block(GodelBlock)
     for g in gangs:
-        gathered = topology is not None and topology.is_gather(int(problem.gang_unit[g]))
+        gathered = gather is not None and gather.is_gather(int(problem.gang_unit[g]))
         need = int(problem.gang_pending[g]) if gathered else max(int(problem.gang_need[g]), 1)
-        plan = topology.godel(int(problem.gang_unit[g])) if topology is not None else None
+        plan = godel.godel(int(problem.gang_unit[g])) if godel is not None else None
         for m in plan.sub_minimums if plan is not None else ():  # each leaf's minMember first
             left = m.need
             for t in m.types:

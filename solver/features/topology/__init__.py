@@ -4,21 +4,30 @@ constraint and Kueue TAS (both always on: kube-scheduler's own, Kueue's admissio
 Volcano's HyperNode `networkTopology` (always on; scored by `network-topology-aware`), on
 one "one domain" rule.
 
-The shared core (this folder), then one sub-package per dialect:
+The shared core (this folder), then one sub-package per dialect, each with its own block:
 
     tree.py         the ClusterNetworkTopology tree every dialect's domains live on
                     (memoised per node generation)
-    block.py        the Problem block and its objective tiers
+    block.py        `TopologyBlock`: the engine-neutral one-domain rule every dialect writes
+    rules.py        that rule, and each dialect's hard rules, for planners outside the engines
+    bound.py        the one-domain bound (`why`'s certificate)
     greedy.py       the greedy's unit placer: Koordinator's gather, Godel's NodeGroups, Kueue
     cpsat.py        the CP-SAT module: domain choice, gather, podCountMultiple, domain tiers
-    koordinator/    spec.py (the gather spec of a gang group, pod order, existing peers),
-                    gather.py (offer slots), selector.py (network-topology-selector scores)
-    godel/          affinity.py (PodGroup affinity as node arrays: Godel, the Workload API's
-                    topology key, KAI's required and preferred levels), nodegroups.py (the
-                    greedy's order), objective.py (that order as CP-SAT tiers)
-    kueue/          podsets.py (pod sets, flavors, their trees), tas.py (Kueue's
+    koordinator/    block.py (`GatherBlock`: the tree, MustGather layers, podCountMultiple,
+                    peers; the `domains:*` and `gather_slack` tiers), spec.py (the gather
+                    spec of a gang group, pod order, existing peers), gather.py (offer
+                    slots), selector.py (network-topology-selector scores)
+    godel/          block.py (`GodelBlock`: each unit's plan, Godel's node metrics; the
+                    `preferred_domains` tiers), affinity.py (PodGroup affinity as node
+                    arrays), nodegroups.py (the greedy's order), objective.py (that order as
+                    CP-SAT tiers)
+    workload_api/   the Workload API's and KAI's PodGroup topology read as Godel's plan
+                    (affinity.py), KAI sub-groups (subgroups.py, nested.py)
+    kueue/          block.py (`KueueBlock`: each unit's pod sets; the `kueue_domains:*`
+                    tiers), podsets.py (pod sets, flavors, their trees), tas.py (Kueue's
                     findTopologyAssignment), place.py (both engines and the output)
-    hypernode/      Volcano HyperNodes: tree, compile, block, greedy, CP-SAT, sub-groups
+    hypernode/      Volcano HyperNodes: tree, compile, block (`HyperNodeBlock`), greedy,
+                    CP-SAT, sub-groups
 
 Compile (this module): for every unit, the gather requirements of its first gang
 (Koordinator) or its Godel plan; nodes outside the tree, outside a Godel nodeSelector or
@@ -54,16 +63,14 @@ from solver.features.topology.godel.affinity import (
     godel_plan,
     job_affinity,
 )
-from solver.features.topology.godel.subgroups import (
-    compile_sub_domains,
-    domain_sub_group_key,
-)
+from solver.features.topology.godel.block import GodelBlock
 from solver.features.topology.greedy import place_topology_unit
 from solver.features.topology.hypernode import cpsat as hypernode_cpsat
 from solver.features.topology.hypernode.compile import HyperNodeUnits, compile_hypernode
 from solver.features.topology.hypernode.greedy import place_hypernode_unit
 from solver.features.topology.hypernode.subgroup import subgroup_type_key
 from solver.features.topology.hypernode.subgroup_greedy import place_subgroup_unit
+from solver.features.topology.koordinator.block import GatherBlock
 from solver.features.topology.koordinator.selector import compile_selector_scores, selector_of
 from solver.features.topology.koordinator.spec import (
     ANNOTATION_SPEC,
@@ -73,14 +80,20 @@ from solver.features.topology.koordinator.spec import (
     peer_counts,
     unit_gather,
 )
+from solver.features.topology.kueue.block import KueueBlock
 from solver.features.topology.kueue.place import assignments
 from solver.features.topology.kueue.podsets import KueuePodSet, compile_kueue, pod_set_key
 from solver.features.topology.tree import TopologyTree, tree_of
+from solver.features.topology.workload_api.affinity import is_topology_unit
+from solver.features.topology.workload_api.subgroups import (
+    compile_sub_domains,
+    domain_sub_group_key,
+)
 from solver.model import Gang, Pod
 from solver.problem import IntArray, Problem
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["DIALECT_GODEL", "FEATURE", "TopologyBlock"]
+__all__ = ["DIALECT_GODEL", "FEATURE", "GatherBlock", "GodelBlock", "KueueBlock", "TopologyBlock"]
 
 DIALECT_GODEL = "scheduling.godel.kubewharf.io"
 REASON_OUT_OF_TREE = "node(s) are not in the network topology tree"
@@ -108,7 +121,7 @@ def _compile(ctx: CompileContext) -> None:
     hypernode = compile_hypernode(ctx, taken=set(gather) | set(godel) | set(kueue))
     if not gather and not godel and not kueue and not hypernode:
         return
-    ctx.add_block(_block(ctx, tree, gather, godel, kueue, hypernode))
+    _add_blocks(ctx, tree, gather, godel, kueue, hypernode)
 
 
 def _pending_of(ctx: CompileContext, gids: list[str]) -> dict[str, list[Pod]]:
@@ -199,12 +212,7 @@ def _compile_godel(
         """Godel PodGroups when `job-affinity` is on; Workload API topology always (it is
         kube-scheduler's own, not a plugin a conf turns off)."""
         gang = gangs[gid]
-        return (
-            (godel_on and gang.dialect == DIALECT_GODEL)
-            or gang.topology_key is not None
-            or bool(gang.preferred_keys)
-            or bool(gang.topology_sub_groups)
-        )
+        return (godel_on and gang.dialect == DIALECT_GODEL) or is_topology_unit(gang)
 
     if not any(is_unit(gid) for gid in plan.gang_ids):
         return
@@ -272,16 +280,62 @@ def _call_type_key(snapshot: Snapshot, workload: Workload) -> Callable[[Pod], Ha
     return lambda pod: (volcano(pod), kai(pod))
 
 
-def _block(
+def _add_blocks(
     ctx: CompileContext,
     tree: TopologyTree | None,
     gather: dict[int, UnitGather],
     godel: dict[int, GodelPlan],
     kueue: dict[int, tuple[KueuePodSet, ...]],
     hypernode: HyperNodeUnits,
-) -> TopologyBlock:
+) -> None:
+    """The shared one-domain rule, then each dialect's own block (in this order: it is the
+    order of their objective tiers)."""
     num_units = len(ctx.gangs.unit_ids)
-    layers = tree.layers if tree is not None and gather else ()
+    gather_block = _gather_block(ctx, tree, gather) if gather else None
+    domain: list[IntArray | None] = [None] * num_units
+    domain_names: list[tuple[str, ...]] = [()] * num_units
+    rule = [""] * num_units
+    if gather_block is not None:
+        for u in gather:
+            layer = int(gather_block.unit_gather_layer[u])
+            if layer >= 0:
+                domain[u] = gather_block.node_domain[layer]
+                domain_names[u] = gather_block.domains[layer]
+                rule[u] = f"one {gather_block.layers[layer]} domain (MustGather)"
+    for u, unit_plan in godel.items():
+        domain[u] = unit_plan.required
+        domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
+        rule[u] = unit_plan.rule
+    for u, (hypernode_domain, hypernode_names) in hypernode.items():
+        domain[u], domain_names[u] = hypernode_domain, hypernode_names
+        rule[u] = "one HyperNode within its highestTierAllowed"
+    ctx.add_block(
+        TopologyBlock(
+            unit_domain=tuple(domain),
+            unit_domain_names=tuple(domain_names),
+            unit_domain_rule=tuple(rule),
+        )
+    )
+    if gather_block is not None:
+        ctx.add_block(gather_block)
+    if godel:
+        alloc, requested = godel_node_metrics(ctx.snapshot)
+        ctx.add_block(
+            GodelBlock(
+                unit_godel=tuple(godel.get(u) for u in range(num_units)),
+                godel_allocatable=np.asarray(alloc, dtype=np.int64),
+                godel_requested=np.asarray(requested, dtype=np.int64),
+            )
+        )
+    if kueue:
+        ctx.add_block(KueueBlock(unit_kueue=tuple(kueue.get(u) for u in range(num_units))))
+
+
+def _gather_block(
+    ctx: CompileContext, tree: TopologyTree | None, gather: dict[int, UnitGather]
+) -> GatherBlock:
+    num_units = len(ctx.gangs.unit_ids)
+    layers = tree.layers if tree is not None else ()
     gather_layer = np.full(num_units, -1, dtype=np.int64)
     multiples = np.ones((num_units, len(layers)), dtype=np.int64)
     texts = [""] * num_units
@@ -297,52 +351,24 @@ def _block(
             texts[u] = f"; podCountMultiple constraints: {', '.join(parts)}"
         if unit.selector:
             peers[u] = peer_counts(ctx.snapshot, unit.selector)
-    domain: list[IntArray | None] = [None] * num_units
-    domain_names: list[tuple[str, ...]] = [()] * num_units
-    rule = [""] * num_units
-    if tree is not None:
-        for u in gather:
-            if gather_layer[u] >= 0:
-                domain[u] = tree.node_domain[gather_layer[u]]
-                domain_names[u] = tree.domains[gather_layer[u]]
-                rule[u] = f"one {layers[gather_layer[u]]} domain (MustGather)"
-    for u, unit_plan in godel.items():
-        domain[u] = unit_plan.required
-        domain_names[u] = unit_plan.required_names if unit_plan.required is not None else ()
-        rule[u] = unit_plan.rule
-    for u, (hypernode_domain, hypernode_names) in hypernode.items():
-        domain[u], domain_names[u] = hypernode_domain, hypernode_names
-        rule[u] = "one HyperNode within its highestTierAllowed"
-    unit_gather_flags = np.zeros(num_units, dtype=bool)
-    unit_gather_flags[list(gather)] = True
-    alloc, requested = (
-        godel_node_metrics(ctx.snapshot) if godel else (np.zeros((0, 3)), np.zeros((0, 3)))
-    )
-    return TopologyBlock(
+    flags = np.zeros(num_units, dtype=bool)
+    flags[list(gather)] = True
+    return GatherBlock(
         layers=layers,
-        domains=tree.domains if layers and tree is not None else (),
-        parent=tree.parent if layers and tree is not None else (),
-        node_domain=tree.node_domain
-        if layers and tree is not None
-        else np.zeros((0, 0), dtype=np.int64),
-        unit_gather=unit_gather_flags,
+        domains=tree.domains if tree is not None else (),
+        parent=tree.parent if tree is not None else (),
+        node_domain=tree.node_domain if tree is not None else np.zeros((0, 0), dtype=np.int64),
+        unit_gather=flags,
         unit_gather_layer=gather_layer,
         unit_pod_multiple=multiples,
         unit_peers=tuple(peers),
         gather_multiple_text=tuple(texts),
-        unit_domain=tuple(domain),
-        unit_domain_names=tuple(domain_names),
-        unit_domain_rule=tuple(rule),
-        unit_godel=tuple(godel.get(u) for u in range(num_units)),
-        unit_kueue=tuple(kueue.get(u) for u in range(num_units)) if kueue else (),
-        godel_allocatable=np.asarray(alloc, dtype=np.int64),
-        godel_requested=np.asarray(requested, dtype=np.int64),
     )
 
 
 def decision_fields(problem: Problem, pod_node: list[IntArray]) -> dict[str, Any]:
-    """The Decision's `topology_assignments` (Kueue's, when a TopologyBlock is in play)."""
-    block = problem.block(TopologyBlock)
+    """The Decision's `topology_assignments` (Kueue's, when a KueueBlock is in play)."""
+    block = problem.block(KueueBlock)
     if block is None:
         return {}
     return {"topology_assignments": tuple(assignments(problem, block.unit_kueue, pod_node))}

@@ -17,6 +17,9 @@ import numpy as np
 
 from solver.decision import Certificate
 from solver.features.topology.block import TopologyBlock
+from solver.features.topology.godel.block import godel_plan_of
+from solver.features.topology.koordinator.block import is_gathered
+from solver.features.topology.kueue.block import kueue_pod_sets
 from solver.features.topology.kueue.podsets import KueuePodSet
 from solver.problem import IntArray, Problem, Room, best_places, demand_text, room, slots_of
 from solver.quantity import format_quantity
@@ -32,14 +35,14 @@ def one_domain_bound(
     if block is None or not block.unit_domain:
         return None
     for u in sorted({int(problem.gang_unit[h]) for h in gangs if problem.gang_pending[h] > 0}):
-        if (kueue := _kueue_bound(problem, block, u, gangs, free)) is not None:
+        if (kueue := _kueue_bound(problem, u, gangs, free)) is not None:
             return kueue
-        if (sub := _sub_group_bound(problem, block, u, gangs, free)) is not None:
+        if (sub := _sub_group_bound(problem, u, gangs, free)) is not None:
             return sub
         domain = block.domain_of(u)
         names = block.unit_domain_names[u] if block.unit_domain_names else ()
         rule = block.unit_domain_rule[u] if block.unit_domain_rule else ""
-        gather = block.is_gather(u)  # Koordinator: all pending pods of the group, or none
+        gather = is_gathered(problem, u)  # Koordinator: all pending pods of the group, or none
         if (domain is None or not names) and gather:
             domain, names, rule = np.zeros(problem.num_nodes, dtype=np.int64), ("cluster",), ""
         elif domain is None or not names:
@@ -55,15 +58,13 @@ def one_domain_bound(
     return None
 
 
-def _kueue_bound(
-    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], free: IntArray
-) -> Certificate | None:
+def _kueue_bound(problem: Problem, u: int, gangs: list[int], free: IntArray) -> Certificate | None:
     """Kueue's `podset-required-topology`: each pod set inside one domain of its level (its
     node pool's tree), a group's leader with its workers (`podset-group-name`). A pod set
     alone must fit, whatever the gang's other pod sets take, so each is a proof of its own
     when all its pods are pending (Kueue admits a workload whole); in slices, the slices'
     bound (the workers alone)."""
-    for ps in block.kueue(u) or ():
+    for ps in kueue_pod_sets(problem, u) or ():
         req = ps.request
         g = ps.gang
         if g not in gangs or not req.required:
@@ -134,12 +135,12 @@ def _slices_bound(
 
 
 def _sub_group_bound(
-    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], free: IntArray
+    problem: Problem, u: int, gangs: list[int], free: IntArray
 ) -> Certificate | None:
     """A KAI sub-group with a required level: its pods inside one domain of that level,
     all of them when its gang needs every pending pod (else a sub-group may place fewer,
     and the counted reason speaks)."""
-    plan = block.godel(u)
+    plan = godel_plan_of(problem, u)
     members = [h for h in gangs if int(problem.gang_unit[h]) == u]
     if plan is None or not plan.sub_domains:
         return None

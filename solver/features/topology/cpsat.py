@@ -5,7 +5,7 @@ For a gang group (unit) u whose types are T_u, with node classes split so that e
 lies in one domain of every layer and one value of every `unit_domain`:
 
     # y[u, d] = 1 if unit u uses domain d of its one-domain rule;  Σ_d y[u, d] ≤ 1
-    #   (and the same per KAI sub-group inside it: `godel/subgroups.py`)
+    #   (and the same per KAI sub-group inside it: `workload_api/subgroups.py`)
     # Σ_{c: dom(c) = d} Σ_k x[t, c, k] ≤ |t| · y[u, d]   for t ∈ T_u   (x = 0 where dom(c) = −1)
     # gather: placed_g = pending_g · unit_on[u] for every gang g of u (all pending pods or none)
     # podCountMultiple m of layer l: Σ_{t ∈ T_u, c ⊂ d} x[t, c, k] = m · z[u, l, d]
@@ -21,24 +21,27 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.features.topology.block import (
-    TopologyBlock,
-    domain_slots,
-    slack_units,
-    topology_units,
-)
+from solver.features.topology.block import TopologyBlock
+from solver.features.topology.godel.block import GodelBlock
 from solver.features.topology.godel.objective import (
     RANK,
     build_preferred,
     preferred_rows,
     rank_terms,
 )
-from solver.features.topology.godel.subgroups import (
+from solver.features.topology.koordinator.block import (
+    GatherBlock,
+    domain_slots,
+    slack_units,
+    topology_units,
+)
+from solver.features.topology.kueue.block import KueueBlock
+from solver.features.topology.kueue.place import build_kueue, class_rows
+from solver.features.topology.workload_api.subgroups import (
     build_sub_domains,
     build_sub_minimums,
     sub_domain_rows,
 )
-from solver.features.topology.kueue.place import build_kueue, class_rows
 from solver.problem import IntArray, Problem
 from solver.sat import PlacementVars, Term
 
@@ -47,7 +50,7 @@ __all__ = ["build", "class_split", "layout_ranks", "unsupported"]
 
 def unsupported(problem: Problem) -> str | None:
     """Why this Problem's topology rules are beyond the model (None: they are modelled)."""
-    block = problem.block(TopologyBlock)
+    block = problem.block(GatherBlock)
     if block is None:
         return None
     if block.unit_pod_multiple.size and (block.unit_pod_multiple[:, -1] > 1).any():
@@ -60,14 +63,24 @@ def class_split(problem: Problem) -> list[IntArray]:
     block = problem.block(TopologyBlock)
     if block is None:
         return []
+    gather, godel, kueue = _dialects(problem)
     rows: list[IntArray] = []
-    if len(block.layers) > 2:
-        rows.extend(block.node_domain[1:-1])
+    if len(gather.layers) > 2:
+        rows.extend(gather.node_domain[1:-1])
     rows.extend(d for d in block.unit_domain if d is not None)
-    rows.extend(class_rows(block.unit_kueue))
-    rows.extend(preferred_rows(block.unit_godel))
-    rows.extend(sub_domain_rows([p.sub_domains for p in block.unit_godel if p is not None]))
+    rows.extend(class_rows(kueue.unit_kueue))
+    rows.extend(preferred_rows(godel.unit_godel))
+    rows.extend(sub_domain_rows([p.sub_domains for p in godel.unit_godel if p is not None]))
     return rows
+
+
+def _dialects(problem: Problem) -> tuple[GatherBlock, GodelBlock, KueueBlock]:
+    """Each dialect's block, empty when the Problem has none."""
+    return (
+        problem.block(GatherBlock) or GatherBlock(),
+        problem.block(GodelBlock) or GodelBlock(),
+        problem.block(KueueBlock) or KueueBlock(),
+    )
 
 
 def _unit_types(problem: Problem) -> dict[int, list[int]]:
@@ -81,6 +94,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
     block = problem.block(TopologyBlock)
     if block is None:
         return []
+    gather_block, godel, kueue = _dialects(problem)
     unit_types = _unit_types(problem)
     counts = [len(p) for p in problem.type_pods]
     keys_of: dict[int, list[tuple[int, int, int]]] = {}
@@ -90,17 +104,17 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
     # one-domain rule (MustGather / Godel required)
     slack_terms: list[cp_model.LinearExprT] = []
     ranks: list[cp_model.LinearExprT] = []
-    slack_of = set(slack_units(block))
+    slack_of = set(slack_units(gather_block))
     for u, domain in enumerate(block.unit_domain):
         if domain is None or u not in keys_of:
             continue
         values = sorted({int(domain[v.classes[c].nodes[0]]) for _, c, _ in keys_of[u]} - {-1})
         y = {d: model.new_bool_var(f"domain[{u},{d}]") for d in values}
         model.add(cp_model.LinearExpr.sum(list(y.values())) <= 1)
-        ranks += rank_terms(block.godel(u), y)
+        ranks += rank_terms(godel.godel(u), y)
         if u in slack_of:
             # gather_slack = Σ_d slots(d) · y[u, d]: the chosen domain's free slots
-            slots = domain_slots(problem, block, u)
+            slots = domain_slots(problem, gather_block, u)
             slack_terms += [slots.get(d, 0) * y[d] for d in values if slots.get(d, 0)]
         per_type: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for key in keys_of[u]:
@@ -112,7 +126,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
         for (t, d), xs in per_type.items():
             model.add(cp_model.LinearExpr.sum(xs) <= counts[t] * y[d])
 
-    gather = set(topology_units(block))
+    gather = set(topology_units(gather_block))
     for u in gather:
         on = v.unit_on[u]
         for g in np.flatnonzero(problem.gang_unit == u).tolist():
@@ -120,36 +134,37 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
             if pending and problem.gang_blocked[g] is None:
                 model.add(v.gang_total(g) == pending * on)
 
-    for u, plan in enumerate(block.unit_godel):
+    for u, plan in enumerate(godel.unit_godel):
         if plan is not None and plan.sub_domains:
             build_sub_domains(problem, model, v, u, plan.sub_domains)
         if plan is not None and plan.sub_minimums:
             (g,) = np.flatnonzero(problem.gang_unit == u).tolist()
             build_sub_minimums(problem, model, v, g, plan.sub_minimums)
-    terms: list[Term] = build_kueue(problem, block.unit_kueue, model, v)
-    terms += build_preferred(problem, block.unit_godel, model, v, keys_of)
+    terms: list[Term] = build_kueue(problem, kueue.unit_kueue, model, v)
+    terms += build_preferred(problem, godel.unit_godel, model, v, keys_of)
     if ranks:
         terms.append(Term(RANK, cp_model.LinearExpr.sum(ranks)))
-    layers = len(block.layers)
+    multiples = gather_block.unit_pod_multiple
+    layers = len(gather_block.layers)
     used_by_layer: dict[int, list[cp_model.LinearExprT]] = {}
     for u in sorted(
         gather
         | {
             u
             for u in range(len(problem.unit_ids))
-            if block.unit_pod_multiple.size and (block.unit_pod_multiple[u, :-1] > 1).any()
+            if multiples.size and (multiples[u, :-1] > 1).any()
         }
     ):
         if u not in keys_of:
             continue
         for layer in range(layers - 1):
-            multiple = int(block.unit_pod_multiple[u, layer]) if block.unit_pod_multiple.size else 1
+            multiple = int(multiples[u, layer]) if multiples.size else 1
             scored = u in gather and layer > 0
             if multiple <= 1 and not scored:
                 continue
             by_domain: dict[int, list[cp_model.IntVar]] = {}
             for key in keys_of[u]:
-                d = int(block.node_domain[layer, v.classes[key[1]].nodes[0]])
+                d = int(gather_block.node_domain[layer, v.classes[key[1]].nodes[0]])
                 if d >= 0:
                     by_domain.setdefault(d, []).append(v.x[key])
             pending = sum(counts[t] for t in unit_types.get(u, []))
@@ -170,7 +185,7 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
         if layer in used_by_layer:
             terms.append(
                 Term(
-                    f"domains:{block.layers[layer]}",
+                    f"domains:{gather_block.layers[layer]}",
                     cp_model.LinearExpr.sum(used_by_layer[layer]),
                 )
             )
@@ -223,7 +238,7 @@ def _nodes_used(
 def layout_ranks(problem: Problem, pod_node: list[IntArray]) -> list[IntArray]:
     """Consecutive ranks share the smallest domain: in gathered units, each type's pods (kept
     in `network-topology-index` order) take their nodes sorted by domain path, then name."""
-    block = problem.block(TopologyBlock)
+    block = problem.block(GatherBlock)
     units = set(topology_units(block)) if block is not None else set()
     if block is None or not units:
         return pod_node

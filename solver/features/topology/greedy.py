@@ -12,11 +12,14 @@ import numpy as np
 
 from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel.affinity import GodelPlan
-from solver.features.topology.godel.nested import NestedFill
+from solver.features.topology.godel.block import GodelBlock
 from solver.features.topology.godel.nodegroups import godel_groups, godel_metrics
-from solver.features.topology.godel.subgroups import minimum_shortfall
+from solver.features.topology.koordinator.block import GatherBlock
 from solver.features.topology.koordinator.gather import gather_unit
+from solver.features.topology.kueue.block import kueue_pod_sets
 from solver.features.topology.kueue.place import place_kueue
+from solver.features.topology.workload_api.nested import NestedFill
+from solver.features.topology.workload_api.subgroups import minimum_shortfall
 from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
 
 __all__ = ["place_topology_unit"]
@@ -24,19 +27,24 @@ __all__ = ["place_topology_unit"]
 
 def place_topology_unit(problem: Problem, u: int, gangs: list[int], state: GreedyState) -> bool:
     """Place unit u if the topology governs it (True), else leave it to the default (False)."""
-    block = problem.block(TopologyBlock)
-    if block is None or not gangs:
+    if problem.block(TopologyBlock) is None or not gangs:
         return False
-    if block.is_gather(u):
-        _place_gather(problem, block, u, gangs, state)
+    gather = problem.block(GatherBlock)
+    if gather is not None and gather.is_gather(u):
+        _place_gather(problem, gather, u, gangs, state)
         return True
-    kueue = block.kueue(u)
+    kueue = kueue_pod_sets(problem, u)
     if kueue:
         place_kueue(problem, kueue, gangs, state)
         return True
-    godel = block.godel(u)
-    if godel is not None and (
-        godel.required is not None or godel.preferred or godel.sub_domains or godel.sub_minimums
+    block = problem.block(GodelBlock)
+    godel = block.godel(u) if block is not None else None
+    if (
+        block is not None
+        and godel is not None
+        and (
+            godel.required is not None or godel.preferred or godel.sub_domains or godel.sub_minimums
+        )
     ):
         _place_godel(problem, block, godel, gangs, state)
         return True
@@ -44,7 +52,7 @@ def place_topology_unit(problem: Problem, u: int, gangs: list[int], state: Greed
 
 
 def _place_gather(
-    problem: Problem, block: TopologyBlock, u: int, gangs: list[int], state: GreedyState
+    problem: Problem, block: GatherBlock, u: int, gangs: list[int], state: GreedyState
 ) -> None:
     """Koordinator's gather: every pending pod of the group in one plan, or none."""
     outcome = gather_unit(problem, block, u, gangs, state.free)
@@ -65,7 +73,7 @@ def _place_gather(
 
 
 def _place_godel(
-    problem: Problem, block: TopologyBlock, plan: GodelPlan, gangs: list[int], state: GreedyState
+    problem: Problem, block: GodelBlock, plan: GodelPlan, gangs: list[int], state: GreedyState
 ) -> None:
     """Godel: the first NodeGroup where every gang reaches its share wins; pods spill by circle."""
     groups = godel_groups(problem, block, plan, state.free)

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.features.topology.block import TopologyBlock
+from solver.features.topology.godel.block import godel_plan_of
 from solver.features.topology.hypernode.block import HyperNodeBlock
+from solver.features.topology.kueue.block import kueue_pod_sets
 from solver.problem import IntArray, Problem
 
 __all__ = ["DomainRule", "domain_rules", "overlapping"]
@@ -77,12 +79,12 @@ def domain_rules(problem: Problem, u: int) -> list[DomainRule] | str:
         if sg.domain is not None and sg.types and tree is not None:
             rule = f"one HyperNode of tier <= {sg.limit} (sub-group {sg.name})"
             rules.append(DomainRule(sg.types, sg.domain, tree.names, rule))
-    godel = block.godel(u)
+    godel = godel_plan_of(problem, u)
     for sub in godel.sub_domains if godel is not None else ():
         if sub.types and sub.required:
             rule = f"one {sub.level} domain (sub-group {sub.name})"
             rules.append(DomainRule(sub.types, sub.domain, sub.names, rule))
-    for ps in block.kueue(u) or ():
+    for ps in kueue_pod_sets(problem, u) or ():
         req = ps.request
         sliced = req.slice_size != 1
         if sliced and (ps.leader is not None or len(ps.types) != 1):

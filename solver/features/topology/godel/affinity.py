@@ -1,8 +1,5 @@
-"""Godel job-level affinity (`reference/godel_kueue.md` §1): one PodGroup as one unit. A
-Kubernetes Workload API PodGroup with a topology constraint is the same unit with one
-required key, its domains tried tightest first (KEP-5732's placement score); a KAI PodGroup
-is one with its required level as that key and the levels from its preferred one up as
-preferred terms, tried least GPU room first (KAI's `sortTree` packing, `topology_pack`).
+"""Godel job-level affinity (`reference/godel_kueue.md` §1): one PodGroup as one unit. The
+Workload API's and KAI's PodGroup topology are read as the same unit (`workload_api/`).
 
 `spec.affinity.podGroupAffinity` of a Godel PodGroup: `nodeSelector` filters the unit's
 nodes (terms ORed, expressions ANDed, `matchFields` ignored, as Godel does); `required`
@@ -25,14 +22,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solver.features.predicates import matches_requirement
-from solver.features.topology.godel.subgroups import SubDomain, SubMinimum
+from solver.features.topology.workload_api.affinity import pod_group_affinity, rule_words, source
+from solver.features.topology.workload_api.subgroups import SubDomain, SubMinimum
 from solver.model import (
     Gang,
     JobAffinity,
     Node,
     NodeSelectorTerm,
     Pod,
-    SortRule,
     parse_job_affinity,
 )
 from solver.problem import BoolArray, IntArray
@@ -94,24 +91,11 @@ class GodelPlan:
         return bool(np.any(self.min_request > cap))
 
 
-# KEP-5732 scores feasible domains by NodeResourcesFit's tightest fit: least room first.
-TIGHTEST_FIRST = (SortRule(resource="CPU", dimension="Available", order="Ascending"),)
-
-
 def unit_affinity(gang: Gang) -> JobAffinity | None:
-    """The one-domain rule of a PodGroup unit: Godel's `podGroupAffinity` (validated when the
-    manifest was read), or the Workload API's topology key as one required term."""
-    if gang.topology_key or gang.preferred_keys or gang.topology_sub_groups:
-        rules = tuple(
-            SortRule(resource=r, dimension="Available", order="Ascending")
-            for r in gang.topology_pack
-        )
-        return JobAffinity(
-            required=(gang.topology_key,) if gang.topology_key else (),
-            preferred=gang.preferred_keys,
-            sort_rules=rules or TIGHTEST_FIRST,
-        )
-    return parse_job_affinity(gang.affinity)
+    """The one-domain rule of a PodGroup unit: the Workload API's or KAI's topology
+    (`workload_api/`), else Godel's `podGroupAffinity` (validated when the manifest was read)."""
+    affinity = pod_group_affinity(gang)
+    return affinity if affinity is not None else parse_job_affinity(gang.affinity)
 
 
 def job_affinity(gang: Gang) -> JobAffinity:
@@ -279,24 +263,13 @@ def godel_plan(snapshot: Snapshot, gang: Gang, pending: Sequence[Pod]) -> GodelP
 
 def _rule(gang: Gang, keys: tuple[str, ...]) -> str:
     """The one-domain rule as the dialect that asked for it says it."""
-    if gang.dialect == "scheduling.k8s.io":
-        words = "Workload API schedulingConstraints.topology"
-    elif gang.topology_key:
-        words = "KAI requiredTopologyLevel"
-    else:
-        words = "Godel podGroupAffinity required"
+    words = rule_words(gang) or "Godel podGroupAffinity required"
     return f"one {' + '.join(sorted(set(keys)))} domain ({words})"
 
 
 def _source(gang: Gang) -> str:
     """What asked for the unit's domains, as its reasons name it."""
-    if gang.topology_key:
-        return f"PodGroup topology {gang.topology_key}"
-    if gang.preferred_keys:
-        return f"PodGroup preferred topology {gang.preferred_keys[-1]}"
-    if gang.topology_sub_groups:
-        return "PodGroup sub-groups' topology"
-    return GodelPlan.source
+    return source(gang) or GodelPlan.source
 
 
 def godel_node_metrics(snapshot: Snapshot) -> tuple[IntArray, IntArray]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solver.features.topology.block import TopologyBlock
 from solver.features.topology.godel.affinity import GODEL_METRICS, GodelPlan
+from solver.features.topology.godel.block import GodelBlock
 from solver.problem import IntArray, Problem
 
 __all__ = ["GodelGroup", "godel_groups", "godel_metrics"]
@@ -39,9 +39,7 @@ class _Elem:
     children: list[_Elem] = field(default_factory=list)
 
 
-def godel_metrics(
-    problem: Problem, block: TopologyBlock, free: IntArray
-) -> tuple[IntArray, IntArray]:
+def godel_metrics(problem: Problem, block: GodelBlock, free: IntArray) -> tuple[IntArray, IntArray]:
     """Godel's per-node allocatable and requested (CPU, Memory, GPU), including this cycle."""
     alloc = block.godel_allocatable
     used = block.godel_requested.copy()
@@ -99,7 +97,7 @@ def _circles(elem: _Elem) -> list[IntArray]:
 
 
 def godel_groups(
-    problem: Problem, block: TopologyBlock, plan: GodelPlan, free: IntArray
+    problem: Problem, block: GodelBlock, plan: GodelPlan, free: IntArray
 ) -> list[GodelGroup]:
     """Godel's `findNodeGroups` + `getNodeGroupsFromTree`: NodeGroups in scheduling order."""
     alloc, used = godel_metrics(problem, block, free)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solver.features.topology.block import TopologyBlock
+from solver.features.topology.koordinator.block import GatherBlock
 from solver.model import CLUSTER_LAYER
 from solver.problem import IntArray, Problem, format_fit_error
 
@@ -61,10 +61,10 @@ class _Tree:
     start: list[IntArray]  # per layer l: start[d]..start[d+1] slice of order[l]
 
 
-_TREES: weakref.WeakKeyDictionary[TopologyBlock, _Tree] = weakref.WeakKeyDictionary()
+_TREES: weakref.WeakKeyDictionary[GatherBlock, _Tree] = weakref.WeakKeyDictionary()
 
 
-def _tree(block: TopologyBlock) -> _Tree:
+def _tree(block: GatherBlock) -> _Tree:
     cached = _TREES.get(block)
     if cached is not None:
         return cached
@@ -176,7 +176,7 @@ def _floor(values: IntArray, m: int) -> IntArray:
 
 def gather_unit(
     problem: Problem,
-    block: TopologyBlock,
+    block: GatherBlock,
     u: int,
     gangs: list[int],
     free: IntArray,
@@ -287,7 +287,7 @@ def gather_unit(
 
 
 def _distribute(
-    block: TopologyBlock,
+    block: GatherBlock,
     tree: _Tree,
     metrics: tuple[list[IntArray], list[IntArray], list[IntArray]],
     mult: IntArray,

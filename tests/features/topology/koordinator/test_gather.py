@@ -16,15 +16,13 @@ from hypothesis import strategies as st
 from solver import SchedulerConf, schedule, solve, verify
 from solver.compile import compile_problem
 from solver.decision import Decision
-from solver.features.topology import TopologyBlock
-from solver.features.topology.godel.nodegroups import godel_groups
+from solver.features.topology import GatherBlock, TopologyBlock
 from solver.model import ClusterModel
 from tests.builders import (
     BLOCK,
     INDEX_ANNOTATION,
     SPINE,
     gather,
-    godel_podgroup,
     groups_annotation,
     model,
     node,
@@ -306,191 +304,11 @@ def test_units_without_topology_are_unchanged_by_the_topology_plugins() -> None:
 
 # ----------------------------------------------------------------------------- Godel
 
+
 #   mainnet 10.76.0.0 ─┬─ micronet 10.76.64.0: worker (8 cpu), worker4 (8 cpu)
 #                      └─ micronet 10.76.65.0: worker3 (8 cpu)
 #   mainnet 10.25.0.0 ──── micronet 10.25.162.0: worker2 (8 cpu)
 #   mainnet 10.53.0.0 ──── micronet 10.53.16.0: worker5 (8 cpu)
-QUICKSTART = {
-    "worker": ("10.76.0.0", "10.76.64.0"),
-    "worker2": ("10.25.0.0", "10.25.162.0"),
-    "worker3": ("10.76.0.0", "10.76.65.0"),
-    "worker4": ("10.76.0.0", "10.76.64.0"),
-    "worker5": ("10.53.0.0", "10.53.16.0"),
-}
-QUICKSTART_AFFINITY = {
-    "required": [{"topologyKey": "mainnet"}],
-    "preferred": [{"topologyKey": "micronet"}],
-}
-
-
-def quickstart(replicas: int, used: dict[str, str]) -> Objects:
-    nodes = [
-        node(n).cpu("8").label("mainnet", main).label("micronet", micro).obj()
-        for n, (main, micro) in QUICKSTART.items()
-    ]
-    busy = [pod(f"sys-{n}").requests(cpu=c).on(n).obj() for n, c in used.items()]
-    pods = [
-        pod(f"nginx-{i:02d}")
-        .annotate("godel.bytedance.com/pod-group-name", "nginx")
-        .requests(cpu="1")
-        .obj()
-        for i in range(replicas)
-    ]
-    return [*nodes, *busy, godel_podgroup("nginx", replicas, QUICKSTART_AFFINITY), *pods]
-
-
-def test_godel_quickstart_10_pods_fit_in_one_micronet() -> None:
-    # 10.76.65.0 (8 cpu) is cut off (10 cpu > 8); 10.76.64.0 holds all ten
-    d = run(*quickstart(10, {}))
-    assert set(d.placed.values()) == {"worker", "worker4"} and len(d.placed) == 10
-
-
-def test_godel_quickstart_15_pods_spill_inside_the_mainnet() -> None:
-    # worker and worker4 have 9 free: no micronet holds 15, mainnet 10.76.0.0 does; its
-    # circles are [10.76.65.0 (smaller capacity first), 10.76.64.0]: worker3 first (6 free)
-    d = run(*quickstart(15, {"worker": "3", "worker4": "4", "worker3": "2"}))
-    assert per_node(d) == {"worker": 5, "worker3": 6, "worker4": 4}
-
-
-def godel_nodes() -> Objects:
-    # TestGrouping-like tree: required bigPod, preferred [miniPod, tor]
-    #
-    #   bigPodA ─┬─ miniPodA1 ─┬─ tor1: a1 (4 cpu)      bigPodB ── miniPodB1 ── tor4: b1 (8 cpu)
-    #            │             └─ tor2: a2 (2 cpu)
-    #            └─ miniPodA2 ──── tor3: a3 (16 cpu)
-    layout = [
-        ("a1", "bigPodA", "miniPodA1", "tor1", "4"),
-        ("a2", "bigPodA", "miniPodA1", "tor2", "2"),
-        ("a3", "bigPodA", "miniPodA2", "tor3", "16"),
-        ("b1", "bigPodB", "miniPodB1", "tor4", "8"),
-    ]
-    return [
-        node(n).cpu(c).label("bigPod", big).label("miniPod", mini).label("tor", tor).obj()
-        for n, big, mini, tor, c in layout
-    ]
-
-
-def godel_job(size: int, affinity: dict[str, Any]) -> Objects:
-    pods = [
-        pod(f"p-{i}").annotate("godel.bytedance.com/pod-group-name", "pg").requests(cpu="1").obj()
-        for i in range(size)
-    ]
-    return [godel_podgroup("pg", size, affinity), *pods]
-
-
-AFFINITY = {
-    "required": [{"topologyKey": "bigPod"}],
-    "preferred": [{"topologyKey": "miniPod"}, {"topologyKey": "tor"}],
-}
-
-
-def test_godel_group_order_default_sort_is_smallest_capacity_first() -> None:
-
-    p = compile_problem(model(*godel_nodes(), *godel_job(3, AFFINITY)), SchedulerConf.default())
-    block = p.block(TopologyBlock)
-    assert block is not None
-    plan = block.unit_godel[0]
-    assert plan is not None
-    groups = godel_groups(p, block, plan, p.free.copy())
-    names = [g.name for g in groups]
-    # deepest layer first; inside a layer by parent order (bigPodB: 8 cpu before bigPodA: 22),
-    # then CPU capacity ascending; tor2 (2 cpu < the unit's 3) is cut off
-    assert names == [
-        "tor:tor4;", "tor:tor1;", "tor:tor3;",
-        "miniPod:miniPodB1;", "miniPod:miniPodA1;", "miniPod:miniPodA2;",
-        "bigPod:bigPodB;", "bigPod:bigPodA;",
-    ]  # fmt: skip
-    circles = {g.name: [[p.node_names[n] for n in c] for c in g.circles] for g in groups}
-    assert circles["miniPod:miniPodA1;"] == [["a2"], ["a1"]]  # cut-off tor2 stays a circle
-    assert circles["bigPod:bigPodA;"] == [["a2"], ["a1"], ["a3"]]
-
-
-def test_godel_sort_rules_descending_and_invalid_rules() -> None:
-
-    rules = {**AFFINITY, "sortRules": [{"resource": "CPU", "order": "Descending"}]}
-    p = compile_problem(model(*godel_nodes(), *godel_job(2, rules)), SchedulerConf.default())
-    block = p.block(TopologyBlock)
-    assert block is not None
-    plan = block.unit_godel[0]
-    assert plan is not None
-    names = [g.name for g in godel_groups(p, block, plan, p.free.copy())]
-    assert names[:4] == ["tor:tor3;", "tor:tor1;", "tor:tor2;", "tor:tor4;"]
-    # an invalid rule: no sorting (name order) and no cut-off (tor2 is a group again)
-    bad = {**AFFINITY, "sortRules": [{"resource": "MEM", "order": "Descending"}]}
-    p = compile_problem(model(*godel_nodes(), *godel_job(2, bad)), SchedulerConf.default())
-    block = p.block(TopologyBlock)
-    assert block is not None
-    plan = block.unit_godel[0]
-    assert plan is not None
-    names = [g.name for g in godel_groups(p, block, plan, p.free.copy())]
-    assert names[:4] == ["tor:tor1;", "tor:tor2;", "tor:tor3;", "tor:tor4;"]
-
-
-def test_godel_whole_unit_in_one_group_or_the_next() -> None:
-    # 3 pods: the first group, tor4 (b1, 8 cpu), holds them
-    assert set(run(*godel_nodes(), *godel_job(3, AFFINITY)).placed.values()) == {"b1"}
-    # 9 pods: tor4 (8) and tor1 (4) are too small, tor3 (16) holds them
-    assert set(run(*godel_nodes(), *godel_job(9, AFFINITY)).placed.values()) == {"a3"}
-    # 20 pods: no tor, no miniPod; bigPodA (22 cpu) spills a2 -> a1 -> a3
-    d = run(*godel_nodes(), *godel_job(20, AFFINITY))
-    assert per_node(d) == {"a1": 4, "a2": 2, "a3": 14}
-
-
-def test_godel_running_member_pins_the_required_domain() -> None:
-    objects = godel_job(3, AFFINITY)
-    running = (
-        pod("p-run")
-        .annotate("godel.bytedance.com/pod-group-name", "pg")
-        .requests(cpu="1")
-        .on("b1")
-        .obj()
-    )
-    d = run(*godel_nodes(), *objects, running)
-    assert set(d.placed.values()) == {"b1"}
-
-
-def test_godel_node_selector_filters_nodes_and_required_drops_unlabelled_nodes() -> None:
-    selector = {
-        **AFFINITY,
-        "nodeSelector": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "tor", "operator": "In", "values": ["tor3"]}]}
-            ]
-        },
-    }
-    extra = node("x").cpu("64").obj()  # no bigPod label: never used
-    d = run(*godel_nodes(), extra, *godel_job(2, selector))
-    assert set(d.placed.values()) == {"a3"}
-    # 23 pods: every domain is cut off (bigPodA has 22 cpu); node x (64 cpu) has no bigPod
-    d = run(*godel_nodes(), extra, *godel_job(23, AFFINITY))
-    assert d.placed == {}
-    reason = d.podgroups["default/pg"].reason  # the certificate, then Godel's message
-    assert reason.startswith(
-        "gang default/pg needs 23 cpu inside one bigPod domain (Godel podGroupAffinity required); "
-        "the largest offers 22 (bigPod:bigPodA), the next 8 (bigPod:bigPodB); "
-        "gang default/pg: no valid node groups are available"
-    ), reason
-    p = compile_problem(
-        model(*godel_nodes(), extra, *godel_job(1, AFFINITY)), SchedulerConf.default()
-    )
-    x = p.node_names.index("x")
-    assert p.reason_texts[p.ineligible_reason[0, x]] == (
-        "node(s) lack the PodGroup's required topology key(s) bigPod"
-    )
-
-
-def test_godel_malformed_affinity_is_a_manifest_error() -> None:
-    from solver.errors import ManifestError
-
-    with pytest.raises(
-        ManifestError, match=r"spec\.affinity\.podGroupAffinity\.required: expected a list"
-    ):
-        model(*godel_nodes(), *godel_job(1, {"required": {"topologyKey": "bigPod"}}))
-
-
-# ----------------------------------------------------------------------------- properties
-
-
 @st.composite
 def gather_cases(draw: st.DrawFn) -> tuple[ClusterModel, bool]:
     """2 spines × 2-3 blocks × 1-3 nodes, partly loaded, one gang of 1 or 2 pod types."""
@@ -565,7 +383,7 @@ def test_problem_fields_for_engines() -> None:
         ),
         SchedulerConf.default(),
     )
-    b = p.block(TopologyBlock)
+    b = p.block(GatherBlock)
     assert b is not None
     assert b.layers == (
         "ClusterTopologyLayer",
@@ -577,7 +395,12 @@ def test_problem_fields_for_engines() -> None:
     assert b.unit_gather.tolist() == [True]
     assert b.unit_gather_layer.tolist() == [1]
     assert b.unit_pod_multiple.tolist() == [[1, 1, 2, 1]]
-    dom = b.unit_domain[0]
+    rule = p.block(TopologyBlock)
+    assert rule is not None
+    dom = rule.unit_domain[0]
     assert dom is not None and dom.tolist() == b.node_domain[1].tolist()
-    assert b.unit_domain_names[0] == ("s1", "s2")
+    assert rule.unit_domain_names[0] == ("s1", "s2")
+    assert rule.unit_domain_rule[0] == "one SpineLayer domain (MustGather)"
+    gathered = b.domain_of(0)
+    assert gathered is not None and gathered.tolist() == dom.tolist()
     assert json.dumps([r.tolist() for r in p.type_rank]) == "[[0, 1, 2, 3]]"

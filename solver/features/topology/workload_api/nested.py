@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.features.topology.godel.affinity import GodelPlan
-from solver.features.topology.godel.subgroups import SubDomain
+from solver.features.topology.workload_api.subgroups import SubDomain
 from solver.problem import BoolArray, IntArray, Problem, Tracker, fill
 
 __all__ = ["NestedFill"]

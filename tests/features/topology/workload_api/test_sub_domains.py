@@ -20,7 +20,7 @@ import pytest
 
 from solver import SchedulerConf, schedule
 from solver.decision import Decision
-from solver.features.topology.godel.subgroups import level_domains
+from solver.features.topology.workload_api.subgroups import level_domains
 from solver.model import ClusterModel, TopologySubGroup
 from solver.schedule import snapshot_of
 from solver.verify import verify
