@@ -1,8 +1,10 @@
 """A pod's placement constraints on the wire, both directions: node selector terms (required
 and preferred), tolerations, pod (anti-)affinity and topology spread.
 
-Readers validate as the API server would and report each violation at its field path; the
-writers are their inverse (for the CLI talking to a server).
+Readers check the wire's own shape (enums) and build the model's objects, which check the
+rules the API server checks (`solver.model`, written once for both readers); each violation
+is reported at its field path. The writers are their inverse (for the CLI talking to a
+server).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from gangplan.v1 import cluster_pb2 as pb
-from solver.codec._errors import Violations
+from solver.codec._errors import Violations, build
 from solver.model import (
+    FieldSelectorRequirement,
     InterPodTerms,
     LabelRequirement,
     LabelSelector,
@@ -23,7 +26,6 @@ from solver.model import (
     Toleration,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
-    requirement_values_problem,
 )
 from solver.model._cluster import TaintEffect
 
@@ -94,14 +96,10 @@ def missing_or_unknown(value: int, missing: str) -> str:
 # ----------------------------------------------------------------------------- node affinity
 
 
-def _check_values(op: str, values: tuple[str, ...], path: str, out: Violations) -> None:
-    if (problem := requirement_values_problem(op, values)) is not None:
-        out.add(path, problem)
-
-
 def requirements_from_proto(
     items: Iterable[pb.NodeSelectorRequirement], path: str, out: Violations, fields: bool
 ) -> tuple[NodeSelectorRequirement, ...]:
+    kind = FieldSelectorRequirement if fields else NodeSelectorRequirement
     result = []
     for i, r in enumerate(items):
         where = f"{path}[{i}]"
@@ -109,13 +107,9 @@ def requirements_from_proto(
         if op is None:
             out.add(f"{where}.operator", missing_or_unknown(r.operator, "must be set"))
             continue
-        if not r.key:
-            out.add(f"{where}.key", "must not be empty")
-        if fields and r.key != "metadata.name":
-            out.add(f"{where}.key", "only metadata.name is supported in match_fields")
-        values = tuple(r.values)
-        _check_values(op, values, f"{where}.values", out)
-        result.append(NodeSelectorRequirement(key=r.key, operator=op, values=values))
+        req = build(kind, where, out, key=r.key, operator=op, values=tuple(r.values))
+        if req is not None:
+            result.append(req)
     return tuple(result)
 
 
@@ -144,10 +138,9 @@ def preferred_from_proto(
     for i, p in enumerate(msg.preferred_node_affinity):
         where = f"{path}.preferred_node_affinity[{i}]"
         term = _term(p.preference, f"{where}.preference", out)
-        if not 1 <= p.weight <= 100:
-            out.add(f"{where}.weight", f"must be in 1..100, got {p.weight}")
-            continue
-        result.append(PreferredSchedulingTerm(weight=p.weight, preference=term))
+        preferred = build(PreferredSchedulingTerm, where, out, weight=p.weight, preference=term)
+        if preferred is not None:
+            result.append(preferred)
     return tuple(result)
 
 
@@ -158,18 +151,17 @@ def tolerations_from_proto(msg: pb.Pod, path: str, out: Violations) -> tuple[Tol
         if toleration.effect:
             known(pb.TaintEffect, toleration.effect, f"{path}.tolerations[{i}].effect", out)
         exists = toleration.operator == pb.TOLERATION_OPERATOR_EXISTS
-        if exists and toleration.value:
-            out.add(f"{path}.tolerations[{i}].value", "must be empty when the operator is EXISTS")
-        if not exists and not toleration.key:
-            out.add(f"{path}.tolerations[{i}].key", "an EQUAL toleration needs a key")
-        tolerations.append(
-            Toleration(
-                key=toleration.key,
-                operator="Exists" if exists else "Equal",
-                value=toleration.value,
-                effect=EFFECTS.get(toleration.effect, ""),
-            )
+        built = build(
+            Toleration,
+            f"{path}.tolerations[{i}]",
+            out,
+            key=toleration.key,
+            operator="Exists" if exists else "Equal",
+            value=toleration.value,
+            effect=EFFECTS.get(toleration.effect, ""),
         )
+        if built is not None:
+            tolerations.append(built)
     return tuple(tolerations)
 
 
@@ -184,18 +176,17 @@ def _selector(msg: pb.LabelSelector, path: str, out: Violations) -> LabelSelecto
         if op is None:
             out.add(f"{where}.operator", missing_or_unknown(r.operator, "must be set"))
             continue
-        if not r.key:
-            out.add(f"{where}.key", "must not be empty")
-        _check_values(op, tuple(r.values), f"{where}.values", out)
-        reqs.append(LabelRequirement(key=r.key, operator=op, values=tuple(r.values)))
+        req = build(LabelRequirement, where, out, key=r.key, operator=op, values=tuple(r.values))
+        if req is not None:
+            reqs.append(req)
     return LabelSelector(
         match_labels=tuple(sorted(msg.match_labels.items())), match_expressions=tuple(reqs)
     )
 
 
-def _pod_term(msg: pb.PodAffinityTerm, own: str, path: str, out: Violations) -> PodAffinityTerm:
-    if not msg.topology_key:
-        out.add(f"{path}.topology_key", "must not be empty")
+def _pod_term(
+    msg: pb.PodAffinityTerm, own: str, path: str, out: Violations
+) -> PodAffinityTerm | None:
     if msg.all_namespaces and msg.namespaces:
         out.add(f"{path}.namespaces", "must be empty when all_namespaces is set")
     namespaces: tuple[str, ...] | None = (
@@ -206,26 +197,32 @@ def _pod_term(msg: pb.PodAffinityTerm, own: str, path: str, out: Violations) -> 
         if msg.HasField("label_selector")
         else None
     )
-    return PodAffinityTerm(
-        selector=selector, namespaces=namespaces, topology_key=msg.topology_key or "-"
+    return build(
+        PodAffinityTerm,
+        path,
+        out,
+        names=_SELECTOR_NAMES,
+        selector=selector,
+        namespaces=namespaces,
+        topology_key=msg.topology_key,
     )
+
+
+_SELECTOR_NAMES = {"selector": "label_selector"}  # the model's name -> the wire's
 
 
 def _terms(
     msg: pb.PodAffinity, own: str, path: str, out: Violations
 ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
-    required = tuple(
-        _pod_term(t, own, f"{path}.required[{i}]", out) for i, t in enumerate(msg.required)
-    )
+    required = [_pod_term(t, own, f"{path}.required[{i}]", out) for i, t in enumerate(msg.required)]
     preferred = []
     for i, w in enumerate(msg.preferred):
         where = f"{path}.preferred[{i}]"
         term = _pod_term(w.term, own, f"{where}.term", out)
-        if not 1 <= w.weight <= 100:
-            out.add(f"{where}.weight", f"must be in 1..100, got {w.weight}")
-            continue
-        preferred.append(WeightedPodAffinityTerm(weight=w.weight, term=term))
-    return required, tuple(preferred)
+        weighted = build(WeightedPodAffinityTerm, where, out, weight=w.weight, term=term)
+        if weighted is not None:
+            preferred.append(weighted)
+    return tuple(t for t in required if t is not None), tuple(preferred)
 
 
 def inter_pod_from_proto(msg: pb.Pod, own: str, path: str, out: Violations) -> InterPodTerms | None:
@@ -256,14 +253,6 @@ def spread_from_proto(
                 f"{where}.when_unsatisfiable",
                 missing_or_unknown(c.when_unsatisfiable, "must be set"),
             )
-        if c.max_skew < 1:
-            out.add(f"{where}.max_skew", f"must be at least 1, got {c.max_skew}")
-        if not c.topology_key:
-            out.add(f"{where}.topology_key", "must not be empty")
-        if c.min_domains < 0:
-            out.add(f"{where}.min_domains", f"must not be negative, got {c.min_domains}")
-        elif c.min_domains and when != "DoNotSchedule":
-            out.add(f"{where}.min_domains", "only allowed with DO_NOT_SCHEDULE")
         for name in ("node_affinity_policy", "node_taints_policy"):
             known(pb.NodeInclusionPolicy, getattr(c, name), f"{where}.{name}", out)
         selector = (
@@ -273,17 +262,22 @@ def spread_from_proto(
         )
         if len(out.items) > before or when is None:
             continue
-        result.append(
-            TopologySpreadConstraint(
-                max_skew=c.max_skew,
-                topology_key=c.topology_key,
-                when_unsatisfiable=when,
-                selector=selector,
-                min_domains=c.min_domains or 1,
-                node_affinity_policy=_POLICIES.get(c.node_affinity_policy, "Honor"),
-                node_taints_policy=_POLICIES.get(c.node_taints_policy, "Ignore"),
-            )
+        given = {"min_domains": c.min_domains} if c.min_domains else {}  # 0: not given
+        spread = build(
+            TopologySpreadConstraint,
+            where,
+            out,
+            names=_SELECTOR_NAMES,
+            max_skew=c.max_skew,
+            topology_key=c.topology_key,
+            when_unsatisfiable=when,
+            selector=selector,
+            node_affinity_policy=_POLICIES.get(c.node_affinity_policy, "Honor"),
+            node_taints_policy=_POLICIES.get(c.node_taints_policy, "Ignore"),
+            **given,
         )
+        if spread is not None:
+            result.append(spread)
     return tuple(result)
 
 

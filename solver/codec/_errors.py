@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-__all__ = ["MAX_VIOLATIONS", "ConvertError", "Violations"]
+from pydantic import BaseModel, ValidationError
+
+from solver.model import Loc, field_problems, snake_path
+
+__all__ = ["MAX_VIOLATIONS", "ConvertError", "Violations", "build", "report"]
+
+M = TypeVar("M", bound=BaseModel)
 
 MAX_VIOLATIONS = 50
 
@@ -36,3 +43,24 @@ class Violations:
     def check(self) -> None:
         if self.items:
             raise ConvertError(self.items)
+
+
+def build(
+    model: type[M], path: str, out: Violations, names: dict[str, str] | None = None, **fields: Any
+) -> M | None:
+    """The model's `model(**fields)`, its rules checked by the model itself (`solver.model`);
+    each broken one a violation at `path` (proto names; `names` renames the fields whose
+    wire name differs). None when one is broken."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        report(field_problems(exc), path, out, names)
+        return None
+
+
+def report(
+    problems: list[tuple[Loc, str]], path: str, out: Violations, names: dict[str, str] | None = None
+) -> None:
+    """A model rule's problems (`solver.model`), each a violation under `path`."""
+    for loc, words in problems:
+        out.add(snake_path(path, loc, names), words)

@@ -1,15 +1,15 @@
 """Kueue TAS over gRPC: `KueueTopology` / `KueueResourceFlavor` on the NetworkTopology, the
-pod-set annotations of a Pod, and the Decision's `KueueTopologyAssignment`s; the same checks
-as the YAML reader, each violation under its field path."""
+pod-set annotations of a Pod, and the Decision's `KueueTopologyAssignment`s. The rules are
+the model's (`solver.model`: a Topology's levels, a flavor's node labels), the same the YAML
+reader applies, each violation under its field path."""
 
 from __future__ import annotations
 
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
-from solver.codec._errors import Violations
+from solver.codec._errors import Violations, build
 from solver.decision import KueueTopologyAssignment
 from solver.model import (
-    HOSTNAME,
     KueueFlavor,
     KueueRequestError,
     KueueTopology,
@@ -25,8 +25,6 @@ __all__ = [
     "kueue_to_proto",
 ]
 
-MAX_LEVELS = 16
-
 
 def check_kueue_annotations(msg: pb.Pod, path: str, out: Violations) -> None:
     try:
@@ -41,29 +39,27 @@ def kueue_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> dic
     topologies: list[KueueTopology] = []
     for i, t in enumerate(msg.kueue_topologies):
         where = f"{path}.kueue_topologies[{i}]"
-        if not t.name:
-            out.add(f"{where}.name", "must not be empty")
-        if not 1 <= len(t.levels) <= MAX_LEVELS:
-            out.add(f"{where}.levels", f"needs 1 to {MAX_LEVELS} levels")
-        for j, level in enumerate(t.levels):
-            if not level or list(t.levels).index(level) != j:
-                out.add(f"{where}.levels[{j}]", "must be a non-empty label, listed once")
-            elif level == HOSTNAME and j != len(t.levels) - 1:
-                out.add(f"{where}.levels[{j}]", f"{HOSTNAME} is only allowed as the last level")
-        topologies.append(KueueTopology(name=t.name, levels=tuple(t.levels)))
-    names = {t.name for t in topologies}
+        if (
+            found := build(KueueTopology, where, out, name=t.name, levels=tuple(t.levels))
+        ) is not None:
+            topologies.append(found)
+    names = {t.name for t in msg.kueue_topologies}
     flavors: list[KueueFlavor] = []
     for i, f in enumerate(msg.kueue_flavors):
         where = f"{path}.kueue_flavors[{i}]"
-        if not f.name:
-            out.add(f"{where}.name", "must not be empty")
         if f.topology_name not in names:
             out.add(f"{where}.topology_name", f"Topology {f.topology_name!r} is not in the request")
-        if not f.node_labels:
-            out.add(f"{where}.node_labels", "a flavor with a topology needs node labels")
-        flavors.append(
-            KueueFlavor(name=f.name, topology=f.topology_name, node_labels=dict(f.node_labels))
+        flavor = build(
+            KueueFlavor,
+            where,
+            out,
+            names={"topology": "topology_name"},
+            name=f.name,
+            topology=f.topology_name,
+            node_labels=dict(f.node_labels),
         )
+        if flavor is not None:
+            flavors.append(flavor)
     return {
         "kueue_topologies": tuple(sorted(topologies, key=lambda t: t.name)),
         "kueue_flavors": tuple(sorted(flavors, key=lambda f: f.name)),

@@ -28,7 +28,7 @@ from solver.codec._constraints import (
     spread_from_proto,
     tolerations_from_proto,
 )
-from solver.codec._errors import Violations
+from solver.codec._errors import Violations, build, report
 from solver.codec._hypernode import (
     hypernodes_from_proto,
     network_topology_from_proto,
@@ -54,7 +54,7 @@ from solver.model import (
     TopologyLayer,
     device_count_problem,
     labels_problem,
-    parent_cycle,
+    layer_problems,
 )
 from solver.quantity import max_value
 
@@ -134,8 +134,6 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
         out.add(f"{path}.allocatable{_key(bad[0])}", bad[1])
     taints = []
     for i, t in enumerate(msg.taints):
-        if not t.key:
-            out.add(f"{path}.taints[{i}].key", "must not be empty")
         effect = EFFECTS.get(t.effect)
         if effect is None:
             out.add(
@@ -143,7 +141,9 @@ def node_from_proto(msg: pb.Node, path: str, out: Violations) -> Node | None:
                 missing_or_unknown(t.effect, "a taint needs an effect"),
             )
             continue
-        taints.append(Taint(key=t.key, value=t.value, effect=effect))
+        taint = build(Taint, f"{path}.taints[{i}]", out, key=t.key, value=t.value, effect=effect)
+        if taint is not None:
+            taints.append(taint)
     labels = dict(msg.labels)
     if (problem := labels_problem(labels)) is not None:
         out.add(f"{path}.labels", problem)
@@ -437,25 +437,20 @@ def _duration(msg: Message, name: str, path: str, out: Violations) -> float | No
 
 
 def topology_from_proto(msg: pb.NetworkTopology, path: str, out: Violations) -> NetworkTopology:
-    seen: set[str] = set()
-    layers = []
-    for i, layer in enumerate(msg.layers):
-        if not layer.name:
-            out.add(f"{path}.layers[{i}].name", "must not be empty")
-        elif layer.name in seen:
-            out.add(f"{path}.layers[{i}].name", f"layer {layer.name!r} is declared twice")
-        seen.add(layer.name)
-        layers.append(
-            TopologyLayer(
-                name=layer.name, parent=layer.parent or None, label_keys=tuple(layer.label_keys)
-            )
+    built = [
+        build(
+            TopologyLayer,
+            f"{path}.layers[{i}]",
+            out,
+            name=layer.name,
+            parent=layer.parent or None,
+            label_keys=tuple(layer.label_keys),
         )
-    cycle = parent_cycle([(layer.name, layer.parent) for layer in layers])
-    if cycle is not None:
-        out.add(
-            f"{path}.layers[{cycle}].parent",
-            f"layer {layers[cycle].name!r} is its own ancestor",
-        )
+        for i, layer in enumerate(msg.layers)
+    ]
+    layers = [layer for layer in built if layer is not None]
+    if len(layers) == len(built):
+        report(layer_problems(layers), f"{path}.layers", out)
     hypernodes = hypernodes_from_proto(list(msg.hypernodes), f"{path}.hypernodes", out)
     # no layers, only HyperNodes: no ClusterNetworkTopology (the model's name "")
     name = "" if hypernodes and not layers else "default"

@@ -7,8 +7,12 @@
   the namespaces the input knows (a `Namespace` object's labels, else the one label
   `kubernetes.io/metadata.name` every namespace carries); `namespaceSelector: {}` is every
   namespace; neither is the pod's own namespace.
-* Topology spread: `matchLabelKeys` merged the same way (KEP-3243); `minDomains` only with
-  `DoNotSchedule`, as the API server validates.
+* Topology spread: `matchLabelKeys` merged the same way (KEP-3243).
+
+The rules the API server checks on these terms (a key, values that suit the operator,
+weights 1..100, `maxSkew` >= 1, `minDomains` only with `DoNotSchedule`, tolerations) are the
+model's own (`solver.model`): the objects are built with `build`, which names a broken rule
+at its manifest path, as the gRPC codec names it at its wire path.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from solver.kube.objects import LabelSelector as K8sSelector
 from solver.kube.objects import NodeSelectorTerm as K8sTerm
 from solver.kube.objects import PodAffinity as K8sPodAffinity
 from solver.kube.objects import PodAffinityTerm as K8sPodAffinityTerm
+from solver.kube.validate import build
 from solver.model import (
+    FieldSelectorRequirement,
     InterPodTerms,
     LabelRequirement,
     LabelSelector,
@@ -31,13 +37,13 @@ from solver.model import (
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
-    requirement_values_problem,
 )
 
 __all__ = ["NAMESPACE_NAME_LABEL", "PodAffinityReader", "label_selector", "node_selector_terms"]
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _NODE_AFFINITY = "spec.affinity.nodeAffinity"
+_SELECTOR_NAMES = {"selector": "labelSelector"}  # the model's name -> the manifest's
 
 
 def node_selector_terms(
@@ -51,29 +57,24 @@ def node_selector_terms(
             ("matchExpressions", term.match_expressions),
             ("matchFields", term.match_fields),
         ):
-            reqs = []
-            for ri, r in enumerate(items):
-                where = f"{path}[{ti}].{kind}[{ri}]"
-                _check_values(raw, r.operator, r.values, f"{where}.values")
-                if kind == "matchFields" and r.key != "metadata.name":
-                    raise raw.error(
-                        "only metadata.name is supported in matchFields", f"{where}.key"
-                    )
-                reqs.append(
-                    NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values))
+            model = FieldSelectorRequirement if kind == "matchFields" else NodeSelectorRequirement
+            kinds[kind] = tuple(
+                build(
+                    raw,
+                    model,
+                    f"{path}[{ti}].{kind}[{ri}]",
+                    key=r.key,
+                    operator=r.operator,
+                    values=tuple(r.values),
                 )
-            kinds[kind] = tuple(reqs)
+                for ri, r in enumerate(items)
+            )
         out.append(
             NodeSelectorTerm(
                 match_expressions=kinds["matchExpressions"], match_fields=kinds["matchFields"]
             )
         )
     return tuple(out)
-
-
-def _check_values(raw: RawObject, op: str, values: list[str], path: str) -> None:
-    if (problem := requirement_values_problem(op, values)) is not None:
-        raise raw.error(problem, path)
 
 
 class PodAffinityReader:
@@ -100,7 +101,10 @@ class PodAffinityReader:
             )
         base = f"{_NODE_AFFINITY}.preferredDuringSchedulingIgnoredDuringExecution"
         preferred = tuple(
-            PreferredSchedulingTerm(
+            build(
+                raw,
+                PreferredSchedulingTerm,
+                f"{base}[{i}]",
                 weight=p.weight,
                 preference=node_selector_terms(raw, [p.preference], f"{base}[{i}].preference")[0],
             )
@@ -135,7 +139,10 @@ class PodAffinityReader:
             self._term(raw, k8s, t, f"{req}[{i}]") for i, t in enumerate(spec.required)
         )
         preferred = tuple(
-            WeightedPodAffinityTerm(
+            build(
+                raw,
+                WeightedPodAffinityTerm,
+                f"{pref}[{i}]",
                 weight=w.weight,
                 term=self._term(raw, k8s, w.pod_affinity_term, f"{pref}[{i}].podAffinityTerm"),
             )
@@ -162,7 +169,11 @@ class PodAffinityReader:
             selector = selector.model_copy(
                 update={"match_expressions": (*selector.match_expressions, *extra)}
             )
-        return PodAffinityTerm(
+        return build(
+            raw,
+            PodAffinityTerm,
+            path,
+            names=_SELECTOR_NAMES,
             selector=selector,
             namespaces=self._namespaces(raw, k8s, term, path),
             topology_key=term.topology_key,
@@ -187,11 +198,6 @@ class PodAffinityReader:
         for i, c in enumerate(k8s.spec.topology_spread_constraints):
             path = f"spec.topologySpreadConstraints[{i}]"
             selector = label_selector(raw, c.label_selector, f"{path}.labelSelector")
-            if c.min_domains is not None and c.when_unsatisfiable != "DoNotSchedule":
-                raise raw.error(
-                    "minDomains is only allowed with whenUnsatisfiable DoNotSchedule",
-                    f"{path}.minDomains",
-                )
             if c.match_label_keys and selector is None:
                 raise raw.error("matchLabelKeys needs a labelSelector", f"{path}.matchLabelKeys")
             extra = []
@@ -212,15 +218,20 @@ class PodAffinityReader:
                 selector = selector.model_copy(
                     update={"match_expressions": (*selector.match_expressions, *extra)}
                 )
+            given = {} if c.min_domains is None else {"min_domains": c.min_domains}
             out.append(
-                TopologySpreadConstraint(
+                build(
+                    raw,
+                    TopologySpreadConstraint,
+                    path,
+                    names=_SELECTOR_NAMES,
                     max_skew=c.max_skew,
                     topology_key=c.topology_key,
                     when_unsatisfiable=c.when_unsatisfiable,
                     selector=selector,
-                    min_domains=c.min_domains or 1,
                     node_affinity_policy=c.node_affinity_policy or "Honor",
                     node_taints_policy=c.node_taints_policy or "Ignore",
+                    **given,
                 )
             )
         return tuple(out)
@@ -230,10 +241,17 @@ def label_selector(raw: RawObject, k8s: K8sSelector | None, path: str) -> LabelS
     """A validated `LabelSelector` manifest as the model's selector (None: none given)."""
     if k8s is None:
         return None
-    reqs = []
-    for i, r in enumerate(k8s.match_expressions):
-        _check_values(raw, r.operator, r.values, f"{path}.matchExpressions[{i}].values")
-        reqs.append(LabelRequirement(key=r.key, operator=r.operator, values=tuple(r.values)))
+    reqs = [
+        build(
+            raw,
+            LabelRequirement,
+            f"{path}.matchExpressions[{i}]",
+            key=r.key,
+            operator=r.operator,
+            values=tuple(r.values),
+        )
+        for i, r in enumerate(k8s.match_expressions)
+    ]
     return LabelSelector(
         match_labels=tuple(sorted(k8s.match_labels.items())), match_expressions=tuple(reqs)
     )

@@ -38,6 +38,7 @@ from solver.kube.kueue import (
     K8sKueueTopology,
     check_kueue_pod,
     kueue_topologies,
+    levels_topology,
     unread_kueue_annotations,
 )
 from solver.kube.loader import RawObject
@@ -52,7 +53,7 @@ from solver.kube.objects import (
     K8sQueue,
 )
 from solver.kube.runtime import runtime_annotations
-from solver.kube.validate import validate
+from solver.kube.validate import build, report, validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
     QUEUE_ANNOTATION,
@@ -68,6 +69,7 @@ from solver.model import (
     Toleration,
     TopologyLayer,
     device_count_problem,
+    layer_problems,
     parent_cycle,
 )
 from solver.quantity import PODS
@@ -283,7 +285,8 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
         elif kind == "Topology" and group == KAI_TOPOLOGY_GROUP:
             kai = validate(K8sKaiTopology, raw)
             ident = f"kai:{kai.metadata.name}"  # beside a Kueue Topology of the same name
-            out.kai_topologies[kai.metadata.name] = tuple(lv.node_label for lv in kai.spec.levels)
+            levels = levels_topology(raw, kai.metadata.name, kai.spec).levels
+            out.kai_topologies[kai.metadata.name] = levels
         elif kind == "Queue" and group == KAI_GROUP:
             parsed_kai = validate(K8sKaiQueue, raw)
             ident = f"kai:{parsed_kai.metadata.name}"  # beside a Volcano Queue of the same name
@@ -363,7 +366,10 @@ def _node(raw: RawObject, k8s: K8sNode) -> Node:
     return Node(
         name=k8s.metadata.name,
         labels=dict(k8s.metadata.labels),
-        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in k8s.spec.taints),
+        taints=tuple(
+            build(raw, Taint, f"spec.taints[{i}]", key=t.key, value=t.value, effect=t.effect)
+            for i, t in enumerate(k8s.spec.taints)
+        ),
         allocatable=allocatable,
         ready=all(c.status == "True" for c in ready_conditions),
         unschedulable=k8s.spec.unschedulable,
@@ -454,8 +460,16 @@ def _pod(
         node_selector=kai_node_selector(k8s.metadata.labels, dict(k8s.spec.node_selector)),
         required_affinity=required,
         tolerations=tuple(
-            Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
-            for t in k8s.spec.tolerations
+            build(
+                raw,
+                Toleration,
+                f"spec.tolerations[{i}]",
+                key=t.key,
+                operator=t.operator,
+                value=t.value,
+                effect=t.effect,
+            )
+            for i, t in enumerate(k8s.spec.tolerations)
         ),
         preferred_node_affinity=preferred,
         inter_pod=terms.inter_pod(raw, k8s),
@@ -512,25 +526,25 @@ def _queue(k8s: K8sQueue) -> Queue:
 
 
 def _topology(raw: RawObject, k8s: K8sClusterNetworkTopology) -> NetworkTopology:
+    where = "spec.networkTopologySpec"
     layers = tuple(
-        TopologyLayer(
+        build(
+            raw,
+            TopologyLayer,
+            f"{where}[{i}]",
+            names=_LAYER_FIELDS,
             name=e.topology_layer,
             parent=e.parent_topology_layer or None,
             label_keys=tuple(e.label_key),
         )
-        for e in k8s.spec.network_topology_spec
+        for i, e in enumerate(k8s.spec.network_topology_spec)
     )
-    names = [layer.name for layer in layers]
-    for i, layer in enumerate(layers):
-        if names.count(layer.name) > 1:
-            raise raw.error(
-                f"layer {layer.name!r} is declared twice",
-                field=f"spec.networkTopologySpec[{i}].topologyLayer",
-            )
-    cycle = parent_cycle([(layer.name, layer.parent) for layer in layers])
-    if cycle is not None:
-        raise raw.error(
-            f"layer {layers[cycle].name!r} is its own ancestor",
-            field=f"spec.networkTopologySpec[{cycle}].parentTopologyLayer",
-        )
+    report(raw, layer_problems(layers), where, _LAYER_FIELDS)
     return NetworkTopology(name=k8s.metadata.name, layers=layers)
+
+
+_LAYER_FIELDS = {  # the model's name -> the manifest's
+    "name": "topologyLayer",
+    "parent": "parentTopologyLayer",
+    "label_keys": "labelKey",
+}

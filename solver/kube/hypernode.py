@@ -1,5 +1,9 @@
 """Volcano's network topology objects, read as the API server admits them.
 
+The rules below are the model's (`solver.model`, the same the gRPC codec applies); this
+module reads the YAML's shape and builds the model with `build`, which names a broken rule
+at its manifest path.
+
 * `HyperNode` (`topology.volcano.sh/v1alpha1`): `spec.tier` (an integer >= 0, required),
   `spec.tierName`, `spec.members[]` with `type` Node|HyperNode and a `selector` holding
   `exactMatch.name`, `regexMatch.pattern` and/or `labelMatch` (matchLabels,
@@ -21,13 +25,14 @@ from typing import Any
 from solver.kube.affinity import label_selector
 from solver.kube.loader import RawObject
 from solver.kube.objects import LabelSelector as K8sSelector
-from solver.kube.validate import validate
+from solver.kube.validate import build, validate
 from solver.model import (
     HyperNode,
     HyperNodeMember,
     LabelSelector,
     VolcanoNetworkTopology,
     VolcanoSubGroupPolicy,
+    duplicate_name,
 )
 
 __all__ = [
@@ -57,9 +62,9 @@ def _text(raw: RawObject, value: Any, field: str) -> str:
 
 
 def _whole(raw: RawObject, value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= 2**31:
-        raise raw.error("must be an integer >= 0", field=field)
-    return value
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise raw.error("must be a 32-bit integer", field=field)
+    return value  # its range is the model's rule
 
 
 def _label_selector(raw: RawObject, value: Any, field: str) -> LabelSelector:
@@ -93,19 +98,15 @@ def _member(raw: RawObject, value: Any, field: str, notes: list[str]) -> HyperNo
             )
     if "labelMatch" in selector:
         labels = _label_selector(raw, selector["labelMatch"], f"{where}.labelMatch")
-    if exact is None and regex is None and labels is None:
-        raise raw.error("needs exactMatch, regexMatch or labelMatch", field=where)
-    if kind == "HyperNode" and (regex is not None or labels is not None or not exact):
-        raise raw.error("a HyperNode member is selected by exactMatch only", field=where)
-    return HyperNodeMember(type=kind, exact_name=exact, regex=regex, labels=labels)
+    return build(
+        raw, HyperNodeMember, where, type=kind, exact_name=exact, regex=regex, labels=labels
+    )
 
 
 def read_hypernode(raw: RawObject, notes: list[str]) -> HyperNode:
     """A HyperNode document as the model; ManifestError naming the field when invalid."""
     meta = _mapping(raw, raw.body.get("metadata"), "metadata")
     name = _text(raw, meta.get("name"), "metadata.name")
-    if not name:
-        raise raw.error("missing required field", field="metadata.name")
     spec = _mapping(raw, raw.body.get("spec"), "spec")
     if "tier" not in spec:
         raise raw.error("missing required field", field="spec.tier")
@@ -114,12 +115,24 @@ def read_hypernode(raw: RawObject, notes: list[str]) -> HyperNode:
     members = spec.get("members") or []
     if not isinstance(members, list):
         raise raw.error("must be a list", field="spec.members")
-    return HyperNode(
+    return build(
+        raw,
+        HyperNode,
+        "",
+        names=_HYPERNODE_FIELDS,
         name=name,
         tier=tier,
         tier_name=tier_name,
         members=tuple(_member(raw, m, f"spec.members[{i}]", notes) for i, m in enumerate(members)),
     )
+
+
+_HYPERNODE_FIELDS = {  # the model's name -> its place in the manifest
+    "name": "metadata.name",
+    "tier": "spec.tier",
+    "tier_name": "spec.tierName",
+    "members": "spec.members",
+}
 
 
 def read_network_topology(
@@ -130,18 +143,14 @@ def read_network_topology(
         return None
     body = _mapping(raw, value, field)
     mode = _text(raw, body.get("mode"), f"{field}.mode") or "hard"
-    if mode not in ("hard", "soft"):
-        raise raw.error("must be hard or soft", field=f"{field}.mode")
     allowed = body.get("highestTierAllowed")
     if allowed is not None:
         allowed = _whole(raw, allowed, f"{field}.highestTierAllowed")
     name = _text(raw, body.get("highestTierName"), f"{field}.highestTierName")
-    if allowed is not None and name:
-        raise raw.error(
-            "highestTierAllowed and highestTierName are mutually exclusive",
-            field=f"{field}.highestTierName",
-        )
-    return VolcanoNetworkTopology(
+    return build(
+        raw,
+        VolcanoNetworkTopology,
+        field,
         mode=mode,
         highest_tier_allowed=allowed,
         highest_tier_name=name or None,
@@ -161,10 +170,6 @@ def read_sub_group_policy(
         where = f"{field}[{i}]"
         body = _mapping(raw, item, where)
         name = _text(raw, body.get("name"), f"{where}.name")
-        if not name:
-            raise raw.error("missing required field", field=f"{where}.name")
-        if any(p.name == name for p in out):
-            raise raw.error(f"duplicate subGroupPolicy name {name!r}", field=f"{where}.name")
         size = body.get("subGroupSize")
         if size is not None:
             size = _whole(raw, size, f"{where}.subGroupSize")
@@ -176,7 +181,10 @@ def read_sub_group_policy(
         texts = tuple(_text(raw, k, f"{where}.matchLabelKeys[{j}]") for j, k in enumerate(keys))
         selector = body.get("labelSelector")
         out.append(
-            VolcanoSubGroupPolicy(
+            build(
+                raw,
+                VolcanoSubGroupPolicy,
+                where,
                 name=name,
                 sub_group_size=size,
                 min_sub_groups=minimum,
@@ -189,4 +197,8 @@ def read_sub_group_policy(
                 ),
             )
         )
+    twice = duplicate_name(p.name for p in out)
+    if twice is not None:
+        message = f"sub-group policy {out[twice].name!r} is listed twice"
+        raise raw.error(message, field=f"{field}[{twice}].name")
     return tuple(out)

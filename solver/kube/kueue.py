@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import itertools
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, StrMap, Taint, Toleration, _K8s
+from solver.kube.validate import build
 from solver.model import (
-    HOSTNAME,
     KUEUE_ANNOTATIONS,
     KueueFlavor,
     KueueRequestError,
@@ -39,7 +39,7 @@ __all__ = [
     "check_kueue_pod",
     "kueue_flavor",
     "kueue_topologies",
-    "kueue_topology",
+    "levels_topology",
     "unread_kueue_annotations",
 ]
 
@@ -52,20 +52,10 @@ class _Level(_K8s):
 
 
 class LevelsSpec(_K8s):
-    """A Topology's `spec` (Kueue's, which KAI's repeats): node-label levels, coarse first."""
+    """A Topology's `spec` (Kueue's, which KAI's repeats): node-label levels, coarse first.
+    Their rules are the model's (`KueueTopology`, built by `levels_topology`)."""
 
-    levels: list[_Level] = Field(min_length=1, max_length=MAX_LEVELS)
-
-    @field_validator("levels")
-    @classmethod
-    def _levels(cls, levels: list[_Level]) -> list[_Level]:
-        labels = [lv.node_label for lv in levels]
-        for i, label in enumerate(labels):
-            if labels.index(label) != i:
-                raise ValueError(f"level {label!r} is listed twice")
-            if label == HOSTNAME and i != len(labels) - 1:
-                raise ValueError(f"{HOSTNAME} is only allowed as the last level")
-        return levels
+    levels: list[_Level]
 
 
 class K8sKueueTopology(_K8s):
@@ -85,9 +75,15 @@ class K8sKueueFlavor(_K8s):
     spec: _FlavorSpec = Field(default_factory=_FlavorSpec)
 
 
-def kueue_topology(k8s: K8sKueueTopology) -> KueueTopology:
-    return KueueTopology(
-        name=k8s.metadata.name, levels=tuple(lv.node_label for lv in k8s.spec.levels)
+def levels_topology(raw: RawObject, name: str, spec: LevelsSpec) -> KueueTopology:
+    """A Topology object (Kueue's or KAI's) as the model's, its levels checked there."""
+    return build(
+        raw,
+        KueueTopology,
+        "",
+        names={"name": "metadata.name", "levels": "spec.levels"},
+        name=name,
+        levels=tuple(lv.node_label for lv in spec.levels),
     )
 
 
@@ -96,18 +92,37 @@ def kueue_flavor(raw: RawObject, k8s: K8sKueueFlavor) -> KueueFlavor | None:
     spec = k8s.spec
     if not spec.topology_name:
         return None
-    if not spec.node_labels:
-        raise raw.error("a flavor with topologyName needs nodeLabels", field="spec.nodeLabels")
-    return KueueFlavor(
+    return build(
+        raw,
+        KueueFlavor,
+        "",
+        names={
+            "name": "metadata.name",
+            "topology": "spec.topologyName",
+            "node_labels": "spec.nodeLabels",
+            "node_taints": "spec.nodeTaints",
+            "tolerations": "spec.tolerations",
+        },
         name=k8s.metadata.name,
         topology=spec.topology_name,
         node_labels=dict(spec.node_labels),
         node_taints=tuple(
-            ModelTaint(key=t.key, value=t.value, effect=t.effect) for t in spec.node_taints
+            build(
+                raw, ModelTaint, f"spec.nodeTaints[{i}]", key=t.key, value=t.value, effect=t.effect
+            )
+            for i, t in enumerate(spec.node_taints)
         ),
         tolerations=tuple(
-            ModelToleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect)
-            for t in spec.tolerations
+            build(
+                raw,
+                ModelToleration,
+                f"spec.tolerations[{i}]",
+                key=t.key,
+                operator=t.operator,
+                value=t.value,
+                effect=t.effect,
+            )
+            for i, t in enumerate(spec.tolerations)
         ),
     )
 
@@ -152,7 +167,7 @@ def kueue_topologies(
     flavors: list[tuple[RawObject, KueueFlavor]] = []
     for raw, k8s in objects:
         if isinstance(k8s, K8sKueueTopology):
-            found = kueue_topology(k8s)
+            found = levels_topology(raw, k8s.metadata.name, k8s.spec)
             if topology is not None and (why := _order_conflict(found.levels, topology)):
                 raise raw.error(why, field="spec.levels")
             topologies.append(found)

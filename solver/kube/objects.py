@@ -214,7 +214,7 @@ class NodeSelector(_K8s):
 
 
 class PreferredSchedulingTerm(_K8s):
-    weight: int = Field(ge=1, le=100)
+    weight: int  # 1..100: the model's rule
     preference: NodeSelectorTerm
 
 
@@ -228,7 +228,7 @@ class NodeAffinity(_K8s):
 
 
 class LabelSelectorRequirement(_K8s):
-    key: str = Field(min_length=1)
+    key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: StrList = Field(default_factory=list)
 
@@ -244,13 +244,13 @@ class PodAffinityTerm(_K8s):
     label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
     namespaces: StrList = Field(default_factory=list)
     namespace_selector: LabelSelector | None = Field(default=None, alias="namespaceSelector")
-    topology_key: str = Field(min_length=1, alias="topologyKey")
+    topology_key: str = Field(alias="topologyKey")
     match_label_keys: StrList = Field(default_factory=list, alias="matchLabelKeys")
     mismatch_label_keys: StrList = Field(default_factory=list, alias="mismatchLabelKeys")
 
 
 class WeightedPodAffinityTerm(_K8s):
-    weight: int = Field(ge=1, le=100)
+    weight: int
     pod_affinity_term: PodAffinityTerm = Field(alias="podAffinityTerm")
 
 
@@ -270,13 +270,13 @@ class Affinity(_K8s):
 
 
 class TopologySpreadConstraint(_K8s):
-    max_skew: int = Field(ge=1, alias="maxSkew")
-    topology_key: str = Field(min_length=1, alias="topologyKey")
+    max_skew: int = Field(alias="maxSkew")
+    topology_key: str = Field(alias="topologyKey")
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field(
         alias="whenUnsatisfiable"
     )
     label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
-    min_domains: int | None = Field(default=None, ge=1, alias="minDomains")
+    min_domains: int | None = Field(default=None, alias="minDomains")
     node_affinity_policy: Literal["Honor", "Ignore"] | None = Field(
         default=None, alias="nodeAffinityPolicy"
     )
@@ -429,7 +429,7 @@ class K8sQueue(_K8s):
 
 
 class NetworkTopologySpecEntry(_K8s):
-    topology_layer: str = Field(alias="topologyLayer", min_length=1)
+    topology_layer: str = Field(alias="topologyLayer")
     parent_topology_layer: str | None = Field(default=None, alias="parentTopologyLayer")
     label_key: Annotated[list[str], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list, alias="labelKey"

@@ -10,8 +10,9 @@ from pydantic import BaseModel, ValidationError
 from solver.errors import ManifestError
 from solver.kube.loader import RawObject
 from solver.kube.objects import KeyedQuantityError
+from solver.model import Loc, camel_path, field_problems
 
-__all__ = ["validate"]
+__all__ = ["build", "report", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,3 +40,25 @@ def _error(exc: ValidationError, raw: RawObject, field: str) -> ManifestError:
         message = "must be a mapping"  # not pydantic's class name
     path = ".".join(loc).replace(".[", "[")
     return raw.error(message, field=path or None)
+
+
+def build(
+    raw: RawObject, model: type[M], path: str, names: dict[str, str] | None = None, **fields: Any
+) -> M:
+    """The model's `model(**fields)`, its rules checked by the model itself (`solver.model`,
+    the rules the gRPC codec applies too); the first broken one is the manifest's error at
+    `path` (camelCase; `names` renames the fields whose manifest name is not that)."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        report(raw, field_problems(exc), path, names)
+        raise AssertionError("unreachable") from None
+
+
+def report(
+    raw: RawObject, problems: list[tuple[Loc, str]], path: str, names: dict[str, str] | None = None
+) -> None:
+    """A model rule's first problem (`solver.model`), if any, as the manifest's error."""
+    if problems:
+        loc, words = problems[0]
+        raise raw.error(words, field=camel_path(path, loc, names))

@@ -18,7 +18,14 @@ from solver.model._cards import (
     node_cards,
     parse_quota,
 )
-from solver.model._cluster import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from solver.model._cluster import (
+    FieldSelectorRequirement,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+)
 from solver.model._cluster_model import ClusterModel
 from solver.model._devices import (
     DEVICE_ANNOTATIONS,
@@ -51,6 +58,7 @@ from solver.model._hypernode import (
     HyperNodeMember,
     VolcanoNetworkTopology,
     VolcanoSubGroupPolicy,
+    duplicate_name,
 )
 from solver.model._interpod import (
     InterPodTerms,
@@ -80,6 +88,7 @@ from solver.model._labels import (
     qualified_name,
     requirement_values_problem,
 )
+from solver.model._rules import Loc, camel_path, field_problems, snake_path
 from solver.model._selection import DEFAULT_SCHEDULER_NAMES, PodSelection
 from solver.model._topology import (
     CLUSTER_LAYER,
@@ -94,6 +103,7 @@ from solver.model._topology import (
     NetworkTopology,
     SortRule,
     TopologyLayer,
+    layer_problems,
     parent_cycle,
     parse_gather_spec,
     parse_job_affinity,
@@ -174,6 +184,7 @@ __all__ = [
     "DeviceUse",
     "Dialect",
     "DisruptionBudget",
+    "FieldSelectorRequirement",
     "Gang",
     "GatherRule",
     "GatherSpec",
@@ -190,6 +201,7 @@ __all__ = [
     "KueueTopology",
     "LabelRequirement",
     "LabelSelector",
+    "Loc",
     "MatchPolicy",
     "NetworkTopology",
     "Node",
@@ -213,13 +225,16 @@ __all__ = [
     "allowed_disruptions",
     "any_sharing",
     "assignment_annotations",
+    "camel_path",
     "card_alternatives",
     "card_demand",
     "device_count_problem",
     "device_demand",
     "device_memory_label",
     "discover_cards",
+    "duplicate_name",
     "epoch_seconds",
+    "field_problems",
     "gpu_milli",
     "in_gpu_milli",
     "int_or_percent_problem",
@@ -230,6 +245,7 @@ __all__ = [
     "label_value",
     "label_value_problem",
     "labels_problem",
+    "layer_problems",
     "node_cards",
     "node_devices",
     "parent_cycle",
@@ -241,5 +257,6 @@ __all__ = [
     "pod_set_group_error",
     "qualified_name",
     "requirement_values_problem",
+    "snake_path",
     "sub_groups_problem",
 ]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from solver.model._frozen import Frozen
+from solver.model._labels import requirement_values_problem
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
 class Taint(Frozen):
-    key: str
+    key: str = Field(min_length=1)
     value: str = ""
     effect: TaintEffect
 
@@ -25,11 +26,47 @@ class Toleration(Frozen):
         default="", description="empty matches every effect"
     )
 
+    @field_validator("operator")
+    @classmethod
+    def _key_or_exists(cls, operator: str, info: ValidationInfo) -> str:
+        """`ValidateTolerations`: an empty key matches every key, with operator Exists only."""
+        if operator != "Exists" and not info.data.get("key"):
+            raise ValueError("must be Exists when the key is empty (every key and value)")
+        return operator
+
+    @field_validator("value")
+    @classmethod
+    def _no_value_with_exists(cls, value: str, info: ValidationInfo) -> str:
+        if value and info.data.get("operator") == "Exists":
+            raise ValueError("must be empty when the operator is Exists")
+        return value
+
 
 class NodeSelectorRequirement(Frozen):
-    key: str
+    key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
+
+    @field_validator("values")
+    @classmethod
+    def _values_suit_operator(
+        cls, values: tuple[str, ...], info: ValidationInfo
+    ) -> tuple[str, ...]:
+        operator = info.data.get("operator")
+        if operator is not None and (problem := requirement_values_problem(operator, values)):
+            raise ValueError(problem)
+        return values
+
+
+class FieldSelectorRequirement(NodeSelectorRequirement):
+    """A `matchFields` requirement: kube-scheduler supports only `metadata.name`."""
+
+    @field_validator("key")
+    @classmethod
+    def _node_name(cls, key: str) -> str:
+        if key != "metadata.name":
+            raise ValueError("only metadata.name is supported in a node's field selector")
+        return key
 
 
 class NodeSelectorTerm(Frozen):

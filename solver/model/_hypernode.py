@@ -18,14 +18,21 @@ The tree built from them lives in `solver.features.topology.hypernode.tree`.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from solver.model._frozen import Frozen
 from solver.model._interpod import LabelSelector
 
-__all__ = ["HyperNode", "HyperNodeMember", "VolcanoNetworkTopology", "VolcanoSubGroupPolicy"]
+__all__ = [
+    "HyperNode",
+    "HyperNodeMember",
+    "VolcanoNetworkTopology",
+    "VolcanoSubGroupPolicy",
+    "duplicate_name",
+]
 
 
 class HyperNodeMember(Frozen):
@@ -35,6 +42,18 @@ class HyperNodeMember(Frozen):
     exact_name: str | None = None  # exactMatch.name (None: no exactMatch)
     regex: str | None = None  # regexMatch.pattern (None: no regexMatch)
     labels: LabelSelector | None = None  # labelMatch (None: none; empty selects nothing)
+
+    @model_validator(mode="after")
+    def _selected(self) -> HyperNodeMember:
+        """The CRD's rules: a selector needs one of its matches; a HyperNode member is
+        chosen by its exact name only."""
+        if self.exact_name is None and self.regex is None and self.labels is None:
+            raise ValueError("needs an exact name, a regex or labels to select its members")
+        if self.type == "HyperNode" and (
+            self.regex is not None or self.labels is not None or not self.exact_name
+        ):
+            raise ValueError("a HyperNode member is selected by its exact name only")
+        return self
 
 
 class HyperNode(Frozen):
@@ -53,11 +72,12 @@ class VolcanoNetworkTopology(Frozen):
     highest_tier_allowed: int | None = Field(default=None, ge=0)
     highest_tier_name: str | None = None
 
-    @model_validator(mode="after")
-    def _one_limit(self) -> VolcanoNetworkTopology:
-        if self.highest_tier_allowed is not None and self.highest_tier_name:
-            raise ValueError("highestTierAllowed and highestTierName are mutually exclusive")
-        return self
+    @field_validator("highest_tier_name")
+    @classmethod
+    def _one_limit(cls, name: str | None, info: ValidationInfo) -> str | None:
+        if name and info.data.get("highest_tier_allowed") is not None:
+            raise ValueError("a tier allowed and a tier name are mutually exclusive")
+        return name
 
 
 class VolcanoSubGroupPolicy(Frozen):
@@ -67,5 +87,16 @@ class VolcanoSubGroupPolicy(Frozen):
     sub_group_size: int | None = Field(default=None, ge=0)  # None: 1 (NewSubJobInfo)
     min_sub_groups: int = Field(default=0, ge=0)
     label_selector: LabelSelector | None = None  # None: every pod of the job
-    match_label_keys: tuple[str, ...] = ()
+    match_label_keys: tuple[Annotated[str, Field(min_length=1)], ...] = ()
     network_topology: VolcanoNetworkTopology | None = None
+
+
+def duplicate_name(names: Iterable[str]) -> int | None:
+    """The index of the first name listed a second time (names must be unique: HyperNodes,
+    sub-group policies, topology layers); None when each is listed once."""
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            return i
+        seen.add(name)
+    return None

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from solver.model._cluster import NodeSelectorTerm
 from solver.model._frozen import Frozen
+from solver.model._labels import requirement_values_problem
 
 __all__ = [
     "InterPodTerms",
@@ -31,9 +32,19 @@ __all__ = [
 
 
 class LabelRequirement(Frozen):
-    key: str
+    key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: tuple[str, ...] = ()
+
+    @field_validator("values")
+    @classmethod
+    def _values_suit_operator(
+        cls, values: tuple[str, ...], info: ValidationInfo
+    ) -> tuple[str, ...]:
+        operator = info.data.get("operator")
+        if operator is not None and (problem := requirement_values_problem(operator, values)):
+            raise ValueError(problem)
+        return values
 
 
 class LabelSelector(Frozen):
@@ -74,7 +85,7 @@ class PodAffinityTerm(Frozen):
     namespaces: tuple[str, ...] | None = Field(
         default=(), description="sorted; None for every namespace"
     )
-    topology_key: str
+    topology_key: str = Field(min_length=1)
 
 
 class WeightedPodAffinityTerm(Frozen):
@@ -84,12 +95,21 @@ class WeightedPodAffinityTerm(Frozen):
 
 class TopologySpreadConstraint(Frozen):
     max_skew: int = Field(ge=1)
-    topology_key: str
+    topology_key: str = Field(min_length=1)
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     selector: LabelSelector | None = None
-    min_domains: int = Field(default=1, ge=1)
+    min_domains: int = Field(default=1, ge=1, description="given only with DoNotSchedule")
     node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
     node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+
+    @field_validator("min_domains")
+    @classmethod
+    def _do_not_schedule(cls, domains: int, info: ValidationInfo) -> int:
+        """Checked when given (a default is not validated): the API server refuses
+        `minDomains` beside `ScheduleAnyway`."""
+        if info.data.get("when_unsatisfiable", "DoNotSchedule") != "DoNotSchedule":
+            raise ValueError("only allowed with whenUnsatisfiable DoNotSchedule")
+        return domains
 
 
 class PreferredSchedulingTerm(Frozen):

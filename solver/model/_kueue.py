@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from solver.model._cluster import Taint, Toleration
 from solver.model._frozen import Frozen
@@ -58,17 +58,41 @@ class KUEUE_ANNOTATIONS:
     )
 
 
+MAX_LEVELS = 16  # Kueue's Topology CRD (and KAI's, which repeats its shape)
+
+
 class KueueTopology(Frozen):
-    name: str
-    levels: tuple[str, ...]  # node labels, coarsest first
+    name: str = Field(min_length=1)
+    levels: tuple[Annotated[str, Field(min_length=1, max_length=316)], ...] = Field(
+        min_length=1, max_length=MAX_LEVELS
+    )  # node labels, coarsest first
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, levels: tuple[str, ...]) -> tuple[str, ...]:
+        """The CRD's rules: each level once; the hostname level only last."""
+        for i, label in enumerate(levels):
+            if levels.index(label) != i:
+                raise ValueError(f"level {label!r} is listed twice (at {i})")
+            if label == HOSTNAME and i != len(levels) - 1:
+                raise ValueError(f"{HOSTNAME} (at {i}) is only allowed as the last level")
+        return levels
 
 
 class KueueFlavor(Frozen):
-    name: str
+    name: str = Field(min_length=1)
     topology: str  # spec.topologyName
     node_labels: dict[str, str] = Field(default_factory=dict)
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+
+    @field_validator("node_labels")
+    @classmethod
+    def _labelled(cls, labels: dict[str, str]) -> dict[str, str]:
+        """Kueue: a flavor naming a Topology selects its nodes by labels."""
+        if not labels:
+            raise ValueError("a flavor with a topology needs node labels")
+        return labels
 
 
 Mode = Literal["required", "preferred", "unconstrained"]

@@ -24,12 +24,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import Field, ValidationError
+
 from solver.json_limits import read_json
 from solver.model._cluster import NodeSelectorRequirement, NodeSelectorTerm
 from solver.model._frozen import Frozen
-from solver.model._hypernode import HyperNode
+from solver.model._hypernode import HyperNode, duplicate_name
 from solver.model._kueue import KueueFlavor, KueueTopology
-from solver.model._labels import label_integer
+from solver.model._rules import Loc, field_problems, snake_path
 
 CLUSTER_LAYER = "ClusterTopologyLayer"
 NODE_LAYER = "NodeTopologyLayer"
@@ -57,9 +59,22 @@ __all__ = [
 
 
 class TopologyLayer(Frozen):
-    name: str
+    name: str = Field(min_length=1)
     parent: str | None = None
     label_keys: tuple[str, ...] = ()
+
+
+def layer_problems(layers: Sequence[TopologyLayer]) -> list[tuple[Loc, str]]:
+    """The ClusterNetworkTopology's rules across its layers: each named once, no layer its
+    own ancestor (locations: (index, field) in the list)."""
+    out: list[tuple[Loc, str]] = []
+    twice = duplicate_name(layer.name for layer in layers)
+    if twice is not None:
+        out.append(((twice, "name"), f"layer {layers[twice].name!r} is declared twice"))
+    cycle = parent_cycle([(layer.name, layer.parent) for layer in layers])
+    if cycle is not None:
+        out.append(((cycle, "parent"), f"layer {layers[cycle].name!r} is its own ancestor"))
+    return out
 
 
 class NetworkTopology(Frozen):
@@ -258,9 +273,11 @@ def _requirements(value: Any, field: str) -> tuple[NodeSelectorRequirement, ...]
         values = item.get("values") or []
         for j, v in enumerate(_expect(values, list, f"{where}.values", "a list")):
             _expect(v, str, f"{where}.values[{j}]", "a string")
-        if op in ("Gt", "Lt") and (len(values) != 1 or label_integer(values[0]) is None):
-            raise JobAffinityError(f"{where}.values", f"{op} needs exactly one integer value")
-        out.append(NodeSelectorRequirement(key=key, operator=op, values=tuple(values)))
+        try:  # the rules are the requirement's own (`solver.model`), as for a pod's
+            out.append(NodeSelectorRequirement(key=key, operator=op, values=tuple(values)))
+        except ValidationError as exc:
+            loc, words = field_problems(exc)[0]
+            raise JobAffinityError(snake_path(where, loc), words) from None
     return tuple(out)
 
 

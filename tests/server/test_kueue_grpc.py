@@ -29,7 +29,7 @@ def test_grpc_invalid_argument_names_kueue_fields(start: Any) -> None:
         snapshot_from_proto(cluster_msg, "cluster", SCHEMA)
     expected = [
         f"cluster.pods[0].annotations[{SLICE_SIZE}]",
-        "cluster.topology.kueue_topologies[0].levels[0]",
+        "cluster.topology.kueue_topologies[0].levels",
         "cluster.topology.kueue_flavors[0].topology_name",
         "cluster.topology.kueue_flavors[0].node_labels",
     ]
