@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.errors import ConfigError
-from solver.model import MAX_RUNTIME_SECONDS
+from solver.model import duration_problem
 
 __all__ = [
     "ExpectedRuntime",
@@ -144,7 +144,7 @@ def expected_runtime(body: object, source: str) -> ExpectedRuntime | None:
 
     def seconds(value: object, at: str) -> float:
         found = parse_go_duration(value if not isinstance(value, int) else f"{value}s")
-        if found is None or found < 0 or found > MAX_RUNTIME_SECONDS:
+        if found is None or duration_problem(found) is not None:
             raise ConfigError(_DURATION_HINT, source=source, field=at)
         return found
 

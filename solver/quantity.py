@@ -35,6 +35,7 @@ __all__ = [
     "UNLIMITED",
     "QuantityError",
     "add_limits",
+    "amount_problem",
     "format_quantity",
     "max_value",
     "parse_quantity",
@@ -119,12 +120,22 @@ def _to_int(resource: str, value: object) -> int:
             milli = parsed * 1000
         except InvalidOperation as exc:  # exponent beyond Decimal's range
             raise QuantityError(f"invalid quantity {text!r}: out of range") from exc
-        if parsed < 0:
-            raise QuantityError(f"negative quantity {text!r}")
         value = math.ceil(milli if resource == CPU else parsed)
-        if milli > MAX_MILLI or value > max_value(resource):
-            raise QuantityError(f"quantity {text!r} is too large (the limit is 2^63-1 milli-units)")
+        if milli > MAX_MILLI and parsed > 0:
+            value = max(value, max_value(resource) + 1)  # beyond Go's int64 milli-units
+        if (problem := amount_problem(resource, value)) is not None:
+            raise QuantityError(f"quantity {text!r}: {problem}")
         return value
+
+
+def amount_problem(resource: str, value: int) -> str | None:
+    """The rule of every request, capacity and quota amount (in `resource`'s integer unit),
+    for both readers: never negative, and within `max_value`."""
+    if value < 0:
+        return "must not be negative"
+    if value > max_value(resource):
+        return f"must be at most {max_value(resource)} (2^63-1 milli-units)"
+    return None
 
 
 def max_value(resource: str) -> int:

@@ -9,7 +9,6 @@ Whole lists of pods are read by `solver.codec._readers`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -37,11 +36,8 @@ from solver.codec._hypernode import (
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
 from solver.codec._subgroups import topology_sub_groups_from_proto
 from solver.model import (
-    KAI_MAX,
     KAI_RESOURCES,
     KAI_UNLIMITED,
-    MAX_RUNTIME_SECONDS,
-    QUEUE_WEIGHT_MAX,
     Dialect,
     Gang,
     KaiQuota,
@@ -53,10 +49,12 @@ from solver.model import (
     Taint,
     TopologyLayer,
     device_count_problem,
+    duration_problem,
+    kai_amount_problem,
     labels_problem,
     layer_problems,
 )
-from solver.quantity import max_value
+from solver.quantity import amount_problem
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -98,10 +96,8 @@ def read_quantities(values: Mapping[str, int], path: str, out: Violations) -> di
     for name, value in sorted(values.items()):
         if not name:
             out.add(f"{path}{_key(name)}", "resource name must not be empty")
-        elif value < 0:
-            out.add(f"{path}{_key(name)}", f"must not be negative: {value}")
-        elif value > max_value(name):
-            out.add(f"{path}{_key(name)}", f"at most {max_value(name)}, got {value}")
+        elif (problem := amount_problem(name, value)) is not None:
+            out.add(f"{path}{_key(name)}", f"{problem}, got {value}")
         else:
             result[name] = int(value)
     return result
@@ -185,7 +181,11 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     if not msg.name:
         return None
     never = msg.preemption_policy == pb.PREEMPTION_POLICY_NEVER
-    return Pod(
+    return build(
+        Pod,
+        path,
+        out,
+        names=_POD_NAMES,
         namespace=ns,
         name=msg.name,
         labels=labels,
@@ -211,15 +211,19 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
     )
 
 
-MAX_GATES, MAX_GATE = 32, 316
+_POD_NAMES = {  # the model's name -> the wire's, where they differ
+    "spread": "topology_spread_constraints",
+    "required_affinity": "required_node_affinity",
+    "preferred_node_affinity": "preferred_node_affinity",
+    "nominated_node": "nominated_node_name",
+    "created": "creation_time",
+}
+MAX_GATES = 32  # the wire's bound (each gate's rule is the model's)
 
 
 def _gates(msg: pb.Pod, path: str, out: Violations) -> tuple[str, ...]:
     if len(msg.scheduling_gates) > MAX_GATES:
         out.add(f"{path}.scheduling_gates", f"at most {MAX_GATES} gates")
-    for i, gate in enumerate(msg.scheduling_gates[:MAX_GATES]):
-        if not gate or len(gate) > MAX_GATE:
-            out.add(f"{path}.scheduling_gates[{i}]", f"must be 1 to {MAX_GATE} characters")
     return tuple(msg.scheduling_gates[:MAX_GATES])
 
 
@@ -235,9 +239,6 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         return None
     ns = _namespace(msg.namespace)
     gang_id = f"{ns}/{msg.name}"
-    if msg.min_member < 0:
-        out.add(f"{path}.min_member", f"must not be negative: {msg.min_member}")
-        return None
     for i, other in enumerate(msg.groups):
         if other.count("/") != 1:
             out.add(f"{path}.groups[{i}]", f"must be a gang id `namespace/name`, got {other!r}")
@@ -269,7 +270,11 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         dialect = "scheduling.k8s.io"
     if len(msg.refused) > MAX_REFUSED:
         out.add(f"{path}.refused", f"must be at most {MAX_REFUSED} characters")
-    return Gang(
+    return build(
+        Gang,
+        path,
+        out,
+        names=_GANG_NAMES,
         affinity=_gang_affinity(msg.affinity, f"{path}.affinity", out) if godel else None,
         topology_key=msg.topology_key or None,
         preferred_keys=tuple(msg.preferred_topology_keys[:MAX_LEVELS]),
@@ -304,6 +309,7 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
     )
 
 
+_GANG_NAMES = {"preferred_keys": "preferred_topology_keys", "created": "creation_time"}
 MAX_LEVELS = 16  # a KAI Topology has at most 16 levels
 PACK_RESOURCES = ("CPU", "Memory", "GPU")
 
@@ -369,11 +375,6 @@ def _node_group_terms(terms: pb.NodeGroupTerms) -> dict[str, list[str]]:
 
 
 def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
-    if not msg.name:
-        out.add(f"{path}.name", "must not be empty")
-        return None
-    if not 0 <= msg.weight <= QUEUE_WEIGHT_MAX:  # the Queue CRD's range (0: unset, 1)
-        out.add(f"{path}.weight", f"must be in 1..{QUEUE_WEIGHT_MAX}, got {msg.weight}")
     affinity: dict[str, object] | None = None
     if msg.HasField("affinity"):
         # The Kubernetes shape the YAML reader keeps, so the queue policies read one format.
@@ -384,7 +385,10 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
             affinity["nodeGroupAntiAffinity"] = _node_group_terms(
                 msg.affinity.node_group_anti_affinity
             )
-    return Queue(
+    return build(
+        Queue,
+        path,
+        out,
         name=msg.name,
         parent=msg.parent or None,
         capability=read_quantities(msg.capability, f"{path}.capability", out),
@@ -392,7 +396,7 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
         guarantee=read_quantities(msg.guarantee, f"{path}.guarantee", out),
         state=msg.state or "Open",
         priority=msg.priority,
-        weight=msg.weight or 1,
+        weight=msg.weight or 1,  # 0: unset on the wire
         annotations=dict(msg.annotations),
         affinity=affinity,
         allocated=read_quantities(msg.allocated, f"{path}.allocated", out),
@@ -407,9 +411,8 @@ def _kai_quota(msg: pb.KaiQueueResources, path: str, out: Violations) -> KaiQuot
             where = f"{path}.{name}[{r}]"
             if r not in KAI_RESOURCES:
                 out.add(where, f"a KAI queue's resources are {', '.join(KAI_RESOURCES)}")
-            elif not (math.isfinite(v) and (v >= 0 or v == least) and v <= KAI_MAX):
-                allowed = "-1 (unlimited) or " if least < 0 else ""
-                out.add(where, f"must be {allowed}a number in 0..{KAI_MAX:g}, got {v}")
+            elif (problem := kai_amount_problem(v, unlimited=least < 0)) is not None:
+                out.add(where, f"{problem}, got {v}")
             else:
                 kept[r] = v
         return kept
@@ -430,8 +433,11 @@ def _duration(msg: Message, name: str, path: str, out: Violations) -> float | No
         return None
     value = getattr(msg, name)
     seconds = float(value.seconds + value.nanos / 1e9)
-    if not (0 <= seconds <= MAX_RUNTIME_SECONDS) or (value.seconds and value.nanos < 0):
-        out.add(f"{path}.{name}", f"must be a duration of 0 .. ten years, got {seconds:g}s")
+    problem = duration_problem(seconds)
+    if problem is None and value.seconds and value.nanos < 0:  # proto: nanos share the sign
+        problem = "must be a duration whose seconds and nanos share a sign"
+    if problem is not None:
+        out.add(f"{path}.{name}", f"{problem}, got {seconds:g}s")
         return None
     return seconds
 

@@ -138,7 +138,7 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
         for gid, g in sorted(links.gangs.items())
     }
     nodes = [_node(raw, k8s) for raw, k8s in inputs.nodes]
-    queues = {name: _queue(q) for name, (_, q) in sorted(inputs.queues.items())}
+    queues = {name: _queue(raw, q) for name, (raw, q) in sorted(inputs.queues.items())}
     raws = {name: raw for name, (raw, _) in inputs.queues.items()}
     if inputs.kai_queues and queues:  # one scheduler's queues share a cluster: Volcano's
         inputs.notes.append(
@@ -446,7 +446,11 @@ def _pod(
     priority, class_policy = priority_of(raw, k8s.spec.priority, class_name, where)
     class_name = class_name or default_class
     required, preferred = terms.node_affinity(raw, k8s)
-    return Pod(
+    return build(
+        raw,
+        Pod,
+        "",
+        names={"scheduling_gates": "spec.schedulingGates"},
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
         name=k8s.metadata.name,
         labels=dict(k8s.metadata.labels),
@@ -509,8 +513,12 @@ def _queues_of_a_dump_without_them(
     return {name: Queue(name=name) for name in sorted(named)}
 
 
-def _queue(k8s: K8sQueue) -> Queue:
-    return Queue(
+def _queue(raw: RawObject, k8s: K8sQueue) -> Queue:
+    return build(
+        raw,
+        Queue,
+        "",
+        names={"name": "metadata.name", "weight": "spec.weight"},
         name=k8s.metadata.name,
         parent=k8s.spec.parent or None,
         capability=dict(k8s.spec.capability),
@@ -518,7 +526,7 @@ def _queue(k8s: K8sQueue) -> Queue:
         guarantee=dict(k8s.spec.guarantee.resource),
         state=k8s.status.state or "Open",
         priority=k8s.spec.priority or 0,
-        weight=k8s.spec.weight or 1,
+        weight=1 if k8s.spec.weight is None else k8s.spec.weight,
         annotations=dict(k8s.metadata.annotations),
         affinity=k8s.spec.affinity,
         allocated=dict(k8s.status.allocated),

@@ -14,12 +14,12 @@ from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, _K8s
 from solver.model import (
     KAI_DEFAULT_PRIORITY,
-    KAI_MAX,
     KAI_UNLIMITED,
     KAI_USAGE_ANNOTATION,
-    MAX_RUNTIME_SECONDS,
     KaiQuota,
     Queue,
+    duration_problem,
+    kai_amount_problem,
 )
 
 __all__ = ["K8sKaiQueue", "kai_queue"]
@@ -67,15 +67,13 @@ def kai_queue(raw: RawObject, queue: K8sKaiQueue, notes: list[str]) -> Queue:
         name, factor = _KAI_UNITS[key]
         for field, target in _KAI_FIELDS.items():
             value = body.get(field, 0)
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            if not ok or not math.isfinite(value) or not (value >= 0 or value == KAI_UNLIMITED):
-                raise raw.error("must be -1 (unlimited) or a number ≥ 0", f"{where}.{field}")
-            if field == "overQuotaWeight" and value < 0:
-                raise raw.error("must be a number ≥ 0", f"{where}.{field}")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise raw.error("must be a number", f"{where}.{field}")
             weight = field == "overQuotaWeight"  # a weight has no unit
-            scaled = float(value) if value == KAI_UNLIMITED or weight else float(value) * factor
-            if scaled > KAI_MAX:
-                raise raw.error(f"must be at most {KAI_MAX / factor:g}", f"{where}.{field}")
+            unit = 1.0 if weight else factor
+            scaled = float(value) if value == KAI_UNLIMITED or weight else float(value) * unit
+            if (problem := kai_amount_problem(scaled, unlimited=not weight, unit=unit)) is not None:
+                raise raw.error(problem, f"{where}.{field}")
             amounts[target][name] = scaled
     unset = [
         k
@@ -117,8 +115,10 @@ def _min_runtime(raw: RawObject, spec: Mapping[str, Any], key: str) -> float | N
     if value is None:
         return None
     seconds = parse_go_duration(value)
-    if seconds is None or seconds < 0 or seconds > MAX_RUNTIME_SECONDS:
+    if seconds is None:
         raise raw.error(f"must be a duration such as 30s or 10m, got {value!r}", f"spec.{key}")
+    if (problem := duration_problem(seconds)) is not None:
+        raise raw.error(f"{problem}, got {value!r}", f"spec.{key}")
     return seconds
 
 
@@ -139,7 +139,7 @@ def _usage(raw: RawObject, text: str | None) -> dict[str, float]:
             number = float(value)
         except ValueError:
             number = math.nan
-        if not (math.isfinite(number) and 0 <= number <= KAI_MAX):
-            raise raw.error(f"{key.strip()}: must be a number ≥ 0, got {value.strip()!r}", where)
+        if (problem := kai_amount_problem(number, unlimited=False)) is not None:
+            raise raw.error(f"{key.strip()}: {problem}, got {value.strip()!r}", where)
         out[_KAI_UNITS[key.strip()][0]] = number
     return out

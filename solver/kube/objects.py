@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator
 
-from solver.model import QUEUE_WEIGHT_MAX, labels_problem
+from solver.model import labels_problem
 from solver.quantity import QuantityError, to_int
 
 __all__ = [
@@ -293,7 +293,7 @@ class PodSchedulingGroup(_K8s):
 class SchedulingGate(_K8s):
     """`spec.schedulingGates[]`: the pod waits until every gate is removed."""
 
-    name: str = Field(min_length=1, max_length=316)
+    name: str  # its rule is the model's (`Pod.scheduling_gates`)
 
 
 class PodResourceClaim(_K8s):
@@ -411,7 +411,7 @@ class QueueSpec(_K8s):
     capability: ResourceList = Field(default_factory=dict)
     deserved: ResourceList = Field(default_factory=dict)
     guarantee: QueueGuarantee = Field(default_factory=lambda: QueueGuarantee())
-    weight: int | None = Field(default=None, ge=1, le=QUEUE_WEIGHT_MAX)  # the Queue CRD's range
+    weight: int | None = None  # its range is the model's (`Queue.weight`)
     priority: Int32 | None = None
     reclaimable: bool | None = None
     affinity: dict[str, Any] | None = None

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -47,6 +47,14 @@ MAX_RUNTIME_SECONDS = 3650 * 86400.0
 """The longest duration gangplan reads (ten years): runtimes, minimum runtimes."""
 
 
+def duration_problem(seconds: float) -> str | None:
+    """The rule of every duration gangplan reads (runtimes, minimum runtimes), for every
+    reader: 0 up to ten years."""
+    if not 0 <= seconds <= MAX_RUNTIME_SECONDS:
+        return "must be a duration of 0 .. ten years"
+    return None
+
+
 class Pod(Frozen):
     namespace: str
     name: str
@@ -81,9 +89,9 @@ class Pod(Frozen):
         description="condition DisruptionTarget=True with reason PreemptionByScheduler",
     )
     scheduler_name: str = "default-scheduler"
-    scheduling_gates: tuple[str, ...] = Field(
+    scheduling_gates: tuple[Annotated[str, Field(min_length=1, max_length=316)], ...] = Field(
         default=(), description="spec.schedulingGates: not placed until they are removed"
-    )
+    )  # each a qualified name: at most 253 (prefix) + 1 + 63 characters
 
     @property
     def key(self) -> str:
@@ -261,6 +269,20 @@ KAI_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 """The resources a KAI Queue has quotas for (`QueueResources`: CPU, memory, GPU)."""
 KAI_MAX = 1e18
 """The largest quota, limit or weight gangplan reads (memory in bytes stays below it)."""
+
+
+def kai_amount_problem(value: float, unlimited: bool, unit: float = 1.0) -> str | None:
+    """The rule of a KAI Queue's amounts, for both readers: `value` in gangplan's units
+    (`KaiQuota`), finite, >= 0 (or -1 where `unlimited`: quota and limit; not for
+    over-quota weights or usage), at most `KAI_MAX`; `unit` is how many of gangplan's units
+    one of the reader's is, for the words (a YAML memory quota is in MiB)."""
+    if not math.isfinite(value) or not (value >= 0 or (unlimited and value == KAI_UNLIMITED)):
+        return "must be -1 (unlimited) or a number ≥ 0" if unlimited else "must be a number ≥ 0"
+    if value > KAI_MAX:
+        return f"must be at most {KAI_MAX / unit:g}"
+    return None
+
+
 KAI_PREEMPTIBILITY = "scheduling.run.ai/preemptibility"
 """A KAI PodGroup's `spec.preemptibility` (`preemptible`, `non-preemptible`), kept among its
 gang's annotations (the wire's Gang carries it there)."""
@@ -305,14 +327,14 @@ class Queue(Frozen):
     (`scheduling.run.ai/v2`) when `kai` is set (then only name, parent, priority and `kai`
     are read)."""
 
-    name: str
+    name: str = Field(min_length=1)
     parent: str | None = None
     capability: dict[str, int] = Field(default_factory=dict)
     deserved: dict[str, int] = Field(default_factory=dict)
     guarantee: dict[str, int] = Field(default_factory=dict)
     state: str = "Open"
     priority: int = 0
-    weight: int = 1  # 1..QUEUE_WEIGHT_MAX
+    weight: int = Field(default=1, ge=1, le=QUEUE_WEIGHT_MAX)  # the Queue CRD's range
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = None
     allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")

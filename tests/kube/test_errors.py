@@ -47,7 +47,7 @@ CASES: dict[str, tuple[str, dict[str, str | None]]] = {
             "document": "2",
             "obj": "Pod ns/p",
             "field": "spec.containers[0].resources.requests.cpu",
-            "message": "negative quantity '-1'",
+            "message": "quantity '-1': must not be negative",
         },
     ),
     "unparsable-quantity": (
