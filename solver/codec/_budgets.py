@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 
 from gangplan.v1 import cluster_pb2 as pb
 from solver.codec._constraints import label_selector_from_proto, label_selector_to_proto
-from solver.codec._errors import Violations
-from solver.model import DisruptionBudget, int_or_percent_problem
+from solver.codec._errors import Violations, build
+from solver.model import DisruptionBudget
 
 __all__ = ["budgets_from_proto", "budgets_to_proto"]
 
@@ -16,16 +16,6 @@ DEFAULT_NAMESPACE = "default"
 
 def _budget(msg: pb.DisruptionBudget, path: str, out: Violations) -> DisruptionBudget | None:
     before = len(out.items)
-    if not msg.name:
-        out.add(f"{path}.name", "must not be empty")
-    if msg.min_available and msg.max_unavailable:
-        out.add(f"{path}.max_unavailable", "minAvailable and maxUnavailable cannot both be set")
-    for name in ("min_available", "max_unavailable"):
-        text = getattr(msg, name)
-        if text and (problem := int_or_percent_problem(text)) is not None:
-            out.add(f"{path}.{name}", problem)
-    if msg.HasField("disruptions_allowed") and msg.disruptions_allowed < 0:
-        out.add(f"{path}.disruptions_allowed", "must be 0 or more")
     selector = (
         label_selector_from_proto(msg.selector, f"{path}.selector", out)
         if msg.HasField("selector")
@@ -33,7 +23,10 @@ def _budget(msg: pb.DisruptionBudget, path: str, out: Violations) -> DisruptionB
     )
     if len(out.items) > before:
         return None
-    return DisruptionBudget(
+    return build(  # the rules are the model's (`DisruptionBudget`), as for the YAML reader
+        DisruptionBudget,
+        path,
+        out,
         namespace=msg.namespace or DEFAULT_NAMESPACE,
         name=msg.name,
         selector=selector,

@@ -260,23 +260,21 @@ def spread_from_proto(
             if c.HasField("label_selector")
             else None
         )
-        if len(out.items) > before or when is None:
-            continue
         given = {"min_domains": c.min_domains} if c.min_domains else {}  # 0: not given
-        spread = build(
+        spread = build(  # built even past a violation above, so that each is named
             TopologySpreadConstraint,
             where,
             out,
             names=_SELECTOR_NAMES,
             max_skew=c.max_skew,
             topology_key=c.topology_key,
-            when_unsatisfiable=when,
+            when_unsatisfiable=when or "DoNotSchedule",
             selector=selector,
             node_affinity_policy=_POLICIES.get(c.node_affinity_policy, "Honor"),
             node_taints_policy=_POLICIES.get(c.node_taints_policy, "Ignore"),
             **given,
         )
-        if spread is not None:
+        if spread is not None and len(out.items) == before:
             result.append(spread)
     return tuple(result)
 

@@ -207,7 +207,7 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
         terminating=msg.terminating,
         preempted=msg.preempted,
         scheduler_name=msg.scheduler_name or "default-scheduler",
-        scheduling_gates=_gates(msg, path, out),
+        scheduling_gates=tuple(msg.scheduling_gates),  # the rules are the model's
     )
 
 
@@ -218,13 +218,6 @@ _POD_NAMES = {  # the model's name -> the wire's, where they differ
     "nominated_node": "nominated_node_name",
     "created": "creation_time",
 }
-MAX_GATES = 32  # the wire's bound (each gate's rule is the model's)
-
-
-def _gates(msg: pb.Pod, path: str, out: Violations) -> tuple[str, ...]:
-    if len(msg.scheduling_gates) > MAX_GATES:
-        out.add(f"{path}.scheduling_gates", f"at most {MAX_GATES} gates")
-    return tuple(msg.scheduling_gates[:MAX_GATES])
 
 
 # ----------------------------------------------------------------------------- gangs, queues

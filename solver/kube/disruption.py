@@ -8,7 +8,8 @@ from solver.kube.affinity import label_selector
 from solver.kube.loader import RawObject
 from solver.kube.objects import LabelSelector as K8sSelector
 from solver.kube.objects import Metadata, _K8s
-from solver.model import DisruptionBudget, int_or_percent_problem
+from solver.kube.validate import build
+from solver.model import DisruptionBudget
 
 __all__ = ["K8sDisruptionBudget", "read_budget"]
 
@@ -25,7 +26,7 @@ class _Spec(_K8s):
 
 
 class _Status(_K8s):
-    disruptions_allowed: int | None = Field(default=None, alias="disruptionsAllowed", ge=0)
+    disruptions_allowed: int | None = Field(default=None, alias="disruptionsAllowed")
     disrupted_pods: dict[str, str] = Field(default_factory=dict, alias="disruptedPods")
 
 
@@ -38,12 +39,9 @@ class K8sDisruptionBudget(_K8s):
 def _count(raw: RawObject, value: int | str | None, field: str) -> str | None:
     if value is None:
         return None
-    if isinstance(value, bool) or (isinstance(value, int) and value < 0):
+    if isinstance(value, bool):
         raise raw.error("must be a count of 0 or more, or a percentage", field=field)
-    text = str(value)
-    if (problem := int_or_percent_problem(text)) is not None:
-        raise raw.error(problem, field=field)
-    return text
+    return str(value)  # its rule is the model's (`DisruptionBudget`)
 
 
 def read_budget(raw: RawObject, k8s: K8sDisruptionBudget, notes: list[str]) -> DisruptionBudget:
@@ -58,10 +56,12 @@ def read_budget(raw: RawObject, k8s: K8sDisruptionBudget, notes: list[str]) -> D
             f"spec.unhealthyPodEvictionPolicy {spec.unhealthy_pod_eviction_policy!r} not acted "
             "on (gangplan counts every selected running pod as healthy)"
         )
-    if spec.min_available is not None and spec.max_unavailable is not None:
-        raise raw.error("minAvailable and maxUnavailable cannot both be set", "spec.maxUnavailable")
     status = k8s.status
-    return DisruptionBudget(
+    return build(
+        raw,
+        DisruptionBudget,
+        "",
+        names=_FIELDS,
         namespace=k8s.metadata.namespace or DEFAULT_NAMESPACE,
         name=k8s.metadata.name,
         selector=label_selector(raw, spec.selector, "spec.selector"),
@@ -70,3 +70,12 @@ def read_budget(raw: RawObject, k8s: K8sDisruptionBudget, notes: list[str]) -> D
         disruptions_allowed=status.disruptions_allowed if status is not None else None,
         disrupted_pods=tuple(sorted(status.disrupted_pods)) if status is not None else (),
     )
+
+
+_FIELDS = {  # the model's name -> its place in the manifest
+    "name": "metadata.name",
+    "selector": "spec.selector",
+    "min_available": "spec.minAvailable",
+    "max_unavailable": "spec.maxUnavailable",
+    "disruptions_allowed": "status.disruptionsAllowed",
+}

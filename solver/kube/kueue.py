@@ -48,7 +48,7 @@ MAX_LEVELS = 16
 
 
 class _Level(_K8s):
-    node_label: str = Field(alias="nodeLabel", min_length=1, max_length=316)
+    node_label: str = Field(alias="nodeLabel")  # its rule is the model's (`KueueTopology`)
 
 
 class LevelsSpec(_K8s):

@@ -323,8 +323,8 @@ class PodSpec(_K8s):
     scheduling_group: PodSchedulingGroup | None = Field(default=None, alias="schedulingGroup")
     resources: ResourceRequirements | None = None  # pod-level (KEP-2837)
     scheduling_gates: Annotated[list[SchedulingGate], BeforeValidator(_none_to_empty_list)] = Field(
-        default_factory=list, alias="schedulingGates", max_length=32
-    )
+        default_factory=list, alias="schedulingGates"
+    )  # how many, and each one's rule: the model's (`Pod.scheduling_gates`)
     resource_claims: Annotated[list[PodResourceClaim], BeforeValidator(_none_to_empty_list)] = (
         Field(default_factory=list, alias="resourceClaims")
     )  # DRA (KEP-4381): not modelled; a pending pod with claims waits (convert.DRA_CLAIMS)

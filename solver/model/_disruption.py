@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from solver.model._frozen import Frozen
 from solver.model._interpod import LabelSelector
@@ -23,14 +23,27 @@ class DisruptionBudget(Frozen):
     plugin reads it."""
 
     namespace: str
-    name: str
+    name: str = Field(min_length=1)
     selector: LabelSelector | None = None
     min_available: str | None = Field(default=None, description="an integer or a percentage")
     max_unavailable: str | None = Field(default=None, description="an integer or a percentage")
-    disruptions_allowed: int | None = Field(default=None, description="status.disruptionsAllowed")
+    disruptions_allowed: int | None = Field(
+        default=None, ge=0, description="status.disruptionsAllowed"
+    )
     disrupted_pods: tuple[str, ...] = Field(
         default=(), description="status.disruptedPods: names already being evicted"
     )
+
+    @field_validator("min_available", "max_unavailable")
+    @classmethod
+    def _count(cls, text: str | None, info: ValidationInfo) -> str | None:
+        """The API server's rules: an IntOrString count or percentage; one of the two."""
+        if text is not None and (problem := int_or_percent_problem(text)) is not None:
+            raise ValueError(problem)
+        both = info.field_name == "max_unavailable" and info.data.get("min_available") is not None
+        if text is not None and both:
+            raise ValueError("minAvailable and maxUnavailable cannot both be set")
+        return text
 
     @property
     def key(self) -> str:

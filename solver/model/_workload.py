@@ -43,6 +43,8 @@ EXPECTED_RUNTIME = "gangplan.io/expected-runtime"
 PRIORITY_CLASS = "gangplan.io/priority-class"
 """A running pod's spec.priorityClassName, kept with its annotations under this key (the
 conf's `expectedRuntime.priorityClasses` reads it)."""
+MAX_GATES = 32
+"""The most scheduling gates gangplan reads on a pod (a bound on hostile input)."""
 MAX_RUNTIME_SECONDS = 3650 * 86400.0
 """The longest duration gangplan reads (ten years): runtimes, minimum runtimes."""
 
@@ -90,7 +92,9 @@ class Pod(Frozen):
     )
     scheduler_name: str = "default-scheduler"
     scheduling_gates: tuple[Annotated[str, Field(min_length=1, max_length=316)], ...] = Field(
-        default=(), description="spec.schedulingGates: not placed until they are removed"
+        default=(),
+        max_length=MAX_GATES,
+        description="spec.schedulingGates: not placed until they are removed",
     )  # each a qualified name: at most 253 (prefix) + 1 + 63 characters
 
     @property
