@@ -53,7 +53,7 @@ from solver.kube.objects import (
     K8sQueue,
 )
 from solver.kube.runtime import runtime_annotations
-from solver.kube.validate import build, report, validate
+from solver.kube.validate import build, report, taints, tolerations, validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
 from solver.model import (
     QUEUE_ANNOTATION,
@@ -65,8 +65,6 @@ from solver.model import (
     Node,
     Pod,
     Queue,
-    Taint,
-    Toleration,
     TopologyLayer,
     device_count_problem,
     layer_problems,
@@ -366,10 +364,7 @@ def _node(raw: RawObject, k8s: K8sNode) -> Node:
     return Node(
         name=k8s.metadata.name,
         labels=dict(k8s.metadata.labels),
-        taints=tuple(
-            build(raw, Taint, f"spec.taints[{i}]", key=t.key, value=t.value, effect=t.effect)
-            for i, t in enumerate(k8s.spec.taints)
-        ),
+        taints=taints(raw, k8s.spec.taints, "spec.taints"),
         allocatable=allocatable,
         ready=all(c.status == "True" for c in ready_conditions),
         unschedulable=k8s.spec.unschedulable,
@@ -463,18 +458,7 @@ def _pod(
         preemption_policy=k8s.spec.preemption_policy or class_policy or "PreemptLowerPriority",
         node_selector=kai_node_selector(k8s.metadata.labels, dict(k8s.spec.node_selector)),
         required_affinity=required,
-        tolerations=tuple(
-            build(
-                raw,
-                Toleration,
-                f"spec.tolerations[{i}]",
-                key=t.key,
-                operator=t.operator,
-                value=t.value,
-                effect=t.effect,
-            )
-            for i, t in enumerate(k8s.spec.tolerations)
-        ),
+        tolerations=tolerations(raw, k8s.spec.tolerations, "spec.tolerations"),
         preferred_node_affinity=preferred,
         inter_pod=terms.inter_pod(raw, k8s),
         spread=terms.spread(raw, k8s),

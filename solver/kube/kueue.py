@@ -18,7 +18,7 @@ from pydantic import Field
 
 from solver.kube.loader import RawObject
 from solver.kube.objects import Metadata, StrMap, Taint, Toleration, _K8s
-from solver.kube.validate import build
+from solver.kube.validate import build, taints, tolerations
 from solver.model import (
     KUEUE_ANNOTATIONS,
     KueueFlavor,
@@ -28,8 +28,6 @@ from solver.model import (
     Pod,
     parse_kueue_request,
 )
-from solver.model import Taint as ModelTaint
-from solver.model import Toleration as ModelToleration
 
 __all__ = [
     "KUEUE_GROUP",
@@ -106,24 +104,8 @@ def kueue_flavor(raw: RawObject, k8s: K8sKueueFlavor) -> KueueFlavor | None:
         name=k8s.metadata.name,
         topology=spec.topology_name,
         node_labels=dict(spec.node_labels),
-        node_taints=tuple(
-            build(
-                raw, ModelTaint, f"spec.nodeTaints[{i}]", key=t.key, value=t.value, effect=t.effect
-            )
-            for i, t in enumerate(spec.node_taints)
-        ),
-        tolerations=tuple(
-            build(
-                raw,
-                ModelToleration,
-                f"spec.tolerations[{i}]",
-                key=t.key,
-                operator=t.operator,
-                value=t.value,
-                effect=t.effect,
-            )
-            for i, t in enumerate(spec.tolerations)
-        ),
+        node_taints=taints(raw, spec.node_taints, "spec.nodeTaints"),
+        tolerations=tolerations(raw, spec.tolerations, "spec.tolerations"),
     )
 
 

@@ -10,9 +10,11 @@ from pydantic import BaseModel, ValidationError
 from solver.errors import ManifestError
 from solver.kube.loader import RawObject
 from solver.kube.objects import KeyedQuantityError
-from solver.model import Loc, camel_path, field_problems
+from solver.kube.objects import Taint as K8sTaint
+from solver.kube.objects import Toleration as K8sToleration
+from solver.model import Loc, Taint, Toleration, camel_path, field_problems
 
-__all__ = ["build", "report", "validate"]
+__all__ = ["build", "report", "taints", "tolerations", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,3 +64,27 @@ def report(
     if problems:
         loc, words = problems[0]
         raise raw.error(words, field=camel_path(path, loc, names))
+
+
+def tolerations(raw: RawObject, items: list[K8sToleration], path: str) -> tuple[Toleration, ...]:
+    """`path[i]` tolerations (a pod's, a Kueue flavor's) as the model's, checked there."""
+    return tuple(
+        build(
+            raw,
+            Toleration,
+            f"{path}[{i}]",
+            key=t.key,
+            operator=t.operator,
+            value=t.value,
+            effect=t.effect,
+        )
+        for i, t in enumerate(items)
+    )
+
+
+def taints(raw: RawObject, items: list[K8sTaint], path: str) -> tuple[Taint, ...]:
+    """`path[i]` taints (a node's, a Kueue flavor's) as the model's, checked there."""
+    return tuple(
+        build(raw, Taint, f"{path}[{i}]", key=t.key, value=t.value, effect=t.effect)
+        for i, t in enumerate(items)
+    )

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from solver.model._frozen import Frozen
-from solver.model._labels import requirement_values_problem
+from solver.model._labels import values_suit_operator
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
@@ -47,15 +47,7 @@ class NodeSelectorRequirement(Frozen):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
 
-    @field_validator("values")
-    @classmethod
-    def _values_suit_operator(
-        cls, values: tuple[str, ...], info: ValidationInfo
-    ) -> tuple[str, ...]:
-        operator = info.data.get("operator")
-        if operator is not None and (problem := requirement_values_problem(operator, values)):
-            raise ValueError(problem)
-        return values
+    _values = field_validator("values")(values_suit_operator)
 
 
 class FieldSelectorRequirement(NodeSelectorRequirement):

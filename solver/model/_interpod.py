@@ -18,7 +18,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from solver.model._cluster import NodeSelectorTerm
 from solver.model._frozen import Frozen
-from solver.model._labels import requirement_values_problem
+from solver.model._labels import values_suit_operator
 
 __all__ = [
     "InterPodTerms",
@@ -36,15 +36,7 @@ class LabelRequirement(Frozen):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: tuple[str, ...] = ()
 
-    @field_validator("values")
-    @classmethod
-    def _values_suit_operator(
-        cls, values: tuple[str, ...], info: ValidationInfo
-    ) -> tuple[str, ...]:
-        operator = info.data.get("operator")
-        if operator is not None and (problem := requirement_values_problem(operator, values)):
-            raise ValueError(problem)
-        return values
+    _values = field_validator("values")(values_suit_operator)
 
 
 class LabelSelector(Frozen):

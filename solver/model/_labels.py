@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
+from pydantic import ValidationInfo
+
 __all__ = [
     "label_integer",
     "label_key_problem",
@@ -85,6 +87,15 @@ def labels_problem(labels: Mapping[str, str]) -> str | None:
 def _pair_problem(key: str, value: str) -> str | None:
     # nodes share most pairs (zone, product, count): each is checked once
     return label_key_problem(key) or label_value_problem(key, value)
+
+
+def values_suit_operator(values: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    """A selector requirement's `values` validator (node and label selectors alike): the
+    rule is `requirement_values_problem`, read with the requirement's operator."""
+    operator = info.data.get("operator")
+    if operator is not None and (problem := requirement_values_problem(operator, values)):
+        raise ValueError(problem)
+    return values
 
 
 def requirement_values_problem(op: str, values: Sequence[str]) -> str | None:
