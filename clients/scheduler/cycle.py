@@ -28,6 +28,7 @@ from typing import Any
 from clients.client import Client, ClientError
 from clients.scheduler.binder import Assignment, Binder, BindResult
 from clients.scheduler.evict import Evictor, Plan, PlanResult, plans_of
+from clients.scheduler.heap import Heap
 from clients.scheduler.leader import Gate
 from clients.scheduler.metrics import SchedulerMetrics
 from clients.scheduler.mirror import Changes, Mirror, ObjKey
@@ -81,6 +82,7 @@ class Cycle:
     _noted: set[str] = field(default_factory=set)
     gate: Gate = field(default_factory=Gate)  # closed: a follower (keeps its snapshot warm)
     evictor: Evictor | None = None  # carries out preemption plans (victims in a Decision)
+    heap: Heap = field(default_factory=Heap)  # the garbage collector, settled each cycle
 
     # ------------------------------------------------------------------ loop
 
@@ -101,6 +103,8 @@ class Cycle:
                 self.generation = 0
                 self.stopping.wait(0.5)
                 continue
+            finally:
+                self.heap.settle()
             if not worked:
                 self.mirror.wait_for_change(seen, self.options.idle_wait)
 

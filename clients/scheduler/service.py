@@ -126,6 +126,7 @@ class SchedulerService:
         def restarted(kind: str, reason: str) -> None:
             self.metrics.watch_restarts.labels(kind=kind, reason=reason).inc()
 
+        self.cycle.heap.pause()  # until the first lists are read (`heap.py`)
         self.reflectors = [
             Reflector(self.api, kind, version, mirror, self.stop_event, restarted).start()
             for kind, version in served.items()
@@ -162,7 +163,9 @@ class SchedulerService:
                 break
             except Exception as err:
                 log.warning("first snapshot not put", extra={"error": str(err)[:300]})
+                self.cycle.heap.settle()  # the collector runs again while it retries
                 self.stop_event.wait(1.0)
+        self.cycle.heap.settle()
         self.ready.set()
         log.info("ready", extra={"kinds": len(mirror.kinds), "generation": self.cycle.generation})
         self.cycle.stopping = self.stop_event
