@@ -43,11 +43,15 @@ class Heap:
             gc.disable()
             self._paused = True
 
-    def settle(self) -> None:
-        """After a cycle: collect this cycle's garbage, freeze what survives."""
+    def resume(self) -> None:
+        """The collector as it was before `pause`."""
         if self._paused:
             gc.enable()
             self._paused = False
+
+    def settle(self) -> None:
+        """After a cycle: collect this cycle's garbage, freeze what survives."""
+        self.resume()
         now = time.monotonic()
         if now - self._thawed >= self.refresh:
             gc.unfreeze()

@@ -180,6 +180,7 @@ class SchedulerService:
         for t in self._threads:
             t.join(timeout)
         if self.cycle is not None:
+            self.cycle.heap.resume()  # stopped before the first snapshot: collector back on
             self.cycle.binder.close()
             if self.cycle.evictor is not None:
                 self.cycle.evictor.close()
