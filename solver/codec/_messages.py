@@ -214,7 +214,6 @@ def pod_from_proto(msg: pb.Pod, path: str, out: Violations) -> Pod | None:
 _POD_NAMES = {  # the model's name -> the wire's, where they differ
     "spread": "topology_spread_constraints",
     "required_affinity": "required_node_affinity",
-    "preferred_node_affinity": "preferred_node_affinity",
     "nominated_node": "nominated_node_name",
     "created": "creation_time",
 }
