@@ -28,9 +28,9 @@ from solver.features import FACTS, FEATURES, CompileContext, GangPlan
 from solver.features._base import combine_filters
 from solver.features.gang import plan_gangs
 from solver.model import ClusterModel, Pod
-from solver.problem import FloatArray, IntArray, Problem, Rows, not_enqueued
+from solver.problem import FloatArray, IntArray, Problem, Rows, SharedRows, not_enqueued
 from solver.quantity import CPU, MEMORY, PODS
-from solver.snapshot import PodSchema, Snapshot, Workload
+from solver.snapshot import Lineage, PodSchema, Snapshot, Workload
 
 __all__ = ["Compiled", "compile_problem"]
 
@@ -203,9 +203,24 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
             type_rank=type_rank,
             notes=tuple(dict.fromkeys((*snapshot.notes, *conf.notes, *ctx.notes))),
             blocks={type(b): b for b in ctx.blocks},
+            shared_rows=_shared_rows_of(snapshot),
         ),
         tuple(ctx.score_log),
     )
+
+
+def _shared_rows_of(snapshot: Snapshot) -> SharedRows:
+    """The greedy's fill rows shared by the calls on this snapshot, carried to its later
+    generations while the nodes stay the same (each entry knows the room it was computed
+    on, so a generation's changed pods cost the changed nodes)."""
+
+    def build(s: Snapshot) -> SharedRows:
+        return SharedRows(s.nodes)
+
+    def carry(before: SharedRows, _: Lineage) -> SharedRows:
+        return before if before.nodes is snapshot.nodes else SharedRows(snapshot.nodes)
+
+    return snapshot.derive(("fill", "rows"), build, carry)
 
 
 def _blocked(ctx: CompileContext, plan: GangPlan) -> tuple[str | None, ...]:

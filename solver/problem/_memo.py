@@ -1,16 +1,25 @@
 """What a greedy fill reads of a pod type on every node — its slots and scores — and the
-memo that keeps them per pod shape across one greedy run."""
+memos that keep them per pod shape: across one greedy run (`FillMemo`), and across the
+calls on one snapshot (`SharedRows`)."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+
 import numpy as np
 
-from solver.problem._problem import FloatArray, IntArray, Problem
+from solver.problem._problem import Block, BoolArray, FloatArray, IntArray, Problem
 
-__all__ = ["MAX_SHAPES", "FillMemo", "slots_of"]
+__all__ = ["MAX_SHAPES", "MAX_SHARED", "FillMemo", "SharedRows", "slots_of"]
 
 MAX_SHAPES = 16
 """The most pod shapes one greedy run keeps slots and scores for."""
+
+MAX_SHARED = 16
+"""The most pod shapes a snapshot keeps slots and scores for between calls (least recently
+used first out): ~0.5 MB each at 10,000 nodes."""
 
 
 def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = None) -> IntArray:
@@ -28,6 +37,88 @@ def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = 
     return np.where(eligible, slots, 0).astype(np.int64)
 
 
+class SharedRows:
+    """Slots and scores of pod shapes on every node of one node table, shared by the calls
+    on a snapshot and on its later generations (the same nodes; `solver.compile` carries it
+    by `Snapshot.derive`).
+
+    An entry holds what it was computed on — the free room, the type's eligibility and
+    static score rows — so a call uses it only when its rows are equal, and brings it up to
+    date only on the nodes whose room differs from the call's (`FillMemo`). A call that
+    starts on room an entry does not know stores its own rows in its place. Entries are
+    read-only; a call copies one before it changes it. Thread-safe.
+    """
+
+    def __init__(self, nodes: object) -> None:
+        self.nodes = nodes  # the node table the rows are over (kept: identity is the test)
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, list[_Entry]] = OrderedDict()
+        self._count = 0
+
+    def find(self, key: Hashable, eligible: BoolArray, static: FloatArray) -> _Entry | None:
+        with self._lock:
+            for entry in self._entries.get(key, ()):
+                if np.array_equal(entry.eligible, eligible) and np.array_equal(
+                    entry.static, static
+                ):
+                    self._entries.move_to_end(key)
+                    return entry
+        return None
+
+    def put(self, key: Hashable, entry: _Entry) -> None:
+        for array in (entry.eligible, entry.static, entry.seen, entry.slots, entry.score):
+            array.flags.writeable = False
+        with self._lock:
+            same = self._entries.setdefault(key, [])
+            kept = [e for e in same if not e.same_rows(entry)]
+            self._count += len(kept) + 1 - len(same)
+            same[:] = [*kept, entry]
+            self._entries.move_to_end(key)
+            while self._count > MAX_SHARED:
+                oldest, entries = next(iter(self._entries.items()))
+                entries.pop(0)
+                self._count -= 1
+                if not entries:
+                    del self._entries[oldest]
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class _Entry:
+    __slots__ = ("eligible", "score", "seen", "slots", "static")
+
+    def __init__(
+        self,
+        eligible: BoolArray,
+        static: FloatArray,
+        seen: IntArray,
+        slots: IntArray,
+        score: FloatArray,
+    ) -> None:
+        self.eligible, self.static = eligible, static
+        self.seen, self.slots, self.score = seen, slots, score
+
+    def same_rows(self, other: _Entry) -> bool:
+        return np.array_equal(self.eligible, other.eligible) and np.array_equal(
+            self.static, other.static
+        )
+
+
+def _shared_key(problem: Problem, t: int) -> Hashable | None:
+    """What a type's rows depend on besides its eligibility and static score rows and the
+    node table: the resource axis, its demand and every usage-dependent score's settings;
+    None when a block scores by usage without saying what it reads (`Block.score_key`)."""
+    scoring: list[Hashable] = []
+    for block in problem.blocks.values():
+        if type(block).node_scores is not Block.node_scores:
+            key = block.score_key()
+            if key is None:
+                return None
+            scoring.append((type(block).__name__, key))
+    return (problem.resources, problem.type_demand[t].tobytes(), tuple(scoring))
+
+
 class FillMemo:
     """Slots and scores of each pod shape on every node, kept across one greedy run's fills
     of one `free` array and brought up to date only on the nodes whose room changed since.
@@ -39,11 +130,15 @@ class FillMemo:
     to `free` (fills, rollbacks, a feature's own step) is found by comparing rows, so the
     memo never needs to be told. At most `MAX_SHAPES` shapes are kept (each holds a copy of
     `free`: ~0.5 MB at 10,000 nodes), the first seen twice; the others are filled afresh.
+
+    With the Problem's `shared_rows` (a snapshot's), a shape is looked up there on its
+    first fill: a 1-pod call then pays for comparing rows, not for computing them.
     """
 
     def __init__(self, problem: Problem, free: IntArray) -> None:
         self.problem = problem
         self.free = free
+        self.shared = problem.shared_rows if isinstance(problem.shared_rows, SharedRows) else None
         self._shapes: dict[tuple[int, int, bytes], _Shape | None] = {}
         self._kept = 0
 
@@ -58,6 +153,12 @@ class FillMemo:
             problem.type_demand[t].tobytes(),
         )
         if key not in self._shapes:
+            if self.shared is not None and self._kept < MAX_SHAPES:
+                shared = self._from_shared(t, free)
+                if shared is not None:
+                    self._kept += 1
+                    self._shapes[key] = shared
+                    return shared.slots, shared.score
             self._shapes[key] = None
             return None
         entry = self._shapes[key]
@@ -70,20 +171,65 @@ class FillMemo:
             score = problem.node_scores(t, problem.capacity - free)
             self._shapes[key] = _Shape(seen, slots, score)
             return slots, score
-        # One flat comparison: `.any(axis=1)` over [N, R] booleans costs 8x more.
-        width = free.shape[1]
-        changed = np.unique(np.flatnonzero(free.reshape(-1) != entry.seen.reshape(-1)) // width)
-        if changed.size:
-            rows = np.take(free, changed, axis=0)
-            entry.seen[changed] = rows
-            entry.slots[changed] = slots_of(problem, t, free, changed)
-            used = np.take(problem.capacity, changed, axis=0) - rows
-            entry.score[changed] = problem.node_scores(t, used, changed)
+        entry.catch_up(problem, t, free)
         return entry.slots, entry.score
+
+    def _from_shared(self, t: int, free: IntArray) -> _Shape | None:
+        """The shape's rows from the snapshot's memo, brought up to `free`; computed and
+        stored there when it has none for these rows. None: this Problem's scores cannot
+        be shared."""
+        assert self.shared is not None
+        problem = self.problem
+        key = _shared_key(problem, t)
+        if key is None:
+            return None
+        eligible, static = problem.eligible[t], problem.static_score[t]
+        found = self.shared.find(key, eligible, static)
+        if found is None:
+            slots = slots_of(problem, t, free)
+            score = problem.node_scores(t, problem.capacity - free)
+            found = _Entry(eligible.copy(), static.copy(), free.copy(), slots, score)
+            self.shared.put(key, found)
+            return _Shape(found.seen, found.slots, found.score, owned=False)
+        shape = _Shape(found.seen, found.slots, found.score, owned=False)
+        if shape.catch_up(problem, t, free) and np.array_equal(free, problem.free):
+            # the call's own start differs from the entry's: keep the newer rows shared
+            self.shared.put(key, _Entry(found.eligible, found.static, *shape.frozen_copy()))
+        return shape
 
 
 class _Shape:
-    __slots__ = ("score", "seen", "slots")
+    """A shape's rows in one greedy run; `owned` False while they are a shared entry's
+    (copied before the first change)."""
 
-    def __init__(self, seen: IntArray, slots: IntArray, score: FloatArray) -> None:
+    __slots__ = ("owned", "score", "seen", "slots")
+
+    def __init__(
+        self, seen: IntArray, slots: IntArray, score: FloatArray, *, owned: bool = True
+    ) -> None:
         self.seen, self.slots, self.score = seen, slots, score
+        self.owned = owned
+
+    def catch_up(self, problem: Problem, t: int, free: IntArray) -> bool:
+        """Bring the rows up to `free` on the nodes whose room changed; True if any did."""
+        if np.array_equal(free, self.seen):
+            return False
+        # One flat comparison: `.any(axis=1)` over [N, R] booleans costs 8x more.
+        width = free.shape[1]
+        changed = np.unique(np.flatnonzero(free.reshape(-1) != self.seen.reshape(-1)) // width)
+        if not self.owned:
+            self.seen, self.slots, self.score = (
+                self.seen.copy(),
+                self.slots.copy(),
+                self.score.copy(),
+            )
+            self.owned = True
+        rows = np.take(free, changed, axis=0)
+        self.seen[changed] = rows
+        self.slots[changed] = slots_of(problem, t, free, changed)
+        used = np.take(problem.capacity, changed, axis=0) - rows
+        self.score[changed] = problem.node_scores(t, used, changed)
+        return True
+
+    def frozen_copy(self) -> tuple[IntArray, IntArray, FloatArray]:
+        return self.seen.copy(), self.slots.copy(), self.score.copy()

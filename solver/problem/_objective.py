@@ -48,14 +48,21 @@ def score_units(score: float) -> int:
 
 def unit_weights(problem: Problem) -> IntArray:
     """Priority rank of each unit among the distinct priorities of units with pending pods,
-    starting at 1 (units without pending pods weigh 0: nothing of theirs can be placed)."""
+    starting at 1 (units without pending pods weigh 0: nothing of theirs can be placed).
+    Computed once per Problem; read-only."""
+    return problem.derived("unit_weights", lambda: _unit_weights(problem))
+
+
+def _unit_weights(problem: Problem) -> IntArray:
     pending = np.bincount(
         problem.gang_unit, weights=problem.gang_pending, minlength=len(problem.unit_ids)
     )
     live = pending > 0
     distinct = np.unique(problem.unit_priority[live])
     ranks = np.searchsorted(distinct, problem.unit_priority).astype(np.int64) + 1
-    return np.where(live, ranks, 0)
+    out = np.where(live, ranks, 0)
+    out.flags.writeable = False
+    return out
 
 
 def _scores(problem: Problem, t: int, nodes: IntArray | BoolArray) -> IntArray:
@@ -66,7 +73,12 @@ def _scores(problem: Problem, t: int, nodes: IntArray | BoolArray) -> IntArray:
 
 
 def tier_specs(problem: Problem) -> list[TierSpec]:
-    """The tiers in force for this Problem, highest first, with their ranges."""
+    """The tiers in force for this Problem, highest first, with their ranges (computed
+    once per Problem)."""
+    return list(problem.derived("tier_specs", lambda: tuple(_tier_specs(problem))))
+
+
+def _tier_specs(problem: Problem) -> list[TierSpec]:
     specs = [
         TierSpec("placed_groups", 0, int(unit_weights(problem).sum())),
         TierSpec("placed_pods", 0, problem.num_pods),
@@ -114,11 +126,11 @@ def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
     values["affinity"] = sum(
         int(_scores(problem, t, nodes[nodes >= 0]).sum()) for t, nodes in enumerate(pod_node)
     )
-    touched = np.zeros(problem.num_nodes, dtype=bool)
-    for nodes in pod_node:
-        touched[nodes[nodes >= 0]] = True
-    empty = problem.empty
-    values["opened_nodes"] = int((touched & empty).sum())
+    placed = [nodes[nodes >= 0] for nodes in pod_node]
+    touched = np.unique(np.concatenate(placed)) if placed else np.empty(0, dtype=np.int64)
+    # emptiness read on the nodes the answer touched only: O(pods), not O(nodes)
+    empty = np.all(problem.free[touched] == problem.capacity[touched], axis=1)
+    values["opened_nodes"] = int(empty.sum())
 
     specs = tier_specs(problem)
     weights = tier_weights(specs)

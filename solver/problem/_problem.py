@@ -14,20 +14,24 @@ usage (`Block.node_scores`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from solver.arrays import BoolArray, FloatArray, IntArray
 from solver.problem._rows import Rows
 
+if TYPE_CHECKING:
+    from solver.problem._memo import SharedRows
+
 __all__ = ["Block", "BoolArray", "FloatArray", "IntArray", "Problem", "TierSpec", "freeze_arrays"]
 
 B = TypeVar("B", bound="Block")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,12 @@ class Block:
     ) -> FloatArray | None:
         """Scores of one more pod of type t on `nodes` given their `used` ([len(nodes), R]),
         for scores that move as pods land (None: this block scores nothing)."""
+        return None
+
+    def score_key(self) -> Hashable | None:
+        """Everything `node_scores` reads besides the Problem's capacity, resource axis and
+        the type's demand, as a value: rows scored under equal keys are shared between the
+        calls on a snapshot (`SharedRows`). None (the default): not shared."""
         return None
 
 
@@ -120,10 +130,21 @@ class Problem:
 
     notes: tuple[str, ...] = ()
     blocks: Mapping[type[Block], Block] = field(default_factory=dict)
+    shared_rows: SharedRows | None = field(default=None, repr=False)  # the snapshot's
+    #   memo of fill rows, shared by its calls (a cache: never part of an answer)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
         object.__setattr__(self, "blocks", MappingProxyType(dict(self.blocks)))
+        object.__setattr__(self, "_derived", {})
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per Problem (per key): facts every engine and check reads of
+        an immutable Problem (its tiers, their ranges); the value must not be changed."""
+        cache: dict[Hashable, object] = self.__dict__["_derived"]
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]  # type: ignore[return-value]
 
     def block(self, kind: type[B]) -> B | None:
         """The feature block of this type, None when the feature is not in play."""

@@ -12,6 +12,7 @@ Volcano's own default weighs only cpu and memory.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +85,9 @@ class BinpackBlock(Block):
             )
             total += self.resource_weight[r] * share
         return np.asarray(total / wsum * 100.0 * self.weight, dtype=np.float64)
+
+    def score_key(self) -> Hashable:
+        return (self.weight, self.resource_weight.tobytes())
 
 
 def _compile(ctx: CompileContext) -> None:
