@@ -67,18 +67,28 @@ def _shape(pod: Pod) -> tuple[object, ...]:
     return (pod.gang, *map(id, _SHAPE_FIELDS(pod.__dict__)))
 
 
-def _nominated_room(snapshot: Snapshot, workload: Workload, resources: tuple[str, ...]) -> IntArray:
-    """Room held for pods nominated elsewhere in the cluster (not placed by this call).
+def _free(snapshot: Snapshot, workload: Workload, resources: tuple[str, ...]) -> IntArray:
+    """Free room per node: allocatable less the running pods' requests (once per generation
+    and axis, read-only), less the room held for pods nominated elsewhere in the cluster
+    (not placed by this call).
 
     Their priority must be >= the placed pod's (kube-scheduler's `addGENominatedPods`);
     one free column serves every pod of the call, so the call's lowest priority decides:
     a call mixing priorities gives its higher pods less room than kube-scheduler would,
     never more (verify checks the exact rule node by node).
     """
+
+    def base() -> IntArray:
+        out: IntArray = snapshot.nodes.capacity(resources) - snapshot.used(resources)
+        out.flags.writeable = False
+        return out
+
+    free = snapshot.memo(("snapshot", "free", resources), base)
     if not workload.pods:
-        return np.zeros((len(snapshot.nodes), len(resources)), dtype=np.int64)
+        return free
     lowest = min(p.priority for p in workload.pods)
-    return snapshot.nominated_room(resources, lowest, (p.key for p in workload.pods))
+    held = snapshot.nominated_room(resources, lowest, (p.key for p in workload.pods))
+    return free if held is None else free - held
 
 
 def compile_problem(
@@ -96,7 +106,7 @@ def compile_problem(
 def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> Compiled:
     resources = resource_axis(workload)
     capacity = snapshot.nodes.capacity(resources)
-    free = capacity - snapshot.used(resources) - _nominated_room(snapshot, workload, resources)
+    free = _free(snapshot, workload, resources)
     plan = plan_gangs(snapshot, workload, conf)
     g_index = {gid: g for g, gid in enumerate(plan.gang_ids)}
 

@@ -95,7 +95,8 @@ def _best_first(score: FloatArray, candidates: IntArray, count: int) -> IntArray
     node index: each holds at least one pod, so no later one is reached. Sorting only the
     candidates at or above the count-th best score is O(nodes), not O(nodes log nodes)."""
     if count < score.size:
-        kth = np.partition(score, score.size - count)[score.size - count]
+        # one pod: the best score is the max (a pass, not a partition)
+        kth = score.max() if count == 1 else np.partition(score, score.size - count)[-count]
         if np.isfinite(kth):
             within = np.flatnonzero(score >= kth)
             return within[np.lexsort((candidates[within], -score[within]))]

@@ -125,13 +125,18 @@ class RunningPods:
         """The lineage's resource axis (grows; columns beyond a generation's pods are 0)."""
         return tuple(self._buf.resources.values())
 
-    def requests(self, axis: tuple[str, ...] | None = None) -> IntArray:
-        """[length, len(axis)] requests of every row (retired rows included) on `axis`."""
+    def requests(
+        self, axis: tuple[str, ...] | None = None, rows: IntArray | None = None
+    ) -> IntArray:
+        """[length, len(axis)] requests of every row (retired rows included) on `axis`;
+        of `rows` only when given ([len(rows), len(axis)], O(rows))."""
         data = self._buf.requests.data[: self.length]
+        if rows is not None:
+            data = np.take(data, rows, axis=0)
         if axis is None:
             return data
         ids = [self._buf.resources.get(r) for r in axis]
-        out = np.zeros((self.length, len(axis)), dtype=np.int64)
+        out = np.zeros((data.shape[0], len(axis)), dtype=np.int64)
         for j, i in enumerate(ids):
             if i != NONE and i < data.shape[1]:
                 out[:, j] = data[:, i]

@@ -37,6 +37,7 @@ from solver.model import (
     epoch_seconds,
     parent_cycle,
 )
+from solver.snapshot._by_node import NodeRows
 from solver.snapshot._columns import RunningPod, RunningPods
 from solver.snapshot._delta import Delta, DeltaError, Keep
 from solver.snapshot._facts import PodSchema
@@ -220,14 +221,16 @@ class Snapshot:
                 out[:, j] = self.usage.used[:, i]
         return out
 
-    def nominated_room(self, axis: tuple[str, ...], priority: int, own: Iterable[str]) -> IntArray:
+    def nominated_room(
+        self, axis: tuple[str, ...], priority: int, own: Iterable[str]
+    ) -> IntArray | None:
         """[N, len(axis)] requests of the pending pods nominated to a node
         (`status.nominatedNodeName`) with priority >= `priority`, less the pods `own` names.
 
         kube-scheduler runs a pod's filters with such pods added to their nominated node
         (`addGENominatedPods`), so the room a preemption freed stays theirs until they
         bind. The nominated pods' columns are built once per generation and axis; a call
-        pays O(nodes + its own pods).
+        pays O(nodes + its own pods). None when no pod is nominated anywhere.
         """
 
         def compute() -> tuple[IntArray, IntArray, IntArray, dict[str, int]]:
@@ -247,6 +250,8 @@ class Snapshot:
             return node, prio, requests, {p.key: i for i, p in enumerate(found)}
 
         node, prio, requests, row_of = self.memo(("snapshot", "nominated", axis), compute)
+        if node.size == 0:
+            return None
         held = prio >= priority
         for key in own:
             row = row_of.get(key)
@@ -275,6 +280,16 @@ class Snapshot:
         g = self.running.gang_id(gang_id)
         counts = self.usage.gang_count
         return int(counts[g]) if 0 <= g < counts.size else 0
+
+    def rows_on(self, nodes: IntArray) -> IntArray:
+        """Live rows of the running pods on `nodes` (node indices), ascending: O(their
+        pods), from an index kept by deltas (`NodeRows`), not a scan of every pod."""
+        index: NodeRows = self.derive(
+            ("snapshot", "rows by node"),
+            lambda s: NodeRows.build(s.running),
+            lambda before, lineage: before.extended(self.running, lineage.added),
+        )
+        return index.rows_on(self.running, nodes)
 
     def rows_of_gang(self, gang_id: str) -> IntArray:
         """Live rows of a named gang's running pods."""

@@ -64,15 +64,13 @@ def _running(ctx: VerifyContext, names: set[str]) -> dict[str, _Node]:
     state = {name: _Node(*node_devices(ctx.node(name))) for name in names}
     running = snapshot.running
     ids = np.array([snapshot.nodes.index[n] for n in names], dtype=np.int64)
-    on = running.node == ids[0] if ids.size == 1 else np.isin(running.node, ids)  # 1 pod: 1 node
-    keep = on & running.alive
+    rows = snapshot.rows_on(ids)
     if ctx.evicted:
         gone = running.find_many(sorted(ctx.evicted))
-        keep[gone[gone >= 0]] = False
-    rows = np.flatnonzero(keep)
+        rows = rows[~np.isin(rows, gone[gone >= 0])]
     if rows.size == 0:
         return state
-    gpus = running.requests((GPU_RESOURCE,))[rows, 0]
+    gpus = running.requests((GPU_RESOURCE,), rows)[:, 0]
     sets = running.annotation_set[rows]
     uses_of = {int(i): allocated_devices(running.label_sets[int(i)]) for i in np.unique(sets)}
     recorded = np.array([bool(uses_of[int(i)]) for i in sets.tolist()], dtype=bool)

@@ -111,7 +111,7 @@ def _freed(snapshot: Snapshot, nodes: set[str], moved: dict[str, tuple[int, str]
         f"{key} is on {at}, a node the plan frees" for key, (_, at) in moved.items() if at in nodes
     ]
     ids = np.array([index[n] for n in nodes if n in index], dtype=np.int64)
-    there = np.flatnonzero(running.alive & np.isin(running.node, ids))
+    there = snapshot.rows_on(ids)
     for row in there.tolist():
         key = running.key(row)
         if key not in moved and not _stays(snapshot, row):

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from solver import SCHEMA
 from solver.model import CARD_NAME, QUEUE_ANNOTATION, Gang, Node, Pod, Queue
-from solver.snapshot import Delta, DeltaError, RunningPod, Snapshot
+from solver.snapshot import Delta, DeltaError, RunningPod, Snapshot, _by_node
 
 NODES = [f"n{i}" for i in range(4)]
 GANGS = [f"ns/g{i}" for i in range(3)]
@@ -157,6 +157,32 @@ def _pods(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def _assert_rows_on(snapshot: Snapshot) -> None:
+    """`rows_on` (the index kept by deltas) names what a scan of every row names."""
+    running = snapshot.running
+    for n in range(len(snapshot.nodes)):
+        scan = np.flatnonzero(running.alive & (running.node == n))
+        assert snapshot.rows_on(np.array([n])).tolist() == scan.tolist()
+    every = np.arange(len(snapshot.nodes))
+    assert (
+        snapshot.rows_on(every).tolist()
+        == np.flatnonzero(running.alive & (running.node >= 0)).tolist()
+    )
+
+
+def test_rows_on_is_kept_by_deltas_and_rebuilt_when_they_outgrow_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_by_node, "REBUILD_AT", 3)
+    snap = _start()
+    for i in range(12):
+        pod = RunningPod(f"ns/p{i}", NODES[i % len(NODES)], {"cpu": 1000})
+        gone = (f"ns/p{i - 2}",) if i >= 2 and i % 3 == 0 else ()
+        snap.rows_on(np.array([0]))  # the index exists, so the next generation extends it
+        snap = snap.apply(Delta(upsert_pods=(pod,), remove_pods=gone))
+        _assert_rows_on(snap)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(deltas(), st.integers(0, 5)), min_size=1, max_size=25))
 def test_derived_usage_equals_a_rebuild_after_any_delta_sequence(
@@ -174,6 +200,7 @@ def test_derived_usage_equals_a_rebuild_after_any_delta_sequence(
         rebuilt = nxt.rebuild()
         assert _by_name(nxt) == _by_name(rebuilt)
         assert _pods(nxt) == _pods(rebuilt)
+        _assert_rows_on(nxt)
     for snap in history:  # no later generation wrote into an earlier one's rows
         assert _by_name(snap) == _by_name(snap.rebuild())
 
