@@ -28,6 +28,10 @@ from solver.snapshot._nodes import NodeTable
 __all__ = ["PREEMPTED", "TERMINATING", "RunningPod", "RunningPods"]
 
 
+FEW_KEYS = 8
+"""Up to this many keys, `find_many` looks them up one by one."""
+
+
 class RunningPods:
     """The running pods of one generation: read-only column views over its rows.
 
@@ -114,7 +118,9 @@ class RunningPods:
         return row if row != NONE and self.alive[row] else NONE
 
     def find_many(self, keys: Sequence[str]) -> IntArray:
-        """`find` for every key at once."""
+        """`find` for every key at once (a few keys one by one: no array set-up)."""
+        if len(keys) <= FEW_KEYS:
+            return np.array([self.find(k) for k in keys], dtype=np.int64)
         rows = self._buf.keys.find_many(keys, self.length)
         found = rows != NONE
         found[found] = self.alive[rows[found]]

@@ -17,7 +17,7 @@ and the other pods placed with it, as kube-scheduler would see them once all are
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -63,25 +63,37 @@ class _World:
     def __init__(self, ctx: VerifyContext) -> None:
         self.ctx = ctx
         self.nodes = ctx.snapshot.nodes
-        running = ctx.snapshot.running
-        self.running = running
-        live = running.alive & (running.node >= 0)
-        if ctx.evicted:
-            rows = running.find_many(sorted(ctx.evicted))
-            live[rows[rows != NONE]] = False
-        self.live = live
+        self.running = ctx.snapshot.running
         self._counts: dict[object, np.ndarray] = {}
         self._totals: dict[tuple[int, str], dict[str, int]] = {}
         self._spreads: dict[str, dict[str, int]] = {}
         self._by_domain: dict[object, dict[str, set[str]]] = {}
         self._owners: dict[PodAffinityTerm, dict[str, set[str]]] | None = None
-        # running pods with anti-affinity: per term set, the label values of their nodes
-        rows = np.flatnonzero(live & (running.terms != NONE))
-        self.anti_hosts: dict[int, set[str]] = {}
+
+    @cached_property
+    def live(self) -> np.ndarray:
+        """[rows] running pods on a node, victims left out (read when a term asks)."""
+        running = self.running
+        live = running.alive & (running.node >= 0)
+        if self.ctx.evicted:
+            rows = running.find_many(sorted(self.ctx.evicted))
+            live[rows[rows != NONE]] = False
+        return live
+
+    @cached_property
+    def anti_hosts(self) -> dict[int, set[str]]:
+        """Running pods with anti-affinity: per term set, the names of their nodes (no scan
+        when no running pod of the lineage ever had a term)."""
+        running = self.running
+        out: dict[int, set[str]] = {}
+        if len(running.term_sets) == 0:
+            return out
+        rows = np.flatnonzero(self.live & (running.terms != NONE))
         for ident, node in zip(
             running.terms[rows].tolist(), running.node[rows].tolist(), strict=True
         ):
-            self.anti_hosts.setdefault(int(ident), set()).add(self.nodes.names[node])
+            out.setdefault(int(ident), set()).add(self.nodes.names[node])
+        return out
 
     def labels(self, node: str) -> Mapping[str, str]:
         return self.ctx.node(node).labels
