@@ -7,7 +7,9 @@ pool has a thread for every call the server admits plus `HEALTH_THREADS`; this i
 admits at most `workers + max_queued` calls of the placement service (more get
 RESOURCE_EXHAUSTED at once) and lets `workers` of them run, the rest waiting on a
 semaphore in their own thread — so health, reflection and the waiting calls always have a
-thread. A waiting call whose client has gone stops waiting.
+thread. A waiting call whose client has gone stops waiting. The running calls take turns
+at Python through the compute gate (`solver.gate`: one computes at a time, CP-SAT
+searches run beside it), which is what keeps 32 concurrent small calls as fast as one.
 
 On SIGTERM `close()` refuses every new placement call with UNAVAILABLE (what clients and
 gRPC retry policies retry on another replica) while the admitted ones finish, and
@@ -24,6 +26,7 @@ from typing import Any
 import grpc
 
 from server.interceptors import Continuation, Handler, wrap_handler
+from solver.gate import GATE
 
 __all__ = ["HEALTH_THREADS", "AdmissionInterceptor"]
 
@@ -33,7 +36,8 @@ POLL = 0.05  # s: how often a waiting call checks that its client is still there
 
 
 class AdmissionInterceptor(grpc.ServerInterceptor):
-    def __init__(self, workers: int, max_queued: int) -> None:
+    def __init__(self, workers: int, max_queued: int, gated: bool = True) -> None:
+        self._gated = gated
         self._running = threading.Semaphore(workers)
         self._limit = workers + max_queued
         self._admitted = 0
@@ -80,7 +84,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                     if not context.is_active():
                         context.abort(grpc.StatusCode.CANCELLED, "the client went away")
                 try:
-                    return behaviour(request, context)
+                    return self._computing(behaviour, request, context)
                 finally:
                     self._running.release()
             finally:
@@ -90,3 +94,18 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                         self._idle.notify_all()
 
         return call
+
+    def _computing(
+        self, behaviour: Callable[..., Any], request: Any, context: grpc.ServicerContext
+    ) -> Any:
+        """The call, holding the compute gate (`solver.gate`): the running calls take
+        turns at Python (their CP-SAT searches still run side by side)."""
+        if not self._gated:
+            return behaviour(request, context)
+        while not GATE.acquire(timeout=POLL):
+            if not context.is_active():
+                context.abort(grpc.StatusCode.CANCELLED, "the client went away")
+        try:
+            return behaviour(request, context)
+        finally:
+            GATE.release()

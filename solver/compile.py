@@ -27,6 +27,7 @@ from solver.config import SchedulerConf
 from solver.features import FACTS, FEATURES, CompileContext, GangPlan
 from solver.features._base import combine_filters
 from solver.features.gang import plan_gangs
+from solver.gate import GATE
 from solver.model import ClusterModel, Pod
 from solver.problem import FloatArray, IntArray, Problem, Rows, SharedRows, not_enqueued
 from solver.quantity import CPU, MEMORY, PODS
@@ -165,6 +166,7 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
     ]
     for feature in FEATURES:
         if feature.enabled(conf):
+            GATE.pause()
             feature.compile(ctx)
 
     num_nodes = len(snapshot.nodes)

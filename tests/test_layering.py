@@ -3,7 +3,7 @@
 Layers, lowest first (a module may import its own layer and the ones below, never above):
 
     0  solver.errors, solver.quantity, solver.arrays, solver.yaml_limits, solver.collector,
-       solver.json_limits, gangplan.v1 (generated messages)
+       solver.json_limits, solver.gate, gangplan.v1 (generated messages)
     1  solver.config, solver.model                      the vocabulary
     2  solver.kube, solver.snapshot, solver.decision,   readers, cluster state, answers,
        solver.plan                                      the capacity planner
@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "solver.yaml_limits": 0,
     "solver.json_limits": 0,
     "solver.collector": 0,
+    "solver.gate": 0,
     "gangplan.v1": 0,
     "solver.config": 1,
     "solver.conf_keys": 1,

@@ -34,6 +34,7 @@ from solver.arrays import IntArray
 from solver.defrag._input import DefragInput
 from solver.defrag._plan import Choice, order_moves
 from solver.defrag._room import GangArrivals
+from solver.gate import GATE
 from solver.problem import BoolArray
 from solver.sat import stop_on
 
@@ -264,7 +265,7 @@ def _run(
     if left < _MIN_SOLVE:
         return int(cp_model.UNKNOWN)
     solver.parameters.max_time_in_seconds = left
-    with stop_on(stop, solver):
+    with stop_on(stop, solver), GATE.outside():
         return int(solver.solve(model))
 
 
@@ -312,7 +313,8 @@ def relaxed_bound(
     solver.parameters.max_time_in_seconds = max(0.01, seconds)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    status = solver.solve(model)
+    with GATE.outside():
+        status = solver.solve(model)
     if status == cp_model.INFEASIBLE:
         return 0.0 if need is None else float(inp.goal.max_pods + 1)
     bound = solver.best_objective_bound

@@ -36,6 +36,7 @@ import numpy as np
 
 from solver.engines._result import EngineResult
 from solver.features import FEATURES
+from solver.gate import GATE
 from solver.problem import (
     GreedyState,
     IntArray,
@@ -94,6 +95,7 @@ def solve_greedy(
     order = [u for u in problem.unit_order.tolist() if u in unit_gangs]
     unreached = 0
     for tried, u in enumerate(order):
+        GATE.pause()  # a call waiting behind a long one gets its turn between units
         late = deadline is not None and time.perf_counter() > deadline
         if tried and (late or (stop is not None and stop.is_set())):
             unreached = len(order) - tried

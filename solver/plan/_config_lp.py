@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.linear_solver import pywraplp
 
+from solver.gate import GATE
 from solver.plan._model import ProgressFn
 from solver.plan._patterns import exact_price, greedy_price
 from solver.plan._problem import Columns, Pattern, Problem
@@ -98,7 +99,8 @@ class ConfigLP:
 
     def solve(self) -> float:
         """The LP's value in objective units (inf when it does not solve)."""
-        status = self.lp.Solve()
+        with GATE.outside():
+            status = self.lp.Solve()
         if status != pywraplp.Solver.OPTIMAL:
             return math.inf
         return float(self.lp.Objective().Value()) + self.p.constant

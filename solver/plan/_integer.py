@@ -16,6 +16,7 @@ from collections import Counter
 import numpy as np
 from ortools.sat.python import cp_model
 
+from solver.gate import GATE
 from solver.plan._model import PlanOptions, ProgressFn
 from solver.plan._pack import pods_per_shape
 from solver.plan._problem import Columns, Problem, Solution, Trace, cp_solver
@@ -114,7 +115,8 @@ def _solve_ip(
     solver = cp_solver(max(1, options.workers), options.seed, time_limit)
     if options.gap_limit > 0:
         solver.parameters.relative_gap_limit = options.gap_limit
-    status = solver.solve(m, _Incumbents(trace))
+    with GATE.outside():
+        status = solver.solve(m, _Incumbents(trace))
     name = solver.status_name(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, float(solver.best_objective_bound), name

@@ -34,6 +34,7 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 
 from solver.errors import InternalError
+from solver.gate import GATE
 from solver.plan._model import BUDGET_SLACK, MILLI, PlanInput
 from solver.plan._pack import Arrays
 
@@ -150,7 +151,8 @@ def _bound_lp(
     for j in range(len(inp.jobs)):
         obj.SetCoefficient(z[j], -float(pen[j]))
     obj.SetMinimization()
-    status = lp.Solve()
+    with GATE.outside():
+        status = lp.Solve()
     if status != pywraplp.Solver.OPTIMAL:
         raise InternalError(f"the bound LP did not solve (status {status})")
     constant = float(sum(pen[j] * job.count for j, job in enumerate(inp.jobs)))

@@ -4,22 +4,17 @@ calls on one snapshot (`SharedRows`)."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable
 
 import numpy as np
 
-from solver.problem._problem import Block, BoolArray, FloatArray, IntArray, Problem
+from solver.problem._problem import Block, FloatArray, IntArray, Problem
+from solver.problem._shared import SharedRows, _Entry
 
-__all__ = ["MAX_SHAPES", "MAX_SHARED", "FillMemo", "SharedRows", "slots_of"]
+__all__ = ["MAX_SHAPES", "FillMemo", "SharedRows", "slots_of"]
 
 MAX_SHAPES = 16
 """The most pod shapes one greedy run keeps slots and scores for."""
-
-MAX_SHARED = 16
-"""The most pod shapes a snapshot keeps slots and scores for between calls (least recently
-used first out): ~0.5 MB each at 10,000 nodes."""
 
 
 def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = None) -> IntArray:
@@ -35,74 +30,6 @@ def slots_of(problem: Problem, t: int, free: IntArray, nodes: IntArray | None = 
         return np.where(eligible, big, 0).astype(np.int64)
     slots = np.min(np.maximum(pool[:, positive], 0) // demand[positive], axis=1)
     return np.where(eligible, slots, 0).astype(np.int64)
-
-
-class SharedRows:
-    """Slots and scores of pod shapes on every node of one node table, shared by the calls
-    on a snapshot and on its later generations (the same nodes; `solver.compile` carries it
-    by `Snapshot.derive`).
-
-    An entry holds what it was computed on — the free room, the type's eligibility and
-    static score rows — so a call uses it only when its rows are equal, and brings it up to
-    date only on the nodes whose room differs from the call's (`FillMemo`). A call that
-    starts on room an entry does not know stores its own rows in its place. Entries are
-    read-only; a call copies one before it changes it. Thread-safe.
-    """
-
-    def __init__(self, nodes: object) -> None:
-        self.nodes = nodes  # the node table the rows are over (kept: identity is the test)
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[Hashable, list[_Entry]] = OrderedDict()
-        self._count = 0
-
-    def find(self, key: Hashable, eligible: BoolArray, static: FloatArray) -> _Entry | None:
-        with self._lock:
-            for entry in self._entries.get(key, ()):
-                if np.array_equal(entry.eligible, eligible) and np.array_equal(
-                    entry.static, static
-                ):
-                    self._entries.move_to_end(key)
-                    return entry
-        return None
-
-    def put(self, key: Hashable, entry: _Entry) -> None:
-        for array in (entry.eligible, entry.static, entry.seen, entry.slots, entry.score):
-            array.flags.writeable = False
-        with self._lock:
-            same = self._entries.setdefault(key, [])
-            kept = [e for e in same if not e.same_rows(entry)]
-            self._count += len(kept) + 1 - len(same)
-            same[:] = [*kept, entry]
-            self._entries.move_to_end(key)
-            while self._count > MAX_SHARED:
-                oldest, entries = next(iter(self._entries.items()))
-                entries.pop(0)
-                self._count -= 1
-                if not entries:
-                    del self._entries[oldest]
-
-    def __len__(self) -> int:
-        return self._count
-
-
-class _Entry:
-    __slots__ = ("eligible", "score", "seen", "slots", "static")
-
-    def __init__(
-        self,
-        eligible: BoolArray,
-        static: FloatArray,
-        seen: IntArray,
-        slots: IntArray,
-        score: FloatArray,
-    ) -> None:
-        self.eligible, self.static = eligible, static
-        self.seen, self.slots, self.score = seen, slots, score
-
-    def same_rows(self, other: _Entry) -> bool:
-        return np.array_equal(self.eligible, other.eligible) and np.array_equal(
-            self.static, other.static
-        )
 
 
 def _shared_key(problem: Problem, t: int) -> Hashable | None:

@@ -18,15 +18,13 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from solver.arrays import BoolArray, FloatArray, IntArray
 from solver.problem._rows import Rows
-
-if TYPE_CHECKING:
-    from solver.problem._memo import SharedRows
+from solver.problem._shared import SharedRows
 
 __all__ = ["Block", "BoolArray", "FloatArray", "IntArray", "Problem", "TierSpec", "freeze_arrays"]
 

@@ -27,6 +27,7 @@ from ortools.sat.python import cp_model
 
 from solver.engines.cpsat import capacity
 from solver.features import FEATURES
+from solver.gate import GATE
 from solver.problem import Problem, Rows, closure
 from solver.quantity import format_quantity
 from solver.sat import PlacementVars, node_classes
@@ -108,7 +109,8 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     solver.parameters.max_time_in_seconds = max(0.05, seconds)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
-    status = solver.solve(model)
+    with GATE.outside():
+        status = solver.solve(model)
     if status != cp_model.INFEASIBLE:
         return None
     in_core = set(solver.sufficient_assumptions_for_infeasibility())

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from solver import SchedulerConf, compile_problem, schedule, snapshot_of
 from solver.model import ClusterModel
 from solver.problem import SharedRows
-from solver.problem._memo import MAX_SHARED
+from solver.problem._shared import MAX_SHARED
 from solver.snapshot import Delta
 from tests.builders import model, node, pod
 from tests.test_properties import CONFS, clusters

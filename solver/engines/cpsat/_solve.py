@@ -37,6 +37,7 @@ from solver.engines.cpsat._modules import (
 )
 from solver.engines.greedy import solve_greedy
 from solver.errors import InternalError
+from solver.gate import GATE
 from solver.problem import IntArray, Problem, evaluate, proven_optimal
 from solver.sat import PlacementVars, combine, node_classes, ordered, stop_on
 
@@ -174,7 +175,8 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
             )
         else:
             solver.parameters.max_time_in_seconds = budget
-            status = solver.solve(model, callback)
+            with GATE.outside():
+                status = solver.solve(model, callback)
             proven_all = status == cp_model.OPTIMAL
 
     def value_of(var: cp_model.IntVar) -> int:
@@ -290,7 +292,8 @@ def _solve_lexicographically(
             model.minimize(expr)
         # Higher tiers matter more: each stage may use half of what is left, the last all.
         solver.parameters.max_time_in_seconds = left if i == len(tiers) - 1 else left / 2
-        stage = solver.solve(model, callback)
+        with GATE.outside():
+            stage = solver.solve(model, callback)
         if stage not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             proven = False
             if values is None:

@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 from solver.features.preemption.plans import PreemptionPlan, plan_cost, plan_lost, whole_gangs
 from solver.features.preemption.victims import PreemptionInput
 from solver.features.topology.rules import DomainRule
+from solver.gate import GATE
 from solver.problem import IntArray, Problem
 
 __all__ = ["cpsat_plan"]
@@ -148,7 +149,8 @@ def cpsat_plan(
     solver.parameters.max_time_in_seconds = max(0.01, budget - (time.perf_counter() - started))
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    status = solver.solve(model)
+    with GATE.outside():
+        status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     victims = sorted((v for v in cand if solver.value(e[v])), key=pre.key)
