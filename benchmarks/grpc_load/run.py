@@ -90,6 +90,15 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def git_sha() -> str:
     out = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -139,23 +148,31 @@ async def load(port: int, args: argparse.Namespace, put_seconds: float) -> dict[
                     # its latency counts from then (no coordinated omission when behind).
                     due = t0 + (k * args.clients + c) / args.rate
                     await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                request = spb.PlaceJobRequest(
-                    snapshot=spb.SnapshotRef(id="bench"),
-                    job=job(f"c{c}-{k}", args.gang),
-                    options=spb.SolveOptions(engine=args.engine),
-                )
                 sent = time.perf_counter() if due is None else due
                 try:
-                    response = await stub.PlaceJob(request, timeout=args.timeout)
+                    if args.rpc == "validate":  # the server's floor: no solver work
+                        await stub.ValidateQueues(
+                            spb.ValidateQueuesRequest(snapshot=spb.SnapshotRef(id="bench")),
+                            timeout=args.timeout,
+                        )
+                    else:
+                        request = spb.PlaceJobRequest(
+                            snapshot=spb.SnapshotRef(id="bench"),
+                            job=job(f"c{c}-{k}", args.gang),
+                            options=spb.SolveOptions(engine=args.engine),
+                        )
+                        response = await stub.PlaceJob(request, timeout=args.timeout)
+                        placed_pods += sum(1 for p in response.decision.placements if p.node)
                 except grpc.aio.AioRpcError as err:
                     errors[err.code().name] = errors.get(err.code().name, 0) + 1
                     continue
                 latencies.append(time.perf_counter() - sent)
-                placed_pods += sum(1 for p in response.decision.placements if p.node)
 
         t0 = time.perf_counter()
+        cpu0 = cpu_seconds(args.server_pid)
         await asyncio.gather(*(client(c) for c in range(args.clients)))
         wall = time.perf_counter() - t0
+        server_cpu = cpu_seconds(args.server_pid) - cpu0
     latencies.sort()
 
     def pct(q: float) -> float:
@@ -174,7 +191,12 @@ async def load(port: int, args: argparse.Namespace, put_seconds: float) -> dict[
         "server_workers": args.workers,
         "put_snapshot_s": round(put_seconds, 3),
         "wall_s": round(wall, 2),
+        "rpc": args.rpc,
         "calls_per_s": round(len(latencies) / wall, 1),
+        "server_cpu_share": round(server_cpu / wall, 2),  # 1.0 = one core
+        "server_cpu_ms_per_call": round(1000 * server_cpu / len(latencies), 2)
+        if latencies
+        else None,
         "pods_per_s": round(placed_pods / wall, 0),
         "p50_ms": round(pct(0.50), 1) if latencies else None,
         "p99_ms": round(pct(0.99), 1) if latencies else None,
@@ -192,6 +214,11 @@ def matrix(args: argparse.Namespace) -> None:
         args.running = running
         with serve(args) as port:
             put_seconds = asyncio.run(put(port, args))
+            # the floor: what the server costs a call that asks the solver nothing
+            args.rpc, args.rate, args.calls, args.gang = "validate", 0.0, 10**6, 1
+            floor = asyncio.run(load(port, args, put_seconds))
+            _report(floor, args)
+            args.rpc = "place"
             for size in sizes:
                 for engine in ["greedy", "auto"]:
                     args.gang, args.engine, args.rate = size, engine, 0.0
@@ -204,10 +231,14 @@ def matrix(args: argparse.Namespace) -> None:
                         args.rate = max(1.0, round(share * saturation, 1))
                         rows.append(asyncio.run(load(port, args, put_seconds)))
                     for row in rows:
-                        print(json.dumps({k: row[k] for k in SHOWN}))
-                        if not args.smoke:
-                            with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
-                                f.write(json.dumps({**row, "matrix": True}) + "\n")
+                        _report(row, args)
+
+
+def _report(row: dict[str, object], args: argparse.Namespace) -> None:
+    print(json.dumps({k: row[k] for k in ["rpc", *SHOWN]}))
+    if not args.smoke:
+        with open(HERE / "results.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({**row, "matrix": True}) + "\n")
 
 
 SHOWN = [
@@ -219,6 +250,7 @@ SHOWN = [
     "pods_per_s",
     "p50_ms",
     "p99_ms",
+    "server_cpu_ms_per_call",
     "errors",
 ]
 
@@ -241,6 +273,7 @@ def serve(args: argparse.Namespace) -> Iterator[int]:
             match = re.search(r"127\.0\.0\.1:(\d+)", server.stdout.readline())
             if not match:
                 sys.exit("server did not start")
+            args.server_pid = server.pid
             yield int(match.group(1))
         finally:
             server.send_signal(signal.SIGTERM)
@@ -265,6 +298,13 @@ def main() -> None:
         "again as soon as it has its answer (closed loop, saturation)",
     )
     parser.add_argument("--engine", default="greedy")
+    parser.add_argument(
+        "--rpc",
+        choices=["place", "validate"],
+        default="place",
+        help="place: PlaceJob; validate: ValidateQueues on the snapshot (the server's floor "
+        "per call: gRPC, interceptors, admission, no solver work)",
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call (s)")
     parser.add_argument("--max-seconds", type=float, default=300.0, help="stop issuing after")
     parser.add_argument(
