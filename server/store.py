@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from solver.collector import collector_paused as paused
+from solver.problem import SHARED_BYTES_PER_NODE
 from solver.snapshot import Delta, Snapshot
 
 __all__ = [
@@ -102,8 +103,9 @@ def _settle_soon() -> None:
 
 # Resident bytes per item of a stored snapshot, from benchmarks/scale (10,240 nodes, 0 to
 # 200k running pods: ~3.2 KB per node, ~320-500 B per running pod); pending pods are full
-# model objects.
-BYTES_PER_NODE = 3_200
+# model objects. Per node also the greedy's fill rows the snapshot may keep between calls
+# (`solver.problem.SharedRows`, at most SHARED_BYTES_PER_NODE).
+BYTES_PER_NODE = 3_200 + SHARED_BYTES_PER_NODE
 BYTES_PER_RUNNING_POD = 500
 BYTES_PER_PENDING_POD = 2_000
 EVICTED_REMEMBERED = 1_024  # ids whose NOT_FOUND says they were evicted

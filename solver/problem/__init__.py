@@ -42,9 +42,11 @@ from solver.problem._room import (
     shortfall,
 )
 from solver.problem._rows import Rows
+from solver.problem._shared import SHARED_BYTES_PER_NODE
 
 __all__ = [
     "PLACES_NAMED",
+    "SHARED_BYTES_PER_NODE",
     "Block",
     "BoolArray",
     "FillMemo",

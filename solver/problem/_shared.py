@@ -11,11 +11,16 @@ import numpy as np
 
 from solver.arrays import BoolArray, FloatArray, IntArray
 
-__all__ = ["MAX_SHARED", "SharedRows"]
+__all__ = ["MAX_SHARED", "SHARED_BYTES_PER_NODE", "SharedRows"]
 
-MAX_SHARED = 16
+MAX_SHARED = 8
 """The most pod shapes a snapshot keeps slots and scores for between calls (least recently
-used first out): ~0.5 MB each at 10,000 nodes."""
+used first out)."""
+
+SHARED_BYTES_PER_NODE = MAX_SHARED * (1 + 8 + 8 + 8 + 8 * 4)
+"""What the kept rows can hold per node at most (eligibility, static score, slots, score,
+and the free room they were computed on, 4 resources): 456 B, ~4.7 MB at 10,240 nodes;
+a server counts it in a stored snapshot's size."""
 
 
 class SharedRows:
