@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 __all__ = ["GATE", "SLICE", "Gate", "GateTimeout"]
@@ -40,41 +40,66 @@ class GateTimeout(Exception):
 class Gate:
     def __init__(self, slice_seconds: float = SLICE) -> None:
         self.slice = slice_seconds
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._holder: int | None = None
         self._depth = 0
         self._since = 0.0
-        self._line: deque[object] = deque()
+        self._line: deque[tuple[int, threading.Event]] = deque()
 
     # ------------------------------------------------------------------ plain use
 
-    def acquire(self, timeout: float | None = None) -> bool:
-        """Take the gate (in arrival order); False when `timeout` s passed first."""
+    def acquire(
+        self,
+        timeout: float | None = None,
+        give_up: Callable[[], bool] | None = None,
+        poll: float = 0.05,
+    ) -> bool:
+        """Take the gate (in arrival order); False when `timeout` s passed first, or when
+        `give_up()` (asked every `poll` s while waiting: the client went away) says so.
+        A waiter keeps its place in line while it waits; the holder hands the gate to the
+        first in line (one wake-up, not one per waiter)."""
         me = threading.get_ident()
-        with self._cond:
+        with self._lock:
             if self._holder == me:
                 self._depth += 1
                 return True
-            ticket = object()
-            self._line.append(ticket)
-            if not self._cond.wait_for(
-                lambda: self._holder is None and self._line[0] is ticket, timeout
-            ):
-                self._line.remove(ticket)
-                self._cond.notify_all()  # the next in line may be free to go now
+            if self._holder is None and not self._line:
+                self._holder, self._depth, self._since = me, 1, time.monotonic()
+                return True
+            turn = threading.Event()
+            self._line.append((me, turn))
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if end is None else end - time.monotonic()
+            wait = poll if give_up is not None else left
+            if left is not None and wait is not None:
+                wait = min(wait, left)
+            if turn.wait(None if wait is None else max(0.0, wait)):
+                return True  # handed over: `_hand_on` made this thread the holder
+            if (left is not None and left <= 0) or (give_up is not None and give_up()):
+                with self._lock:
+                    if turn.is_set():  # handed over meanwhile: pass it on
+                        self._hand_on()
+                    else:
+                        self._line.remove((me, turn))
                 return False
-            self._line.popleft()
-            self._holder, self._depth, self._since = me, 1, time.monotonic()
-            return True
 
     def release(self) -> None:
-        with self._cond:
+        with self._lock:
             if self._holder != threading.get_ident():
                 raise RuntimeError("the gate is not held by this thread")
             self._depth -= 1
             if self._depth == 0:
-                self._holder = None
-                self._cond.notify_all()
+                self._hand_on()
+
+    def _hand_on(self) -> None:
+        """To the first in line, or free (under the lock)."""
+        if self._line:
+            ident, turn = self._line.popleft()
+            self._holder, self._depth, self._since = ident, 1, time.monotonic()
+            turn.set()
+        else:
+            self._holder, self._depth = None, 0
 
     @contextmanager
     def held(self, timeout: float | None = None) -> Iterator[None]:
@@ -115,14 +140,14 @@ class Gate:
         self._take_back(self._let_go())
 
     def _let_go(self) -> int:
-        with self._cond:
-            depth, self._depth, self._holder = self._depth, 0, None
-            self._cond.notify_all()
+        with self._lock:
+            depth = self._depth
+            self._hand_on()
         return depth
 
     def _take_back(self, depth: int) -> None:
         self.acquire()
-        with self._cond:
+        with self._lock:
             self._depth = depth
 
 

@@ -110,3 +110,35 @@ def test_without_a_holder_outside_and_pause_do_nothing() -> None:
     gate.pause()
     with gate.outside():
         assert not gate.holds()
+
+
+def test_a_waiter_that_polls_keeps_its_place_and_can_give_up() -> None:
+    """The server's waiters check every `poll` that their client is there: they keep
+    their place in line meanwhile, and one whose client went leaves the line."""
+    gate, log = Gate(), []
+    gone = threading.Event()
+    with gate.held():
+        results: list[bool] = []
+
+        def polling(name: str, give_up: threading.Event | None) -> None:
+            ok = gate.acquire(give_up=(give_up.is_set if give_up else None), poll=0.01)
+            results.append(ok)
+            if ok:
+                log.append(name)
+                gate.release()
+
+        first = threading.Thread(target=polling, args=("first", None))
+        first.start()
+        _line_length(gate, 1)
+        leaving = threading.Thread(target=polling, args=("leaving", gone))
+        leaving.start()
+        _line_length(gate, 2)
+        third = _waiter(gate, "third", log)
+        _line_length(gate, 3)
+        time.sleep(0.05)  # several polls: nobody loses or jumps a place
+        gone.set()
+        leaving.join(5)
+        assert results == [False] and len(gate._line) == 2
+    first.join(5)
+    third.join(5)
+    assert log == ["first", "third"]
