@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver import SchedulerConf, compile_problem, schedule, snapshot_of
+from solver.config import PluginConf, TierConf
 from solver.model import ClusterModel
 from solver.problem import SharedRows
 from solver.problem._shared import MAX_SHARED
@@ -64,3 +65,33 @@ def test_the_shared_rows_keep_at_most_max_shared_shapes() -> None:
     schedule(snapshot, conf, engine="greedy")
     shared = compile_problem(snapshot, conf).shared_rows
     assert shared is not None and len(shared) == MAX_SHARED
+
+
+def test_rows_scored_under_other_binpack_weights_are_not_reused() -> None:
+    """The usage-dependent score is part of what a shared entry depends on
+    (`Block.score_key`): n0 is fuller in cpu, n1 in GPUs, so weighing cpu only picks n0
+    and GPUs only picks n1 — also when the other conf's call stored its rows first."""
+    snapshot = snapshot_of(
+        model(
+            node("n0").cpu("8").gpu(8).obj(),
+            node("n1").cpu("8").gpu(8).obj(),
+            pod("r0").requests(cpu="6", gpu=0).on("n0").obj(),
+            pod("r1").requests(cpu="1", gpu=6).on("n1").obj(),
+            pod("p").requests(cpu="1", gpu=1).obj(),
+        )
+    )
+
+    def conf(cpu: int, gpu: int) -> SchedulerConf:
+        arguments = {
+            "binpack.cpu": cpu,
+            "binpack.memory": 0,
+            "binpack.resources": "nvidia.com/gpu",
+            "binpack.resources.nvidia.com/gpu": gpu,
+        }
+        plugins = [PluginConf(name="predicates"), PluginConf(name="binpack", arguments=arguments)]
+        return SchedulerConf(tiers=(TierConf(plugins=plugins),))
+
+    by_cpu, by_gpu = conf(1, 0), conf(0, 1)
+    assert _placements(schedule(snapshot, by_cpu, engine="greedy"))["default/p"] == "n0"
+    assert _placements(schedule(snapshot, by_gpu, engine="greedy"))["default/p"] == "n1"
+    assert _placements(schedule(snapshot, by_cpu, engine="greedy"))["default/p"] == "n0"
