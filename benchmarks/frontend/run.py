@@ -23,16 +23,19 @@ import json
 import os
 import platform
 import random
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import urllib3
+import urllib3.connectionpool
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,44 +229,57 @@ def _gangs(
     return out
 
 
+CREATORS = 8  # the driver's concurrent pod creates (a controller manager's workers)
+
+
 def drive(
     url: str, gangs: list[tuple[float, str, int, str, str]], priority: int | None = None
 ) -> tuple[dict[str, list[str]], float]:
-    http = urllib3.PoolManager(maxsize=4)
+    """Create the gangs at their due times: each gang's PodGroup in this thread, then its
+    pods by CREATORS threads at once (as a controller manager's workers create them), so
+    the offered rate is delivered even when one create takes a few milliseconds. Bodies are
+    encoded before the clock starts; the writes go straight to one connection pool."""
+    pool = urllib3.connectionpool.connection_from_url(url, maxsize=CREATORS + 1, block=True)
+    headers = {"Content-Type": "application/json"}
     members: dict[str, list[str]] = {}
-    start = time.monotonic()
-
-    def post(path: str, body: dict[str, Any]) -> None:
-        r = http.request(
-            "POST",
-            url + path,
-            body=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        assert r.status == 201, (r.status, r.data[:200])
-
+    work: list[tuple[float, bytes, list[bytes]]] = []
     for due, name, size, layer, card in gangs:
-        delay = start + due - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
         annotations = {}
         if layer:
             spec = {"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]}
             annotations["gang.scheduling.koordinator.sh/network-topology-spec"] = json.dumps(spec)
-        post(
-            "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups",
-            {
-                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": "default", "annotations": annotations},
-                "spec": {"minMember": size},
-            },
-        )
-        members[name] = []
-        for i in range(size):
-            pod = _pod(f"{name}-{i}", gpus=1, gang=name, index=i, card=card, priority=priority)
-            post("/api/v1/namespaces/default/pods", pod)
-            members[name].append(f"default/{name}-{i}")
+        group = {
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+            "spec": {"minMember": size},
+        }
+        pods = [
+            _pod(f"{name}-{i}", gpus=1, gang=name, index=i, card=card, priority=priority)
+            for i in range(size)
+        ]
+        work.append((due, json.dumps(group).encode(), [json.dumps(p).encode() for p in pods]))
+        members[name] = [f"default/{name}-{i}" for i in range(size)]
+
+    def post(path: str, body: bytes) -> None:
+        r = pool.urlopen("POST", path, body=body, headers=headers)
+        assert r.status == 201, (r.status, r.data[:200])
+
+    groups = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
+    start = time.monotonic()
+    with ThreadPoolExecutor(CREATORS) as creators:
+        pending: list[Future[None]] = []
+        for due, group_body, pod_bodies in work:
+            delay = start + due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            post(groups, group_body)
+            pending += [
+                creators.submit(post, "/api/v1/namespaces/default/pods", body)
+                for body in pod_bodies
+            ]
+        for f in pending:
+            f.result()
     return members, time.monotonic() - start
 
 
@@ -309,6 +325,12 @@ def main() -> None:
         action="store_true",
         help="every GPU taken by priority-0 pods; the gangs (priority 1000) evict their way in",
     )
+    ap.add_argument(
+        "--service",
+        choices=["embedded", "process"],
+        default="embedded",
+        help="gangplan in the scheduler's process, or `gangplan serve` in its own (--server)",
+    )
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--profile", help="py-spy the scheduler into this raw (collapsed) file")
     ap.add_argument("--profile-fake", help="py-spy the fake API server into this raw file")
@@ -344,6 +366,22 @@ def main() -> None:
         conf = Path(tempfile.mkdtemp()) / "kubeconfig"
         conf.write_text(yaml.safe_dump(kubeconfig_for(url)))
         t0 = time.monotonic()
+        server: list[str] = []
+        service = None
+        if args.service == "process":
+            service = subprocess.Popen(
+                [py, "-m", "gangplan", "serve", "--port", "0"],
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+                env={**os.environ, "GANGPLAN_LOG_LEVEL": "WARNING"},
+            )
+            procs.append(service)
+            assert service.stdout is not None
+            found = re.search(r"127\.0\.0\.1:(\d+)", service.stdout.readline())
+            if not found:
+                sys.exit("gangplan serve did not start")
+            server = ["--server", f"127.0.0.1:{found.group(1)}"]
         sched = subprocess.Popen(
             [
                 py,
@@ -356,6 +394,7 @@ def main() -> None:
                 "0",
                 "--log-level",
                 "warning",
+                *server,
                 *(["--bind-workers", str(args.bind_workers)] if args.bind_workers else []),
                 *(["--preempt"] if args.preempt else []),
             ],
@@ -395,7 +434,10 @@ def main() -> None:
                 )
             )
             spies.add(procs[-1].pid)
-        cpu0 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
+        pids = {"fake": fake.pid, "scheduler": sched.pid}
+        if service is not None:
+            pids["service"] = service.pid
+        cpu0 = {k: _cpu(pid) for k, pid in pids.items()} | {"driver": time.process_time()}
         m0 = _metrics(port)
         gangs = _gangs(args.rate, args.seconds, args.gather, args.cards, random.Random(args.seed))
         members, created_in = drive(url, gangs, 1000 if args.preempt else None)
@@ -410,7 +452,7 @@ def main() -> None:
             if counts["bound"] >= len(want) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-        cpu1 = {"fake": _cpu(fake.pid), "scheduler": _cpu(sched.pid), "driver": time.process_time()}
+        cpu1 = {k: _cpu(pid) for k, pid in pids.items()} | {"driver": time.process_time()}
         m1 = _metrics(port)
         stats = json.loads(urllib.request.urlopen(url + "/fake/stats", timeout=60).read())
         bound = {p: t for p, _, code, t in stats["binds"] if code == 201 and p in want}
@@ -453,6 +495,7 @@ def main() -> None:
         "gather": args.gather,
         "cards": args.cards,
         "bind_workers": args.bind_workers or 16,
+        "service": args.service,
         "reports_dropped": int(
             m1.get("gangplan_scheduler_reports_dropped_total", 0)
             - m0.get("gangplan_scheduler_reports_dropped_total", 0)
