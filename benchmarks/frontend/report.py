@@ -23,34 +23,39 @@ def _rows(preempt: bool) -> list[dict[str, Any]]:
 
 
 def table() -> str:
-    """results.jsonl as the README's Markdown table."""
+    """results.jsonl as the README's Markdown table. `created pods/s` is what the driver
+    delivered (pods ÷ the seconds it took to create them); CPU seconds are per process, the
+    scheduler's `+ service` when gangplan ran in its own process (`--service process`)."""
     head = (
-        "| git | nodes | running | gather / cards | offered pods/s | pods | bound pods/s "
-        "| lag p50 s | lag p99 s "
+        "| git | nodes | running | gather / cards | offered pods/s | created pods/s | pods "
+        "| bound pods/s | lag p50 s | lag p99 s "
         "| 512-pod gang s | cycles | sync ms | decide ms | CPU s fake / scheduler / driver |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| --- |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: | --- |"
     )
     rows = [head]
     for r in _rows(preempt=False):
         ph, cpu = r["phases"], r["cpu_s"]
+        scheduler = f"{cpu['scheduler']}" + (f" + {cpu['service']}" if "service" in cpu else "")
+        created = r["pods"] / r["created_in_s"] if r.get("created_in_s") else None
         rows.append(
             f"| {r['git']} | {r['nodes']:,} | {r['running']:,} "
             f"| {r.get('gather', 0.3):.0%} / {r.get('cards', 0.0):.0%} "
-            f"| {r['offered_pods_per_s']:,.0f} "
+            f"| {r['offered_pods_per_s']:,.0f} | {f'{created:,.0f}' if created else '—'} "
             f"| {r['pods']:,} | {r['bound_pods_per_s']:,.0f} | {r['lag_p50_s']} | {r['lag_p99_s']} "
             f"| {r['lag_512_max_s']} | {ph['total']['cycles']} | {ph['sync']['mean_ms']} "
-            f"| {ph['decide']['mean_ms']} | {cpu['fake']} / {cpu['scheduler']} / {cpu['driver']} |"
+            f"| {ph['decide']['mean_ms']} | {cpu['fake']} / {scheduler} / {cpu['driver']} |"
         )
     return "\n".join(rows)
 
 
 def plot(out: Path) -> None:
     """Bound vs offered pods/s and the gang lag, per node count, from results.jsonl (the
-    rows with 100,000 running pods and no card alternatives, the latest per point)."""
+    rows with 100,000 running pods, no card alternatives and gangplan embedded, the latest
+    per point)."""
     rows: dict[tuple[int, float], dict[str, Any]] = {}
     for r in _rows(preempt=False):
-        if r["running"] == 100_000 and not r.get("cards"):
+        if r["running"] == 100_000 and not r.get("cards") and r.get("service") != "process":
             rows[(r["nodes"], r["offered_pods_per_s"])] = r
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for nodes in sorted({n for n, _ in rows}):

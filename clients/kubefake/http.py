@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,14 +39,23 @@ _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete
 MAX_BODY = 64 << 20
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request (a scheduler stopped) is not an error; any
+        other exception still prints its traceback, as `socketserver` does."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeApiServer:
     """A fake API server on 127.0.0.1:`port` (0: any) serving `resources`."""
 
     def __init__(self, resources: list[Resource], port: int = 0) -> None:
         self.store = Store(resources)
         handler = type("Handler", (_Handler,), {"store": self.store})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", port), handler)
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread: threading.Thread | None = None
