@@ -182,8 +182,8 @@ def relaxed_best(problem: Problem, skip: frozenset[int] = frozenset()) -> dict[s
             opened = max(opened, -(-len(pods) // int(slots[room].max())))
     if "affinity" in best:
         best["affinity"] = min(best["affinity"], affinity)
-    if volume.any():
-        largest = problem.free[empty].max(axis=0)
+    if volume.any():  # an empty node's room is its capacity: the contiguous rows, reduced fast
+        largest = np.where(empty, problem.capacity_columns, 0).max(axis=1)
         need = volume > 0
         opened = max(opened, int((-(-volume[need] // np.maximum(largest[need], 1))).max()))
     best["opened_nodes"] = opened

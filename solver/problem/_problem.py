@@ -155,8 +155,11 @@ class Problem:
 
     @cached_property
     def empty(self) -> BoolArray:
-        """[N] nodes without any running pod's requests (placing a pod there opens them)."""
-        out: BoolArray = np.all(self.free == self.capacity, axis=1)
+        """[N] nodes without any running pod's requests (placing a pod there opens them).
+        Column by column: numpy's reduction over a short row axis costs 4× as much."""
+        out: BoolArray = np.ones(len(self.free), dtype=bool)
+        for r in range(self.free.shape[1]):
+            out &= self.free[:, r] == self.capacity[:, r]
         out.flags.writeable = False
         return out
 
