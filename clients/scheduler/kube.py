@@ -87,6 +87,7 @@ class KubeApi:
         self._pool: urllib3.HTTPConnectionPool | None = (
             manager.connection_from_url(host) if type(manager) is urllib3.PoolManager else None
         )
+        # a host with a path (an API behind a gateway): before every request's path, as sent
         self._prefix = (urllib3.util.parse_url(host).path or "").rstrip("/")
 
     def close(self) -> None:
@@ -117,13 +118,13 @@ class KubeApi:
         headers = {**self._headers(), "Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
-        target = quote(self._prefix + path)
+        target = quote(path)
         if query:
             target += "?" + urlencode(query)
         if self._pool is None:
             rest = self.api_client.rest_client.request(  # type: ignore[no-untyped-call]
                 method,
-                self.api_client.configuration.host + target[len(self._prefix) :],
+                self.api_client.configuration.host + target,
                 headers=headers,
                 body=body,
                 _request_timeout=timeout,
@@ -138,7 +139,7 @@ class KubeApi:
             )
         return self._pool.urlopen(
             method,
-            target,
+            self._prefix + target,
             body=None if body is None else json.dumps(body).encode(),
             headers=headers,
             timeout=limit,
