@@ -20,16 +20,15 @@ would end a call still on its way in with CANCELLED.
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from server.interceptors import Continuation, Handler, wrap_handler
-from solver.gate import GATE
+from solver.gate import GATE, Slots
 
-__all__ = ["HEALTH_THREADS", "AdmissionInterceptor", "Slots"]
+__all__ = ["HEALTH_THREADS", "AdmissionInterceptor"]
 
 HEALTH_THREADS = 4  # health and reflection calls served at once, whatever the solvers do
 ADMITTED = ("/gangplan.v1.PlacementService/",)
@@ -81,7 +80,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                     f"{self._limit} calls running or queued; retry later",
                 )
             try:
-                if not self._running.acquire(lambda: not context.is_active(), POLL):
+                if not self._running.acquire(give_up=lambda: not context.is_active(), poll=POLL):
                     context.abort(grpc.StatusCode.CANCELLED, "the client went away")
                 try:
                     return self._computing(behaviour, request, context)
@@ -108,44 +107,3 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
             return behaviour(request, context)
         finally:
             GATE.release()
-
-
-class Slots:
-    """`n` calls run at once; the others wait for a slot in arrival order, each keeping its
-    place while it checks every `poll` s that its client is still there (`give_up`). A
-    freed slot goes to the first in line (one wake-up). (`threading.Semaphore` wakes any
-    waiter, and a waiter polling with a timeout lost its place: under 32 clients a call
-    could wait behind many later ones, p99 ~1 s.)"""
-
-    def __init__(self, n: int) -> None:
-        self._free = n
-        self._lock = threading.Lock()
-        self._line: deque[threading.Event] = deque()
-
-    def acquire(self, give_up: Callable[[], bool], poll: float) -> bool:
-        """A slot (True), or False when `give_up()` said so first."""
-        with self._lock:
-            if self._free > 0 and not self._line:
-                self._free -= 1
-                return True
-            turn = threading.Event()
-            self._line.append(turn)
-        while not turn.wait(poll):
-            if give_up():
-                with self._lock:
-                    if turn.is_set():  # handed a slot meanwhile: pass it on
-                        self._hand_on()
-                    else:
-                        self._line.remove(turn)
-                return False
-        return True
-
-    def release(self) -> None:
-        with self._lock:
-            self._hand_on()
-
-    def _hand_on(self) -> None:
-        if self._line:
-            self._line.popleft().set()
-        else:
-            self._free += 1

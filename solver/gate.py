@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["GATE", "SLICE", "Gate", "GateTimeout"]
+__all__ = ["GATE", "SLICE", "Gate", "GateTimeout", "Slots"]
 
 SLICE = 0.005
 """Seconds a holder computes before `pause` hands the gate to a waiting call."""
@@ -37,14 +37,76 @@ class GateTimeout(Exception):
     """The gate was not had within the time given."""
 
 
+class Slots:
+    """`n` holders at once; the others wait in arrival order, each keeping its place while
+    it checks every `poll` s whether to give up (its client went away). A freed slot goes
+    to the first in line: one wake-up, not one per waiter. (`threading.Semaphore` wakes
+    any waiter, and a waiter polling with a timeout loses its place: under 32 clients a
+    call could wait behind many later ones, p99 ~1 s.) The server's admission runs its
+    calls in `Slots(workers)`; the compute gate is one slot with a holder."""
+
+    def __init__(self, n: int) -> None:
+        self._free = n
+        self._lock = threading.Lock()
+        self._line: deque[threading.Event] = deque()
+
+    def acquire(
+        self,
+        timeout: float | None = None,
+        give_up: Callable[[], bool] | None = None,
+        poll: float = 0.05,
+    ) -> bool:
+        """A slot (True); False when `timeout` s passed first, or when `give_up()` (asked
+        every `poll` s while waiting) says so."""
+        with self._lock:
+            if self._free > 0 and not self._line:
+                self._free -= 1
+                return True
+            turn = threading.Event()
+            self._line.append(turn)
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if end is None else end - time.monotonic()
+            wait = poll if give_up is not None else left
+            if left is not None and wait is not None:
+                wait = min(wait, left)
+            if turn.wait(None if wait is None else max(0.0, wait)):
+                return True  # handed a slot by `_hand_on`
+            if (left is not None and left <= 0) or (give_up is not None and give_up()):
+                with self._lock:
+                    if turn.is_set():  # handed a slot meanwhile: pass it on
+                        self._hand_on()
+                    else:
+                        self._line.remove(turn)
+                return False
+
+    def release(self) -> None:
+        with self._lock:
+            self._hand_on()
+
+    def waiting(self) -> int:
+        """How many wait in line."""
+        return len(self._line)
+
+    def _hand_on(self) -> None:
+        """To the first in line, or back to the free count (under the lock)."""
+        if self._line:
+            self._line.popleft().set()
+        else:
+            self._free += 1
+
+
 class Gate:
+    """One slot with a holder: re-entrant per thread, stepped out of around a search
+    (`outside`) and offered between units of long work (`pause`)."""
+
     def __init__(self, slice_seconds: float = SLICE) -> None:
         self.slice = slice_seconds
-        self._lock = threading.Lock()
+        self._slot = Slots(1)
+        # written only by the thread holding the slot
         self._holder: int | None = None
         self._depth = 0
         self._since = 0.0
-        self._line: deque[tuple[int, threading.Event]] = deque()
 
     # ------------------------------------------------------------------ plain use
 
@@ -54,52 +116,23 @@ class Gate:
         give_up: Callable[[], bool] | None = None,
         poll: float = 0.05,
     ) -> bool:
-        """Take the gate (in arrival order); False when `timeout` s passed first, or when
-        `give_up()` (asked every `poll` s while waiting: the client went away) says so.
-        A waiter keeps its place in line while it waits; the holder hands the gate to the
-        first in line (one wake-up, not one per waiter)."""
+        """Take the gate (in arrival order, `Slots.acquire`); at once when this thread
+        holds it already."""
         me = threading.get_ident()
-        with self._lock:
-            if self._holder == me:
-                self._depth += 1
-                return True
-            if self._holder is None and not self._line:
-                self._holder, self._depth, self._since = me, 1, time.monotonic()
-                return True
-            turn = threading.Event()
-            self._line.append((me, turn))
-        end = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = None if end is None else end - time.monotonic()
-            wait = poll if give_up is not None else left
-            if left is not None and wait is not None:
-                wait = min(wait, left)
-            if turn.wait(None if wait is None else max(0.0, wait)):
-                return True  # handed over: `_hand_on` made this thread the holder
-            if (left is not None and left <= 0) or (give_up is not None and give_up()):
-                with self._lock:
-                    if turn.is_set():  # handed over meanwhile: pass it on
-                        self._hand_on()
-                    else:
-                        self._line.remove((me, turn))
-                return False
+        if self._holder == me:
+            self._depth += 1
+            return True
+        if not self._slot.acquire(timeout, give_up, poll):
+            return False
+        self._holder, self._depth, self._since = me, 1, time.monotonic()
+        return True
 
     def release(self) -> None:
-        with self._lock:
-            if self._holder != threading.get_ident():
-                raise RuntimeError("the gate is not held by this thread")
-            self._depth -= 1
-            if self._depth == 0:
-                self._hand_on()
-
-    def _hand_on(self) -> None:
-        """To the first in line, or free (under the lock)."""
-        if self._line:
-            ident, turn = self._line.popleft()
-            self._holder, self._depth, self._since = ident, 1, time.monotonic()
-            turn.set()
-        else:
-            self._holder, self._depth = None, 0
+        if self._holder != threading.get_ident():
+            raise RuntimeError("the gate is not held by this thread")
+        self._depth -= 1
+        if self._depth == 0:
+            self._let_go()
 
     @contextmanager
     def held(self, timeout: float | None = None) -> Iterator[None]:
@@ -114,6 +147,10 @@ class Gate:
     def holds(self) -> bool:
         """This thread holds the gate."""
         return self._holder == threading.get_ident()
+
+    def waiting(self) -> int:
+        """How many calls wait for the gate."""
+        return self._slot.waiting()
 
     # ------------------------------------------------------------------ inside a call
 
@@ -133,22 +170,21 @@ class Gate:
     def pause(self) -> None:
         """Hand the gate to the next call in line when one waits and this thread has held
         it for a slice; a no-op otherwise (two attribute reads)."""
-        if not self._line or not self.holds():
+        if not self._slot.waiting() or not self.holds():
             return
         if time.monotonic() - self._since < self.slice:
             return
         self._take_back(self._let_go())
 
     def _let_go(self) -> int:
-        with self._lock:
-            depth = self._depth
-            self._hand_on()
+        depth = self._depth
+        self._holder, self._depth = None, 0
+        self._slot.release()
         return depth
 
     def _take_back(self, depth: int) -> None:
-        self.acquire()
-        with self._lock:
-            self._depth = depth
+        self._slot.acquire()
+        self._holder, self._depth, self._since = threading.get_ident(), depth, time.monotonic()
 
 
 GATE = Gate()

@@ -24,7 +24,7 @@ def _waiter(gate: Gate, name: str, log: list[str], hold: float = 0.0) -> threadi
 
 def _line_length(gate: Gate, n: int) -> None:
     deadline = time.monotonic() + 5
-    while len(gate._line) < n:
+    while gate.waiting() < n:
         assert time.monotonic() < deadline, "waiters did not line up"
         time.sleep(0.001)
 
@@ -68,7 +68,7 @@ def test_a_waiter_gives_up_after_its_timeout_and_the_line_moves_on() -> None:
         second = _waiter(gate, "patient", log)
         _line_length(gate, 2)
         first.join(5)
-        assert errors and len(gate._line) == 1
+        assert errors and gate.waiting() == 1
     second.join(5)
     assert log == ["patient"]
 
@@ -138,7 +138,7 @@ def test_a_waiter_that_polls_keeps_its_place_and_can_give_up() -> None:
         time.sleep(0.05)  # several polls: nobody loses or jumps a place
         gone.set()
         leaving.join(5)
-        assert results == [False] and len(gate._line) == 2
+        assert results == [False] and gate.waiting() == 2
     first.join(5)
     third.join(5)
     assert log == ["first", "third"]
