@@ -129,8 +129,7 @@ def evaluate(problem: Problem, pod_node: list[IntArray]) -> dict[str, int]:
     placed = [nodes[nodes >= 0] for nodes in pod_node]
     touched = np.unique(np.concatenate(placed)) if placed else np.empty(0, dtype=np.int64)
     # emptiness read on the nodes the answer touched only: O(pods), not O(nodes)
-    empty = np.all(problem.free[touched] == problem.capacity[touched], axis=1)
-    values["opened_nodes"] = int(empty.sum())
+    values["opened_nodes"] = int(problem.empty_at(touched).sum())
 
     specs = tier_specs(problem)
     weights = tier_weights(specs)

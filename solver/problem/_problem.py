@@ -155,12 +155,19 @@ class Problem:
 
     @cached_property
     def empty(self) -> BoolArray:
-        """[N] nodes without any running pod's requests (placing a pod there opens them).
-        Column by column: numpy's reduction over a short row axis costs 4× as much."""
-        out: BoolArray = np.ones(len(self.free), dtype=bool)
-        for r in range(self.free.shape[1]):
-            out &= self.free[:, r] == self.capacity[:, r]
+        """[N] nodes without any running pod's requests (placing a pod there opens them)."""
+        out = self.empty_at(None)
         out.flags.writeable = False
+        return out
+
+    def empty_at(self, nodes: IntArray | None) -> BoolArray:
+        """`empty` on `nodes` only (all when None): O(len(nodes)). Column by column: numpy's
+        reduction over a short row axis costs 4× as much."""
+        free = self.free if nodes is None else np.take(self.free, nodes, axis=0)
+        capacity = self.capacity if nodes is None else np.take(self.capacity, nodes, axis=0)
+        out: BoolArray = np.ones(len(free), dtype=bool)
+        for r in range(free.shape[1]):
+            out &= free[:, r] == capacity[:, r]
         return out
 
     @cached_property
