@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import urllib3
@@ -14,8 +15,15 @@ import yaml
 
 from clients.kubefake import kubeconfig_for
 from clients.scheduler import kube
-from clients.scheduler.kube import connect
+from clients.scheduler.kube import KubeApi, connect
 from tests.clients.scheduler.conftest import Harness, node, pod
+
+
+def _connect(tmp_path: Path, config: dict[str, Any]) -> KubeApi:
+    """The request layer over `config`, written as a kubeconfig file."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return connect(str(path))
 
 
 def test_every_request_carries_the_client_s_token(
@@ -23,9 +31,7 @@ def test_every_request_carries_the_client_s_token(
 ) -> None:
     config = kubeconfig_for("http://127.0.0.1:1")
     config["users"][0]["user"]["token"] = "s3cret"
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    api = connect(str(path))
+    api = _connect(tmp_path, config)
     asked = 0
     original = api.api_client.update_params_for_auth
 
@@ -90,9 +96,7 @@ def test_behind_a_proxy_the_client_s_rest_layer_sends_and_a_host_path_is_kept(
 ) -> None:
     config = kubeconfig_for("http://127.0.0.1:1/k8s/clusters/c1")
     config["clusters"][0]["cluster"]["proxy-url"] = "http://127.0.0.1:2"
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    api = connect(str(path))
+    api = _connect(tmp_path, config)
     assert api._pool is None  # a ProxyManager: the client sends each request whole
     sent: list[tuple[str, str, object]] = []
 
@@ -107,9 +111,7 @@ def test_behind_a_proxy_the_client_s_rest_layer_sends_and_a_host_path_is_kept(
         ("PATCH", "http://127.0.0.1:1/k8s/clusters/c1/api/v1/namespaces/a%20b/pods/p", {"x": 1})
     ]
     # without a proxy, the pool gets the host's path before the API path
-    direct = kubeconfig_for("http://127.0.0.1:1/k8s/clusters/c1")
-    path.write_text(yaml.safe_dump(direct))
-    api = connect(str(path))
+    api = _connect(tmp_path, kubeconfig_for("http://127.0.0.1:1/k8s/clusters/c1"))
     assert api._pool is not None
     seen: list[str] = []
 
