@@ -40,6 +40,12 @@ from server.settings import Settings
 __all__ = ["JsonLogFormatter", "SchedulerService"]
 
 log = logging.getLogger("gangplan.scheduler")
+
+
+class Stopped(Exception):
+    """Stopped (SIGTERM, `stop()`) while waiting for the API server: nothing was started."""
+
+
 _PLAIN = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
@@ -89,7 +95,11 @@ class SchedulerService:
             self.embedded.start()
             target = f"127.0.0.1:{port}"
         client = Client(target, token=self.token, timeout=self.options.time_limit + 1.0)
-        served, self.notes = self._discover()
+        try:
+            served, self.notes = self._discover()
+        except Stopped:
+            client.close()
+            raise
         for note in self.notes:
             log.info(note)
         if self.lease is not None and self.server is not None:
@@ -139,17 +149,17 @@ class SchedulerService:
         return self
 
     def _discover(self) -> tuple[dict[Kind, str], list[str]]:
-        """The kinds the cluster serves; an API server not reachable yet is waited for."""
+        """The kinds the cluster serves; an API server not reachable yet is waited for
+        (Stopped when the service is stopped meanwhile)."""
         backoff = 0.2
-        while True:
+        while not self.stop_event.is_set():
             try:
                 return discover_kinds(self.api, KINDS)
             except Exception as err:  # any failure to reach the API server
-                if self.stop_event.is_set():
-                    raise
                 log.warning("API server not reachable", extra={"error": str(err)[:200]})
-                self.stop_event.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+            self.stop_event.wait(backoff)
+            backoff = min(backoff * 2, 10.0)
+        raise Stopped("stopped before the API server answered")
 
     def _loop(self) -> None:
         assert self.cycle is not None
@@ -203,7 +213,12 @@ class SchedulerService:
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        self.start()
+        try:
+            self.start()
+        except Stopped as why:
+            log.info(f"{why}: nothing was scheduled")
+            self.stop()
+            return
         http = f", probes and metrics on :{self.http_port}" if self._http else ""
         print(
             f"gangplan scheduler: scheduling {', '.join(sorted(self.options.scheduler_names))}"

@@ -259,3 +259,26 @@ def test_a_fault_inside_a_cycle_does_not_stop_the_scheduler(
     wait_until(lambda: len(cluster.bound()) == 2, what="bound after the fault")
     errors = service.metrics.cycle_errors.labels(reason="INTERNAL")._value.get()
     assert errors == 1
+
+
+def test_sigterm_while_the_api_server_is_unreachable_stops_cleanly(tmp_path: Path) -> None:
+    """The scheduler waits for an API server that does not answer yet (with backoff, a
+    warning each try); SIGTERM meanwhile ends it with exit 0, a line saying so and no
+    traceback."""
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump(kubeconfig_for("http://127.0.0.1:1")))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gangplan", "scheduler", "--kubeconfig", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        assert "API server not reachable" in proc.stderr.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    assert "Traceback" not in err and "stopped before the API server answered" in err
