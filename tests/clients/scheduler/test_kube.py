@@ -5,6 +5,7 @@ client's own connection pool, or its REST layer behind a proxy."""
 from __future__ import annotations
 
 import io
+import ssl
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -13,10 +14,11 @@ import pytest
 import urllib3
 import yaml
 
-from clients.kubefake import kubeconfig_for
+from clients.kubefake import FakeApiServer, default_resources, kubeconfig_for
 from clients.scheduler import kube
 from clients.scheduler.kube import KubeApi, connect
 from tests.clients.scheduler.conftest import Harness, node, pod
+from tests.server.conftest import Certs, certs  # noqa: F401 (the fixture)
 
 
 def _connect(tmp_path: Path, config: dict[str, Any]) -> KubeApi:
@@ -122,3 +124,39 @@ def test_behind_a_proxy_the_client_s_rest_layer_sends_and_a_host_path_is_kept(
     monkeypatch.setattr(api._pool, "urlopen", urlopen)
     api.request("GET", "/api/v1/pods", query=[("watch", "true")])
     assert seen == ["/k8s/clusters/c1/api/v1/pods?watch=true"]
+
+
+def test_mutual_tls_through_the_client_s_pool(
+    tmp_path: Path,
+    certs: Certs,  # noqa: F811 (the fixture)
+) -> None:
+    """Over TLS the pool is the client's HTTPS pool: the server is checked against the
+    kubeconfig's CA and the client presents its certificate; a client certificate from
+    another CA is refused by the server."""
+    fake = FakeApiServer(default_resources())
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(certs.ca))
+    tls.load_cert_chain(str(certs.server_cert), str(certs.server_key))
+    tls.verify_mode = ssl.CERT_REQUIRED
+    fake.httpd.socket = tls.wrap_socket(fake.httpd.socket, server_side=True)
+    fake.start()
+    try:
+        fake.store.create("", "nodes", "", {"metadata": {"name": "n1"}})
+        url = f"https://127.0.0.1:{fake.port}"
+
+        def config(cert: Path, key: Path) -> dict[str, Any]:
+            out = kubeconfig_for(url)
+            out["clusters"][0]["cluster"]["certificate-authority"] = str(certs.ca)
+            out["users"][0]["user"] = {"client-certificate": str(cert), "client-key": str(key)}
+            return out
+
+        api = _connect(tmp_path, config(certs.client_cert, certs.client_key))
+        assert isinstance(api._pool, urllib3.HTTPSConnectionPool)
+        nodes = api.request("GET", "/api/v1/nodes")["items"]
+        assert [n["metadata"]["name"] for n in nodes] == ["n1"]
+        api.close()
+        rogue = _connect(tmp_path, config(certs.rogue_cert, certs.rogue_key))
+        with pytest.raises(urllib3.exceptions.HTTPError):
+            rogue.request("GET", "/api/v1/nodes", timeout=5.0)
+        rogue.close()
+    finally:
+        fake.stop()
