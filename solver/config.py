@@ -347,10 +347,11 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
     for key in sorted(set(body) - {"actions", "tiers"}, key=str):
         notes.append(f"{source}: {str(key)[:64]}: not acted on (gangplan reads actions and tiers)")
     drf = conf.plugin(Plugin.DRF)
-    if drf is not None and drf.options.get("enableHierarchy") is True:
+    if drf is not None and drf.options.get("enableHierarchy") is True and "reclaim" in conf.actions:
         notes.append(
-            f"{source}: drf: enableHierarchy (hierarchical DRF) is not implemented yet; jobs "
-            "are ordered by their own dominant share"
+            f"{source}: drf: enableHierarchy: hierarchical DRF orders the queues and jobs; its "
+            "reclaim rule (which victims a reclaiming queue may take) is not acted on: "
+            "reclaim follows the quota plugin's"
         )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):

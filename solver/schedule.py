@@ -128,7 +128,8 @@ def solve(
     decision = decide(
         problem, snapshot, workload, result, time.perf_counter() - started, preemption, certified
     )
-    return replace(decision, notes=(*decision.notes, *skipped)) if skipped else decision
+    extra = [*result.notes, *skipped]
+    return replace(decision, notes=(*decision.notes, *extra)) if extra else decision
 
 
 def schedule(

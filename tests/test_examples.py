@@ -74,6 +74,22 @@ def test_fairshare_example_shares_by_weight_as_its_header_says() -> None:
     assert all(o.placed for g, o in default.podgroups.items() if "sweep" in g)
 
 
+def test_hdrf_example_splits_the_gpus_down_the_tree_as_its_header_says() -> None:
+    path = str(ROOT / "fairshare" / "hdrf.yaml")
+    conf = load_conf(ROOT / "fairshare" / "hdrf.conf")
+    d = schedule(load_manifests(path), conf, engine="auto", workers=1)
+    per_job = {
+        g.split("/")[1]: sum(1 for p in d.placed if p.startswith(g + "-")) for g in d.podgroups
+    }
+    assert per_job == {"sweep": 16, "pretrain": 8, "chat": 8}
+    assert any("does not encode hierarchical DRF" in n for n in d.notes)
+    flat = conf.model_copy(update={"tiers": tuple(
+        t.model_copy(update={"plugins": [p for p in t.plugins if p.name != "drf"]})
+        for t in conf.tiers)})  # fmt: skip
+    whole = schedule(load_manifests(path), flat, engine="greedy")
+    assert not any(p.startswith("default/sweep-") for p in whole.placed)
+
+
 def test_volcano_example_counts_the_running_member() -> None:
     d = schedule(load_manifests(str(ROOT / "dialects" / "volcano.yaml")))
     assert d.podgroups["research/resnet"].placed

@@ -13,7 +13,8 @@ does, pushing backend back with its share grown), and CP-SAT keeps that answer. 
 one-domain rule in its dialect's words (2026-11-29) re-recorded case 342's reasons only
 ("one bigPod domain (Godel podGroupAffinity required)"). A job refused at enqueue only
 because jobs admitted ahead of it took the room is competition, not blocked (2026-11-29):
-cases 72, 182, 244, 394, 407 and 419 re-recorded, certificates and reasons only.
+cases 72, 182, 244, 394, 407 and 419 re-recorded, certificates and reasons only. CP-SAT's
+answer given by the greedy says why in a note (2026-11-29): case 240's CP-SAT notes only.
 """
 
 from __future__ import annotations

@@ -22,3 +22,5 @@ class EngineResult:
     stats: dict[str, float | int] = field(default_factory=dict)
     devices: list[list[tuple[int, ...]]] | None = None  # per type, per pod: GPU devices
     #   (indices within its node) of each placed device pod; None without the device model
+    notes: list[str] = field(default_factory=list)  # what the answer's reader must know
+    #   (CP-SAT answered with the greedy's placement, and why)

@@ -16,6 +16,11 @@ then the remaining members are placed where they still fit. If some gang ends be
 need, everything placed for the unit is rolled back, that gang and every gang requiring it
 are dropped, and the rest of the unit is tried again (so a group never ends half-placed).
 
+When a feature gives a step order (`GreedySteps.order`: hierarchical DRF, whose order
+moves with every pod), units are placed step by step as that order asks: a unit's first
+step is its required share as above (one pod when it requires none), each later step one
+more of its optional members, and the order is told what every step placed.
+
 A `deadline` makes the greedy an anytime step, like a scheduling cycle that ends: once it
 has passed, the units not yet tried stay pending with a reason saying so (the first unit
 is always tried, so a stream of calls with tight deadlines still makes progress).
@@ -43,6 +48,7 @@ from solver.problem import (
     Ledger,
     NoLimits,
     Problem,
+    StepOrder,
     Tracker,
     Trackers,
     UnitPlacer,
@@ -65,6 +71,11 @@ TRACKERS: tuple[Callable[[Problem], Tracker | None], ...] = tuple(
 """Features' trackers (rules that move as the call's own pods land: inter-pod terms,
 node-group resource limits, GPU devices), combined in this order; the combined tracker's
 `assignment` (the devices of each pod) goes into the answer."""
+
+ORDERS: tuple[Callable[[Problem], StepOrder | None], ...] = tuple(
+    f.greedy.order for f in FEATURES if f.greedy.order is not None
+)
+"""Features' step orders (hierarchical DRF); the first in play applies."""
 
 LEDGERS: tuple[Callable[[Problem], Ledger | None], ...] = tuple(
     f.greedy.ledger for f in FEATURES if f.greedy.ledger is not None
@@ -92,6 +103,29 @@ def solve_greedy(
     for g, u in enumerate(problem.gang_unit.tolist()):  # gangs required by pending ones
         if u in unit_gangs and g not in unit_gangs[u]:
             unit_gangs[u].append(g)
+    steps = next((o for make in ORDERS if (o := make(problem)) is not None), None)
+    if steps is not None:
+        unreached = _solve_steps(problem, state, unit_gangs, steps, deadline, stop)
+    else:
+        unreached = _solve_units(problem, state, unit_gangs, deadline, stop)
+    return EngineResult(
+        engine="greedy",
+        status="HEURISTIC",
+        pod_node=state.pod_node,
+        gang_reason=state.gang_reason,
+        stats={"seconds": time.perf_counter() - started, "units_unreached": unreached},
+        devices=tracker.assignment(state.pod_node) if tracker is not None else None,
+    )
+
+
+def _solve_units(
+    problem: Problem,
+    state: GreedyState,
+    unit_gangs: dict[int, list[int]],
+    deadline: float | None,
+    stop: threading.Event | None,
+) -> int:
+    """Each unit whole, in `Problem.unit_order`; the number of units not reached."""
     order = [u for u in problem.unit_order.tolist() if u in unit_gangs]
     unreached = 0
     for tried, u in enumerate(order):
@@ -101,28 +135,109 @@ def solve_greedy(
             unreached = len(order) - tried
             _not_reached(problem, order[tried:], unit_gangs, tried, state.gang_reason)
             break
-        active = []
-        for g in sorted(unit_gangs[u]):
-            if problem.gang_blocked[g] is not None:
-                state.gang_reason[g] = problem.gang_blocked[g] or ""
+        _place(problem, u, unit_gangs[u], state)
+    return unreached
+
+
+def _active(problem: Problem, gangs: list[int], state: GreedyState) -> list[int]:
+    """The unit's gangs no compile step blocked (the blocked ones get their reason)."""
+    active = []
+    for g in sorted(gangs):
+        if problem.gang_blocked[g] is not None:
+            state.gang_reason[g] = problem.gang_blocked[g] or ""
+        else:
+            active.append(g)
+    return active
+
+
+def _solve_steps(
+    problem: Problem,
+    state: GreedyState,
+    unit_gangs: dict[int, list[int]],
+    steps: StepOrder,
+    deadline: float | None,
+    stop: threading.Event | None,
+) -> int:
+    """Units step by step in the order `steps` gives (Volcano's allocate loop: a job is
+    taken until it is ready, then one more task each time its turn comes again); the
+    number of units never reached."""
+    active: dict[int, list[int]] = {}  # unit -> its gangs placed so far (first step done)
+    failed_types: set[int] = set()
+    tried = 0
+    while (u := steps.next()) is not None:
+        GATE.pause()
+        late = deadline is not None and time.perf_counter() > deadline
+        if tried and (late or (stop is not None and stop.is_set())):
+            left = [v for v in problem.unit_order.tolist() if v in unit_gangs and v not in active]
+            _not_reached(problem, left, unit_gangs, tried, state.gang_reason)
+            return len(left)
+        tried += 1
+        types = [t for g in unit_gangs.get(u, []) for t in problem.gang_types(g)]
+        before = [int((state.pod_node[t] >= 0).sum()) for t in types]
+        if u not in active:
+            active[u] = _place(problem, u, unit_gangs.get(u, []), state, extras=False)
+            if active[u] and not sum(int(problem.gang_need[g]) for g in active[u]):
+                _one_more(problem, active[u], state, failed_types)
+        elif active[u]:
+            _one_more(problem, active[u], state, failed_types)
+        placed = np.zeros(len(problem.resources), dtype=np.int64)
+        for t, n in zip(types, before, strict=True):
+            placed += problem.type_demand[t] * (int((state.pod_node[t] >= 0).sum()) - n)
+        more = any(
+            _left(t, state)
+            for g in active[u]
+            for t in problem.gang_types(g)
+            if t not in failed_types
+        )
+        steps.stepped(u, placed, more)
+    rest = {v: gangs for v, gangs in unit_gangs.items() if v not in active}
+    return _solve_units(problem, state, rest, deadline, stop) if rest else 0
+
+
+def _place(
+    problem: Problem, u: int, gangs: list[int], state: GreedyState, *, extras: bool = True
+) -> list[int]:
+    """Unit u: its placer's answer when a feature governs it, else each gang's required
+    share (and its optional members with `extras`), a failing gang and the gangs requiring
+    it dropped until the rest fits. The gangs placed here ([] when none, or a placer's)."""
+    active = _active(problem, gangs, state)
+    if active and any(placer(problem, u, active, state) for placer in UNIT_PLACERS):
+        return []
+    while active:
+        failed = _place_unit(problem, active, state, extras=extras)
+        if not failed:
+            return active
+        dropped = _with_dependents(problem, set(failed), active, state.gang_reason)
+        active = [g for g in active if g not in dropped]
+    return []
+
+
+def _left(t: int, state: GreedyState) -> bool:
+    """Pods of type t are still unplaced."""
+    return bool((state.pod_node[t] < 0).any())
+
+
+def _one_more(
+    problem: Problem, gangs: list[int], state: GreedyState, failed_types: set[int]
+) -> None:
+    """One more optional member of the unit (gang by gang, type by type); a type whose
+    pod fits nowhere is not tried again (Volcano skips the tasks of a spec that failed)."""
+    for g in gangs:
+        for t in problem.gang_types(g):
+            if t in failed_types or not _left(t, state):
+                continue
+            nodes, allowed, why = _fill_type(problem, t, 1, state)
+            if nodes.size:
+                index = int(np.flatnonzero(state.pod_node[t] < 0)[0])
+                state.pod_node[t][index] = int(nodes[0])
+                return
+            failed_types.add(t)
+            if allowed == 0 and why:
+                state.gang_reason.setdefault(g, why)
             else:
-                active.append(g)
-        if active and any(placer(problem, u, active, state) for placer in UNIT_PLACERS):
-            continue
-        while active:
-            failed = _place_unit(problem, active, state)
-            if not failed:
-                break
-            dropped = _with_dependents(problem, set(failed), active, state.gang_reason)
-            active = [g for g in active if g not in dropped]
-    return EngineResult(
-        engine="greedy",
-        status="HEURISTIC",
-        pod_node=state.pod_node,
-        gang_reason=state.gang_reason,
-        stats={"seconds": time.perf_counter() - started, "units_unreached": unreached},
-        devices=tracker.assignment(state.pod_node) if tracker is not None else None,
-    )
+                _, counts = fit_report(problem, t, state.free, state.tracker)
+                state.gang_reason.setdefault(g, format_fit_error(problem.num_nodes, counts))
+            return
 
 
 def _not_reached(
@@ -151,8 +266,11 @@ def _fill_type(
     return state.ledger.fill(problem, t, count, state.free, state.tracker, state.memo)
 
 
-def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[int]:
-    """Try to place the unit; on success commit and return [], else roll back and return failures."""
+def _place_unit(
+    problem: Problem, gangs: list[int], state: GreedyState, *, extras: bool = True
+) -> list[int]:
+    """Try to place the unit (its optional members too unless not `extras`); on success
+    commit and return [], else roll back and return failures."""
     saved = state.ledger.checkpoint()
     placed_terms = state.tracker.checkpoint()
     tentative: dict[int, list[int]] = {}  # type -> node per pod, in order
@@ -194,7 +312,7 @@ def _place_unit(problem: Problem, gangs: list[int], state: GreedyState) -> list[
             parts.append(first_failure.get(g, ""))
             state.gang_reason[g] = "; ".join(p for p in parts if p)
         return failed
-    for g in gangs:
+    for g in gangs if extras else ():
         for t in problem.gang_types(g):
             done = len(tentative.get(t, []))
             rest = len(problem.type_pods[t]) - done

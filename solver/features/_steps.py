@@ -7,7 +7,8 @@ new policy is its folder plus one line in the registry. Every part is optional; 
 feature that only compiles (filters, scores, a block the core reads).
 
     GreedySteps   unit placers (a unit the feature governs), trackers (rules that move as
-                  the call's own pods land), a ledger (limits beyond node capacity)
+                  the call's own pods land), a ledger (limits beyond node capacity), a
+                  step order (units taken again after every step)
     CpsatSteps    constraint modules (`build(problem, model, vars) -> terms`), node-class
                   splits, per-node types, rules it does not encode, answer post-processing,
                   per-pod assignments read from a solution
@@ -29,7 +30,7 @@ from ortools.sat.python import cp_model
 
 from solver.config import SchedulerConf
 from solver.decision import Certificate, Preemption
-from solver.problem import BoolArray, IntArray, Ledger, Problem, Tracker, UnitPlacer
+from solver.problem import BoolArray, IntArray, Ledger, Problem, StepOrder, Tracker, UnitPlacer
 from solver.sat import PlacementVars, Term
 
 __all__ = [
@@ -57,6 +58,10 @@ class GreedySteps:
     `assignment` is the answer's per-pod assignment."""
     ledger: Callable[[Problem], Ledger | None] | None = None
     """Limits on top of node capacity (queue quotas); at most one feature's applies."""
+    order: Callable[[Problem], StepOrder | None] | None = None
+    """The order of the units' steps when it moves as pods land (hierarchical DRF); at
+    most one feature's applies, and then units are placed step by step, their optional
+    members interleaved with other units' steps."""
 
 
 Build = Callable[[Problem, cp_model.CpModel, PlacementVars], list[Term]]

@@ -8,7 +8,7 @@ GreedyState, Ledger        the greedy engine's working state, as features see it
 """
 
 from solver.problem._fill import NoLimits, fill, fit_report, format_fit_error
-from solver.problem._greedy import GreedyState, Ledger, Tracker, Trackers, UnitPlacer
+from solver.problem._greedy import GreedyState, Ledger, StepOrder, Tracker, Trackers, UnitPlacer
 from solver.problem._memo import FillMemo, SharedRows, slots_of
 from solver.problem._objective import (
     compare_tiers,
@@ -60,6 +60,7 @@ __all__ = [
     "Rows",
     "SharedRows",
     "Shortfall",
+    "StepOrder",
     "TierSpec",
     "Tracker",
     "Trackers",

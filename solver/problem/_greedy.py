@@ -16,7 +16,7 @@ import numpy as np
 from solver.problem._memo import FillMemo
 from solver.problem._problem import FloatArray, IntArray, Problem
 
-__all__ = ["GreedyState", "Ledger", "Tracker", "Trackers", "UnitPlacer"]
+__all__ = ["GreedyState", "Ledger", "StepOrder", "Tracker", "Trackers", "UnitPlacer"]
 
 
 class Ledger(Protocol):
@@ -50,6 +50,22 @@ class Ledger(Protocol):
     ) -> tuple[IntArray, int, str | None]:
         """Up to `count` pods of type t placed within the limits (`fill`, updating `free`
         and the ledger): their nodes, how many the limits admitted, and why fewer."""
+        ...
+
+
+class StepOrder(Protocol):
+    """The order of the greedy's steps when it moves as pods land (Volcano's allocate loop
+    under hierarchical DRF): a unit's first step places its required share (one pod when it
+    requires none), each later step one more of its optional members, and the order is
+    asked again after every step."""
+
+    def next(self) -> int | None:
+        """The unit whose step comes next; None when no unit is left."""
+        ...
+
+    def stepped(self, unit: int, placed: IntArray, more: bool) -> None:
+        """`unit`'s step placed pods using `placed` ([R], 0 for none); `more`: it has
+        members left to try (else it leaves the order)."""
         ...
 
 

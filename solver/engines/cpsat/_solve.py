@@ -124,7 +124,11 @@ def solve_cpsat(problem: Problem, params: SolveParams, *, engine: str = "cpsat")
     if beyond:
         # A rule the model does not encode: answer with the greedy (the upstream
         # algorithm) rather than risk an unverified plan.
-        return _greedy_instead(greedy, engine, "cpsat_skipped")
+        answer = _greedy_instead(greedy, engine, "cpsat_skipped")
+        answer.notes.append(
+            f"{engine}: answered with the greedy's placement: the model does not encode {beyond}"
+        )
+        return answer
 
     # Building shares the call's budget: past its share (or once the caller has gone) the
     # greedy answer goes out instead of a model that could not be solved in time anyway.

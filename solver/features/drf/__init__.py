@@ -8,8 +8,14 @@ queue order, shares are those at the start of the cycle (Volcano updates a job's
 after each of its tasks is allocated).
 
 Its preemption rule — victims only from jobs whose dominant share stays at least the
-preemptor's — is `preempt.py`, applied by `features.preemption`. Not acted on, with a
-note: hierarchical DRF (`enableHierarchy`).
+preemptor's — is `preempt.py`, applied by `features.preemption`.
+
+With `enableHierarchy` (hierarchical DRF, upstream's `hdrf`) the queues are ordered by
+their hDRF shares down the paths their annotations give (`hdrf.py`), and the greedy takes
+the jobs as Volcano's allocate loop does — until ready, then one task a turn, every order
+taken again after each step (`order.py`, `GreedySteps.order`). CP-SAT does not encode that
+order: `cpsat` and `auto` answer with the greedy's placement, saying so. Not acted on,
+with a note: hDRF's reclaim rule (`ReclaimableFn`).
 """
 
 from __future__ import annotations
@@ -18,9 +24,13 @@ import numpy as np
 
 from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
+from solver.features._steps import CpsatSteps, GreedySteps
+from solver.features.drf.hdrf import HdrfTree, hierarchy_path
+from solver.features.drf.order import HdrfBlock, HdrfOrder, hdrf_block
+from solver.problem import Problem
 from solver.snapshot import Snapshot
 
-__all__ = ["FEATURE", "dominant_shares"]
+__all__ = ["FEATURE", "HdrfBlock", "HdrfTree", "dominant_shares", "hierarchy_path"]
 
 
 def dominant_shares(snapshot: Snapshot, gang_ids: list[list[str]]) -> list[float]:
@@ -49,6 +59,21 @@ def _compile(ctx: CompileContext) -> None:
     for g, u in enumerate(plan.unit):
         groups[u].append(plan.gang_ids[g])
     ctx.unit_share = dominant_shares(ctx.snapshot, groups)
+    drf = ctx.conf.plugin(Plugin.DRF)
+    if drf is not None and drf.options.get("enableHierarchy") is True:
+        ctx.blocks.append(hdrf_block(ctx))
 
 
-FEATURE = Feature(name="drf", plugins=(Plugin.DRF,), compile=_compile)
+def _unsupported(problem: Problem) -> str | None:
+    if problem.block(HdrfBlock) is None:
+        return None
+    return "hierarchical DRF's order (drf enableHierarchy), which moves with every task"
+
+
+FEATURE = Feature(
+    name="drf",
+    plugins=(Plugin.DRF,),
+    compile=_compile,
+    greedy=GreedySteps(order=HdrfOrder.of),
+    cpsat=CpsatSteps(unsupported=(_unsupported,)),
+)

@@ -59,13 +59,15 @@ def test_dominant_share_is_the_largest_resource_fraction() -> None:
     assert dominant_shares(snapshot, [["default/a"], ["default/b"], []]) == [0.8, 0.0, 0.0]
 
 
-def test_hierarchy_is_noted_and_preemption_acted_on() -> None:
-    text = """actions: "enqueue, allocate, preempt"
+def test_hierarchy_is_acted_on_and_only_its_reclaim_rule_noted() -> None:
+    text = """actions: "enqueue, allocate, preempt{}"
 tiers:
 - plugins:
   - name: drf
     enableHierarchy: true
 """
-    notes = conf_from_text(text, "c.conf").notes
-    assert any("enableHierarchy (hierarchical DRF) is not implemented yet" in n for n in notes)
+    notes = conf_from_text(text.format(""), "c.conf").notes
+    assert not any("enableHierarchy" in n for n in notes)  # the order is acted on
     assert not any("preemption rule" in n for n in notes)  # `preempt.py` acts on it
+    notes = conf_from_text(text.format(", reclaim"), "c.conf").notes
+    assert any("enableHierarchy" in n and "reclaim rule" in n for n in notes)
