@@ -247,6 +247,15 @@ def pod(name: str, namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
 
 
+def placed_per_job(decision: Any, sep: str = "-") -> dict[str, int]:
+    """How many pods of each job a Decision placed, a pod being named `<job><sep><index>`."""
+    out: dict[str, int] = {}
+    for key in decision.placed:
+        name = key.split("/")[1].rsplit(sep, 1)[0]
+        out[name] = out.get(name, 0) + 1
+    return out
+
+
 def raw(*objects: dict[str, Any]) -> list[RawObject]:
     return [
         RawObject(source="test.yaml", document=str(i), body=o) for i, o in enumerate(objects, 1)

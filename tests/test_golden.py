@@ -15,6 +15,12 @@ one-domain rule in its dialect's words (2026-11-29) re-recorded case 342's reaso
 because jobs admitted ahead of it took the room is competition, not blocked (2026-11-29):
 cases 72, 182, 244, 394, 407 and 419 re-recorded, certificates and reasons only. CP-SAT's
 answer given by the greedy says why in a note (2026-11-29): case 240's CP-SAT notes only.
+Volcano's allocate loop (2026-11-30, `features/queues/loop.py`: a job taken until ready,
+then one task a turn, queues and jobs sorted again after each step) re-recorded cases 0,
+61, 76, 108, 143, 174, 214, 235, 249, 259, 278, 279, 312, 337, 404 and 455: elastic jobs'
+optional pods now interleave with other queues' jobs (174, 404: j3 placed where j2's
+optional pods were; 278, 312: nodes only), and the quota reason of an optional pod is
+taken when that pod is tried ("0 left" where the whole-job fill said "1 left").
 """
 
 from __future__ import annotations

@@ -180,9 +180,10 @@ def _solve_steps(
                 _one_more(problem, active[u], state, failed_types)
         elif active[u]:
             _one_more(problem, active[u], state, failed_types)
-        placed = np.zeros(len(problem.resources), dtype=np.int64)
+        placed = {}
         for t, n in zip(types, before, strict=True):
-            placed += problem.type_demand[t] * (int((state.pod_node[t] >= 0).sum()) - n)
+            if (got := int((state.pod_node[t] >= 0).sum()) - n) > 0:
+                placed[t] = got
         more = any(
             _left(t, state)
             for g in active[u]

@@ -7,7 +7,7 @@ the node of each placed pod, and the reason of each gang left unplaced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -63,8 +63,8 @@ class StepOrder(Protocol):
         """The unit whose step comes next; None when no unit is left."""
         ...
 
-    def stepped(self, unit: int, placed: IntArray, more: bool) -> None:
-        """`unit`'s step placed pods using `placed` ([R], 0 for none); `more`: it has
+    def stepped(self, unit: int, placed: Mapping[int, int], more: bool) -> None:
+        """`unit`'s step placed `placed` pods per type ({} for none); `more`: it has
         members left to try (else it leaves the order)."""
         ...
 

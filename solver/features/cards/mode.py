@@ -56,6 +56,7 @@ def card_weight(value: object) -> float:
 
 class CardMode(QuotaMode):
     plugin = Plugin.CAPACITY_CARD
+    loop = False  # a card pod's quota use depends on its node: whole jobs, in order
 
     def __init__(self, conf: SchedulerConf) -> None:
         super().__init__(conf)

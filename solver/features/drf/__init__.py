@@ -13,7 +13,7 @@ preemptor's — is `preempt.py`, applied by `features.preemption`.
 With `enableHierarchy` (hierarchical DRF, upstream's `hdrf`) the queues are ordered by
 their hDRF shares down the paths their annotations give (`hdrf.py`), and the greedy takes
 the jobs as Volcano's allocate loop does — until ready, then one task a turn, every order
-taken again after each step (`order.py`, `GreedySteps.order`). CP-SAT does not encode that
+taken again after each step (`order.py` on `features.queues.loop`). CP-SAT does not encode that
 order: `cpsat` and `auto` answer with the greedy's placement, saying so. Not acted on,
 with a note: hDRF's reclaim rule (`ReclaimableFn`).
 """
@@ -26,7 +26,8 @@ from solver.config import Plugin
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.drf.hdrf import HdrfTree, hierarchy_path
-from solver.features.drf.order import HdrfBlock, HdrfOrder, hdrf_block
+from solver.features.drf.order import HdrfBlock, hdrf_block, hdrf_loop
+from solver.features.queues import MAX_STEP_COMPARISONS, loop_fits
 from solver.problem import Problem
 from solver.snapshot import Snapshot
 
@@ -60,8 +61,15 @@ def _compile(ctx: CompileContext) -> None:
         groups[u].append(plan.gang_ids[g])
     ctx.unit_share = dominant_shares(ctx.snapshot, groups)
     drf = ctx.conf.plugin(Plugin.DRF)
-    if drf is not None and drf.options.get("enableHierarchy") is True:
-        ctx.blocks.append(hdrf_block(ctx))
+    if drf is not None and drf.options.get("enableHierarchy") is True and len(plan.unit_ids) > 1:
+        if loop_fits(ctx):
+            ctx.add_block(hdrf_block(ctx))
+        else:
+            ctx.notes.append(
+                "drf: enableHierarchy: the call is too large for Volcano's allocate loop "
+                f"(steps × queues above {MAX_STEP_COMPARISONS:,}): jobs are taken whole in "
+                "the quota plugin's order"
+            )
 
 
 def _unsupported(problem: Problem) -> str | None:
@@ -74,6 +82,6 @@ FEATURE = Feature(
     name="drf",
     plugins=(Plugin.DRF,),
     compile=_compile,
-    greedy=GreedySteps(order=HdrfOrder.of),
+    greedy=GreedySteps(order=hdrf_loop),
     cpsat=CpsatSteps(unsupported=(_unsupported,)),
 )

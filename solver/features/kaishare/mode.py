@@ -73,6 +73,7 @@ Amounts = dict[str, float]
 class KaiMode(QuotaMode):
     plugin = Plugin.PROPORTION
     dialect = "kai"
+    loop = False  # KAI's own order, taken after every job (`order.kai_order`)
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         super().__init__(conf, gpu_milli=gpu_milli)

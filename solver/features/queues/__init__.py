@@ -7,6 +7,8 @@
     compile.py     the compile step shared by both quota plugins -> QuotaBlock
     block.py       the Problem block
     greedy.py      the quota ledger and fill of the greedy engine
+    loop.py        Volcano's allocate loop: the greedy's step order (jobs until ready, then
+                   a task a turn, queues and jobs sorted again after each step)
     cpsat.py       the CP-SAT quota rows
     validation.py  `gangplan queues validate`: Volcano's queue admission webhook
     victims.py     the in-queue order of reclaim victims (capacity and proportion)
@@ -32,6 +34,16 @@ from solver.features.queues.block import QuotaBlock
 from solver.features.queues.bound import queue_bound
 from solver.features.queues.compile import compile_quotas
 from solver.features.queues.greedy import QuotaLedger, fill_within_quota
+from solver.features.queues.loop import (
+    MAX_STEP_COMPARISONS,
+    LoopBlock,
+    Ranker,
+    VolcanoLoop,
+    loop_block,
+    loop_fits,
+    picked,
+    quota_loop,
+)
 from solver.features.queues.mode import (
     ExtraRow,
     QuotaMode,
@@ -47,20 +59,27 @@ from solver.features.queues.validation import DEFAULT_MAX_DEPTH, QueueVerdict, v
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FEATURE",
+    "MAX_STEP_COMPARISONS",
     "ROOT",
     "ExtraRow",
+    "LoopBlock",
     "QueueInfo",
     "QueueTree",
     "QueueVerdict",
     "QuotaBlock",
     "QuotaLedger",
     "QuotaMode",
+    "Ranker",
     "TypeQuota",
+    "VolcanoLoop",
     "build_queue_tree",
     "call_requests",
     "compile_quotas",
     "fill_within_quota",
+    "loop_block",
+    "loop_fits",
     "pending_requests",
+    "picked",
     "queue_dialect",
     "sum_resources",
     "validate_queues",
@@ -75,7 +94,7 @@ FEATURE = Feature(
     name="queues",
     plugins=(Plugin.CAPACITY,),
     compile=_compile,
-    greedy=GreedySteps(ledger=QuotaLedger.of),  # the cards' quotas too (a QuotaBlock)
+    greedy=GreedySteps(ledger=QuotaLedger.of, order=quota_loop),  # every quota plugin's
     cpsat=CpsatSteps(modules=(cpsat.build,), class_splits=(cpsat.class_split,)),
     explain=ExplainSteps(bounds=(queue_bound,)),  # every quota plugin's QuotaBlock
     decide=DecideSteps(decision=queue_uses),  # every quota plugin's QuotaBlock

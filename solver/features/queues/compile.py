@@ -5,7 +5,9 @@
    the cycle (`QuotaMode.enqueue_order`: enqueuing moves no share); a job whose request
    does not fit is not enqueued this cycle, and its gangs are blocked with the reason.
 3. The unit order of the allocation (`QuotaMode.order_units`): taken again after every
-   job, each enqueued job counted in its queue's share (`order.resorted_order`).
+   job, each enqueued job counted in its queue's share (`order.resorted_order`); for a
+   mode that runs Volcano's allocate loop (`QuotaMode.loop`), the order the cycle starts
+   with, and the loop's blocks (`loop.py`) take the order again after every step.
 4. The QuotaBlock: the queues on the paths of the call's jobs, the mode's dimensions, the
    headroom left at each, and what one pod of each type uses of each; then the mode's extra
    rows (`QuotaMode.extra_rows`), each counted by the pod types it names.
@@ -19,6 +21,7 @@ from solver.features._base import CompileContext
 from solver.features.queues.admission import plan_enqueue
 from solver.features.queues.block import QuotaBlock
 from solver.features.queues.fairness import fair_targets
+from solver.features.queues.loop import QuotaOrderBlock, loop_block, loop_fits
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree, queue_dialect
 from solver.features.queues.tree import QueueTree, job_queue
 from solver.quantity import PODS, UNLIMITED
@@ -67,6 +70,9 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
     if valid:
         assert tree is not None
         ctx.unit_order = mode.order_units(ctx, tree, unit_queue)
+        if mode.loop and loop_fits(ctx):
+            loop_block(ctx)
+            ctx.add_block(QuotaOrderBlock(tree=tree, queue_cmp=mode.queue_cmp))
 
     queue_names: list[str] = []
     type_queues: list[tuple[int, ...]] = []

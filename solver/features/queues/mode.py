@@ -74,6 +74,8 @@ class QuotaMode:
 
     plugin = Plugin.CAPACITY
     dialect = "volcano"  # whose Queues it reads: "volcano", or "kai" (`KaiMode`)
+    loop = True  # the greedy runs Volcano's allocate loop in this plugin's queue order
+    #   (`loop.py`); off where a pod's quota use depends on its node (cards) and for KAI
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         plugin = conf.plugin(self.plugin)

@@ -17,8 +17,9 @@ from solver.schedule import snapshot_of
 from tests.builders import model, node, pod, podgroup, queue
 
 
-def conf(*names: str) -> SchedulerConf:
-    plugins = [PluginConf(name=n) for n in ("predicates", "gang", "proportion", *names)]
+def conf(*names: str, gang: bool = True) -> SchedulerConf:
+    base = ("predicates", "gang", "proportion") if gang else ("predicates", "proportion")
+    plugins = [PluginConf(name=n) for n in (*base, *names)]
     return SchedulerConf(actions=("enqueue", "allocate"), tiers=(TierConf(plugins=plugins),))
 
 
@@ -49,8 +50,11 @@ def test_the_job_with_the_lower_dominant_share_goes_first(engine: str) -> None:
     with_drf = schedule(cluster, conf("drf"), engine=engine, workers=1)
     assert verify(cluster, conf("drf"), with_drf) == []
     assert with_drf.placed == {"default/b-0": "n0"}
-    without = schedule(cluster, conf(), engine="greedy")  # creation order: a first
+    # without drf and gang, creation order: a first; with gang alone b goes first too, as
+    # a is ready (its running pods meet its minMember: gang's JobOrderFn puts it last)
+    without = schedule(cluster, conf(gang=False), engine="greedy")
     assert without.placed == {"default/a-4": "n0"}
+    assert schedule(cluster, conf(), engine="greedy").placed == {"default/b-0": "n0"}
 
 
 def test_dominant_share_is_the_largest_resource_fraction() -> None:

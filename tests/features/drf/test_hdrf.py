@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from solver import SchedulerConf, schedule, verify
 from solver.config import PluginConf, TierConf
 from solver.features.drf import HdrfTree, hierarchy_path
-from tests.builders import model, node, pod, podgroup, queue
+from solver.features.queues import loop as quota_loop
+from tests.builders import model, node, placed_per_job, pod, podgroup, queue
 
 
 def conf(hierarchy: bool = True, gang: bool = True) -> SchedulerConf:
@@ -44,14 +45,6 @@ def job(name: str, q: str, pods: int, min_member: int = 1, running: int = 0) -> 
         b = pod(f"{name}-{i}").annotate("scheduling.k8s.io/group-name", name)
         b = b.requests(cpu=1, gpu=1)
         out.append((b.on("n0") if i < running else b).obj())
-    return out
-
-
-def counts(decision: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for key in decision.placed:
-        name = key.split("/")[1].rsplit("-", 1)[0]
-        out[name] = out.get(name, 0) + 1
     return out
 
 
@@ -103,9 +96,9 @@ def test_elastic_jobs_share_the_gpus_by_the_hierarchy_weights(engine: str) -> No
     cluster = model(NODE, *QUEUES, *job("ja", "a", 8), *job("jb", "b", 8))
     decision = schedule(cluster, conf(), engine=engine, workers=1)
     assert verify(cluster, conf(), decision) == []
-    assert counts(decision) == {"ja": 2, "jb": 6}  # share / weight equal: 2/8 / 1 = 6/8 / 3
+    assert placed_per_job(decision) == {"ja": 2, "jb": 6}  # share / weight equal: 2/8 / 1 = 6/8 / 3
     whole = schedule(cluster, conf(hierarchy=False), engine="greedy")
-    assert counts(whole) == {"ja": 8}  # without the hierarchy each job is taken whole
+    assert placed_per_job(whole) == {"ja": 8}  # without the hierarchy each job is taken whole
 
 
 def test_a_gang_takes_its_minimum_in_one_step_then_one_pod_a_turn() -> None:
@@ -114,7 +107,7 @@ def test_a_gang_takes_its_minimum_in_one_step_then_one_pod_a_turn() -> None:
     cluster = model(NODE, *QUEUES, *job("ja", "a", 8), *job("jb", "b", 8, min_member=5))
     decision = schedule(cluster, conf(), engine="greedy")
     assert verify(cluster, conf(), decision) == []
-    assert counts(decision) == {"ja": 2, "jb": 6}
+    assert placed_per_job(decision) == {"ja": 2, "jb": 6}
     assert decision.podgroups["default/jb"].placed
 
 
@@ -124,7 +117,7 @@ def test_running_pods_count_in_their_queue_share() -> None:
                     *job("jb", "b", 4))  # fmt: skip
     decision = schedule(cluster, conf(), engine="greedy")
     assert verify(cluster, conf(), decision) == []
-    assert counts(decision) == {"jb": 4}
+    assert placed_per_job(decision) == {"jb": 4}
 
 
 def test_the_step_order_keeps_the_calls_deadline() -> None:
@@ -178,3 +171,14 @@ def test_random_trees_are_verified_on_both_engines(world: Any, engine: str) -> N
         return
     decision = schedule(cluster, c, engine=engine, workers=1, time_limit=5)
     assert verify(cluster, c, decision) == []
+
+
+def test_a_call_too_large_for_the_loop_keeps_whole_jobs_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(quota_loop, "MAX_STEP_COMPARISONS", 3)
+    cluster = model(NODE, *QUEUES, *job("ja", "a", 8), *job("jb", "b", 8))
+    decision = schedule(cluster, conf(), engine="greedy")
+    assert verify(cluster, conf(), decision) == []
+    assert placed_per_job(decision) == {"ja": 8}  # whole jobs, in queue order
+    assert any("too large for Volcano's allocate loop" in n for n in decision.notes)

@@ -27,7 +27,7 @@ import pytest
 
 from solver import SchedulerConf, schedule, verify
 from solver.config import PluginConf, TierConf
-from tests.builders import model, node, pod, podgroup, queue
+from tests.builders import model, node, placed_per_job, pod, podgroup, queue
 
 CONF = SchedulerConf(
     actions=("allocate",),
@@ -117,8 +117,4 @@ def test_hdrf_upstream(
     cluster = model(*objects)
     decision = schedule(cluster, CONF, engine=engine, workers=1)
     assert verify(cluster, CONF, decision) == []
-    bound: dict[str, int] = {}
-    for pod_name in decision.placed:
-        job_name = pod_name.split("/")[1].rsplit("-p", 1)[0]
-        bound[job_name] = bound.get(job_name, 0) + 1
-    assert bound == expected, name
+    assert placed_per_job(decision, sep="-p") == expected, name
