@@ -10,6 +10,8 @@ The cluster of `benchmarks/scale` (10,240 nodes, 8 GPUs each; running pods round
 
 - one 64-pod gang (4 GPUs, 8 cpu, 32 Gi each) in queue q3;
 - `--gangs` gangs of 4 pods (1 GPU each) spread over the queues, in one call;
+- `--elastic` elastic jobs (minMember 1) of 100 one-GPU pods over queues q0..q9, in one
+  call: Volcano's allocate loop gives each a pod a turn;
 
 each under `capacity` (every queue capability-limited, the scale benchmark's conf) and
 under `proportion` (Volcano's default conf: deserved water-filled by weight over every
@@ -121,6 +123,17 @@ def many(k: int, gangs: int, queues: int) -> pb.Job:
     )
 
 
+def elastic(k: int, jobs: int, pods: int) -> pb.Job:
+    """`jobs` elastic jobs (minMember 1) of `pods` one-GPU pods over queues q0..q9: Volcano's
+    allocate loop gives them a pod a turn (`features/queues/loop.py`)."""
+    requests = {"cpu": 2000, "memory": 8 * GI, "nvidia.com/gpu": 1}
+    parts = [gang_job(f"e{k}-{j:03d}", pods, requests, queue=f"q{j % 10}") for j in range(jobs)]
+    for gangs, _ in parts:
+        for gang in gangs:
+            gang.min_member = 1
+    return job(*parts)
+
+
 def caller(snapshot: Any, conf: Any) -> Callable[[pb.Job], Any]:
     def call(message: pb.Job) -> Any:
         pods, given, named = job_from_proto(message, "job", snapshot)
@@ -136,12 +149,13 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--gangs", type=int, default=1000)
     parser.add_argument("--fan", type=int, default=10, help="KAI tree: fan^3 leaf queues")
+    parser.add_argument("--elastic", type=int, default=20, help="elastic jobs of 100 pods")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--engines", nargs="+", default=["greedy"])
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
     args = running_pods_args(parser)
     if args.smoke:
-        args.queues, args.gangs, args.fan = 20, 20, 3
+        args.queues, args.gangs, args.fan, args.elastic = 20, 20, 3, 2
     source = provenance()
     rows = []
     for running in args.running:
@@ -156,6 +170,9 @@ def main() -> None:
             inputs = [many(next(k), args.gangs, args.queues) for _ in range(max(2, args.reps // 2))]
             row[f"{name}_many"], decision = timed(call, inputs)
             row[f"{name}_many_placed"] = len(decision.placed)
+            inputs = [elastic(next(k), args.elastic, 100) for _ in range(max(2, args.reps // 2))]
+            row[f"{name}_elastic"], decision = timed(call, inputs)
+            row[f"{name}_elastic_placed"] = len(decision.placed)
             if name == "proportion":
                 by_weight: dict[int, int] = {}
                 for key in decision.placed:

@@ -177,9 +177,9 @@ def _solve_steps(
         if u not in active:
             active[u] = _place(problem, u, unit_gangs.get(u, []), state, extras=False)
             if active[u] and not sum(int(problem.gang_need[g]) for g in active[u]):
-                _one_more(problem, active[u], state, failed_types)
-        elif active[u]:
-            _one_more(problem, active[u], state, failed_types)
+                _more(problem, active[u], state, failed_types, 1)
+        elif active[u]:  # nothing else left: its turns follow one another, in one fill
+            _more(problem, active[u], state, failed_types, None if steps.alone() else 1)
         placed = {}
         for t, n in zip(types, before, strict=True):
             if (got := int((state.pod_node[t] >= 0).sum()) - n) > 0:
@@ -218,27 +218,37 @@ def _left(t: int, state: GreedyState) -> bool:
     return bool((state.pod_node[t] < 0).any())
 
 
-def _one_more(
-    problem: Problem, gangs: list[int], state: GreedyState, failed_types: set[int]
+def _more(
+    problem: Problem,
+    gangs: list[int],
+    state: GreedyState,
+    failed_types: set[int],
+    count: int | None,
 ) -> None:
-    """One more optional member of the unit (gang by gang, type by type); a type whose
-    pod fits nowhere is not tried again (Volcano skips the tasks of a spec that failed)."""
+    """`count` more optional members of the unit (None: every one left), gang by gang and
+    type by type; a type whose pod fits nowhere is not tried again (Volcano skips the tasks
+    of a spec that failed)."""
     for g in gangs:
         for t in problem.gang_types(g):
-            if t in failed_types or not _left(t, state):
+            if t in failed_types:
                 continue
-            nodes, allowed, why = _fill_type(problem, t, 1, state)
-            if nodes.size:
-                index = int(np.flatnonzero(state.pod_node[t] < 0)[0])
-                state.pod_node[t][index] = int(nodes[0])
-                return
-            failed_types.add(t)
-            if allowed == 0 and why:
-                state.gang_reason.setdefault(g, why)
-            else:
-                _, counts = fit_report(problem, t, state.free, state.tracker)
-                state.gang_reason.setdefault(g, format_fit_error(problem.num_nodes, counts))
-            return
+            free = np.flatnonzero(state.pod_node[t] < 0)
+            want = free.size if count is None else min(count, free.size)
+            if want == 0:
+                continue
+            nodes, allowed, why = _fill_type(problem, t, want, state)
+            state.pod_node[t][free[: nodes.size]] = nodes
+            if nodes.size < want:
+                failed_types.add(t)
+                if nodes.size == allowed and why:
+                    state.gang_reason.setdefault(g, why)
+                else:
+                    _, counts = fit_report(problem, t, state.free, state.tracker)
+                    state.gang_reason.setdefault(g, format_fit_error(problem.num_nodes, counts))
+            if count is not None:
+                count -= want
+                if count <= 0:
+                    return
 
 
 def _not_reached(

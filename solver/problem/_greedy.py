@@ -63,6 +63,11 @@ class StepOrder(Protocol):
         """The unit whose step comes next; None when no unit is left."""
         ...
 
+    def alone(self) -> bool:
+        """The unit `next` gave is the only one left: its later steps would follow one
+        another, so the engine may take them at once."""
+        ...
+
     def stepped(self, unit: int, placed: Mapping[int, int], more: bool) -> None:
         """`unit`'s step placed `placed` pods per type ({} for none); `more`: it has
         members left to try (else it leaves the order)."""

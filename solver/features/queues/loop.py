@@ -228,6 +228,9 @@ class VolcanoLoop:
                 best, best_head = q, head
         return best_head[1] if best_head is not None else None
 
+    def alone(self) -> bool:
+        return len(self.key) == 1
+
     def stepped(self, unit: int, placed: Mapping[int, int], more: bool) -> None:
         self.ready[unit] = True
         if placed:
