@@ -30,7 +30,7 @@ import numpy as np
 
 from solver.problem import FloatArray
 
-__all__ = ["HdrfTree", "hierarchy_path"]
+__all__ = ["HIERARCHY", "MAX_HIERARCHY_DEPTH", "HdrfTree", "hierarchy_path"]
 
 HIERARCHY = "volcano.sh/hierarchy"
 """A Volcano Queue's annotation: its path in the hDRF tree (`KubeHierarchyAnnotationKey`)."""
@@ -38,11 +38,18 @@ HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 """A Volcano Queue's annotation: the weight of each part of its path."""
 
 
+MAX_HIERARCHY_DEPTH = 32
+"""Parts of a queue's path read below the root; deeper ones are cut, with a note (an
+annotation may hold 256 KiB: unbounded, a path would make a tree node per part)."""
+
+
 def hierarchy_path(annotations: dict[str, str]) -> tuple[tuple[str, ...], tuple[float, ...]]:
-    """The parts of a queue's path below the root, and the weight of each (upstream:
-    `ParseFloat`, below 1 is 1; a missing weight is 1 here, where upstream panics)."""
-    parts = annotations.get(HIERARCHY, "").split("/")[1:]
-    given = annotations.get(HIERARCHY_WEIGHTS, "").split("/")[1:]
+    """The parts of a queue's path below the root (at most `MAX_HIERARCHY_DEPTH`), and the
+    weight of each (upstream: `ParseFloat`, below 1 is 1; a missing weight is 1 here, where
+    upstream panics)."""
+    parts = annotations.get(HIERARCHY, "").split("/", MAX_HIERARCHY_DEPTH + 1)[1:]
+    parts = parts[:MAX_HIERARCHY_DEPTH]
+    given = annotations.get(HIERARCHY_WEIGHTS, "").split("/", MAX_HIERARCHY_DEPTH + 1)[1:]
     weights = []
     for i in range(len(parts)):
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.features._base import CompileContext
-from solver.features.drf.hdrf import HdrfTree, hierarchy_path
+from solver.features.drf.hdrf import HIERARCHY, MAX_HIERARCHY_DEPTH, HdrfTree, hierarchy_path
 from solver.features.queues import LoopBlock, VolcanoLoop, loop_block, picked
 from solver.problem import Block, FloatArray, Problem
 
@@ -56,7 +56,13 @@ def hdrf_block(ctx: CompileContext) -> HdrfBlock:
     parts, weights = [], []
     for name in names:
         spec = snapshot.queues.get(name)
-        p, w = hierarchy_path(dict(spec.annotations) if spec is not None else {})
+        annotations = dict(spec.annotations) if spec is not None else {}
+        p, w = hierarchy_path(annotations)
+        if annotations.get(HIERARCHY, "").count("/") > MAX_HIERARCHY_DEPTH:
+            ctx.notes.append(
+                f"queue {name}: {HIERARCHY}: only the first {MAX_HIERARCHY_DEPTH} levels "
+                "below the root are read"
+            )
         parts.append(p)
         weights.append(w)
     return HdrfBlock(

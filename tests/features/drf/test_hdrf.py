@@ -182,3 +182,20 @@ def test_a_call_too_large_for_the_loop_keeps_whole_jobs_and_says_so(
     assert verify(cluster, conf(), decision) == []
     assert placed_per_job(decision) == {"ja": 8}  # whole jobs, in queue order
     assert any("too large for Volcano's allocate loop" in n for n in decision.notes)
+
+
+def test_hostile_hierarchy_annotations_are_bounded_and_noted() -> None:
+    deep = "root/" + "/".join(f"l{i}" for i in range(20_000))
+    weird = [
+        hqueue("a", deep, "1/" + "/".join(["nan", "inf", "-3", "1e309", ""] * 4000)),
+        hqueue("b", "root//b/" + "x" * 10_000, "///"),
+    ]
+    cluster = model(NODE, *weird, *job("ja", "a", 4), *job("jb", "b", 4))
+    decision = schedule(cluster, conf(), engine="greedy")
+    assert verify(cluster, conf(), decision) == []
+    assert sum(placed_per_job(decision).values()) == 8
+    assert any(
+        "queue a: volcano.sh/hierarchy: only the first 32 levels" in n for n in decision.notes
+    )
+    parts, weights = hierarchy_path({"volcano.sh/hierarchy": deep})
+    assert len(parts) == len(weights) == 32
