@@ -178,7 +178,8 @@ def _solve_steps(
             active[u] = _place(problem, u, unit_gangs.get(u, []), state, extras=False)
             if active[u] and not sum(int(problem.gang_need[g]) for g in active[u]):
                 _more(problem, active[u], state, failed_types, 1)
-        elif active[u]:  # nothing else left: its turns follow one another, in one fill
+        elif active[u]:  # one more; all it has left when it is alone (its turns would follow
+            #   one another), in one fill
             _more(problem, active[u], state, failed_types, None if steps.alone() else 1)
         placed = {}
         for t, n in zip(types, before, strict=True):
