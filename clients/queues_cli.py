@@ -17,6 +17,7 @@ from solver.views import (
     DEFAULT_MAX_DEPTH,
     KaiMode,
     QueueTree,
+    hdrf_tree,
     kai_queue_tree,
     queue_tree,
     validate_queues,
@@ -102,7 +103,8 @@ def tree_cmd(
     output: OutputFormat = Output.table,
     now: Now = None,
 ) -> None:
-    """Draw the queue tree with capability / deserved / guarantee / allocated per queue."""
+    """Draw the queue tree with capability / deserved / guarantee / allocated per queue
+    (and, with drf's enableHierarchy, the hDRF tree of the queues' annotated paths)."""
     try:
         conf = load_conf(config)
         model = observed_at(load_manifests(*files), now)
@@ -110,7 +112,11 @@ def tree_cmd(
         if kai is not None:
             _kai_tree(*kai, output)
             return
+        hdrf = hdrf_tree(snapshot_of(model), conf)
         tree = queue_tree(snapshot_of(model), conf)
+        if hdrf is not None and tree is None:
+            _hdrf_tree(hdrf, output)
+            return
         if tree is None:
             raise InputError(
                 "no queues in the input (or no quota plugin: capacity, capacity-card or "
@@ -122,8 +128,10 @@ def tree_cmd(
         fail(err)
         return
     if output is not Output.table:
-        write_data({"queues": _view(tree)}, output)
+        write_data({"queues": _view(tree), **({"hdrf": hdrf} if hdrf else {})}, output)
         return
+    if hdrf is not None:
+        _hdrf_tree(hdrf, output)
 
     def label(name: str) -> str:
         q = tree.queues[name]
@@ -141,6 +149,29 @@ def tree_cmd(
             grow(node.add(label(child)), child)
 
     grow(root, "root")
+    Console().print(root)
+
+
+def _hdrf_tree(view: dict[str, Any], output: Output) -> None:
+    """Hierarchical DRF (`drf` with `enableHierarchy`): each part of the annotated paths
+    with its weight, its share of the running pods (rescaled as hDRF does), whether it is
+    saturated, and the queues whose path ends there."""
+    if output is not Output.table:
+        write_data({"hdrf": view}, output)
+        return
+
+    def label(n: dict[str, Any]) -> str:
+        queues = f" queues {', '.join(n['queues'])}" if n["queues"] else ""
+        saturated = " saturated" if n["saturated"] else ""
+        return f"[bold]{n['name']}[/bold] weight {n['weight']:g} share {n['share']:g}{saturated}{queues}"
+
+    root = Tree("[bold]hDRF[/bold] " + label(view))
+
+    def grow(node: Tree, n: dict[str, Any]) -> None:
+        for child in n["children"]:
+            grow(node.add(label(child)), child)
+
+    grow(root, view)
     Console().print(root)
 
 

@@ -7,8 +7,11 @@ from a feature package, so a feature can move inside its folder without touching
 
 from __future__ import annotations
 
+from typing import Any
+
 from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
+from solver.features.drf import hdrf_view
 from solver.features.kaishare import KaiMode, settled_kai_tree
 from solver.features.proportion import ProportionMode, settled_tree
 from solver.features.queues import (
@@ -39,6 +42,7 @@ __all__ = [
     "TopologyTree",
     "build_hypernode_tree",
     "build_tree",
+    "hdrf_tree",
     "hypernode_view",
     "kai_queue_tree",
     "queue_tree",
@@ -53,6 +57,16 @@ def kai_queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> tuple[QueueTree, 
     """KAI Queues as KAI's `proportion` sees them, with each queue's fair share for every
     pending job of the snapshot (`KaiMode.fair`); None when the queues are not KAI's."""
     return settled_kai_tree(snapshot, Workload.everything(snapshot), conf)
+
+
+def hdrf_tree(snapshot: Snapshot, conf: SchedulerConf) -> dict[str, Any] | None:
+    """The hierarchical DRF tree (`drf` with `enableHierarchy`) of the queues' annotated
+    paths, with the shares their running pods give; None when the conf does not ask for
+    it."""
+    drf = conf.plugin(Plugin.DRF)
+    if drf is None or drf.options.get("enableHierarchy") is not True:
+        return None
+    return hdrf_view(snapshot)
 
 
 def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:

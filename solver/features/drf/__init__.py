@@ -27,11 +27,19 @@ from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.drf.hdrf import HdrfTree, hierarchy_path
 from solver.features.drf.order import HdrfBlock, hdrf_block, hdrf_loop
+from solver.features.drf.view import hdrf_view
 from solver.features.queues import MAX_STEP_COMPARISONS, loop_fits
 from solver.problem import Problem
 from solver.snapshot import Snapshot
 
-__all__ = ["FEATURE", "HdrfBlock", "HdrfTree", "dominant_shares", "hierarchy_path"]
+__all__ = [
+    "FEATURE",
+    "HdrfBlock",
+    "HdrfTree",
+    "dominant_shares",
+    "hdrf_view",
+    "hierarchy_path",
+]
 
 
 def dominant_shares(snapshot: Snapshot, gang_ids: list[list[str]]) -> list[float]:
