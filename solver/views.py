@@ -11,7 +11,7 @@ from typing import Any
 
 from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
-from solver.features.drf import hdrf_view
+from solver.features.drf import hdrf_view, hierarchical
 from solver.features.kaishare import KaiMode, settled_kai_tree
 from solver.features.proportion import ProportionMode, settled_tree
 from solver.features.queues import (
@@ -63,10 +63,7 @@ def hdrf_tree(snapshot: Snapshot, conf: SchedulerConf) -> dict[str, Any] | None:
     """The hierarchical DRF tree (`drf` with `enableHierarchy`) of the queues' annotated
     paths, with the shares their running pods give; None when the conf does not ask for
     it."""
-    drf = conf.plugin(Plugin.DRF)
-    if drf is None or drf.options.get("enableHierarchy") is not True:
-        return None
-    return hdrf_view(snapshot)
+    return hdrf_view(snapshot) if hierarchical(conf, snapshot) else None
 
 
 def queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> QueueTree | None:

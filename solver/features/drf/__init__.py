@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from solver.config import Plugin
+from solver.config import Plugin, SchedulerConf
 from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.drf.hdrf import HdrfTree, hierarchy_path
 from solver.features.drf.order import HdrfBlock, hdrf_block, hdrf_loop
 from solver.features.drf.view import hdrf_view
-from solver.features.queues import MAX_STEP_COMPARISONS, loop_fits
+from solver.features.queues import MAX_STEP_COMPARISONS, loop_fits, queue_dialect
 from solver.problem import Problem
 from solver.snapshot import Snapshot
 
@@ -38,8 +38,17 @@ __all__ = [
     "HdrfTree",
     "dominant_shares",
     "hdrf_view",
+    "hierarchical",
     "hierarchy_path",
 ]
+
+
+def hierarchical(conf: SchedulerConf, snapshot: Snapshot) -> bool:
+    """hDRF is on: `drf` listed with `enableHierarchy`, and the queues are Volcano's (KAI's
+    Queues run KAI's own order whatever Volcano plugins a conf lists)."""
+    drf = conf.plugin(Plugin.DRF)
+    hdrf = drf is not None and drf.options.get("enableHierarchy") is True
+    return hdrf and queue_dialect(snapshot) == "volcano"
 
 
 def dominant_shares(snapshot: Snapshot, gang_ids: list[list[str]]) -> list[float]:
@@ -68,8 +77,7 @@ def _compile(ctx: CompileContext) -> None:
     for g, u in enumerate(plan.unit):
         groups[u].append(plan.gang_ids[g])
     ctx.unit_share = dominant_shares(ctx.snapshot, groups)
-    drf = ctx.conf.plugin(Plugin.DRF)
-    if drf is not None and drf.options.get("enableHierarchy") is True and len(plan.unit_ids) > 1:
+    if hierarchical(ctx.conf, ctx.snapshot) and len(plan.unit_ids) > 1:
         if loop_fits(ctx):
             ctx.add_block(hdrf_block(ctx))
         else:

@@ -17,7 +17,7 @@ import numpy as np
 
 from solver.features._base import CompileContext
 from solver.features.drf.hdrf import HIERARCHY, MAX_HIERARCHY_DEPTH, HdrfTree, hierarchy_path
-from solver.features.queues import LoopBlock, VolcanoLoop, loop_block, picked
+from solver.features.queues import LoopBlock, VolcanoLoop, columns, loop_block, picked
 from solver.problem import Block, FloatArray, Problem
 
 __all__ = ["HdrfBlock", "HdrfRanker", "hdrf_block", "hdrf_loop"]
@@ -44,8 +44,7 @@ def hdrf_block(ctx: CompileContext) -> HdrfBlock:
     busy = {running.queue_names.value(q) for q in queues if held[q].any()}
     names = sorted({q for q in loop.unit_queue if q} | busy)
     index = {q: i for i, q in enumerate(names)}
-    cols = {r: i for i, r in enumerate(running.resources)}
-    pick = np.array([cols.get(r, -1) for r in resources], dtype=np.int64)
+    pick = columns(running.resources, resources)
     others = np.zeros((len(names), len(resources)))
     for q in queues:
         if (charged := running.queue_names.value(q)) in index:
@@ -77,7 +76,6 @@ class HdrfRanker:
     """`Ranker` of hierarchical DRF: the tree, each unit a leaf under its queue."""
 
     def __init__(self, problem: Problem, loop: LoopBlock, block: HdrfBlock) -> None:
-        self.problem = problem
         tree = self.tree = HdrfTree(loop.total)
         paths = {
             name: tree.path(p, w)
@@ -94,15 +92,12 @@ class HdrfRanker:
             for u, q in enumerate(loop.unit_queue)
         ]
         tree.refresh()
-        self.counted = loop.counted
 
     def compare(self, a: str | None, b: str | None) -> float:
         return self.tree.compare(self.paths.get(a or "", (0,)), self.paths.get(b or "", (0,)))
 
-    def charge(self, unit: int, placed: Mapping[int, int]) -> None:
-        demand = self.problem.type_demand
-        amounts = sum((demand[t] * n for t, n in placed.items()), np.zeros(demand.shape[1]))
-        self.tree.allocate(self.leaf[unit], np.where(self.counted, amounts, 0.0))
+    def charge(self, unit: int, placed: Mapping[int, int], amounts: FloatArray) -> None:
+        self.tree.allocate(self.leaf[unit], amounts)
 
 
 def hdrf_loop(problem: Problem) -> VolcanoLoop | None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from solver.features.drf.hdrf import HdrfTree, hierarchy_path
-from solver.features.queues import picked
+from solver.features.queues import columns, picked
 from solver.quantity import PODS
 from solver.snapshot import Snapshot
 
@@ -23,8 +23,7 @@ def hdrf_view(snapshot: Snapshot) -> dict[str, Any]:
     running = snapshot.running
     resources = tuple(r for r in snapshot.nodes.total if r != PODS)
     total = np.array([snapshot.nodes.total[r] for r in resources], dtype=np.float64)
-    cols = {r: i for i, r in enumerate(running.resources)}
-    pick = np.array([cols.get(r, -1) for r in resources], dtype=np.int64)
+    pick = columns(running.resources, resources)
     held = snapshot.usage.queue_requests
     use: dict[str, np.ndarray] = {}
     for q in range(min(len(running.queue_names), held.shape[0])):

@@ -29,7 +29,7 @@ The loop costs a comparison of the live queues per step; past `MAX_STEP_COMPARIS
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -48,6 +48,7 @@ __all__ = [
     "QuotaOrderBlock",
     "Ranker",
     "VolcanoLoop",
+    "columns",
     "loop_block",
     "loop_fits",
     "picked",
@@ -98,6 +99,12 @@ def loop_fits(ctx: CompileContext) -> bool:
     return (len(plan.unit_ids) + extras) * len(queues) <= MAX_STEP_COMPARISONS
 
 
+def columns(names: Sequence[str], resources: Sequence[str]) -> IntArray:
+    """For each of `resources`, its column among `names` (-1: not there), for `picked`."""
+    at = {r: i for i, r in enumerate(names)}
+    return np.array([at.get(r, -1) for r in resources], dtype=np.int64)
+
+
 def picked(values: IntArray, pick: IntArray) -> FloatArray:
     """values[pick] with 0 where pick is -1 (a resource the row does not have)."""
     out = np.zeros(len(pick), dtype=np.float64)
@@ -117,8 +124,7 @@ def loop_block(ctx: CompileContext) -> LoopBlock:
         [0 if r == PODS else snapshot.nodes.total.get(r, 0) for r in resources], dtype=np.float64
     )
     running = snapshot.running
-    cols = {r: i for i, r in enumerate(running.resources)}
-    pick = np.array([cols.get(r, -1) for r in resources], dtype=np.int64)
+    pick = columns(running.resources, resources)
     plan = ctx.gangs
     num_units = len(plan.unit_ids)
     unit_queue: list[str | None] = [None] * num_units
@@ -168,8 +174,9 @@ class Ranker(Protocol):
         """Negative when queue a goes first, 0 when this order cannot tell."""
         ...
 
-    def charge(self, unit: int, placed: Mapping[int, int]) -> None:
-        """Unit `unit` (of the LoopBlock) got `placed` pods per type."""
+    def charge(self, unit: int, placed: Mapping[int, int], amounts: FloatArray) -> None:
+        """Unit `unit` (of the LoopBlock) got `placed` pods per type, holding `amounts`
+        more of the call's resources (`pods` not counted)."""
         ...
 
 
@@ -236,9 +243,10 @@ class VolcanoLoop:
         if placed:
             demand = self.problem.type_demand
             amounts = sum((demand[t] * n for t, n in placed.items()), np.zeros(demand.shape[1]))
-            self.allocated[unit] += np.where(self.block.counted, amounts, 0)
+            amounts = np.where(self.block.counted, amounts, 0.0)
+            self.allocated[unit] += amounts
             if len(self.heaps) > 1:  # one queue: its order is never asked
-                self.ranker.charge(unit, placed)
+                self.ranker.charge(unit, placed, amounts)
         if not more:
             self.key.pop(unit, None)
             return
@@ -271,7 +279,7 @@ class QuotaRanker:
             return 0.0
         return float(self.cmp(self.tree, a, b))
 
-    def charge(self, unit: int, placed: Mapping[int, int]) -> None:
+    def charge(self, unit: int, placed: Mapping[int, int], amounts: FloatArray) -> None:
         queue = self.queues[unit]
         if self.quota is None or queue is None or queue not in self.tree.queues:
             return

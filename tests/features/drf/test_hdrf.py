@@ -8,6 +8,7 @@ the greedy's step order (Volcano's allocate loop) on elastic jobs.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,10 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import SchedulerConf, schedule, verify
+from solver import SchedulerConf, load_manifests, schedule, verify
 from solver.config import PluginConf, TierConf
 from solver.features.drf import HdrfTree, hierarchy_path
 from solver.features.queues import loop as quota_loop
+from solver.schedule import snapshot_of
+from solver.views import hdrf_tree
 from tests.builders import model, node, placed_per_job, pod, podgroup, queue
 
 
@@ -199,3 +202,13 @@ def test_hostile_hierarchy_annotations_are_bounded_and_noted() -> None:
     )
     parts, weights = hierarchy_path({"volcano.sh/hierarchy": deep})
     assert len(parts) == len(weights) == 32
+
+
+def test_kai_queues_keep_kais_order_whatever_the_conf_lists() -> None:
+    path = Path(__file__).resolve().parents[3] / "examples" / "fairshare" / "kai.yaml"
+    cluster = load_manifests(str(path))
+    hdrf = schedule(cluster, conf(), engine="auto", workers=1)
+    plain = schedule(cluster, conf(hierarchy=False), engine="auto", workers=1)
+    assert hdrf.placed == plain.placed
+    assert not any("hierarchical DRF" in n for n in hdrf.notes)
+    assert hdrf_tree(snapshot_of(cluster), conf()) is None
