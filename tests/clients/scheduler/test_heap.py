@@ -35,7 +35,9 @@ def test_paused_until_the_first_settle_then_each_settle_freezes_the_survivors() 
     del cycle
     heap.settle()
     assert gc.garbage == []
-    assert gc.get_freeze_count() >= frozen
+    # the survivors frozen again (not `>= frozen`: a Heap of another thread of the test
+    # process may thaw between the two settles, and the dead cycle leaves the count)
+    assert gc.get_freeze_count() >= len(kept)
 
 
 class _Node:
