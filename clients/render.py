@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from solver import Decision
-from solver.quantity import CPU, UNLIMITED
+from solver.quantity import CPU, UNLIMITED, dim_resource
 
 __all__ = [
     "amounts",
@@ -54,6 +54,7 @@ def human(resource: str, value: float, *, memory_unit: int = 1, cores: bool = Fa
     resources) as a count; an unlimited amount (`solver.quantity.UNLIMITED`) as `∞`."""
     if value >= UNLIMITED:
         return "∞"
+    resource = dim_resource(resource)
     if resource == CPU:
         text = f"{value / 1000:,.3f}".rstrip("0").rstrip(".")
         return f"{text} cores" if cores else text

@@ -189,6 +189,8 @@ class SchedulerConf(BaseModel):
     notes: tuple[str, ...] = ()
     usage: UsageParams | None = None  # `usageDBConfig`: KAI's time-based fair share is on
     runtimes: ExpectedRuntime | None = None  # `expectedRuntime`: for start estimates
+    fair_sharing: bool = False  # `fairSharing` (Kueue's Configuration): Kueue's cycles
+    #   order ClusterQueues by dominant resource share (`features.kueueshare`)
 
     @field_validator("actions", mode="before")
     @classmethod
@@ -223,6 +225,7 @@ class SchedulerConf(BaseModel):
         """The conf in Volcano's file format (what `gangplan config show` prints)."""
         usage = self.usage
         return {
+            **({"fairSharing": {}} if self.fair_sharing else {}),
             **({"expectedRuntime": self.runtimes.to_dict()} if self.runtimes else {}),
             **(
                 {
@@ -301,6 +304,25 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
     return conf_from_text(text, source)
 
 
+def _fair_sharing(value: object, source: str, notes: list[str]) -> bool:
+    """Kueue's `fairSharing` stanza: present (a mapping, even empty) turns fair sharing on,
+    as Kueue's `fairsharing.Enabled` does; its preemption strategies are noted (gangplan
+    plans no Kueue preemption)."""
+    if value is None:
+        return False
+    if not isinstance(value, dict):
+        raise ConfigError("must be a mapping (Kueue's Configuration fairSharing)",
+                          source=source, field="fairSharing")  # fmt: skip
+    if value.get("preemptionStrategies"):
+        notes.append(
+            f"{source}: fairSharing.preemptionStrategies: not acted on (gangplan orders "
+            "Kueue's admissions by fair share; it plans no Kueue preemption)"
+        )
+    for key in sorted(set(value) - {"preemptionStrategies", "enable"}, key=str):
+        notes.append(f"{source}: fairSharing.{str(key)[:64]}: not acted on")
+    return value.get("enable", True) is not False
+
+
 def conf_from_text(text: str, source: str) -> SchedulerConf:
     """A Volcano scheduler conf (or a ConfigMap holding one) given as text; `source` names
     where it came from in errors and notes (a file, `options.scheduler_conf`, a ConfigMap)."""
@@ -318,10 +340,12 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
     usage_notes: list[str] = []
     usage = usage_params(body.pop("usageDBConfig", None), source, usage_notes)
     runtimes = expected_runtime(body.pop("expectedRuntime", None), source)
+    fair_sharing = _fair_sharing(body.pop("fairSharing", None), source, usage_notes)
     try:
         conf = SchedulerConf.model_validate(
-            {**body, "source": source, "usage": usage, "runtimes": runtimes}
-        )
+            {**body, "source": source, "usage": usage, "runtimes": runtimes,
+             "fair_sharing": fair_sharing}
+        )  # fmt: skip
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in err["loc"])

@@ -148,8 +148,18 @@ _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 _BYTE_RESOURCES = ("memory", "ephemeral-storage", "hugepages-")
 
 
+def dim_resource(dim: str) -> str:
+    """The resource a quota dimension counts: `a100/memory` (a Kueue flavor-resource) is
+    `memory`; a resource name (`nvidia.com/gpu`: its prefix has a dot) is itself."""
+    flavor, _, rest = dim.partition("/")
+    plain = rest == CPU or rest.startswith(_BYTE_RESOURCES)
+    return rest if rest and ("." not in flavor or plain) else dim
+
+
 def format_quantity(resource: str, value: int) -> str:
-    """An integer amount back in the units people write: `2500` cpu -> `2.5`, bytes -> `Gi`."""
+    """An integer amount back in the units people write: `2500` cpu -> `2.5`, bytes -> `Gi`
+    (a Kueue flavor-resource, `<flavor>/<resource>`, as its resource)."""
+    resource = dim_resource(resource)
     if resource == CPU:
         return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
     if resource.startswith(_BYTE_RESOURCES) and value:

@@ -8,6 +8,7 @@
     queues/       Volcano hierarchical queues (`capacity`) and the shared quota machinery
     proportion/   Volcano `proportion`: queues share the cluster by weight (deserved water-filled)
     kaishare/     KAI-Scheduler's `proportion`: fair share down a tree of KAI Queues, limits
+    kueueshare/   Kueue's ClusterQueues, cohorts, flavors, borrowing and fair sharing
     drf/          Volcano `drf`: jobs in dominant-share order (before the queues order units)
     overcommit/   Volcano `overcommit`: a cluster-wide enqueue rule (overcommit-factor)
     nodegroup/    Volcano queue <-> node-group affinity
@@ -42,6 +43,7 @@ from solver.features import (
     gang,
     interpod,
     kaishare,
+    kueueshare,
     nodegroup,
     nodeorder,
     overcommit,
@@ -65,6 +67,7 @@ FEATURES: tuple[Feature, ...] = (
     queues.FEATURE,
     proportion.FEATURE,
     kaishare.FEATURE,
+    kueueshare.FEATURE,
     overcommit.FEATURE,
     nodegroup.FEATURE,
     cards.FEATURE,

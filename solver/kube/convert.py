@@ -41,6 +41,7 @@ from solver.kube.kueue import (
     levels_topology,
     unread_kueue_annotations,
 )
+from solver.kube.kueue_queues import KUEUE_QUEUE_KINDS, kueue_ident, kueue_tree
 from solver.kube.loader import RawObject
 from solver.kube.objects import (
     Container,
@@ -90,6 +91,7 @@ class _Inputs:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     kai_topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> levels
     kai_queues: dict[str, tuple[RawObject, Queue]] = field(default_factory=dict)
+    kueue_queues: list[RawObject] = field(default_factory=list)  # read once flavors are known
     budgets: dict[str, DisruptionBudget] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -147,12 +149,23 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     elif inputs.kai_queues:
         queues = {name: q for name, (_, q) in sorted(inputs.kai_queues.items())}
         raws = {name: raw for name, (raw, _) in inputs.kai_queues.items()}
+    if inputs.kueue_queues and queues:
+        inputs.notes.append(
+            f"{len(inputs.kueue_queues)} Kueue ClusterQueue/Cohort/LocalQueue object(s) not "
+            "acted on: the input also has Volcano or KAI Queues, and gangplan shares a cluster "
+            "by one scheduler's queues"
+        )
+    elif inputs.kueue_queues:
+        queues, raws = kueue_tree(inputs.kueue_queues, inputs.kueue, inputs.notes)
     if not queues:
         queues = _queues_of_a_dump_without_them(gangs.values(), pods, inputs.notes)
     cycle = parent_cycle([(name, q.parent) for name, q in queues.items()])
     if cycle is not None:
         name = sorted(queues)[cycle]
-        where = "spec.parentQueue" if inputs.kai_queues else "spec.parent"
+        where = (
+            "spec.parentQueue" if inputs.kai_queues
+            else "spec.parentName" if inputs.kueue_queues and not inputs.queues else "spec.parent"
+        )  # fmt: skip
         raise raws[name].error(f"queue {name!r} is its own ancestor", field=where)
     topology = _topology(*inputs.topology) if inputs.topology else None
     if inputs.kueue:
@@ -183,6 +196,7 @@ READ_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("scheduling.koordinator.sh", "ClusterNetworkTopology"),
         (KUEUE_GROUP, "Topology"),
         (KUEUE_GROUP, "ResourceFlavor"),
+        *((KUEUE_GROUP, kind) for kind in KUEUE_QUEUE_KINDS),
         (HYPERNODE_GROUP, "HyperNode"),
         (KAI_TOPOLOGY_GROUP, "Topology"),
         (KAI_GROUP, "Queue"),
@@ -280,6 +294,9 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             )
             ident = kueue_object.metadata.name
             out.kueue.append((raw, kueue_object))
+        elif kind in KUEUE_QUEUE_KINDS and group == KUEUE_GROUP:
+            ident = kueue_ident(raw)
+            out.kueue_queues.append(raw)
         elif kind == "Topology" and group == KAI_TOPOLOGY_GROUP:
             kai = validate(K8sKaiTopology, raw)
             ident = f"kai:{kai.metadata.name}"  # beside a Kueue Topology of the same name

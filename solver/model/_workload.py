@@ -18,6 +18,7 @@ from solver.model._interpod import (
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
 )
+from solver.model._kueue_queues import KUEUE_QUEUE_LABEL, KueueQueue
 
 QUEUE_WEIGHT_MAX = 65535
 """The largest Volcano Queue `spec.weight` (the Queue CRD allows 1..65535)."""
@@ -329,7 +330,8 @@ class KaiQuota(Frozen):
 class Queue(Frozen):
     """A Volcano Queue (`scheduling.volcano.sh/v1beta1`), or a KAI-Scheduler Queue
     (`scheduling.run.ai/v2`) when `kai` is set (then only name, parent, priority and `kai`
-    are read)."""
+    are read), or a Kueue ClusterQueue, Cohort or LocalQueue when `kueue` is set (then
+    name, parent, state and `kueue`: `solver.model._kueue_queues`)."""
 
     name: str = Field(min_length=1)
     parent: str | None = None
@@ -343,6 +345,9 @@ class Queue(Frozen):
     affinity: dict[str, Any] | None = None
     allocated: dict[str, int] = Field(default_factory=dict, description="status.allocated")
     kai: KaiQuota | None = Field(default=None, description="a KAI-Scheduler Queue's resources")
+    kueue: KueueQueue | None = Field(
+        default=None, description="a Kueue ClusterQueue, Cohort or LocalQueue"
+    )
 
 
 def kai_preemptible(
@@ -374,8 +379,15 @@ def epoch_seconds(text: str | None) -> float:
 
 def pod_queue(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
     """The queue a pod names itself: the annotation `scheduling.volcano.sh/queue-name`, else
-    KAI's label `kai.scheduler/queue`; None for none."""
+    KAI's label `kai.scheduler/queue`; None for none (Kueue's LocalQueues: `kueue_queue`)."""
     return (annotations.get(QUEUE_ANNOTATION) or labels.get(KAI_QUEUE_LABEL) or "").strip() or None
+
+
+def kueue_queue(labels: Mapping[str, str], namespace: str) -> str | None:
+    """The Kueue LocalQueue a pod names with `kueue.x-k8s.io/queue-name`, as the queue
+    tree names it (`<namespace>/<name>`); None for none."""
+    local = labels.get(KUEUE_QUEUE_LABEL, "").strip()
+    return f"{namespace}/{local}" if local else None
 
 
 def job_queue(gang: Gang, pods: Iterable[Pod] = ()) -> str | None:

@@ -27,6 +27,7 @@ Rules, and the plugins that put them in force:
 | queue quotas at every level | `_queues.quotas` | `capacity`, `capacity-card` |
 | each queue within its weighted deserved share; reclaim victims from queues above theirs | `_proportion` | `proportion` |
 | KAI Queues: limits at every level, non-preemptible jobs within quota, leaf queues only, no victim younger than its minimum runtime | `_kai` | always (KAI Queues) |
+| Kueue ClusterQueues: each pod on a node of its flavors, one flavor per pod set, subtree quotas and borrowing limits at every cohort level | `_kueue_quotas` | always (Kueue ClusterQueues) |
 | victims within the PodDisruptionBudgets | `_budgets` | `pdb` |
 | queue node-group affinity | `_queues.nodegroups` | `nodegroup` |
 | queue node-group resource limits (`volcano.sh/nodegroup-resource-limits`), running + placed | `_nodegroup_limits` | `nodegroup` |
@@ -58,6 +59,7 @@ from solver.verify import (
     _interpod,
     _kai,
     _kueue,
+    _kueue_quotas,
     _nodegroup_limits,
     _predicates,
     _proportion,
@@ -92,6 +94,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((Plugin.CAPACITY, Plugin.CAPACITY_CARD), _queues.quotas),
     ((Plugin.PROPORTION,), _proportion.proportion),
     ((), _kai.kai_limits),
+    ((), _kueue_quotas.kueue_quotas),
     ((Plugin.PDB,), _budgets.disruption_budgets),
     ((Plugin.NODEGROUP,), _queues.nodegroups),
     ((Plugin.NODEGROUP,), _nodegroup_limits.nodegroup_limits),

@@ -186,7 +186,7 @@ def proportion(ctx: VerifyContext) -> list[str]:
     reclaimed = [v for v in ctx.decision.victims if v.cause == "reclaim"]
     if not (allocatable and placed) and not reclaimed:
         return problems
-    if any(q.kai is not None for q in ctx.snapshot.queues.values()):
+    if any(q.kai is not None or q.kueue is not None for q in ctx.snapshot.queues.values()):
         return problems  # KAI Queues: `_kai`
     snapshot = ctx.snapshot
     gangs = {**snapshot.gangs, **ctx.workload.gangs}

@@ -271,8 +271,8 @@ def quotas(ctx: VerifyContext) -> list[str]:
     plugin = ctx.conf.plugin("capacity-card" if cards else "capacity")
     hierarchical = plugin is None or bool(plugin.options.get("enableHierarchy", True))
     queues = dict(ctx.snapshot.queues)
-    if any(q.kai is not None for q in queues.values()):
-        return problems  # KAI Queues: `_kai`
+    if any(q.kai is not None or q.kueue is not None for q in queues.values()):
+        return problems  # KAI Queues: `_kai`; Kueue's: `_kueue_quotas`
     parents = _parents(queues, hierarchical)
     job_queues = {_queue_of(ctx, pod.gang) for pod in placed} - {None}
     if "default" in job_queues and "default" not in parents:

@@ -234,8 +234,8 @@ def reclaim_planner(
         return kai_reclaim(
             snapshot, conf, workload, evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
         )
-    if "reclaim" not in conf.actions:
-        return None
+    if "reclaim" not in conf.actions or queue_dialect(snapshot) == "kueue":
+        return None  # Kueue's queues: no Kueue preemption is planned (noted)
     if conf.enabled(Plugin.PROPORTION):
         rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
         return proportion_reclaim(snapshot, conf, workload, rows)

@@ -127,7 +127,9 @@ def plan_enqueue(
         for gate in gates:
             gate.walked = True
     for position, (gid, gang, pending) in enumerate(jobs):
-        leaf = job_queue(gang, pending) if tree is not None else None
+        leaf = None
+        if tree is not None:
+            leaf = mode.job_queue(gang, pending) if mode is not None else job_queue(gang, pending)
         if tree is not None and leaf is not None and leaf not in tree.queues:
             out.rejected[gid] = f"queue {leaf} does not exist"
             continue
@@ -136,7 +138,10 @@ def plan_enqueue(
             continue
         if gang.phase in ("Inqueue", "Running") or snapshot.gang_running(gid) > 0:
             continue
-        if "enqueue" not in conf.actions:
+        if "enqueue" not in conf.actions and not (mode is not None and mode.always_walks):
+            continue
+        if mode is not None and (refused := mode.refuse(gid)):
+            out.rejected[gid] = refused
             continue
         request = mode.request(gang, pending, snapshot) if mode is not None and leaf else {}
         quota = _quota_check(tree, mode, leaf, request)
@@ -152,6 +157,8 @@ def plan_enqueue(
         ahead.admitting(position, gid, leaf, bool(request) or bool(gang.min_resources))
         if tree is not None and leaf is not None:
             tree.bump(leaf, "inqueue", request)
+            if mode is not None:
+                mode.admitted(tree, leaf, request)
         for gate in gates:
             gate.admit(gang, pending)
     return out

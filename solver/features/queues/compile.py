@@ -23,7 +23,7 @@ from solver.features.queues.block import QuotaBlock
 from solver.features.queues.fairness import fair_targets
 from solver.features.queues.loop import QuotaOrderBlock, loop_block, loop_fits
 from solver.features.queues.mode import QuotaMode, TypeQuota, build_queue_tree, queue_dialect
-from solver.features.queues.tree import QueueTree, job_queue
+from solver.features.queues.tree import QueueTree
 from solver.quantity import PODS, UNLIMITED
 
 __all__ = ["compile_quotas"]
@@ -36,7 +36,7 @@ def compile_quotas(ctx: CompileContext, mode: QuotaMode) -> QueueTree | None:
         return None
     plan = ctx.gangs
     gangs = ctx.workload.gangs
-    queue_of = [job_queue(gangs[gid], ctx.workload.members(gid)) for gid in plan.gang_ids]
+    queue_of = [mode.job_queue(gangs[gid], ctx.workload.members(gid)) for gid in plan.gang_ids]
     tree = build_queue_tree(ctx.snapshot, mode, (q for q in queue_of if q))
     if tree is not None:
         ctx.notes.extend(tree.notes)

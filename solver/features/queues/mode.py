@@ -19,7 +19,16 @@ from solver.config import Plugin, SchedulerConf
 from solver.features.devices.quota import running_shares
 from solver.features.queues.order import capacity_cmp, queue_order, resorted_order
 from solver.features.queues.tree import DEFAULT_QUEUE, ROOT, QueueInfo, QueueTree, sum_resources
-from solver.model import GPU_MILLI, GPU_RESOURCE, Gang, Pod, gpu_milli, in_gpu_milli, pod_queue
+from solver.model import (
+    GPU_MILLI,
+    GPU_RESOURCE,
+    Gang,
+    Pod,
+    gpu_milli,
+    in_gpu_milli,
+    job_queue,
+    pod_queue,
+)
 from solver.problem import IntArray, Rows
 from solver.quantity import CPU, MEMORY, PODS, UNLIMITED, add_limits, format_quantity, sub_limit
 from solver.snapshot import NONE, Snapshot, Workload
@@ -76,6 +85,7 @@ class QuotaMode:
     dialect = "volcano"  # whose Queues it reads: "volcano", or "kai" (`KaiMode`)
     loop = True  # the greedy runs Volcano's allocate loop in this plugin's queue order
     #   (`loop.py`); off where a pod's quota use depends on its node (cards) and for KAI
+    always_walks = False  # admission is walked whatever the conf's actions (Kueue's)
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         plugin = conf.plugin(self.plugin)
@@ -91,6 +101,10 @@ class QuotaMode:
     def view(self, resources: Mapping[str, int]) -> dict[str, int]:
         """A quota map in this mode's dimensions (GPUs in milli while shares are in play)."""
         return in_gpu_milli(resources, UNLIMITED) if self.gpu_milli else dict(resources)
+
+    def job_queue(self, gang: Gang, pods: Sequence[Pod]) -> str | None:
+        """The queue a job is in (`solver.model.job_queue`; Kueue's: its LocalQueue)."""
+        return job_queue(gang, pods)
 
     # ------------------------------------------------------------------ the tree
 
@@ -242,6 +256,14 @@ class QuotaMode:
                     )
         return None
 
+    def refuse(self, gang_id: str) -> str | None:
+        """The mode's own refusal of a job before its quota is asked (Kueue's cycles: a
+        workload behind a StrictFIFO head); None for none."""
+        return None
+
+    def admitted(self, tree: QueueTree, leaf: str, request: Mapping[str, int]) -> None:
+        """A job was admitted into `leaf` with `request` (after the tree counted it)."""
+
     def settle(
         self,
         snapshot: Snapshot,
@@ -335,12 +357,17 @@ def _row(names: Sequence[str], matrix: np.ndarray, index: int) -> dict[str, int]
 
 
 def queue_dialect(snapshot: Snapshot) -> str:
-    """Whose Queues the snapshot holds: "kai" when they are KAI-Scheduler's (the codec and
-    the reader refuse a mix), else "volcano"."""
-    return snapshot.memo(
-        ("queues", "dialect"),
-        lambda: "kai" if any(q.kai is not None for q in snapshot.queues.values()) else "volcano",
-    )
+    """Whose Queues the snapshot holds: "kai" when they are KAI-Scheduler's, "kueue" when
+    they are Kueue's ClusterQueues, Cohorts and LocalQueues (the codec and the reader
+    refuse a mix), else "volcano"."""
+
+    def compute() -> str:
+        queues = snapshot.queues.values()
+        if any(q.kai is not None for q in queues):
+            return "kai"
+        return "kueue" if any(q.kueue is not None for q in queues) else "volcano"
+
+    return snapshot.memo(("queues", "dialect"), compute)
 
 
 MAX_COMPARISONS = 200_000

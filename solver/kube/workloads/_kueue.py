@@ -15,6 +15,7 @@ from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 from solver.model import (
     KUEUE_ANNOTATIONS,
+    KUEUE_QUEUE_LABEL,
     KueueRequest,
     KueueRequestError,
     parse_kueue_request,
@@ -81,6 +82,7 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
     """A Kueue `Workload`: one gang of every pod of its pod sets (all required)."""
     f = Fields(raw)
     out = Expansion(owns=lambda pod: meta_value(pod, "labels", WORKLOAD_LABEL) == f.name)
+    queue = f.text(f.spec.get("queueName"), "spec.queueName", "")  # its LocalQueue
     total = 0
     pods: list[dict[str, Any]] = []
     groups: dict[str, list[tuple[int, str, int, KueueRequest]]] = {}
@@ -108,7 +110,12 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
                     ps.get("template"),
                     f"{path}.template",
                     f"{f.name}-{name}-{j}",
-                    labels={GANG_LABEL: f.name, WORKLOAD_LABEL: f.name, PODSET_LABEL: name},
+                    labels={
+                        GANG_LABEL: f.name,
+                        WORKLOAD_LABEL: f.name,
+                        PODSET_LABEL: name,
+                        **({KUEUE_QUEUE_LABEL: queue} if queue else {}),
+                    },
                     annotations=annotations,
                 )
             )
@@ -129,5 +136,5 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
         }
     )
     out.objects.extend(pods)
-    out.notes += f.unread({"podSets"})  # queueName, priority, active, ...: noted
+    out.notes += f.unread({"podSets", "queueName"})  # priority, active, ...: noted
     return out

@@ -107,6 +107,8 @@ def kueue_workloads(raw: RawObject, expansion: Expansion) -> None:
         suffix, pod_set = pod_set_of(raw.body, pod)
         labels = pod["metadata"].setdefault("labels", {})
         labels.setdefault(PODSET_LABEL, pod_set)
+        if queue:  # the LocalQueue of the Workload Kueue makes (`spec.queueName`)
+            labels.setdefault(QUEUE_LABEL, queue)
         units.setdefault(suffix, []).append(pod)
     for suffix, members in units.items():
         workload = "-".join(p for p in (raw.kind.lower(), name, suffix) if p)

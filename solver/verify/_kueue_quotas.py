@@ -1,0 +1,215 @@
+"""Kueue ClusterQueue quotas, re-derived from the ClusterQueue, Cohort and LocalQueue specs
+and the pods, without the feature code.
+
+A pod's LocalQueue is its label `kueue.x-k8s.io/queue-name` in its namespace; its
+ClusterQueue is the LocalQueue's; the flavor it uses of a resource group is the first
+flavor of the group (in the ClusterQueue's order) whose `nodeLabels` its node carries.
+
+* every placed pod's node is a node of some flavor of each resource group covering a
+  resource it requests, and a job's placed pods use one flavor per resource group and
+  pod set (Kueue admits a pod set into one flavor);
+* after the Decision (running pods less victims, plus placed pods), at every ClusterQueue
+  or cohort on the path of a ClusterQueue that received pods, on each flavor-resource they
+  use — with `SQ` the subtree quota (own nominal + each child's SQ less its part kept by
+  its lending limit) and `U` the usage (a ClusterQueue's own; a cohort's, each child's
+  past its kept part):
+  - a node without a parent: `U ≤ SQ`;
+  - a node with a `borrowingLimit` B: `U ≤ SQ + B`;
+  a breach that the running pods alone already had, and that the Decision does not
+  grow, is not the Decision's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from solver.model import KueueQueue, Node, Queue
+from solver.verify._context import VerifyContext
+
+__all__ = ["kueue_quotas"]
+
+Usage = dict[str, dict[str, int]]  # node (ClusterQueue or cohort) -> fr -> amount
+KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def _cluster_queue(queues: dict[str, Queue], labels: dict[str, str], namespace: str) -> str | None:
+    local = labels.get(KUEUE_LABEL, "").strip()
+    lq = queues.get(f"{namespace}/{local}") if local else None
+    if lq is None or lq.kueue is None or lq.kueue.kind != "LocalQueue" or lq.parent is None:
+        return None
+    cq = queues.get(lq.parent)
+    return lq.parent if cq is not None and cq.kueue is not None else None
+
+
+def _uses(spec: KueueQueue, node: Node, requests: dict[str, int]) -> tuple[dict[str, int], str]:
+    """What a pod on `node` uses per flavor-resource, and a problem ("" none)."""
+    out: dict[str, int] = {}
+    for g, group in enumerate(spec.groups):
+        asked = [r for r in group.covered if r == "pods" or requests.get(r, 0) > 0]
+        if not asked:
+            continue
+        flavor = next(
+            (f for f in group.flavors
+             if all(node.labels.get(k) == v for k, v in f.node_labels.items())),
+            None,
+        )  # fmt: skip
+        if flavor is None:
+            return out, f"node {node.name} is of no flavor of resource group {g}"
+        for r in asked:
+            key = f"{flavor.name}/{r}"
+            out[key] = out.get(key, 0) + (1 if r == "pods" else requests[r])
+    return out, ""
+
+
+def _subtree(queues: dict[str, Queue]) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+    children: dict[str, list[str]] = defaultdict(list)
+    for name, q in queues.items():
+        if q.kueue is not None and q.kueue.kind != "LocalQueue" and q.parent in queues:
+            children[q.parent].append(name)
+    sq: dict[str, dict[str, int]] = {}
+
+    def walk(name: str) -> dict[str, int]:
+        spec = queues[name].kueue
+        assert spec is not None
+        mine = {fr: quota.nominal for fr, quota in spec.quotas().items()}
+        for child in children[name]:
+            for fr, v in walk(child).items():
+                mine[fr] = mine.get(fr, 0) + v - _kept(queues, child, fr, v)
+        sq[name] = mine
+        return mine
+
+    for name, q in queues.items():
+        if q.kueue is not None and q.kueue.kind != "LocalQueue" and q.parent not in queues:
+            walk(name)
+    return sq, children
+
+
+def _kept(queues: dict[str, Queue], name: str, fr: str, subtree: int) -> int:
+    spec = queues[name].kueue
+    quota = spec.quotas().get(fr) if spec is not None else None
+    if quota is None or quota.lending_limit is None:
+        return 0
+    return max(0, subtree - quota.lending_limit)
+
+
+def _rolled(
+    queues: dict[str, Queue], sq: dict[str, dict[str, int]], children: dict[str, list[str]],
+    own: Usage,
+) -> Usage:  # fmt: skip
+    """Usage at every node: a ClusterQueue's own, a cohort's from its children."""
+    out: Usage = {}
+
+    def walk(name: str) -> dict[str, int]:
+        mine = dict(own.get(name, {}))
+        for child in children[name]:
+            for fr, v in walk(child).items():
+                kept = _kept(queues, child, fr, sq[child].get(fr, 0))
+                mine[fr] = mine.get(fr, 0) + max(0, v - kept)
+        out[name] = mine
+        return mine
+
+    for name in sq:
+        if queues[name].parent not in queues:
+            walk(name)
+    return out
+
+
+def kueue_quotas(ctx: VerifyContext) -> list[str]:
+    queues = dict(ctx.snapshot.queues)
+    if not any(q.kueue is not None for q in queues.values()):
+        return []
+    problems: list[str] = []
+    placed: Usage = defaultdict(lambda: defaultdict(int))
+    flavors_of: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for node_name, pods in ctx.new_on.items():
+        node = ctx.node(node_name)
+        for pod in pods:
+            cq = _cluster_queue(queues, pod.labels, pod.namespace)
+            if cq is None:
+                continue
+            spec = queues[cq].kueue
+            assert spec is not None
+            use, problem = _uses(spec, node, pod.requests)
+            if problem:
+                problems.append(f"{pod.key}: ClusterQueue {cq}: {problem}")
+            for fr, v in use.items():
+                placed[cq][fr] += v
+            podset = pod.labels.get("kueue.x-k8s.io/podset", "")
+            for fr in use:
+                flavors_of[(f"{pod.gang}/{podset}", fr.split("/", 1)[1])].add(fr.split("/")[0])
+    for (job, resource), flavors in sorted(flavors_of.items()):
+        if len(flavors) > 1:
+            problems.append(
+                f"job {job}: {resource} placed in flavors {', '.join(sorted(flavors))}; Kueue "
+                "admits a pod set into one flavor"
+            )
+    if not placed:
+        return problems
+    before = _running(ctx, queues)
+    after: Usage = defaultdict(dict)
+    for cq in set(before) | set(placed):
+        for fr in set(before.get(cq, {})) | set(placed.get(cq, {})):
+            after[cq][fr] = before.get(cq, {}).get(fr, 0) + placed.get(cq, {}).get(fr, 0)
+    sq, children = _subtree(queues)
+    u0, u1 = _rolled(queues, sq, children, before), _rolled(queues, sq, children, after)
+    for cq in sorted(placed):
+        name: str | None = cq
+        while name is not None and name in sq:
+            q = queues[name]
+            spec = q.kueue
+            assert spec is not None
+            has_parent = q.parent in queues
+            for fr in sorted(placed[cq]):
+                quota = spec.quotas().get(fr)
+                cap = None
+                if not has_parent:
+                    cap = sq[name].get(fr, 0)
+                elif quota is not None and quota.borrowing_limit is not None:
+                    cap = sq[name].get(fr, 0) + quota.borrowing_limit
+                now, then = u1.get(name, {}).get(fr, 0), u0.get(name, {}).get(fr, 0)
+                if cap is not None and now > cap and now > then:
+                    what = "subtree quota" if not has_parent else "subtree quota + borrowingLimit"
+                    problems.append(f"{spec.kind} {name}: {fr} used {now} > {what} {cap}")
+            name = q.parent if has_parent else None
+    return problems
+
+
+def _running(ctx: VerifyContext, queues: dict[str, Queue]) -> Usage:
+    """Per ClusterQueue, what its running pods (less the Decision's victims) use."""
+
+    def compute() -> Usage:
+        out: Usage = defaultdict(lambda: defaultdict(int))
+        running = ctx.snapshot.running
+        for row in running.rows().tolist():
+            namespace = running.namespace_names.value(int(running.namespace[row]))
+            cq = _cluster_queue(queues, dict(running.labels(row)), namespace)
+            if cq is None:
+                continue
+            spec = queues[cq].kueue
+            assert spec is not None
+            pod = running.pod(row)
+            use, _ = _uses(spec, ctx.node(running.node_name(row)), dict(pod.requests))
+            for fr, v in use.items():
+                out[cq][fr] += v
+        return {k: dict(v) for k, v in out.items()}
+
+    base = ctx.snapshot.memo(("verify", "kueue held"), compute)
+    if not ctx.evicted:
+        return base
+    out = {k: dict(v) for k, v in base.items()}
+    running = ctx.snapshot.running
+    for key in sorted(ctx.evicted):
+        row = running.find(key)
+        if row < 0:
+            continue
+        namespace = running.namespace_names.value(int(running.namespace[row]))
+        cq = _cluster_queue(queues, dict(running.labels(row)), namespace)
+        if cq is None:
+            continue
+        spec = queues[cq].kueue
+        assert spec is not None
+        pod = running.pod(row)
+        use, _ = _uses(spec, ctx.node(running.node_name(row)), dict(pod.requests))
+        for fr, v in use.items():
+            out.setdefault(cq, {})[fr] = out.get(cq, {}).get(fr, 0) - v
+    return out
