@@ -15,6 +15,7 @@ __all__ = [
     "Certificate",
     "Decision",
     "GroupOutcome",
+    "KueueFlavorAssignment",
     "KueueTopologyAssignment",
     "Move",
     "Placement",
@@ -113,6 +114,25 @@ class KueueTopologyAssignment:
 
 
 @dataclass(frozen=True)
+class KueueFlavorAssignment:
+    """Kueue's admission of one placed pod set: its ClusterQueue and, per resource, the
+    flavor whose quota it uses (what Kueue writes in the Workload's `status.admission`)."""
+
+    podgroup: str
+    pod_set: str
+    cluster_queue: str
+    flavors: tuple[tuple[str, str], ...]  # (resource, flavor), sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "podgroup": self.podgroup,
+            "podSet": self.pod_set,
+            "clusterQueue": self.cluster_queue,
+            "flavors": dict(self.flavors),
+        }
+
+
+@dataclass(frozen=True)
 class Victim:
     pod: str
     node: str
@@ -168,6 +188,7 @@ class Decision:
     stats: dict[str, float | int] = field(default_factory=dict)
     minimized: tuple[str, ...] = ()  # the fewer-is-better tiers (the others: higher is better)
     topology_assignments: tuple[KueueTopologyAssignment, ...] = ()  # Kueue TAS pod sets
+    flavor_assignments: tuple[KueueFlavorAssignment, ...] = ()  # Kueue ClusterQueue pod sets
     queues: tuple[QueueUse, ...] = ()  # the queues of the call's jobs (a quota plugin on)
     certificates: dict[str, Certificate] = field(default_factory=dict)  # gang id (a pod's
     #   key for a pod without a PodGroup) -> why it is not placed, for every gang left out
@@ -238,6 +259,11 @@ class Decision:
             | (
                 {"topologyAssignments": [a.to_dict() for a in self.topology_assignments]}
                 if self.topology_assignments
+                else {}
+            )
+            | (
+                {"flavorAssignments": [a.to_dict() for a in self.flavor_assignments]}
+                if self.flavor_assignments
                 else {}
             )
             | ({"queues": [q.to_dict() for q in self.queues]} if self.queues else {})

@@ -1718,6 +1718,7 @@ class Queue(_message.Message):
     AFFINITY_FIELD_NUMBER: _builtins.int
     ALLOCATED_FIELD_NUMBER: _builtins.int
     KAI_FIELD_NUMBER: _builtins.int
+    KUEUE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Unique queue name."""
     parent: _builtins.str
@@ -1759,6 +1760,15 @@ class Queue(_message.Message):
         by over-quota weight within each priority, limits at every level).
         """
 
+    @_builtins.property
+    def kueue(self) -> Global___KueueQueue:
+        """A Kueue ClusterQueue, Cohort or LocalQueue (`kueue.x-k8s.io`): set, the queue is Kueue's
+        and only name, parent, state and this are read. A LocalQueue is named
+        `<namespace>/<name>` (a job names it with the pod label `kueue.x-k8s.io/queue-name`) and
+        its parent is its ClusterQueue; a ClusterQueue's parent is its cohort, a Cohort's its
+        parent cohort. State `Closed` is a stopPolicy other than None.
+        """
+
     def __init__(
         self,
         *,
@@ -1774,14 +1784,178 @@ class Queue(_message.Message):
         affinity: Global___QueueAffinity | None = ...,
         allocated: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         kai: Global___KaiQueueResources | None = ...,
+        kueue: Global___KueueQueue | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "kai", b"kai"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "kai", b"kai", "kueue", b"kueue"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "annotations", b"annotations", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "kai", b"kai", "name", b"name", "parent", b"parent", "priority", b"priority", "state", b"state", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "annotations", b"annotations", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "kai", b"kai", "kueue", b"kueue", "name", b"name", "parent", b"parent", "priority", b"priority", "state", b"state", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Queue: _TypeAlias = Queue  # noqa: Y015
+
+@_typing.final
+class KueueQueue(_message.Message):
+    """What Kueue reads of a ClusterQueue, Cohort or LocalQueue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    RESOURCE_GROUPS_FIELD_NUMBER: _builtins.int
+    FAIR_WEIGHT_FIELD_NUMBER: _builtins.int
+    QUEUEING_STRATEGY_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """ClusterQueue, Cohort or LocalQueue."""
+    fair_weight: _builtins.float
+    """spec.fairSharing.weight; unset means 1."""
+    queueing_strategy: _builtins.str
+    """spec.queueingStrategy: BestEffortFIFO (also when empty) or StrictFIFO."""
+    @_builtins.property
+    def resource_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueResourceGroup]:
+        """spec.resourceGroups, in their order (a flavor's quotas are tried in this order)."""
+
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        resource_groups: _abc.Iterable[Global___KueueResourceGroup] | None = ...,
+        fair_weight: _builtins.float | None = ...,
+        queueing_strategy: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_fair_weight", b"_fair_weight", "fair_weight", b"fair_weight"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fair_weight", b"_fair_weight", "fair_weight", b"fair_weight", "kind", b"kind", "queueing_strategy", b"queueing_strategy", "resource_groups", b"resource_groups"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__fair_weight: _TypeAlias = _typing.Literal["fair_weight"]  # noqa: Y015
+    _WhichOneofArgType__fair_weight: _TypeAlias = _typing.Literal["_fair_weight", b"_fair_weight"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fair_weight) -> _WhichOneofReturnType__fair_weight | None: ...
+
+Global___KueueQueue: _TypeAlias = KueueQueue  # noqa: Y015
+
+@_typing.final
+class KueueResourceGroup(_message.Message):
+    """One of a ClusterQueue's or Cohort's `spec.resourceGroups`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COVERED_RESOURCES_FIELD_NUMBER: _builtins.int
+    FLAVORS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def covered_resources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """coveredResources: every flavor names these resources."""
+
+    @_builtins.property
+    def flavors(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueFlavorQuotas]:
+        """flavors, in the order Kueue tries them."""
+
+    def __init__(
+        self,
+        *,
+        covered_resources: _abc.Iterable[_builtins.str] | None = ...,
+        flavors: _abc.Iterable[Global___KueueFlavorQuotas] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["covered_resources", b"covered_resources", "flavors", b"flavors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueResourceGroup: _TypeAlias = KueueResourceGroup  # noqa: Y015
+
+@_typing.final
+class KueueFlavorQuotas(_message.Message):
+    """A flavor of a resource group: its ResourceFlavor's nodes and its quotas."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class NodeLabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    NODE_LABELS_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The ResourceFlavor's name."""
+    @_builtins.property
+    def node_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The ResourceFlavor's spec.nodeLabels: a pod on a node carrying them uses this flavor."""
+
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueResourceQuota]:
+        """One quota per covered resource."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        node_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        resources: _abc.Iterable[Global___KueueResourceQuota] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "node_labels", b"node_labels", "resources", b"resources"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueFlavorQuotas: _TypeAlias = KueueFlavorQuotas  # noqa: Y015
+
+@_typing.final
+class KueueResourceQuota(_message.Message):
+    """One resource's quota in one flavor, integer base units."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    NOMINAL_QUOTA_FIELD_NUMBER: _builtins.int
+    BORROWING_LIMIT_FIELD_NUMBER: _builtins.int
+    LENDING_LIMIT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The resource name."""
+    nominal_quota: _builtins.int
+    """nominalQuota."""
+    borrowing_limit: _builtins.int
+    """borrowingLimit; unset: no limit (needs a cohort)."""
+    lending_limit: _builtins.int
+    """lendingLimit; unset: everything may be lent."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        nominal_quota: _builtins.int = ...,
+        borrowing_limit: _builtins.int | None = ...,
+        lending_limit: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_borrowing_limit", b"_borrowing_limit", "_lending_limit", b"_lending_limit", "borrowing_limit", b"borrowing_limit", "lending_limit", b"lending_limit"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_borrowing_limit", b"_borrowing_limit", "_lending_limit", b"_lending_limit", "borrowing_limit", b"borrowing_limit", "lending_limit", b"lending_limit", "name", b"name", "nominal_quota", b"nominal_quota"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__borrowing_limit: _TypeAlias = _typing.Literal["borrowing_limit"]  # noqa: Y015
+    _WhichOneofArgType__borrowing_limit: _TypeAlias = _typing.Literal["_borrowing_limit", b"_borrowing_limit"]  # noqa: Y015
+    _WhichOneofReturnType__lending_limit: _TypeAlias = _typing.Literal["lending_limit"]  # noqa: Y015
+    _WhichOneofArgType__lending_limit: _TypeAlias = _typing.Literal["_lending_limit", b"_lending_limit"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__borrowing_limit) -> _WhichOneofReturnType__borrowing_limit | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__lending_limit) -> _WhichOneofReturnType__lending_limit | None: ...
+
+Global___KueueResourceQuota: _TypeAlias = KueueResourceQuota  # noqa: Y015
 
 @_typing.final
 class KaiQueueResources(_message.Message):

@@ -687,6 +687,64 @@ class KueueTopologyAssignment(_message.Message):
 Global___KueueTopologyAssignment: _TypeAlias = KueueTopologyAssignment  # noqa: Y015
 
 @_typing.final
+class KueueFlavorAssignment(_message.Message):
+    """Kueue's admission of one placed pod set: its ClusterQueue and the flavor of each
+    resource (what Kueue writes in the Workload's status.admission.podSetAssignments).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class FlavorsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    PODGROUP_FIELD_NUMBER: _builtins.int
+    POD_SET_FIELD_NUMBER: _builtins.int
+    CLUSTER_QUEUE_FIELD_NUMBER: _builtins.int
+    FLAVORS_FIELD_NUMBER: _builtins.int
+    podgroup: _builtins.str
+    """The gang (`namespace/name`)."""
+    pod_set: _builtins.str
+    """The pod set (its kueue.x-k8s.io/podset label; `main` without)."""
+    cluster_queue: _builtins.str
+    """The ClusterQueue whose quota it uses."""
+    @_builtins.property
+    def flavors(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Per resource, the flavor."""
+
+    def __init__(
+        self,
+        *,
+        podgroup: _builtins.str = ...,
+        pod_set: _builtins.str = ...,
+        cluster_queue: _builtins.str = ...,
+        flavors: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster_queue", b"cluster_queue", "flavors", b"flavors", "pod_set", b"pod_set", "podgroup", b"podgroup"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KueueFlavorAssignment: _TypeAlias = KueueFlavorAssignment  # noqa: Y015
+
+@_typing.final
 class QueueUse(_message.Message):
     """One queue's quota in an answer (a quota plugin on: capacity, capacity-card, proportion)."""
 
@@ -872,6 +930,7 @@ class Decision(_message.Message):
     QUEUES_FIELD_NUMBER: _builtins.int
     CERTIFICATES_FIELD_NUMBER: _builtins.int
     MOVES_FIELD_NUMBER: _builtins.int
+    FLAVOR_ASSIGNMENTS_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """The engine that produced the answer."""
     status: _builtins.str
@@ -936,6 +995,10 @@ class Decision(_message.Message):
         before the gangs placed by them are bound.
         """
 
+    @_builtins.property
+    def flavor_assignments(self) -> _containers.RepeatedCompositeFieldContainer[Global___KueueFlavorAssignment]:
+        """Kueue ClusterQueue pod sets placed: their flavors."""
+
     def __init__(
         self,
         *,
@@ -956,10 +1019,11 @@ class Decision(_message.Message):
         queues: _abc.Iterable[Global___QueueUse] | None = ...,
         certificates: _abc.Mapping[_builtins.str, Global___Certificate] | None = ...,
         moves: _abc.Iterable[Global___DefragmentMove] | None = ...,
+        flavor_assignments: _abc.Iterable[Global___KueueFlavorAssignment] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "gap", b"gap", "objective", b"objective"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "certificates", b"certificates", "engine", b"engine", "gangs", b"gangs", "gap", b"gap", "moves", b"moves", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bound", b"_bound", "_gap", b"_gap", "_objective", b"_objective", "bound", b"bound", "certificates", b"certificates", "engine", b"engine", "flavor_assignments", b"flavor_assignments", "gangs", b"gangs", "gap", b"gap", "moves", b"moves", "notes", b"notes", "objective", b"objective", "objective_tiers", b"objective_tiers", "placements", b"placements", "queues", b"queues", "solve_seconds", b"solve_seconds", "stats", b"stats", "status", b"status", "tiers", b"tiers", "topology_assignments", b"topology_assignments", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__bound: _TypeAlias = _typing.Literal["bound"]  # noqa: Y015
     _WhichOneofArgType__bound: _TypeAlias = _typing.Literal["_bound", b"_bound"]  # noqa: Y015

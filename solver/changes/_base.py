@@ -11,6 +11,7 @@ from solver.config import SchedulerConf
 from solver.decision import Decision
 from solver.model import (
     KUEUE_ANNOTATIONS,
+    KUEUE_PODSET_LABEL,
 )
 from solver.schedule import schedule, solve
 from solver.snapshot import Delta, Snapshot, Workload
@@ -24,7 +25,7 @@ MAX_MOVES_RUNNING = 20_000
 input (O(running pods), in Python) would not fit a call's time."""
 SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 SLICE_SIZE = KUEUE_ANNOTATIONS.SLICE_SIZE
-POD_SET = "kueue.x-k8s.io/podset"
+POD_SET = KUEUE_PODSET_LABEL
 HOST = "kubernetes.io/hostname"
 
 

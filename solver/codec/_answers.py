@@ -24,7 +24,13 @@ from solver.codec._hypernode import (
     network_topology_to_proto,
     sub_group_policy_to_proto,
 )
-from solver.codec._kueue import assignments_from_proto, assignments_to_proto, kueue_to_proto
+from solver.codec._kueue import (
+    assignments_from_proto,
+    assignments_to_proto,
+    flavors_from_proto,
+    flavors_to_proto,
+    kueue_to_proto,
+)
 from solver.codec._messages import DISRUPTION_MODES, EFFECTS, MATCH_POLICIES
 from solver.codec._subgroups import topology_sub_groups_to_proto
 from solver.decision import (
@@ -39,6 +45,7 @@ from solver.decision import (
 from solver.model import (
     ClusterModel,
     JobAffinityError,
+    KueueQueue,
     parse_job_affinity,
 )
 
@@ -77,6 +84,7 @@ def decision_to_proto(decision: Decision) -> spb.Decision:
             for name, value in decision.tiers.items()
         ],
         topology_assignments=assignments_to_proto(decision.topology_assignments),
+        flavor_assignments=flavors_to_proto(decision.flavor_assignments),
         queues=[
             spb.QueueUse(queue=q.queue, limit=q.limit, allocated=q.allocated, placed=q.placed)
             for q in decision.queues
@@ -327,6 +335,8 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
                 if (seconds := getattr(q.kai, name)) is not None:
                     getattr(kai, name).FromNanoseconds(round(seconds * 1e9))
             queue.kai.CopyFrom(kai)
+        if q.kueue is not None:
+            queue.kueue.CopyFrom(_kueue_queue(q.kueue))
         msg.queues.append(queue)
     if model.topology is not None:
         msg.topology.CopyFrom(
@@ -371,6 +381,7 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
         tiers={t.name: t.value for t in msg.objective_tiers} or dict(msg.tiers),
         minimized=tuple(t.name for t in msg.objective_tiers if not t.maximize),
         topology_assignments=assignments_from_proto(list(msg.topology_assignments)),
+        flavor_assignments=flavors_from_proto(list(msg.flavor_assignments)),
         queues=tuple(
             QueueUse(
                 queue=q.queue,
@@ -399,3 +410,23 @@ def decision_from_proto(msg: spb.Decision) -> Decision:
         },
         moves=tuple(Move(m.pod, m.unit, m.from_node, m.to_node) for m in msg.moves),
     )
+
+
+def _kueue_queue(k: KueueQueue) -> pb.KueueQueue:
+    msg = pb.KueueQueue(kind=k.kind, queueing_strategy=k.strategy)
+    if k.fair_weight != 1.0:
+        msg.fair_weight = k.fair_weight
+    for group in k.groups:
+        g = msg.resource_groups.add(covered_resources=group.covered)
+        for flavor in group.flavors:
+            f = g.flavors.add(name=flavor.name, node_labels=flavor.node_labels)
+            for r in group.covered:
+                quota = flavor.resources.get(r)
+                if quota is None:
+                    continue
+                q = f.resources.add(name=r, nominal_quota=quota.nominal)
+                if quota.borrowing_limit is not None:
+                    q.borrowing_limit = quota.borrowing_limit
+                if quota.lending_limit is not None:
+                    q.lending_limit = quota.lending_limit
+    return msg

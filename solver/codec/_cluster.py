@@ -83,13 +83,15 @@ def snapshot_from_proto(msg: pb.Cluster, path: str, schema: PodSchema) -> Snapsh
             if queue.name in queues:
                 out.add(f"{path}.queues[{i}].name", f"duplicate queue {queue.name!r}")
             queues[queue.name] = queue
-    kai = [i for i, q in enumerate(msg.queues) if q.HasField("kai")]
-    if kai and len(kai) < len(msg.queues):  # one scheduler's queues share a cluster
-        plain = next(i for i in range(len(msg.queues)) if i not in kai)
-        out.add(
-            f"{path}.queues[{plain}].kai",
-            "KAI-Scheduler and Volcano queues in one snapshot: give every queue `kai` or none",
-        )
+    for field, who in (("kai", "KAI-Scheduler"), ("kueue", "Kueue")):
+        mine = [i for i, q in enumerate(msg.queues) if q.HasField(field)]  # type: ignore[arg-type]
+        if mine and len(mine) < len(msg.queues):  # one scheduler's queues share a cluster
+            other = next(i for i in range(len(msg.queues)) if i not in mine)
+            out.add(
+                f"{path}.queues[{other}].{field}",
+                f"{who} queues and other queues in one snapshot: give every queue `{field}` "
+                "or none",
+            )
     cycle = parent_cycle([(q.name, q.parent) for q in msg.queues])
     if cycle is not None:
         out.add(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gangplan.v1 import cluster_pb2 as pb
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec._errors import Violations, build
-from solver.decision import KueueTopologyAssignment
+from solver.decision import KueueFlavorAssignment, KueueTopologyAssignment
 from solver.model import (
     KueueFlavor,
     KueueRequestError,
@@ -21,6 +21,8 @@ __all__ = [
     "assignments_from_proto",
     "assignments_to_proto",
     "check_kueue_annotations",
+    "flavors_from_proto",
+    "flavors_to_proto",
     "kueue_from_proto",
     "kueue_to_proto",
 ]
@@ -102,3 +104,27 @@ def assignments_from_proto(
         )
         for a in msgs
     )
+
+
+def flavors_to_proto(
+    assignments: tuple[KueueFlavorAssignment, ...],
+) -> list[spb.KueueFlavorAssignment]:
+    return [
+        spb.KueueFlavorAssignment(
+            podgroup=a.podgroup, pod_set=a.pod_set, cluster_queue=a.cluster_queue,
+            flavors=dict(a.flavors),
+        )
+        for a in assignments
+    ]  # fmt: skip
+
+
+def flavors_from_proto(
+    msgs: list[spb.KueueFlavorAssignment],
+) -> tuple[KueueFlavorAssignment, ...]:
+    return tuple(
+        KueueFlavorAssignment(
+            podgroup=a.podgroup, pod_set=a.pod_set, cluster_queue=a.cluster_queue,
+            flavors=tuple(sorted(a.flavors.items())),
+        )
+        for a in msgs
+    )  # fmt: skip

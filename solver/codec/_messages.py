@@ -41,6 +41,10 @@ from solver.model import (
     Dialect,
     Gang,
     KaiQuota,
+    KueueFlavorQuota,
+    KueueQueue,
+    KueueQuota,
+    KueueResourceGroup,
     MatchPolicy,
     NetworkTopology,
     Node,
@@ -393,6 +397,60 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
         affinity=affinity,
         allocated=read_quantities(msg.allocated, f"{path}.allocated", out),
         kai=_kai_quota(msg.kai, f"{path}.kai", out) if msg.HasField("kai") else None,
+        kueue=_kueue_queue(msg.kueue, f"{path}.kueue", out) if msg.HasField("kueue") else None,
+    )
+
+
+def _kueue_queue(msg: pb.KueueQueue, path: str, out: Violations) -> KueueQueue | None:
+    """A Kueue ClusterQueue, Cohort or LocalQueue, checked as the reader checks the YAML."""
+    groups = []
+    covered_by: dict[str, int] = {}
+    for g, group in enumerate(msg.resource_groups):
+        where = f"{path}.resource_groups[{g}]"
+        covered = tuple(group.covered_resources)
+        for r in covered:
+            if r in covered_by:
+                out.add(f"{where}.covered_resources", f"resource {r!r} is covered twice")
+            covered_by[r] = g
+        flavors = []
+        for f, flavor in enumerate(group.flavors):
+            fwhere = f"{where}.flavors[{f}]"
+            names = tuple(q.name for q in flavor.resources)
+            if names != covered:
+                out.add(f"{fwhere}.resources", f"must name the covered resources {list(covered)}")
+            quotas = {}
+            for i, q in enumerate(flavor.resources):
+                qwhere = f"{fwhere}.resources[{i}]"
+                values: dict[str, Any] = {
+                    "nominal": q.nominal_quota,
+                    "borrowing_limit": q.borrowing_limit if q.HasField("borrowing_limit") else None,
+                    "lending_limit": q.lending_limit if q.HasField("lending_limit") else None,
+                }
+                for field, v in values.items():
+                    if v is not None and (problem := amount_problem(q.name, v)) is not None:
+                        out.add(f"{qwhere}.{field}", f"{problem}, got {v}")
+                        values[field] = 0
+                quotas[q.name] = build(
+                    KueueQuota, qwhere, out, {"nominal": "nominal_quota"}, **values
+                )
+            flavors.append(
+                build(KueueFlavorQuota, fwhere, out, name=flavor.name,
+                      node_labels=dict(flavor.node_labels),
+                      resources={k: v for k, v in quotas.items() if v is not None})
+            )  # fmt: skip
+        groups.append(
+            build(KueueResourceGroup, where, out, covered=covered,
+                  flavors=tuple(f for f in flavors if f is not None))
+        )  # fmt: skip
+    return build(
+        KueueQueue,
+        path,
+        out,
+        names={"groups": "resource_groups", "strategy": "queueing_strategy"},
+        kind=msg.kind,
+        groups=tuple(g for g in groups if g is not None),
+        fair_weight=msg.fair_weight if msg.HasField("fair_weight") else 1.0,
+        strategy=msg.queueing_strategy or "BestEffortFIFO",
     )
 
 

@@ -80,6 +80,7 @@ from solver.model._kueue import (
     pod_set_group_error,
 )
 from solver.model._kueue_queues import (
+    KUEUE_PODSET_LABEL,
     KUEUE_QUEUE_LABEL,
     KueueFlavorQuota,
     KueueQueue,
@@ -174,6 +175,7 @@ __all__ = [
     "KAI_UNLIMITED",
     "KAI_USAGE_ANNOTATION",
     "KUEUE_ANNOTATIONS",
+    "KUEUE_PODSET_LABEL",
     "KUEUE_QUEUE_LABEL",
     "MAX_DEVICES_PER_NODE",
     "MAX_RUNTIME_SECONDS",

@@ -23,6 +23,7 @@ from pydantic import Field, field_validator
 from solver.model._frozen import Frozen
 
 __all__ = [
+    "KUEUE_PODSET_LABEL",
     "KUEUE_QUEUE_LABEL",
     "KueueFlavorQuota",
     "KueueQueue",
@@ -33,6 +34,8 @@ __all__ = [
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The label naming a job's LocalQueue (in the job's namespace)."""
+KUEUE_PODSET_LABEL = "kueue.x-k8s.io/podset"
+"""The label naming a pod's pod set in its Workload (`main` without)."""
 
 KueueKind = Literal["ClusterQueue", "Cohort", "LocalQueue"]
 

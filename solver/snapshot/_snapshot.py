@@ -348,13 +348,14 @@ class Snapshot:
         upserted = [q.name for q in delta.upsert_queues]
         chains = [(q, queues[q].parent) for q in upserted if q in queues]
         chains += [(q, spec.parent) for q, spec in queues.items() if q not in set(upserted)]
-        kai = {q.kai is not None for q in queues.values()}
-        if len(kai) > 1 and delta.upsert_queues:  # one scheduler's queues share a cluster
+        kinds = {"kai" if q.kai else "kueue" if q.kueue else "" for q in queues.values()}
+        if len(kinds) > 1 and delta.upsert_queues:  # one scheduler's queues share a cluster
+            field = "kueue" if "kueue" in kinds else "kai"
             errors.append(
                 (
-                    "upsert_queues[0].kai",
-                    "KAI-Scheduler and Volcano queues in one snapshot: give every queue `kai` "
-                    "or none",
+                    f"upsert_queues[0].{field}",
+                    "KAI-Scheduler, Kueue and Volcano queues in one snapshot: give every "
+                    f"queue `{field}` or none",
                 )
             )
         cycle = parent_cycle(chains)

@@ -20,6 +20,7 @@ from collections import Counter
 
 from solver.model import (
     KUEUE_ANNOTATIONS,
+    KUEUE_PODSET_LABEL,
     KueueRequest,
     KueueTopology,
     Node,
@@ -30,7 +31,7 @@ from solver.verify._context import VerifyContext
 
 __all__ = ["kueue_tas"]
 
-_PODSET = "kueue.x-k8s.io/podset"
+_PODSET = KUEUE_PODSET_LABEL
 
 
 def _pod_sets(pods: list[Pod]) -> dict[tuple[str, ...], list[Pod]]:

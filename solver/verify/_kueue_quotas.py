@@ -23,17 +23,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from solver.model import KueueQueue, Node, Queue
+from solver.model import KUEUE_PODSET_LABEL, KUEUE_QUEUE_LABEL, KueueQueue, Node, Queue
 from solver.verify._context import VerifyContext
 
 __all__ = ["kueue_quotas"]
 
 Usage = dict[str, dict[str, int]]  # node (ClusterQueue or cohort) -> fr -> amount
-KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _cluster_queue(queues: dict[str, Queue], labels: dict[str, str], namespace: str) -> str | None:
-    local = labels.get(KUEUE_LABEL, "").strip()
+    local = labels.get(KUEUE_QUEUE_LABEL, "").strip()
     lq = queues.get(f"{namespace}/{local}") if local else None
     if lq is None or lq.kueue is None or lq.kueue.kind != "LocalQueue" or lq.parent is None:
         return None
@@ -41,18 +40,26 @@ def _cluster_queue(queues: dict[str, Queue], labels: dict[str, str], namespace: 
     return lq.parent if cq is not None and cq.kueue is not None else None
 
 
-def _uses(spec: KueueQueue, node: Node, requests: dict[str, int]) -> tuple[dict[str, int], str]:
-    """What a pod on `node` uses per flavor-resource, and a problem ("" none)."""
+def _uses(
+    spec: KueueQueue, node: Node, requests: dict[str, int], assigned: dict[str, str] | None = None
+) -> tuple[dict[str, int], str]:
+    """What a pod on `node` uses per flavor-resource, and a problem ("" none): in the flavor
+    the Decision admitted its pod set with (`assigned`, resource -> flavor), which its node
+    must carry the labels of; else the group's first flavor whose labels the node carries."""
     out: dict[str, int] = {}
     for g, group in enumerate(spec.groups):
         asked = [r for r in group.covered if r == "pods" or requests.get(r, 0) > 0]
         if not asked:
             continue
-        flavor = next(
-            (f for f in group.flavors
-             if all(node.labels.get(k) == v for k, v in f.node_labels.items())),
-            None,
-        )  # fmt: skip
+        on_node = [
+            f for f in group.flavors
+            if all(node.labels.get(k) == v for k, v in f.node_labels.items())
+        ]  # fmt: skip
+        wanted = (assigned or {}).get(asked[0])
+        flavor = next((f for f in on_node if f.name == wanted), None) if wanted else None
+        if wanted and flavor is None:
+            return out, f"node {node.name} lacks the nodeLabels of its flavor {wanted}"
+        flavor = flavor or (on_node[0] if on_node else None)
         if flavor is None:
             return out, f"node {node.name} is of no flavor of resource group {g}"
         for r in asked:
@@ -119,6 +126,7 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
     if not any(q.kueue is not None for q in queues.values()):
         return []
     problems: list[str] = []
+    admitted = {(a.podgroup, a.pod_set): dict(a.flavors) for a in ctx.decision.flavor_assignments}
     placed: Usage = defaultdict(lambda: defaultdict(int))
     flavors_of: dict[tuple[str, str], set[str]] = defaultdict(set)
     for node_name, pods in ctx.new_on.items():
@@ -129,12 +137,12 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
                 continue
             spec = queues[cq].kueue
             assert spec is not None
-            use, problem = _uses(spec, node, pod.requests)
+            podset = pod.labels.get(KUEUE_PODSET_LABEL, "main")
+            use, problem = _uses(spec, node, pod.requests, admitted.get((pod.gang, podset)))
             if problem:
                 problems.append(f"{pod.key}: ClusterQueue {cq}: {problem}")
             for fr, v in use.items():
                 placed[cq][fr] += v
-            podset = pod.labels.get("kueue.x-k8s.io/podset", "")
             for fr in use:
                 flavors_of[(f"{pod.gang}/{podset}", fr.split("/", 1)[1])].add(fr.split("/")[0])
     for (job, resource), flavors in sorted(flavors_of.items()):
@@ -152,6 +160,7 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
             after[cq][fr] = before.get(cq, {}).get(fr, 0) + placed.get(cq, {}).get(fr, 0)
     sq, children = _subtree(queues)
     u0, u1 = _rolled(queues, sq, children, before), _rolled(queues, sq, children, after)
+    checked: set[tuple[str, str]] = set()
     for cq in sorted(placed):
         name: str | None = cq
         while name is not None and name in sq:
@@ -160,6 +169,9 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
             assert spec is not None
             has_parent = q.parent in queues
             for fr in sorted(placed[cq]):
+                if (name, fr) in checked:
+                    continue
+                checked.add((name, fr))
                 quota = spec.quotas().get(fr)
                 cap = None
                 if not has_parent:

@@ -20,12 +20,15 @@ from __future__ import annotations
 import numpy as np
 
 from solver.features._base import CompileContext, Feature
+from solver.features._steps import DecideSteps
+from solver.features.kueueshare.block import KueueFlavorBlock, flavor_decision
 from solver.features.kueueshare.flavors import Assignment, PodSet, assign
 from solver.features.kueueshare.mode import KueueMode, kueue_nodes, kueue_specs
 from solver.features.kueueshare.order import Cycles, Workload, run_cycles
 from solver.features.kueueshare.quota import Drs, KueueNode, KueueNodes
 from solver.features.kueueshare.usage import node_flavors, running_usage
 from solver.features.queues import compile_quotas
+from solver.model import KUEUE_PODSET_LABEL
 from solver.problem import BoolArray
 from solver.snapshot import NodeTable, Snapshot
 
@@ -34,6 +37,7 @@ __all__ = [
     "Assignment",
     "Cycles",
     "Drs",
+    "KueueFlavorBlock",
     "KueueMode",
     "KueueNode",
     "KueueNodes",
@@ -53,6 +57,18 @@ def _compile(ctx: CompileContext) -> None:
     tree = compile_quotas(ctx, mode)
     if tree is None or tree.broken:
         return
+    ctx.add_block(
+        KueueFlavorBlock(
+            type_cluster_queue=tuple(mode.type_cq.get(t, "") for t in range(ctx.num_types)),
+            type_pod_set=tuple(
+                ctx.first_pod(t).labels.get(KUEUE_PODSET_LABEL, "main")
+                for t in range(ctx.num_types)
+            ),
+            type_flavors=tuple(
+                tuple(sorted(mode.type_flavors.get(t, {}).items())) for t in range(ctx.num_types)
+            ),
+        )
+    )
     labels = ctx.snapshot.memo(("kueue", "flavor labels"), lambda: _flavor_labels(ctx.snapshot))
     for t, flavors in sorted(mode.type_flavors.items()):
         for flavor in sorted(set(flavors.values())):
@@ -82,4 +98,10 @@ def _flavor_nodes(nodes: NodeTable, labels: dict[str, str]) -> BoolArray:
     return nodes.memo(("kueue", "flavor nodes", tuple(sorted(labels.items()))), compute)
 
 
-FEATURE = Feature(name="kueueshare", plugins=(), compile=_compile, always=True)
+FEATURE = Feature(
+    name="kueueshare",
+    plugins=(),
+    compile=_compile,
+    decide=DecideSteps(decision=flavor_decision),
+    always=True,
+)

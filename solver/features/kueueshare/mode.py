@@ -85,6 +85,7 @@ class KueueMode(QuotaMode):
         self.gang_unit: dict[str, int] = {}
         self.unit_first: dict[int, str] = {}  # unit -> its first gang (carries the request)
         self.type_flavors: dict[int, dict[str, str]] = {}  # pod type -> resource -> flavor
+        self.type_cq: dict[int, str] = {}  # pod type -> its ClusterQueue
 
     @property
     def key(self) -> Hashable:
@@ -168,6 +169,7 @@ class KueueMode(QuotaMode):
             types = [t for g in unit_gangs[w.unit] for t in ctx.types_of(g)]
             for t, flavors in zip(types, found.flavors, strict=True):
                 self.type_flavors[t] = flavors
+                self.type_cq[t] = w.cq
         later = [u for u in self.cycles.order if u not in stopped] + sorted(stopped)
         return sorted(first, key=ctx.unit_key) + later
 

@@ -15,6 +15,7 @@ from solver.kube.loader import RawObject
 from solver.kube.workloads._template import Expansion, Fields, meta_value, pod_from_template
 from solver.model import (
     KUEUE_ANNOTATIONS,
+    KUEUE_PODSET_LABEL,
     KUEUE_QUEUE_LABEL,
     KueueRequest,
     KueueRequestError,
@@ -26,7 +27,7 @@ __all__ = ["PODSET_LABEL", "WORKLOAD_LABEL", "expand_kueue_workload"]
 
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"  # coscheduling: the expanded pods' one gang
 WORKLOAD_LABEL = "kueue.x-k8s.io/workload-name"
-PODSET_LABEL = "kueue.x-k8s.io/podset"
+PODSET_LABEL = KUEUE_PODSET_LABEL
 
 
 def _request_annotations(f: Fields, request: Any, path: str, notes: list[str]) -> dict[str, str]:

@@ -33,6 +33,7 @@ from solver.features.topology.kueue.tas import KueueTree, LeaderLeaves, TasReque
 from solver.model import (
     HOSTNAME,
     KUEUE_ANNOTATIONS,
+    KUEUE_PODSET_LABEL,
     KueueFlavor,
     KueueRequest,
     KueueTopology,
@@ -55,7 +56,7 @@ __all__ = [
     "pod_set_key",
 ]
 
-PODSET_LABEL = "kueue.x-k8s.io/podset"
+PODSET_LABEL = KUEUE_PODSET_LABEL
 REASON_POOL = "node(s) are outside the Kueue TAS flavor {flavor}'s node pool"
 
 
