@@ -10,7 +10,7 @@ from rich.tree import Tree
 
 from clients._exit import fail
 from clients._options import Files, Now, Output, OutputFormat, observed_at
-from clients.render import amounts, write_data
+from clients.render import amounts, human, write_data
 from solver import GangplanError, InputError, load_conf, load_manifests, snapshot_of
 from solver.quantity import UNLIMITED
 from solver.views import (
@@ -19,6 +19,7 @@ from solver.views import (
     QueueTree,
     hdrf_tree,
     kai_queue_tree,
+    kueue_tree,
     queue_tree,
     validate_queues,
 )
@@ -26,7 +27,8 @@ from solver.views import (
 __all__ = ["queues_app"]
 
 queues_app = typer.Typer(
-    help="Volcano and KAI-Scheduler queues: validate a queue tree, draw it.", no_args_is_help=True
+    help="Volcano, KAI-Scheduler and Kueue queues: validate a queue tree, draw it.",
+    no_args_is_help=True,
 )
 stderr = Console(stderr=True, highlight=False)
 
@@ -111,6 +113,10 @@ def tree_cmd(
         kai = kai_queue_tree(snapshot_of(model), conf)
         if kai is not None:
             _kai_tree(*kai, output)
+            return
+        kueue = kueue_tree(snapshot_of(model))
+        if kueue is not None:
+            _kueue_tree(kueue, output)
             return
         hdrf = hdrf_tree(snapshot_of(model), conf)
         tree = queue_tree(snapshot_of(model), conf)
@@ -224,3 +230,44 @@ def _kai_tree(tree: QueueTree, mode: KaiMode, output: Output) -> None:
 
     grow(root, "root")
     Console().print(root)
+
+
+def _kueue_tree(view: dict[str, Any], output: Output) -> None:
+    """Kueue's cohorts and ClusterQueues: per flavor-resource the nominal quota (with its
+    borrowing / lending limits), the subtree quota, what the running pods use and, for a
+    ClusterQueue, what it may still be given; each node's dominant resource share."""
+    if output is not Output.table:
+        write_data({"kueue": view}, output)
+        return
+
+    def label(n: dict[str, Any]) -> str:
+        share = "∞" if n["share"] is None else f"{n['share']:g}"
+        head = f"[bold]{n['name']}[/bold] {n['kind']} weight {n['weight']:g} share {share}"
+        if n.get("strategy"):
+            head += f" {n['strategy']}"
+        if n["localQueues"]:
+            head += f" ← {', '.join(n['localQueues'])}"
+        lines = [head]
+        for fr, r in n["resources"].items():
+            limits = "".join(
+                f" {key} {human(fr, r[key])}" for key in ("borrowingLimit", "lendingLimit")
+                if r[key] is not None
+            )  # fmt: skip
+            line = (
+                f"{fr}: nominal {human(fr, r['nominal'])}{limits} | subtree "
+                f"{human(fr, r['subtree'])} | used {human(fr, r['usage'])}"
+            )
+            if "available" in r:
+                line += f" | available {human(fr, r['available'])} of {human(fr, r['potential'])}"
+            lines.append(line)
+        return "\n".join(lines)
+
+    for root in view["roots"]:
+        tree = Tree(label(root))
+
+        def grow(node: Tree, n: dict[str, Any]) -> None:
+            for child in n["children"]:
+                grow(node.add(label(child)), child)
+
+        grow(tree, root)
+        Console().print(tree)

@@ -341,6 +341,12 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
     usage = usage_params(body.pop("usageDBConfig", None), source, usage_notes)
     runtimes = expected_runtime(body.pop("expectedRuntime", None), source)
     fair_sharing = _fair_sharing(body.pop("fairSharing", None), source, usage_notes)
+    if fair_sharing and "tiers" not in body:  # a Kueue user's conf: the default plugins
+        body["tiers"] = [
+            {"plugins": [{"name": p.name, **p.options, **({"arguments": p.arguments} if p.arguments else {})}
+                         for p in tier.plugins]}
+            for tier in SchedulerConf.default().tiers
+        ]  # fmt: skip
     try:
         conf = SchedulerConf.model_validate(
             {**body, "source": source, "usage": usage, "runtimes": runtimes,

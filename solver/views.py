@@ -13,6 +13,7 @@ from solver.config import Plugin, SchedulerConf
 from solver.features.cards import CardMode
 from solver.features.drf import hdrf_view, hierarchical
 from solver.features.kaishare import KaiMode, settled_kai_tree
+from solver.features.kueueshare import kueue_view
 from solver.features.proportion import ProportionMode, settled_tree
 from solver.features.queues import (
     DEFAULT_MAX_DEPTH,
@@ -45,6 +46,7 @@ __all__ = [
     "hdrf_tree",
     "hypernode_view",
     "kai_queue_tree",
+    "kueue_tree",
     "queue_tree",
     "render_hypernode_tree",
     "render_tree",
@@ -57,6 +59,12 @@ def kai_queue_tree(snapshot: Snapshot, conf: SchedulerConf) -> tuple[QueueTree, 
     """KAI Queues as KAI's `proportion` sees them, with each queue's fair share for every
     pending job of the snapshot (`KaiMode.fair`); None when the queues are not KAI's."""
     return settled_kai_tree(snapshot, Workload.everything(snapshot), conf)
+
+
+def kueue_tree(snapshot: Snapshot) -> dict[str, Any] | None:
+    """Kueue's cohorts and ClusterQueues with quotas, usage, what each may still be given
+    and its dominant resource share; None when the queues are not Kueue's."""
+    return kueue_view(snapshot)
 
 
 def hdrf_tree(snapshot: Snapshot, conf: SchedulerConf) -> dict[str, Any] | None:

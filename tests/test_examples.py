@@ -90,6 +90,25 @@ def test_hdrf_example_splits_the_gpus_down_the_tree_as_its_header_says() -> None
     assert not any(p.startswith("default/sweep-") for p in whole.placed)
 
 
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_kueue_example_gives_idle_quota_as_its_header_says(engine: str) -> None:
+    path = str(ROOT / "fairshare" / "kueue.yaml")
+    fair = schedule(load_manifests(path), load_conf(ROOT / "fairshare" / "kueue.conf"),
+                    engine=engine, workers=1)  # fmt: skip
+    gpus = {q: 0 for q in ("research", "prod")}
+    for key in fair.placed:
+        gpus[key.split("/")[0]] += 4
+    assert gpus == {"research": 8, "prod": 16}
+    assert {a.cluster_queue for a in fair.flavor_assignments} == {"research", "prod"}
+    assert all(dict(a.flavors)["nvidia.com/gpu"] == "a100" for a in fair.flavor_assignments)
+    assert all(fair.placements[k].node != "cpu-0" for k in fair.placed)
+    classical = schedule(load_manifests(path), engine=engine, workers=1)
+    gpus = {q: 0 for q in ("research", "prod")}
+    for key in classical.placed:
+        gpus[key.split("/")[0]] += 4
+    assert gpus == {"research": 16, "prod": 8}
+
+
 def test_volcano_example_counts_the_running_member() -> None:
     d = schedule(load_manifests(str(ROOT / "dialects" / "volcano.yaml")))
     assert d.podgroups["research/resnet"].placed

@@ -7,6 +7,8 @@ and lending limits, and fair sharing between ClusterQueues.
     order.py    Kueue's scheduling cycles: heads per ClusterQueue, classical or fair-sharing
                 order, StrictFIFO / BestEffortFIFO
     usage.py    what each LocalQueue's running pods use, per flavor-resource
+    block.py    each pod type's ClusterQueue and flavors, for the Decision
+    view.py     `gangplan queues tree`: the cohort forest with quotas, usage and shares
     mode.py     the whole as a `QuotaMode` of the shared queue machinery (`features.queues`)
 
 On whenever the snapshot's queues are Kueue's (Kueue needs no scheduler plugin), whatever
@@ -27,6 +29,7 @@ from solver.features.kueueshare.mode import KueueMode, kueue_nodes, kueue_specs
 from solver.features.kueueshare.order import Cycles, Workload, run_cycles
 from solver.features.kueueshare.quota import Drs, KueueNode, KueueNodes
 from solver.features.kueueshare.usage import node_flavors, running_usage
+from solver.features.kueueshare.view import kueue_view
 from solver.features.queues import compile_quotas
 from solver.model import KUEUE_PODSET_LABEL
 from solver.problem import BoolArray
@@ -46,6 +49,7 @@ __all__ = [
     "assign",
     "kueue_nodes",
     "kueue_specs",
+    "kueue_view",
     "node_flavors",
     "run_cycles",
     "running_usage",

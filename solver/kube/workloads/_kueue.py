@@ -132,10 +132,21 @@ def expand_kueue_workload(raw: RawObject) -> Expansion:
         {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
             "kind": "PodGroup",
-            "metadata": {"name": f.name, "namespace": f.namespace},
+            "metadata": {
+                "name": f.name,
+                "namespace": f.namespace,
+                **({"creationTimestamp": created} if (created := _created(raw)) else {}),
+            },
             "spec": {"minMember": total},
         }
     )
     out.objects.extend(pods)
     out.notes += f.unread({"podSets", "queueName"})  # priority, active, ...: noted
     return out
+
+
+def _created(raw: RawObject) -> str | None:
+    """The Workload's creationTimestamp (its FIFO order in its ClusterQueue), as text."""
+    meta = raw.body.get("metadata") or {}
+    value = meta.get("creationTimestamp") if isinstance(meta, dict) else None
+    return value.isoformat() if hasattr(value, "isoformat") else value if isinstance(value, str) else None

@@ -132,7 +132,13 @@ def kueue_workloads(raw: RawObject, expansion: Expansion) -> None:
             {
                 "apiVersion": "scheduling.x-k8s.io/v1alpha1",
                 "kind": "PodGroup",
-                "metadata": {"name": workload, "namespace": namespace},
+                "metadata": {
+                    "name": workload,
+                    "namespace": namespace,
+                    # Kueue's Workload is made when the job is: its FIFO order is the job's
+                    **({"creationTimestamp": meta["creationTimestamp"]}
+                       if meta.get("creationTimestamp") else {}),
+                },
                 "spec": {"minMember": len(members)},
             }
         )
