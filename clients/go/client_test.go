@@ -343,6 +343,41 @@ func TestKaiQueueLimitHoldsAGang(t *testing.T) {
 	}
 }
 
+// Kueue over gRPC: a ClusterQueue of 4 GPUs in the a100 flavor, a LocalQueue naming it;
+// the answer names the flavor a placed gang was admitted with, and a gang over the quota
+// waits with Kueue's reason.
+func TestKueueClusterQueueAdmitsWithAFlavor(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	flavor := &pb.KueueFlavorQuotas{Name: "a100", Resources: []*pb.KueueResourceQuota{
+		{Name: "cpu", NominalQuota: 64000}, {Name: "nvidia.com/gpu", NominalQuota: 4}}}
+	cluster := &pb.Cluster{
+		Nodes: []*pb.Node{gpuNode("n0"), gpuNode("n1")},
+		Queues: []*pb.Queue{
+			{Name: "team", Kueue: &pb.KueueQueue{Kind: "ClusterQueue", ResourceGroups: []*pb.KueueResourceGroup{
+				{CoveredResources: []string{"cpu", "nvidia.com/gpu"}, Flavors: []*pb.KueueFlavorQuotas{flavor}}}}},
+			{Name: "default/main", Parent: "team", Kueue: &pb.KueueQueue{Kind: "LocalQueue"}},
+		},
+	}
+	if _, err := c.PutSnapshot(ctx, cluster, "go-kueue"); err != nil {
+		t.Fatal(err)
+	}
+	job := func(name string, size int) *pb.Job {
+		j := gangJob(name, size, 4)
+		for _, p := range j.Pods {
+			p.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "main"}
+		}
+		return j
+	}
+	one, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go-kueue"), Job: job("one", 1)})
+	if err != nil || !one.GetPlaced() || one.GetDecision().GetFlavorAssignments()[0].GetFlavors()["nvidia.com/gpu"] != "a100" {
+		t.Fatalf("a gang within the quota runs in flavor a100: %v %v", one, err)
+	}
+	two, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{ClusterSource: onSnapshot("go-kueue"), Job: job("two", 2)})
+	if err != nil || two.GetPlaced() || !regexp.MustCompile(`insufficient quota for nvidia.com/gpu in flavor a100`).MatchString(two.GetDecision().GetGangs()[0].GetReason()) {
+		t.Fatalf("a gang over its ClusterQueue's quota waits, saying so: %v %v", two, err)
+	}
+}
+
 // Time-based fair share over gRPC: team "a" used 90% of the cluster's GPU-hours lately
 // (KaiQueueResources.usage), so with usageDBConfig in the conf its share of the surplus
 // shrinks (2 GPUs against 6) and team "b"'s gang goes first; by weight alone "a" would.

@@ -306,6 +306,42 @@ test('KAI-Scheduler queues: a gang over its queue limit waits, saying so', async
   assert.match(over.decision.gangs[0].reason, /queue team: .*limit/);
 });
 
+test('Kueue ClusterQueues: the answer names the flavor; a gang over the quota waits', async () => {
+  const flavor = {
+    name: 'a100',
+    resources: [
+      { name: 'cpu', nominal_quota: 64000 },
+      { name: 'nvidia.com/gpu', nominal_quota: 4 },
+    ],
+  };
+  await client.putSnapshot(
+    {
+      nodes: [gpuNode('n0'), gpuNode('n1')],
+      queues: [
+        {
+          name: 'team',
+          kueue: { kind: 'ClusterQueue', resource_groups: [{ covered_resources: ['cpu', 'nvidia.com/gpu'], flavors: [flavor] }] },
+        },
+        { name: 'default/main', parent: 'team', kueue: { kind: 'LocalQueue' } },
+      ],
+    },
+    'node-kueue',
+  );
+  const gang = (name, size) => {
+    const j = job(name, size, 4);
+    j.pods.forEach((p) => {
+      p.labels = { 'kueue.x-k8s.io/queue-name': 'main' };
+    });
+    return j;
+  };
+  const fits = await client.placeJob({ snapshot: { id: 'node-kueue' }, job: gang('one', 1) });
+  assert.equal(fits.placed, true);
+  assert.equal(fits.decision.flavor_assignments[0].flavors['nvidia.com/gpu'], 'a100');
+  const over = await client.placeJob({ snapshot: { id: 'node-kueue' }, job: gang('two', 2) });
+  assert.equal(over.placed, false);
+  assert.match(over.decision.gangs[0].reason, /insufficient quota for nvidia.com\/gpu in flavor a100/);
+});
+
 test('KAI sub-groups each in a rack of their own: a sub-group no rack holds keeps its gang waiting', async () => {
   const nodes = [0, 1, 2, 3].map((i) => ({ ...gpuNode(`n${i}`), labels: { zone: 'z', rack: `r${i >> 1}` } }));
   const kai = job('kai', 4, 4);
