@@ -129,25 +129,49 @@ def _classical_pick(nodes: KueueNodes, entries: list[Entry]) -> Iterator[Entry]:
 
 def _fair_pick(nodes: KueueNodes, entries: list[Entry]) -> Iterator[Entry]:
     """The heads in the fair-sharing tournament's order, each pop on the usage the ones
-    before it left (the caller admits between pops: this generator reads `nodes` live)."""
-    left = list(entries)
-    while left:
-        root = min(nodes.root(w.cq).name for w, _ in left)
-        best = _tournament(nodes, root, [e for e in left if nodes.root(e[0].cq).name == root])
-        left.remove(best)
+    before it left (the caller admits between pops: this generator reads `nodes` live).
+
+    A head's shares (its ClusterQueue's and ancestors' DRS with it admitted) are kept
+    between pops and computed again only when a popped head's ClusterQueue shares a node
+    below the root with its path: only those nodes' usage can have moved."""
+    by_root: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_root.setdefault(nodes.root(e[0].cq).name, []).append(e)
+    shares: dict[int, dict[str, Drs]] = {}
+    while by_root:
+        root = min(by_root)
+        mine = by_root[root]
+        for w, found in mine:
+            if w.unit not in shares:
+                shares[w.unit] = _shares(nodes, w, found)
+        best = _tournament(nodes, root, mine, shares)
+        mine.remove(best)
+        if not mine:
+            del by_root[root]
+        below = set(nodes.path_names(best[0].cq)[:-1])
+        for w, _ in mine:
+            if below & set(nodes.path_names(w.cq)[:-1]):
+                shares.pop(w.unit, None)
         yield best
 
 
-def _tournament(nodes: KueueNodes, root: str, entries: list[Entry]) -> Entry:
+def _shares(nodes: KueueNodes, w: Workload, found: Assignment) -> dict[str, Drs]:
+    """Per cohort on the head's path, the DRS of its child on that path with the head
+    admitted (`computeDRS`)."""
+    nodes.add_all(w.cq, found.usage)
+    path = nodes.path(w.cq)
+    out = {parent.name: nodes.drs(child.name) for child, parent in itertools.pairwise(path)}
+    nodes.add_all(w.cq, found.usage, sign=-1)
+    return out
+
+
+def _tournament(
+    nodes: KueueNodes, root: str, entries: list[Entry], shares: dict[int, dict[str, Drs]]
+) -> Entry:
     """`runTournament`: the winner at `root`, comparing at every cohort the candidates its
     children put forward."""
-    shares: dict[tuple[str, int], Drs] = {}
-    for w, found in entries:
-        nodes.add_all(w.cq, found.usage)
-        path = nodes.path(w.cq)
-        for child, parent in itertools.pairwise(path):
-            shares[(parent.name, w.unit)] = nodes.drs(child.name)
-        nodes.add_all(w.cq, found.usage, sign=-1)
+    if nodes.nodes[root].cluster_queue:  # a ClusterQueue without a cohort
+        return entries[0]
     by_cq = {w.cq: (w, found) for w, found in entries}
 
     def run(cohort: str) -> Entry | None:
@@ -163,14 +187,12 @@ def _tournament(nodes: KueueNodes, root: str, entries: list[Entry]) -> Entry:
             return None
 
         def key(e: Entry) -> tuple[bool, tuple[int, float], int, tuple[int, str, str]]:
-            drs = shares[(cohort, e[0].unit)]
+            drs = shares[e[0].unit][cohort]
             borrowing = bool(drs.borrowed & set(e[1].usage))
             return (borrowing, drs.key(), -e[0].priority, e[0].key)
 
         return min(candidates, key=key)
 
-    if nodes.nodes[root].cluster_queue:  # a ClusterQueue without a cohort
-        return entries[0]
     won = run(root)
     assert won is not None
     return won

@@ -86,8 +86,14 @@ class Drs:
 class KueueNodes:
     """The cohort forest of one call: nodes by name, usage kept as Kueue keeps it."""
 
-    def __init__(self, nodes: dict[str, KueueNode]) -> None:
+    def __init__(
+        self,
+        nodes: dict[str, KueueNode],
+        static: dict[tuple[str, str], object] | None = None,
+    ) -> None:
         self.nodes = nodes
+        self.static = {} if static is None else static  # what depends on quotas alone
+        #   (paths, lendable): shared by every copy
 
     @classmethod
     def build(cls, specs: Mapping[str, tuple[str | None, KueueQueue]]) -> KueueNodes:
@@ -127,20 +133,30 @@ class KueueNodes:
                     subtree=v.subtree, usage=dict(v.usage),
                 )
                 for n, v in self.nodes.items()
-            }
+            },
+            self.static,
         )  # fmt: skip
+
+    def path_names(self, name: str) -> tuple[str, ...]:
+        """The node's name and its ancestors', the node first (kept: quotas alone)."""
+        key = ("path", name)
+        found = self.static.get(key)
+        if found is None:
+            out: list[str] = []
+            at = self.nodes.get(name)
+            while at is not None and len(out) <= len(self.nodes):
+                out.append(at.name)
+                at = self.nodes.get(at.parent) if at.parent is not None else None
+            found = self.static[key] = tuple(out)
+        return found  # type: ignore[return-value]
 
     def path(self, name: str) -> list[KueueNode]:
         """The node and its ancestors, the node first."""
-        out: list[KueueNode] = []
-        at = self.nodes.get(name)
-        while at is not None and len(out) <= len(self.nodes):
-            out.append(at)
-            at = self.nodes.get(at.parent) if at.parent is not None else None
-        return out
+        nodes = self.nodes
+        return [nodes[n] for n in self.path_names(name)]
 
     def root(self, name: str) -> KueueNode:
-        return self.path(name)[-1]
+        return self.nodes[self.path_names(name)[-1]]
 
     # ------------------------------------------------------------------ usage
 
@@ -241,13 +257,17 @@ class KueueNodes:
 
     def _lendable(self, name: str) -> dict[str, int]:
         """`calculateLendable`: per resource, what the subtree at `name` could lend, summed
-        over the root's flavor-resources."""
-        root = self.root(name)
-        out: dict[str, int] = {}
-        for fr in root.subtree:
-            resource = fr.split("/", 1)[1]
-            out[resource] = out.get(resource, 0) + self.potential(name, fr)
-        return out
+        over the root's flavor-resources (kept: quotas alone)."""
+        key = ("lendable", name)
+        found = self.static.get(key)
+        if found is None:
+            root = self.root(name)
+            out: dict[str, int] = {}
+            for fr in root.subtree:
+                resource = fr.split("/", 1)[1]
+                out[resource] = out.get(resource, 0) + self.potential(name, fr)
+            found = self.static[key] = out
+        return found  # type: ignore[return-value]
 
     def cluster_queues(self) -> Iterable[KueueNode]:
         return (n for n in self.nodes.values() if n.cluster_queue)

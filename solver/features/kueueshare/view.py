@@ -49,10 +49,13 @@ def kueue_view(snapshot: Snapshot) -> dict[str, Any] | None:
                     "subtree": node.subtree.get(fr, 0),
                     "usage": node.usage.get(fr, 0),
                     **(
-                        {"available": max(0, nodes.available(name, fr)),
-                         "potential": nodes.potential(name, fr)}
-                        if node.cluster_queue else {}
-                    ),  # fmt: skip
+                        {
+                            "available": max(0, nodes.available(name, fr)),
+                            "potential": nodes.potential(name, fr),
+                        }
+                        if node.cluster_queue
+                        else {}
+                    ),
                 }
                 for fr in frs
             },

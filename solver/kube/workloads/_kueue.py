@@ -149,4 +149,6 @@ def _created(raw: RawObject) -> str | None:
     """The Workload's creationTimestamp (its FIFO order in its ClusterQueue), as text."""
     meta = raw.body.get("metadata") or {}
     value = meta.get("creationTimestamp") if isinstance(meta, dict) else None
-    return value.isoformat() if hasattr(value, "isoformat") else value if isinstance(value, str) else None
+    if isinstance(value, str):
+        return value
+    return value.isoformat() if value is not None and hasattr(value, "isoformat") else None

@@ -136,8 +136,11 @@ def kueue_workloads(raw: RawObject, expansion: Expansion) -> None:
                     "name": workload,
                     "namespace": namespace,
                     # Kueue's Workload is made when the job is: its FIFO order is the job's
-                    **({"creationTimestamp": meta["creationTimestamp"]}
-                       if meta.get("creationTimestamp") else {}),
+                    **(
+                        {"creationTimestamp": meta["creationTimestamp"]}
+                        if meta.get("creationTimestamp")
+                        else {}
+                    ),
                 },
                 "spec": {"minMember": len(members)},
             }

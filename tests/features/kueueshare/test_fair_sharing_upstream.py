@@ -25,7 +25,14 @@ from solver.features.kueueshare import kueue_nodes
 from solver.kube import load_objects
 from solver.schedule import snapshot_of
 from tests.builders import raw
-from tests.features.kueueshare.test_schedule_upstream import KUEUE, cq, flavor, lq, running, workload
+from tests.features.kueueshare.test_schedule_upstream import (
+    KUEUE,
+    cq,
+    flavor,
+    lq,
+    running,
+    workload,
+)
 
 ENGINES = ["greedy", "cpsat"]
 N = None
@@ -118,7 +125,7 @@ def test_hierarchical_cohorts_admit_workloads_respecting_fair_share(engine: str)
         cq("cq-right", "second-right", {"default": [("cpu", "2", N, N)]}),
         lq("main", "left", "cq-left"), lq("main", "right", "cq-right"),
     ]  # fmt: skip
-    placed, _, decision = step(base, {}, {"left": 5, "right": 5}, engine)
+    placed, _, _ = step(base, {}, {"left": 5, "right": 5}, engine)
     assert placed == {"left": 5, "right": 5}
     after = step(base, {"left": 5, "right": 5}, {}, engine)[1]
     nodes = kueue_nodes(after)
@@ -136,7 +143,10 @@ def test_fair_sharing_orders_by_share_where_classical_is_fifo(engine: str) -> No
     assert step(FLAT, held, waiting, engine)[0] == {"b": 1}
     objects = list(FLAT)
     objects += [running(f"run-{i}", q, "main", cpu="1") for q, n in held.items() for i in range(n)]
-    objects += [workload("wl-0", "a", "main", 1, 1, cpu="1"), workload("wl-0", "b", "main", 1, 2, cpu="1")]
+    objects += [
+        workload("wl-0", "a", "main", 1, 1, cpu="1"),
+        workload("wl-0", "b", "main", 1, 2, cpu="1"),
+    ]
     classical = schedule(snapshot_of(load_objects(raw(*objects))), SchedulerConf.default(),
                          engine=engine, workers=1, seed=0)  # fmt: skip
     assert [k for k, g in classical.podgroups.items() if g.placed] == ["a/wl-0"]
