@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from solver.model import KUEUE_PODSET_LABEL, KUEUE_QUEUE_LABEL, KueueQueue, Node, Queue
 from solver.verify._context import VerifyContext
 
@@ -121,6 +123,27 @@ def _rolled(
     return out
 
 
+def _raised(
+    queues: dict[str, Queue], sq: dict[str, dict[str, int]], u0: Usage, placed: Usage
+) -> Usage:
+    """The usage at every node after `placed` (per ClusterQueue) is added to `u0`: each
+    node's growth reaches its parent past the part its lending limit keeps; a node not
+    left out is as in `u0`."""
+    u1: Usage = {}
+    for cq in sorted(placed):
+        for fr, more in sorted(placed[cq].items()):
+            name: str | None = cq
+            while name is not None and name in sq and more:
+                mine = u1.setdefault(name, dict(u0.get(name, {})))
+                old = mine.get(fr, 0)
+                mine[fr] = old + more
+                kept = _kept(queues, name, fr, sq[name].get(fr, 0))
+                more = max(0, old + more - kept) - max(0, old - kept)
+                parent = queues[name].parent
+                name = parent if parent in sq else None
+    return u1
+
+
 def kueue_quotas(ctx: VerifyContext) -> list[str]:
     queues = dict(ctx.snapshot.queues)
     if not any(q.kueue is not None for q in queues.values()):
@@ -153,13 +176,14 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
             )
     if not placed:
         return problems
-    before = _running(ctx, queues)
-    after: Usage = defaultdict(dict)
-    for cq in set(before) | set(placed):
-        for fr in set(before.get(cq, {})) | set(placed.get(cq, {})):
-            after[cq][fr] = before.get(cq, {}).get(fr, 0) + placed.get(cq, {}).get(fr, 0)
-    sq, children = _subtree(queues)
-    u0, u1 = _rolled(queues, sq, children, before), _rolled(queues, sq, children, after)
+    sq, children = ctx.snapshot.memo(("verify", "kueue subtree"), lambda: _subtree(queues))
+    if ctx.evicted:
+        u0 = _rolled(queues, sq, children, _running(ctx, queues))
+    else:
+        u0 = ctx.snapshot.memo(
+            ("verify", "kueue rolled"), lambda: _rolled(queues, sq, children, _running(ctx, queues))
+        )
+    u1 = _raised(queues, sq, u0, placed)
     checked: set[tuple[str, str]] = set()
     for cq in sorted(placed):
         name: str | None = cq
@@ -178,7 +202,8 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
                     cap = sq[name].get(fr, 0)
                 elif quota is not None and quota.borrowing_limit is not None:
                     cap = sq[name].get(fr, 0) + quota.borrowing_limit
-                now, then = u1.get(name, {}).get(fr, 0), u0.get(name, {}).get(fr, 0)
+                then = u0.get(name, {}).get(fr, 0)
+                now = u1[name].get(fr, 0) if name in u1 else then
                 if cap is not None and now > cap and now > then:
                     what = "subtree quota" if not has_parent else "subtree quota + borrowingLimit"
                     problems.append(f"{spec.kind} {name}: {fr} used {now} > {what} {cap}")
@@ -190,19 +215,49 @@ def _running(ctx: VerifyContext, queues: dict[str, Queue]) -> Usage:
     """Per ClusterQueue, what its running pods (less the Decision's victims) use."""
 
     def compute() -> Usage:
+        """Rows grouped by (labels, namespace) -> ClusterQueue, then per resource group
+        each row's flavor from its node (a table per distinct flavor list), summed."""
         out: Usage = defaultdict(lambda: defaultdict(int))
         running = ctx.snapshot.running
-        for row in running.rows().tolist():
-            namespace = running.namespace_names.value(int(running.namespace[row]))
-            cq = _cluster_queue(queues, dict(running.labels(row)), namespace)
-            if cq is None:
-                continue
+        rows = running.rows()
+        if not rows.size:
+            return {}
+        key = running.label_set[rows].astype(np.int64) * (1 << 32) + running.namespace[rows]
+        uniq, inverse = np.unique(key, return_inverse=True)
+        owner = np.array([
+            _cluster_queue(queues, dict(running.label_sets[int(k >> 32)]),
+                           running.namespace_names.value(int(k & 0xFFFFFFFF))) or ""
+            for k in uniq.tolist()
+        ], dtype=object)  # fmt: skip
+        cq_of_row = owner[inverse.reshape(-1)]
+        nodes = ctx.snapshot.nodes
+        tables: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], np.ndarray] = {}
+        for cq in sorted({c for c in owner.tolist() if c}):
             spec = queues[cq].kueue
             assert spec is not None
-            pod = running.pod(row)
-            use, _ = _uses(spec, ctx.node(running.node_name(row)), dict(pod.requests))
-            for fr, v in use.items():
-                out[cq][fr] += v
+            mine = rows[cq_of_row == cq]
+            for group in spec.groups:
+                flavors = tuple(
+                    (f.name, tuple(sorted(f.node_labels.items()))) for f in group.flavors
+                )
+                if flavors not in tables:
+                    tables[flavors] = np.array([
+                        next((i for i, (_, labels) in enumerate(flavors)
+                              if all(n.labels.get(a) == b for a, b in labels)), -1)
+                        for n in nodes.nodes
+                    ], dtype=np.int64)  # fmt: skip
+                flavor = tables[flavors][running.node[mine].astype(np.int64)]
+                names = [r for r in group.covered if r != "pods" and r in running.resources]
+                asked = running.requests(tuple(names), mine)
+                for i, (fname, _) in enumerate(flavors):
+                    on = flavor == i
+                    if not on.any():
+                        continue
+                    for j, r in enumerate(names):
+                        if (total := int(asked[on, j].sum())) > 0:
+                            out[cq][f"{fname}/{r}"] += total
+                    if "pods" in group.covered:
+                        out[cq][f"{fname}/pods"] += int(on.sum())
         return {k: dict(v) for k, v in out.items()}
 
     base = ctx.snapshot.memo(("verify", "kueue held"), compute)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 from solver import SchedulerConf, schedule
+from solver.decision import Placement
 from solver.kube import load_objects
 from solver.schedule import snapshot_of
 from solver.verify import verify
 from tests.builders import raw
-from tests.features.kueueshare.test_schedule_upstream import BASE, workload
+from tests.features.kueueshare.test_schedule_upstream import BASE, running, workload
 
 
 def _cluster():
@@ -57,3 +58,16 @@ def test_a_flavor_the_node_does_not_carry_is_refused() -> None:
     )
     problems = verify(snapshot, conf, dataclasses.replace(decision, flavor_assignments=spoiled))
     assert problems and all("lacks the nodeLabels of its flavor pool-b" in p for p in problems)
+
+
+def test_running_pods_count_against_the_quota() -> None:
+    """lend-b's running 2 CPUs and a refused 3-CPU workload: placed anyway (spoiled), the
+    cohort's lending limits are broken, and the rule says so from the running pods."""
+    objects = [running("a", "lend", "lend-b-queue", cpu="2"),
+               workload("b", "lend", "lend-b-queue", 1, 1, cpu="3")]  # fmt: skip
+    snapshot, conf = snapshot_of(load_objects(raw(*BASE, *objects))), SchedulerConf.default()
+    decision = schedule(snapshot, conf, engine="greedy")
+    assert not decision.placed
+    placements = {k: Placement(node="big") for k in decision.placements}
+    problems = verify(snapshot, conf, dataclasses.replace(decision, placements=placements))
+    assert any(p.startswith("Cohort lend: default/cpu used") for p in problems), problems
