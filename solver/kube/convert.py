@@ -149,14 +149,15 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     elif inputs.kai_queues:
         queues = {name: q for name, (_, q) in sorted(inputs.kai_queues.items())}
         raws = {name: raw for name, (raw, _) in inputs.kai_queues.items()}
-    if inputs.kueue_queues and queues:
+    kueue, kueue_raws = kueue_tree(inputs.kueue_queues, inputs.kueue, inputs.notes)
+    if kueue and queues:  # checked all the same: an error in a file is an error
         inputs.notes.append(
-            f"{len(inputs.kueue_queues)} Kueue ClusterQueue/Cohort/LocalQueue object(s) not "
+            f"Kueue ClusterQueues, Cohorts and LocalQueues {', '.join(sorted(kueue)[:8])} not "
             "acted on: the input also has Volcano or KAI Queues, and gangplan shares a cluster "
             "by one scheduler's queues"
         )
-    elif inputs.kueue_queues:
-        queues, raws = kueue_tree(inputs.kueue_queues, inputs.kueue, inputs.notes)
+    elif kueue:
+        queues, raws = kueue, kueue_raws
     if not queues:
         queues = _queues_of_a_dump_without_them(gangs.values(), pods, inputs.notes)
     cycle = parent_cycle([(name, q.parent) for name, q in queues.items()])

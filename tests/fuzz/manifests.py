@@ -92,7 +92,9 @@ def base_manifests() -> list[dict[str, Any]]:
     pods), 14 a Workload API PodGroup with 15 its pod, 16 a Namespace, 17-18 a Kueue Topology
     and TAS ResourceFlavor, 19 a Kueue Workload asking for them, 20-21 HyperNodes, 22-25
     KAI-Scheduler's objects, 26 a Kueue-managed Job (`_kai`), 27-28 a Trainer v2
-    ClusterTrainingRuntime and a TrainJob naming it (`_trainer`), 29 a PodDisruptionBudget."""
+    ClusterTrainingRuntime and a TrainJob naming it (`_trainer`), 29 a PodDisruptionBudget,
+    30-32 a Kueue Cohort, ClusterQueue and LocalQueue (`_kueue_queues`: read and checked,
+    noted beside the Volcano queue)."""
     nodes = [node(f"n{i}").gpu(4).label("rack", f"r{i}").obj() for i in range(2)]
     group = podgroup("g", 2, "volcano")
     group["spec"].update(
@@ -256,7 +258,30 @@ def base_manifests() -> list[dict[str, Any]]:
             "spec": {"selector": {"matchLabels": {"app": "kpg"}}, "minAvailable": "50%"},
             "status": {"disruptionsAllowed": 1, "disruptedPods": {"x": "2026-01-01T00:00:00Z"}},
         },
+        *_kueue_queues(),
     ]
+
+
+def _kueue_queues() -> list[dict[str, Any]]:
+    """30-32: a Kueue Cohort with quota of its own, a ClusterQueue in it (the TAS flavor `f`,
+    every limit and its fair-sharing weight), its LocalQueue."""
+    group = "kueue.x-k8s.io/v1beta2"
+    resources = [
+        {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2", "lendingLimit": "1"},
+        {"name": GPU, "nominalQuota": 2, "borrowingLimit": 1, "lendingLimit": 1},
+    ]
+    groups = [
+        {"coveredResources": ["cpu", GPU], "flavors": [{"name": "f", "resources": resources}]}
+    ]
+    return [
+        {"apiVersion": group, "kind": "Cohort", "metadata": {"name": "org"},
+         "spec": {"parentName": "top", "resourceGroups": groups, "fairSharing": {"weight": "2"}}},
+        {"apiVersion": group, "kind": "ClusterQueue", "metadata": {"name": "cq"},
+         "spec": {"cohortName": "org", "resourceGroups": groups, "queueingStrategy": "StrictFIFO",
+                  "fairSharing": {"weight": "0.5"}, "stopPolicy": "None"}},
+        {"apiVersion": group, "kind": "LocalQueue", "metadata": {"name": "main", "namespace": "default"},
+         "spec": {"clusterQueue": "cq"}},
+    ]  # fmt: skip
 
 
 def _trainer() -> list[dict[str, Any]]:
@@ -448,12 +473,17 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def _replace(root: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`root` with the value at `path` replaced; unchanged when an earlier replacement
+    took the path away (a mapping replaced by a list: the document is invalid already)."""
     if not path:
         return value
     parent = root
-    for step in path[:-1]:
-        parent = parent[step]
-    parent[path[-1]] = value
+    try:
+        for step in path[:-1]:
+            parent = parent[step]
+        parent[path[-1]] = value
+    except (TypeError, KeyError, IndexError):
+        pass
     return root
 
 
@@ -519,6 +549,14 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
     ((8, "spec", "tasks", 0, "partitionPolicy", "totalPartitions"), 3),
     ((8, "spec", "tasks", 0, "partitionPolicy"), ["x"]),
     ((28, "spec", "trainer", "numNodes"), -2),
+    ((31, "spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"), "-1"),
+    ((31, "spec", "resourceGroups", 0, "flavors", 0, "resources", 1, "lendingLimit"), "1Zi"),
+    ((31, "spec", "resourceGroups", 0, "flavors", 0, "name"), "missing"),
+    ((31, "spec", "resourceGroups", 0, "coveredResources"), ["cpu"]),
+    ((31, "spec", "queueingStrategy"), "LIFO"),
+    ((31, "spec", "fairSharing", "weight"), "heavy"),
+    ((30, "spec", "parentName"), "org"),  # its own parent
+    ((32, "spec", "clusterQueue"), None),
     ((28, "spec", "runtimeRef"), "rt"),
     ((28, "spec", "runtimePatches", 0, "trainingRuntimeSpec"), 7),
     ((27, "spec", "template", "spec", "replicatedJobs"), {"name": "node"}),

@@ -287,6 +287,41 @@ def kai_cluster() -> pb.Cluster:
     return cluster
 
 
+def kueue_cluster() -> pb.Cluster:
+    """`full_cluster()` with Kueue queues in place of Volcano's: cohort `org` under `top`,
+    ClusterQueue `cq` in it (two flavors, every KueueResourceQuota field set), LocalQueue
+    `default/main` of it (the base job's first pod names it)."""
+    cluster = full_cluster()
+    del cluster.queues[:]
+    quotas = [
+        pb.KueueResourceQuota(name="cpu", nominal_quota=8000, borrowing_limit=4000, lending_limit=2000),
+        pb.KueueResourceQuota(name=GPU, nominal_quota=4, borrowing_limit=4, lending_limit=1),
+    ]  # fmt: skip
+    group = pb.KueueResourceGroup(
+        covered_resources=["cpu", GPU],
+        flavors=[
+            pb.KueueFlavorQuotas(name="a", node_labels={"rack": "r0"}, resources=quotas),
+            pb.KueueFlavorQuotas(name="b", resources=quotas),
+        ],
+    )
+    cq = pb.KueueQueue(kind="ClusterQueue", resource_groups=[group], queueing_strategy="StrictFIFO")
+    cq.fair_weight = 2.0
+    cluster.queues.extend([
+        pb.Queue(name="top", kueue=pb.KueueQueue(kind="Cohort", resource_groups=[group])),
+        pb.Queue(name="org", parent="top", kueue=pb.KueueQueue(kind="Cohort")),
+        pb.Queue(name="cq", parent="org", kueue=cq),
+        pb.Queue(name="default/main", parent="cq", kueue=pb.KueueQueue(kind="LocalQueue")),
+    ])  # fmt: skip
+    return cluster
+
+
+def kueue_job() -> pb.Job:
+    job = base_job()
+    for pod in job.pods:
+        pod.labels["kueue.x-k8s.io/queue-name"] = "main"
+    return job
+
+
 def base_delta() -> spb.UpdateSnapshotRequest:
     """Against `FUZZ_SNAPSHOT`: a node, a queue and a gang added, a pending pod added and a
     running one reported, the running pod of `base_cluster()` removed."""
@@ -502,6 +537,16 @@ DOORS = [
         _under(("cluster",), CLUSTER_INTS),
         [("snapshot_id",), *_under(("cluster",), CLUSTER_STRS)],
         [("cluster", "queues", 1, "kai", "limit", "memory")],
+    ),
+    Door(
+        "PlaceJob",
+        lambda: spb.PlaceJobRequest(
+            cluster=kueue_cluster(), job=kueue_job(), options=spb.SolveOptions(engine="greedy")
+        ),
+        spb.PlaceJobResponse,
+        [*_under(("cluster",), CLUSTER_INTS), *_under(("job",), JOB_INTS)],
+        [*_under(("cluster",), CLUSTER_STRS), *_under(("job",), JOB_STRS)],
+        [("cluster", "queues", 2, "kueue", "fair_weight")],
     ),
     Door(
         "UpdateSnapshot",

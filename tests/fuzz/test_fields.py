@@ -29,6 +29,7 @@ def test_every_scalar_field_of_the_request_gets_hostile_values(door: Door) -> No
     assert missing - REACHED == set()
     queue_kinds = (
         "gangplan.v1.KaiQueue",
+        "gangplan.v1.Kueue",
         "gangplan.v1.Queue",
         "gangplan.v1.NodeGroupTerms",
         "google.protobuf.Duration",  # only KaiQueueResources' minimum runtimes are durations
