@@ -396,3 +396,17 @@ def job_queue(gang: Gang, pods: Iterable[Pod] = ()) -> str | None:
     if gang.queue:
         return gang.queue
     return next((q for p in pods if (q := pod_queue(p.labels, p.annotations))), None)
+
+
+def cluster_queue_flavors(
+    queues: Mapping[str, Queue], labels: Mapping[str, str], namespace: str
+) -> tuple[str, ...] | None:
+    """The flavors, in Kueue's order (resource groups, then each group's flavors), of the
+    ClusterQueue whose LocalQueue the pod's label `kueue.x-k8s.io/queue-name` names;
+    None when the pod names no Kueue LocalQueue of `queues`."""
+    local = labels.get(KUEUE_QUEUE_LABEL, "").strip()
+    lq = queues.get(f"{namespace}/{local}") if local else None
+    cq = queues.get(lq.parent) if lq is not None and lq.kueue is not None and lq.parent else None
+    if cq is None or cq.kueue is None:
+        return None
+    return tuple(dict.fromkeys(f.name for g in cq.kueue.groups for f in g.flavors))

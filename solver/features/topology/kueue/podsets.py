@@ -39,6 +39,7 @@ from solver.model import (
     KueueTopology,
     NetworkTopology,
     Pod,
+    cluster_queue_flavors,
     parse_kueue_request,
     pod_set_group_error,
 )
@@ -145,11 +146,19 @@ def kueue_tree(nodes: NodeTable, topology: KueueTopology, flavor: KueueFlavor) -
 
 
 def _flavor_for(
-    cluster: NetworkTopology, request: KueueRequest, pod: Pod
+    cluster: NetworkTopology, request: KueueRequest, pod: Pod, order: tuple[str, ...] | None
 ) -> tuple[KueueFlavor, KueueTopology] | str:
+    """The pod set's TAS flavor: the first (by name; of its ClusterQueue's flavors in the
+    ClusterQueue's order when the pods name a Kueue LocalQueue, `order`) whose Topology has
+    the requested levels, whose node labels agree with the pods' and whose taints they
+    tolerate."""
     topologies = {t.name: t for t in cluster.kueue_topologies}
     wanted = [lv for lv in (request.level, *(t for t, _ in request.layers)) if lv is not None]
-    for flavor in cluster.kueue_flavors:
+    flavors = cluster.kueue_flavors
+    if order is not None:
+        by_name = {f.name: f for f in flavors}
+        flavors = tuple(by_name[name] for name in order if name in by_name)
+    for flavor in flavors:
         topology = topologies.get(flavor.topology)
         if topology is None or any(lv not in topology.levels for lv in wanted):
             continue
@@ -308,7 +317,9 @@ def compile_kueue(ctx: CompileContext) -> dict[int, tuple[KueuePodSet, ...]]:
             ctx.block_gang(g, f"gang {gid}: {entries}")
             continue
         for entry in entries:
-            found = _flavor_for(cluster, entry.request, ctx.first_pod(entry.types[0]))
+            first = ctx.first_pod(entry.types[0])
+            order = cluster_queue_flavors(ctx.snapshot.queues, first.labels, first.namespace)
+            found = _flavor_for(cluster, entry.request, first, order)
             if isinstance(found, str):
                 ctx.block_gang(g, f"gang {gid}: {found}")
                 continue

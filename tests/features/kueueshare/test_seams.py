@@ -1,0 +1,90 @@
+"""Kueue's ClusterQueues where they meet the other features: Topology Aware Scheduling pod
+sets, Kueue Workload objects, `gangplan why`, and a snapshot kept by deltas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from solver import SchedulerConf, schedule
+from solver.features.kueueshare import kueue_nodes
+from solver.kube import load_objects
+from solver.schedule import snapshot_of
+from solver.snapshot import Delta
+from tests.builders import raw
+from tests.features.kueueshare.test_schedule_upstream import KUEUE, cq, lq
+
+ROOT = Path(__file__).resolve().parents[3] / "examples"
+N = None
+
+
+def tas_objects(cpu_quota: str, *flavors: str) -> list[dict[str, Any]]:
+    """examples/topology/kueue-tas.yaml (3 + 7 one-cpu pods in pod sets with topology
+    requests) with its pods in LocalQueue `default/main` of ClusterQueue `cq`."""
+    docs = [d for d in yaml.safe_load_all((ROOT / "topology" / "kueue-tas.yaml").read_text()) if d]
+    for d in docs:
+        if d["kind"] == "Pod":
+            d["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "main"
+        if d["kind"] == "Workload":
+            d["spec"]["queueName"] = "main"
+    group = {f: [("cpu", cpu_quota, N, N)] for f in flavors or ("tas-flavor",)}
+    return [*docs, cq("cq", N, group), lq("main", "ml", "cq")]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_tas_pod_sets_inside_a_cluster_queue(engine: str) -> None:
+    """Within quota: the example's TopologyAssignments as without Kueue's quotas, and each
+    pod set admitted in the TAS flavor; with quota for 3 CPUs only, the 7-pod Workload
+    waits for quota (Kueue: insufficient quota), the 3 pods keep their block."""
+    plain = schedule(snapshot_of(load_objects(raw(*tas_objects("100")))), engine=engine, workers=1)
+    bare = [d for d in yaml.safe_load_all((ROOT / "topology" / "kueue-tas.yaml").read_text()) if d]
+    alone = schedule(snapshot_of(load_objects(raw(*bare))), engine=engine, workers=1)
+    assert plain.topology_assignments == alone.topology_assignments
+    assert {dict(a.flavors)["cpu"] for a in plain.flavor_assignments} == {"tas-flavor"}
+    tight = schedule(snapshot_of(load_objects(raw(*tas_objects("3")))), engine=engine, workers=1)
+    waiting = {k: g.reason for k, g in tight.podgroups.items() if not g.placed}
+    assert list(waiting) == ["ml/train"]
+    assert "insufficient quota for cpu in flavor tas-flavor" in waiting["ml/train"]
+    assert len(tight.placed) == 3
+
+
+def test_tas_flavor_follows_the_cluster_queue_order() -> None:
+    """Two TAS flavors over the same Topology: Kueue tries the ClusterQueue's flavors in its
+    order, not by name; `zz-tas` (listed first, the example's nodes) is the pod sets' pool."""
+    docs = tas_objects("100")
+    for d in docs:
+        if d["kind"] == "ResourceFlavor":
+            d["metadata"]["name"] = "zz-tas"
+    other = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "aa-tas"},
+             "spec": {"nodeLabels": {"pool": "none"}, "topologyName": "default"}}  # fmt: skip
+    docs = [d for d in docs if d["kind"] not in ("ClusterQueue",)]
+    docs += [
+        other,
+        cq("cq", N, {"zz-tas": [("cpu", "100", N, N)], "aa-tas": [("cpu", "100", N, N)]}),
+    ]
+    d = schedule(snapshot_of(load_objects(raw(*docs))), engine="greedy")
+    assert len(d.placed) == 10
+    assert {dict(a.flavors)["cpu"] for a in d.flavor_assignments} == {"zz-tas"}
+
+
+def test_usage_follows_a_snapshot_kept_by_deltas() -> None:
+    """The kueue example's snapshot; a delta binds prod's first Job (8 GPUs): prod's usage
+    (memoised per generation) moves with it, and the next call admits one more Job each
+    (prod still wins the lent quota: research's second Job would borrow it too)."""
+    path = ROOT / "fairshare" / "kueue.yaml"
+    snapshot = snapshot_of(
+        load_objects(raw(*[d for d in yaml.safe_load_all(path.read_text()) if d]))
+    )
+    fair = SchedulerConf.default().model_copy(update={"fair_sharing": True})
+    before = schedule(snapshot, fair, engine="greedy")
+    assert sorted(before.placed)[:4] == [f"prod/train-{j}-{i}" for j in (0, 1) for i in (0, 1)]
+    prod = [k for k in sorted(snapshot.pending) if k.startswith("prod/train-0-")]
+    after = snapshot.apply(Delta(bindings=tuple((k, "a100-2") for k in prod)))
+    assert kueue_nodes(after).nodes["prod"].usage["a100/nvidia.com/gpu"] == 8
+    assert kueue_nodes(snapshot).nodes["prod"].usage == {}
+    d = schedule(after, fair, engine="greedy")
+    gpus = {q: 4 * sum(1 for k in d.placed if k.startswith(q + "/")) for q in ("prod", "research")}
+    assert gpus == {"prod": 8, "research": 8}
