@@ -58,6 +58,7 @@ from solver.changes._base import (
 )
 from solver.changes._cluster import _catalog_nodes, _enqueue, _nodes, _quota
 from solver.changes._job import _cards, _min_member, _slices
+from solver.changes._kueue import _kueue_quota
 from solver.changes._room import _MOVES_SECONDS, _evictions, _moves, _moves_may_help
 from solver.changes._topology import _topology
 from solver.config import SchedulerConf
@@ -127,8 +128,8 @@ def changes(
     try:
         if runs(Delta(), verified=True):
             return []
-        kinds = (_quota, _enqueue, nodes, _cards, _slices, _min_member, _topology, moves,
-                 evictions)  # fmt: skip
+        kinds = (_quota, _enqueue, _kueue_quota, nodes, _cards, _slices, _min_member,
+                 _topology, moves, evictions)  # fmt: skip
         for make in kinds:
             sized = make(snapshot, gang, certificate, runs)
             # sized on unverified answers; reported only once verified

@@ -16,7 +16,6 @@ flavor carries its ResourceFlavor's `nodeLabels` (the nodes whose pods use its q
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -87,11 +86,8 @@ class KueueQueue(Frozen):
     strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
 
     def quotas(self) -> dict[str, KueueQuota]:
-        """Every flavor-resource's quota (`flavor_resource` keys); do not change it."""
-        return self._quotas
-
-    @cached_property
-    def _quotas(self) -> dict[str, KueueQuota]:
+        """Every flavor-resource's quota (`flavor_resource` keys). Not cached on the model:
+        `model_copy(update=...)` would carry a cache of the old groups."""
         return {
             flavor_resource(f.name, r): q
             for g in self.groups

@@ -1,5 +1,5 @@
 """Kueue's ClusterQueues where they meet the other features: Topology Aware Scheduling pod
-sets, Kueue Workload objects, `gangplan why`, and a snapshot kept by deltas."""
+sets, `gangplan why`'s changes, and a snapshot kept by deltas."""
 
 from __future__ import annotations
 
@@ -10,12 +10,20 @@ import pytest
 import yaml
 
 from solver import SchedulerConf, schedule
+from solver.changes import changes
 from solver.features.kueueshare import kueue_nodes
 from solver.kube import load_objects
 from solver.schedule import snapshot_of
 from solver.snapshot import Delta
 from tests.builders import raw
-from tests.features.kueueshare.test_schedule_upstream import KUEUE, cq, lq
+from tests.features.kueueshare.test_schedule_upstream import (
+    BASE,
+    KUEUE,
+    cq,
+    lq,
+    running,
+    workload,
+)
 
 ROOT = Path(__file__).resolve().parents[3] / "examples"
 N = None
@@ -88,3 +96,18 @@ def test_usage_follows_a_snapshot_kept_by_deltas() -> None:
     d = schedule(after, fair, engine="greedy")
     gpus = {q: 4 * sum(1 for k in d.placed if k.startswith(q + "/")) for q in ("prod", "research")}
     assert gpus == {"prod": 8, "research": 8}
+
+
+def test_why_offers_the_smallest_nominal_quota_raise() -> None:
+    """Upstream's "workload exceeds lending limit when borrow in cohort": lend-b's 3-CPU
+    workload is 1 CPU short. `why`'s quota change: +1 cpu nominalQuota on lend-b (checked
+    by placing the gang with it), no other (the node has room)."""
+    objects = [running("a", "lend", "lend-b-queue", cpu="2"),
+               workload("b", "lend", "lend-b-queue", 1, 1, cpu="3")]  # fmt: skip
+    snapshot = snapshot_of(load_objects(raw(*BASE, *objects)))
+    conf = SchedulerConf.default()
+    decision = schedule(snapshot, conf, engine="greedy")
+    found = changes(snapshot, conf, "lend/b", decision.certificates["lend/b"])
+    assert [c.text for c in found] == [
+        "+1 cpu nominalQuota on ClusterQueue lend-b (flavor default)"
+    ]
