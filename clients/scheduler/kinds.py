@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONTEXT_KINDS", "KINDS", "TOPOLOGY_KINDS", "Kind"]
+__all__ = ["CONTEXT_KINDS", "KINDS", "KUEUE_QUEUE_KINDS", "TOPOLOGY_KINDS", "Kind"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("scheduling.godel.kubewharf.io", ("v1alpha1",), "podgroups", "PodGroup", True),
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1"), "topologies", "Topology", False),
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "resourceflavors", "ResourceFlavor", False),
+    Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "clusterqueues", "ClusterQueue", False),
+    Kind("kueue.x-k8s.io", ("v1beta2", "v1alpha1"), "cohorts", "Cohort", False),
+    Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "localqueues", "LocalQueue", True),
     Kind("topology.volcano.sh", ("v1alpha1",), "hypernodes", "HyperNode", False),
     Kind("scheduling.run.ai", ("v2alpha2",), "podgroups", "PodGroup", True),
     Kind("scheduling.run.ai", ("v2",), "queues", "Queue", False),
@@ -59,8 +62,12 @@ KINDS: tuple[Kind, ...] = (
 )
 
 # Kinds read again whenever a pod, node or gang object changes (few objects each): what
-# a pod's priority, gang (a KAI PodGroup's Topology levels) and affinity namespaces are
-# resolved against.
-CONTEXT_KINDS = frozenset({"Namespace", "PriorityClass", "Queue", "Workload", "Topology"})
+# a pod's priority, gang (a KAI PodGroup's Topology levels), affinity namespaces and queue
+# (a Kueue ClusterQueue's flavors: their ResourceFlavors' node labels) are resolved against.
+KUEUE_QUEUE_KINDS = frozenset({"ClusterQueue", "Cohort", "LocalQueue"})
+CONTEXT_KINDS = frozenset(
+    {"Namespace", "PriorityClass", "Queue", "Workload", "Topology", "ResourceFlavor",
+     *KUEUE_QUEUE_KINDS}
+)  # fmt: skip
 # Kinds that make up the network topology; any change re-sends it whole.
 TOPOLOGY_KINDS = frozenset({"Topology", "ResourceFlavor", "HyperNode", "ClusterNetworkTopology"})

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.scheduler.kinds import CONTEXT_KINDS, TOPOLOGY_KINDS, Kind
+from clients.scheduler.kinds import CONTEXT_KINDS, KUEUE_QUEUE_KINDS, TOPOLOGY_KINDS, Kind
 from clients.scheduler.mirror import Changes, Mirror, ObjKey, gang_hint, key_of
 from gangplan.v1 import placement_service_pb2 as spb
 from solver.codec import cluster_to_proto
@@ -91,8 +91,10 @@ def translate(mirror: Mirror, changes: Changes, *, whole: bool = False) -> Delta
             req.remove_nodes.extend(name for _, name in gone)
         elif kind.kind == "Pod":
             delta.removed_pods.extend(_pod_key(k) for k in gone)
-        elif kind.kind == "Queue":
+        elif kind.kind == "Queue" or kind.kind in KUEUE_QUEUE_KINDS - {"LocalQueue"}:
             req.remove_queues.extend(name for _, name in gone)
+        elif kind.kind == "LocalQueue":  # named `<namespace>/<name>` in the queue tree
+            req.remove_queues.extend(f"{ns or 'default'}/{name}" for ns, name in gone)
         elif kind.kind == "PodGroup":
             with mirror.lock:
                 still_named = [k for k in gone if (k[0] or "default", k[1]) in mirror.hints]

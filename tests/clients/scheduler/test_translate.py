@@ -98,3 +98,30 @@ def test_a_gang_object_s_own_status_re_reads_at_most_the_object() -> None:
     mirror.apply(KIND["PodGroup"], "MODIFIED", {**written, "spec": {"minMember": 1}})
     delta = translate(mirror, mirror.take_changes())
     assert sorted(p.name for p in delta.request.upsert_pods) == ["g-0", "g-1"]
+
+
+def test_kueue_queues_reach_the_snapshot_and_leave_it() -> None:
+    """A ClusterQueue (with its ResourceFlavor, read beside it whatever changed) and its
+    LocalQueue are upserted as Kueue queues; deleting the LocalQueue removes
+    `<namespace>/<name>`."""
+    kinds = {k.kind: k for k in KINDS if k.group in ("", "kueue.x-k8s.io")}
+    mirror = Mirror(kinds.values())
+    mirror.replace(kinds["Node"], [node("a")])
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+              "metadata": {"name": "f"}, "spec": {"nodeLabels": {"pool": "a"}}}  # fmt: skip
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+          "metadata": {"name": "cq"}, "spec": {"resourceGroups": [{"coveredResources": ["cpu"],
+          "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}}  # fmt: skip
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+          "metadata": {"name": "main", "namespace": "t"}, "spec": {"clusterQueue": "cq"}}  # fmt: skip
+    mirror.replace(kinds["ResourceFlavor"], [flavor])
+    mirror.take_changes()
+    mirror.apply(kinds["ClusterQueue"], "ADDED", cq)
+    mirror.apply(kinds["LocalQueue"], "ADDED", lq)
+    delta = translate(mirror, mirror.take_changes())
+    queues = {q.name: q for q in delta.request.upsert_queues}
+    assert queues["cq"].kueue.resource_groups[0].flavors[0].node_labels == {"pool": "a"}
+    assert queues["t/main"].parent == "cq"
+    mirror.apply(kinds["LocalQueue"], "DELETED", lq)
+    delta = translate(mirror, mirror.take_changes())
+    assert list(delta.request.remove_queues) == ["t/main"]
