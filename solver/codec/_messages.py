@@ -397,12 +397,16 @@ def queue_from_proto(msg: pb.Queue, path: str, out: Violations) -> Queue | None:
         affinity=affinity,
         allocated=read_quantities(msg.allocated, f"{path}.allocated", out),
         kai=_kai_quota(msg.kai, f"{path}.kai", out) if msg.HasField("kai") else None,
-        kueue=_kueue_queue(msg.kueue, f"{path}.kueue", out) if msg.HasField("kueue") else None,
+        kueue=_kueue_queue(msg.kueue, f"{path}.kueue", out, bool(msg.parent))
+        if msg.HasField("kueue")
+        else None,
     )
 
 
-def _kueue_queue(msg: pb.KueueQueue, path: str, out: Violations) -> KueueQueue | None:
-    """A Kueue ClusterQueue, Cohort or LocalQueue, checked as the reader checks the YAML."""
+def _kueue_queue(msg: pb.KueueQueue, path: str, out: Violations, parent: bool) -> KueueQueue | None:
+    """A Kueue ClusterQueue, Cohort or LocalQueue, checked as the reader checks the YAML
+    (`parent`: the queue names one: limits need it; a ClusterQueue lends at most its
+    nominal quota)."""
     groups = []
     covered_by: dict[str, int] = {}
     for g, group in enumerate(msg.resource_groups):
@@ -430,6 +434,11 @@ def _kueue_queue(msg: pb.KueueQueue, path: str, out: Violations) -> KueueQueue |
                     if v is not None and (problem := amount_problem(q.name, v)) is not None:
                         out.add(f"{qwhere}.{field}", f"{problem}, got {v}")
                         values[field] = 0
+                    elif v is not None and field != "nominal" and not parent:
+                        out.add(f"{qwhere}.{field}", "must be unset when the queue has no parent")
+                lend = values["lending_limit"]
+                if msg.kind == "ClusterQueue" and lend is not None and lend > values["nominal"]:
+                    out.add(f"{qwhere}.lending_limit", "must be at most the nominal_quota")
                 quotas[q.name] = build(
                     KueueQuota, qwhere, out, {"nominal": "nominal_quota"}, **values
                 )

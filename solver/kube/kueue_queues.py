@@ -2,9 +2,11 @@
 also v1alpha1), read as Kueue's cache reads them (`pkg/cache/scheduler/clusterqueue.go`,
 `cohort.go`, `localqueue.go`) into `Queue`s with `kueue` set (`solver.model._kueue_queues`).
 
-Checked as the CRDs' validation checks them: a resource group's flavors each name every
-covered resource, in the same order; a resource is covered by one group only; a
-`borrowingLimit` needs a cohort; quantities are Kubernetes quantities. A flavor's nodes
+Checked as the CRDs' validation and Kueue's webhooks check them: a resource group's
+flavors each name every covered resource, in the same order; a resource is covered by one
+group only; a `borrowingLimit` or `lendingLimit` needs a cohort (a Cohort's: a parent); a
+ClusterQueue's `lendingLimit` is at most its `nominalQuota`; quantities are Kubernetes
+quantities. A flavor's nodes
 are its ResourceFlavor's `nodeLabels` (a flavor without a ResourceFlavor in the input is an
 error naming the field). Fields gangplan does not act on (`preemption`, `admissionChecks`,
 `namespaceSelector`, `flavorFungibility`, ...) are noted.
@@ -114,13 +116,18 @@ def _groups(
                     limits[key] = (
                         None if value is None else _amount(raw, r, value, f"{rwhere}.{key}")
                     )
-                if limits["borrowingLimit"] is not None and not cohort:
-                    raise raw.error(
-                        "borrowingLimit must be nil when cohort is empty",
-                        field=f"{rwhere}.borrowingLimit",
+                parent = "parent" if raw.kind == "Cohort" else "cohort"
+                for key, value in limits.items():  # the webhook's validateLimit
+                    if value is not None and not cohort:
+                        raise raw.error(f"must be nil when {parent} is empty", f"{rwhere}.{key}")
+                nominal = _amount(raw, r, res.get("nominalQuota", 0), f"{rwhere}.nominalQuota")
+                lend = limits["lendingLimit"]
+                if raw.kind == "ClusterQueue" and lend is not None and lend > nominal:
+                    raise raw.error(  # the webhook's validateLendingLimit
+                        "must be less than or equal to the nominalQuota", f"{rwhere}.lendingLimit"
                     )
                 quotas[r] = KueueQuota(
-                    nominal=_amount(raw, r, res.get("nominalQuota", 0), f"{rwhere}.nominalQuota"),
+                    nominal=nominal,
                     borrowing_limit=limits["borrowingLimit"],
                     lending_limit=limits["lendingLimit"],
                 )

@@ -306,8 +306,16 @@ def kueue_cluster() -> pb.Cluster:
     )
     cq = pb.KueueQueue(kind="ClusterQueue", resource_groups=[group], queueing_strategy="StrictFIFO")
     cq.fair_weight = 2.0
+    own = pb.KueueResourceGroup(
+        covered_resources=["cpu"],
+        flavors=[
+            pb.KueueFlavorQuotas(
+                name="b", resources=[pb.KueueResourceQuota(name="cpu", nominal_quota=2000)]
+            )
+        ],
+    )  # a root cohort's quota: no limits (they need a parent)
     cluster.queues.extend([
-        pb.Queue(name="top", kueue=pb.KueueQueue(kind="Cohort", resource_groups=[group])),
+        pb.Queue(name="top", kueue=pb.KueueQueue(kind="Cohort", resource_groups=[own])),
         pb.Queue(name="org", parent="top", kueue=pb.KueueQueue(kind="Cohort")),
         pb.Queue(name="cq", parent="org", kueue=cq),
         pb.Queue(name="default/main", parent="cq", kueue=pb.KueueQueue(kind="LocalQueue")),

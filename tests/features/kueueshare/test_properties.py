@@ -44,15 +44,22 @@ def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
         objects.append({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f},
                         "spec": {"nodeLabels": {"pool": f}}})  # fmt: skip
 
-    def group(flavors: list[str], borrow: bool) -> list[dict[str, Any]]:
+    def gpus(parent: bool) -> dict[str, Any]:
+        """A GPU quota; limits only with a parent, lending at most the nominal quota (the
+        webhook's rules)."""
+        nominal = draw(amount)
+        out: dict[str, Any] = {"name": GPU, "nominalQuota": nominal}
+        if parent and (b := draw(limit)) is not None:
+            out["borrowingLimit"] = b
+        if parent and (lend := draw(limit)) is not None:
+            out["lendingLimit"] = min(lend, nominal)
+        return out
+
+    def group(flavors: list[str], parent: bool) -> list[dict[str, Any]]:
         return [{
             "coveredResources": ["cpu", GPU],
-            "flavors": [{"name": f, "resources": [
-                {"name": "cpu", "nominalQuota": 64},
-                {"name": GPU, "nominalQuota": draw(amount),
-                 **({"borrowingLimit": b} if borrow and (b := draw(limit)) is not None else {}),
-                 **({"lendingLimit": lend} if (lend := draw(limit)) is not None else {})},
-            ]} for f in flavors],
+            "flavors": [{"name": f, "resources": [{"name": "cpu", "nominalQuota": 64}, gpus(parent)]}
+                        for f in flavors],
         }]  # fmt: skip
 
     cohorts = ["top", *(f"c{i}" for i in range(draw(st.integers(0, 2))))]
