@@ -274,6 +274,11 @@ ACTED: dict[str, frozenset[str]] = {
         }
     ),
     "scheduling.sigs.k8s.io/PodGroup": frozenset({"minMember", "minResources"}),
+    "kueue.x-k8s.io/ClusterQueue": frozenset(
+        {"resourceGroups", "cohort", "cohortName", "fairSharing", "queueingStrategy", "stopPolicy"}
+    ),
+    "kueue.x-k8s.io/Cohort": frozenset({"resourceGroups", "parent", "parentName", "fairSharing"}),
+    "kueue.x-k8s.io/LocalQueue": frozenset({"clusterQueue", "stopPolicy"}),
     "scheduling.x-k8s.io/PodGroup": frozenset({"minMember", "minResources"}),
     "scheduling.godel.kubewharf.io/PodGroup": frozenset(
         {"minMember", "affinity", "priorityClassName"}

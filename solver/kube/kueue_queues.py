@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from solver.kube.fields import spec_note
 from solver.kube.loader import RawObject
 from solver.model import (
     KueueFlavorQuota,
@@ -31,12 +32,6 @@ __all__ = ["KUEUE_QUEUE_KINDS", "kueue_queue"]
 
 KUEUE_QUEUE_KINDS = ("ClusterQueue", "Cohort", "LocalQueue")
 
-_READ = {
-    "ClusterQueue": {"resourceGroups", "cohort", "cohortName", "fairSharing", "queueingStrategy",
-                     "stopPolicy"},
-    "Cohort": {"resourceGroups", "parent", "parentName", "fairSharing"},
-    "LocalQueue": {"clusterQueue", "stopPolicy"},
-}  # fmt: skip
 _STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 
 
@@ -164,13 +159,9 @@ def kueue_queue(raw: RawObject, labels: Mapping[str, dict[str, str]], notes: lis
     if name is None:
         raise raw.error("missing required field", field="metadata.name")
     spec = _mapping(raw, raw.body.get("spec"), "spec")
-    unread = sorted(set(spec) - _READ[kind], key=str)
-    if unread:
-        notes.append(
-            f"{raw.source}: document {raw.document}: {kind} {name}: "
-            f"{', '.join(f'spec.{str(k)[:64]}' for k in unread[:8])} not acted on "
-            "(gangplan reads Kueue's quotas, cohorts and fair-sharing weights)"
-        )
+    where = f"{raw.source}: document {raw.document}: {kind} {name}"
+    if note := spec_note(f"kueue.x-k8s.io/{kind}", where, dict(spec)):
+        notes.append(note)
     stop = spec.get("stopPolicy") or "None"
     state = "Open" if stop == "None" else "Closed"
     if kind == "LocalQueue":
