@@ -26,6 +26,8 @@ from collections import defaultdict
 import numpy as np
 
 from solver.model import KUEUE_PODSET_LABEL, KUEUE_QUEUE_LABEL, KueueQueue, Node, Queue
+from solver.problem import IntArray
+from solver.snapshot import Lineage, NodeTable, Snapshot
 from solver.verify._context import VerifyContext
 
 __all__ = ["kueue_quotas"]
@@ -212,71 +214,106 @@ def kueue_quotas(ctx: VerifyContext) -> list[str]:
 
 
 def _running(ctx: VerifyContext, queues: dict[str, Queue]) -> Usage:
-    """Per ClusterQueue, what its running pods (less the Decision's victims) use."""
+    """Per ClusterQueue, what its running pods (less the Decision's victims) use; kept by
+    deltas (added rows counted, retired ones taken away) unless the queues or nodes moved."""
+    snapshot = ctx.snapshot
+    kueue = {n: q for n, q in queues.items() if q.kueue is not None}
 
-    def compute() -> Usage:
-        """Rows grouped by (labels, namespace) -> ClusterQueue, then per resource group
-        each row's flavor from its node (a table per distinct flavor list), summed."""
-        out: Usage = defaultdict(lambda: defaultdict(int))
-        running = ctx.snapshot.running
-        rows = running.rows()
-        if not rows.size:
-            return {}
-        key = running.label_set[rows].astype(np.int64) * (1 << 32) + running.namespace[rows]
-        uniq, inverse = np.unique(key, return_inverse=True)
-        owner = np.array([
-            _cluster_queue(queues, dict(running.label_sets[int(k >> 32)]),
-                           running.namespace_names.value(int(k & 0xFFFFFFFF))) or ""
-            for k in uniq.tolist()
-        ], dtype=object)  # fmt: skip
-        cq_of_row = owner[inverse.reshape(-1)]
-        nodes = ctx.snapshot.nodes
-        tables: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], np.ndarray] = {}
-        for cq in sorted({c for c in owner.tolist() if c}):
-            spec = queues[cq].kueue
-            assert spec is not None
-            mine = rows[cq_of_row == cq]
-            for group in spec.groups:
-                flavors = tuple(
-                    (f.name, tuple(sorted(f.node_labels.items()))) for f in group.flavors
-                )
-                if flavors not in tables:
-                    tables[flavors] = np.array([
-                        next((i for i, (_, labels) in enumerate(flavors)
-                              if all(n.labels.get(a) == b for a, b in labels)), -1)
-                        for n in nodes.nodes
-                    ], dtype=np.int64)  # fmt: skip
-                flavor = tables[flavors][running.node[mine].astype(np.int64)]
-                names = [r for r in group.covered if r != "pods" and r in running.resources]
-                asked = running.requests(tuple(names), mine)
-                for i, (fname, _) in enumerate(flavors):
-                    on = flavor == i
-                    if not on.any():
-                        continue
-                    for j, r in enumerate(names):
-                        if (total := int(asked[on, j].sum())) > 0:
-                            out[cq][f"{fname}/{r}"] += total
-                    if "pods" in group.covered:
-                        out[cq][f"{fname}/pods"] += int(on.sum())
-        return {k: dict(v) for k, v in out.items()}
+    def build(snap: Snapshot) -> tuple[dict[str, Queue], NodeTable, Usage]:
+        return kueue, snap.nodes, _held(snap, queues, snap.running.rows())
 
-    base = ctx.snapshot.memo(("verify", "kueue held"), compute)
+    def update(
+        before: tuple[dict[str, Queue], NodeTable, Usage], lineage: Lineage
+    ) -> tuple[dict[str, Queue], NodeTable, Usage]:
+        if before[0] != kueue or before[1] is not snapshot.nodes:
+            return build(snapshot)
+        out = {q: dict(u) for q, u in before[2].items()}
+        _add(out, _held(snapshot, queues, lineage.added), 1)
+        _add(out, _held(snapshot, queues, lineage.retired), -1)
+        return kueue, snapshot.nodes, out
+
+    base = snapshot.derive(("verify", "kueue held"), build, update)[2]
     if not ctx.evicted:
         return base
-    out = {k: dict(v) for k, v in base.items()}
-    running = ctx.snapshot.running
-    for key in sorted(ctx.evicted):
-        row = running.find(key)
-        if row < 0:
-            continue
-        namespace = running.namespace_names.value(int(running.namespace[row]))
-        cq = _cluster_queue(queues, dict(running.labels(row)), namespace)
-        if cq is None:
-            continue
+    out = {q: dict(u) for q, u in base.items()}
+    rows = snapshot.running.find_many(sorted(ctx.evicted))
+    _add(out, _held(snapshot, queues, rows[rows >= 0]), -1)
+    return out
+
+
+def _add(into: Usage, more: Usage, sign: int) -> None:
+    for q, use in more.items():
+        mine = into.setdefault(q, {})
+        for fr, v in use.items():
+            mine[fr] = mine.get(fr, 0) + sign * v
+
+
+Flavors = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (name, node labels) in order
+
+
+def _flavor_table(nodes: NodeTable, flavors: Flavors) -> IntArray:
+    """[N] the index of the first of `flavors` whose labels node n carries; -1 none."""
+
+    def compute() -> IntArray:
+        return np.array(
+            [
+                next(
+                    (
+                        i
+                        for i, (_, labels) in enumerate(flavors)
+                        if all(n.labels.get(a) == b for a, b in labels)
+                    ),
+                    -1,
+                )
+                for n in nodes.nodes
+            ],
+            dtype=np.int64,
+        )
+
+    return nodes.memo(("verify", "kueue flavors", flavors), compute)
+
+
+def _held(snapshot: Snapshot, queues: dict[str, Queue], rows: IntArray) -> Usage:
+    """What `rows` of the running pods use per ClusterQueue: rows grouped by (labels,
+    namespace) -> ClusterQueue in one sort, then per resource group each row's flavor from
+    its node (a table per distinct flavor list and node generation), summed."""
+    out: Usage = defaultdict(lambda: defaultdict(int))
+    running = snapshot.running
+    if not rows.size:
+        return {}
+    key = running.label_set[rows].astype(np.int64) * (1 << 32) + running.namespace[rows]
+    uniq, inverse = np.unique(key, return_inverse=True)
+    owners = sorted({
+        c for k in uniq.tolist()
+        if (c := _cluster_queue(queues, dict(running.label_sets[int(k >> 32)]),
+                                running.namespace_names.value(int(k & 0xFFFFFFFF))))
+    })  # fmt: skip
+    index = {c: i for i, c in enumerate(owners)}
+    owner = np.array([
+        index.get(_cluster_queue(queues, dict(running.label_sets[int(k >> 32)]),
+                                 running.namespace_names.value(int(k & 0xFFFFFFFF))) or "", -1)
+        for k in uniq.tolist()
+    ], dtype=np.int64)  # fmt: skip
+    cq_of_row = owner[inverse.reshape(-1)]
+    order = np.argsort(cq_of_row, kind="stable")
+    bounds = np.searchsorted(cq_of_row[order], np.arange(len(owners) + 1))
+    nodes = snapshot.nodes
+    for at, cq in enumerate(owners):
         spec = queues[cq].kueue
         assert spec is not None
-        pod = running.pod(row)
-        use, _ = _uses(spec, ctx.node(running.node_name(row)), dict(pod.requests))
-        for fr, v in use.items():
-            out.setdefault(cq, {})[fr] = out.get(cq, {}).get(fr, 0) - v
-    return out
+        mine = rows[order[bounds[at] : bounds[at + 1]]]
+        for group in spec.groups:
+            flavors = tuple((f.name, tuple(sorted(f.node_labels.items()))) for f in group.flavors)
+            flavor = _flavor_table(nodes, flavors)[running.node[mine].astype(np.int64)]
+            names = [r for r in group.covered if r != "pods" and r in running.resources]
+            asked = running.requests(tuple(names), mine)
+            for i, (fname, _) in enumerate(flavors):
+                on = flavor == i
+                if not on.any():
+                    continue
+                for j, r in enumerate(names):
+                    if (total := int(asked[on, j].sum())) > 0:
+                        out[cq][f"{fname}/{r}"] += total
+                if "pods" in group.covered:
+                    out[cq][f"{fname}/pods"] += int(on.sum())
+    return {k: dict(v) for k, v in out.items()}

@@ -11,10 +11,12 @@ import yaml
 
 from solver import SchedulerConf, schedule
 from solver.changes import changes
-from solver.features.kueueshare import kueue_nodes
+from solver.features.kueueshare import kueue_nodes, running_usage
+from solver.features.kueueshare.usage import _usage
 from solver.kube import load_objects
 from solver.schedule import snapshot_of
 from solver.snapshot import Delta
+from solver.verify import verify
 from tests.builders import raw
 from tests.features.kueueshare.test_schedule_upstream import (
     BASE,
@@ -96,6 +98,15 @@ def test_usage_follows_a_snapshot_kept_by_deltas() -> None:
     d = schedule(after, fair, engine="greedy")
     gpus = {q: 4 * sum(1 for k in d.placed if k.startswith(q + "/")) for q in ("prod", "research")}
     assert gpus == {"prod": 8, "research": 8}
+    # kept by deltas, equal to a build from every row: bound pods added, one removed
+    later = after.apply(Delta(remove_pods=(prod[0],)))
+    for snap in (after, later):
+        assert running_usage(snap) == _usage(snap, snap.running.rows())
+    assert running_usage(later)["prod/main"] == {
+        "a100/cpu": 8000, "a100/memory": 64 * 2**30, "a100/nvidia.com/gpu": 4
+    }  # fmt: skip
+    for snap in (after, later):  # verify's own count, kept by deltas the same way
+        assert verify(snap, fair, schedule(snap, fair, engine="greedy")) == []
 
 
 def test_why_offers_the_smallest_nominal_quota_raise() -> None:
