@@ -11,8 +11,10 @@ labelled round-robin with the LocalQueues. In this process (codec -> Snapshot ->
 `schedule`, the greedy, verified), p50 / p99 over `--reps` calls of: one 64-pod gang (4
 GPUs each), and `--gangs` gangs of 4 one-GPU pods spread over the LocalQueues in one call
 (every cycle takes a head per ClusterQueue); under Kueue's classical order and with
-`fairSharing` (the tournament by dominant resource share). Rows go to kueue.json with the
-git SHA and the machine.
+`fairSharing` (the tournament by dominant resource share). With running pods, also the
+first one-gang call on each of `--reps` generations after a delta removing 1,000 running
+pods (what the running usage kept by deltas costs a new generation). Rows go to
+kueue.json with the git SHA and the machine.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from benchmarks.scale.run import NODES, gang_job, job, node, running_pod, timed 
 from gangplan.v1 import cluster_pb2 as pb  # noqa: E402
 from solver import SCHEMA, SchedulerConf  # noqa: E402
 from solver.codec import snapshot_from_proto  # noqa: E402
+from solver.snapshot import Delta  # noqa: E402
 
 GI = 2**30
 CLASSICAL = SchedulerConf.default()
@@ -102,6 +105,15 @@ def main() -> None:
                     for k in range(max(1, args.reps - 1))]  # fmt: skip
             row[f"{label}_many"], decision = timed(call, many)
             row[f"{label}_many_placed"] = len(decision.placed)
+        if running:  # the first call on the generations after a delta of 1,000 removed pods
+            later, times = snapshot, []
+            for k in range(args.reps):
+                gone = later.running.keys(later.running.rows()[:1000])
+                later = later.apply(Delta(remove_pods=tuple(gone)))
+                first = [labelled([gang_job(f"d64-{k}", 64, {"cpu": 8000, "memory": 32 * GI,
+                                                           "nvidia.com/gpu": 4})], queues[3:4])]  # fmt: skip
+                times.append(timed(caller(later, CLASSICAL), first)[0]["p50_ms"])
+            row["after_delta_one_ms"] = sorted(times)
         rows.append(row)
         print(row, flush=True)
     out = Path(__file__).with_name("kueue.json")
