@@ -25,8 +25,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from solver.arrays import IntArray
 from solver.model import KUEUE_PODSET_LABEL, KUEUE_QUEUE_LABEL, KueueQueue, Node, Queue
-from solver.problem import IntArray
 from solver.snapshot import Lineage, NodeTable, Snapshot
 from solver.verify._context import VerifyContext
 
