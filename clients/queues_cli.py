@@ -115,6 +115,8 @@ def tree_cmd(
             _kai_tree(*kai, output)
             return
         kueue = kueue_tree(snapshot_of(model))
+        if kueue is not None and kueue.get("broken"):
+            raise InputError(f"the Kueue cohort tree is not drawn: {kueue['broken']}")
         if kueue is not None:
             _kueue_tree(kueue, output)
             return

@@ -82,6 +82,7 @@ from solver.model._kueue import (
 from solver.model._kueue_queues import (
     KUEUE_PODSET_LABEL,
     KUEUE_QUEUE_LABEL,
+    MAX_COHORT_DEPTH,
     KueueFlavorQuota,
     KueueQueue,
     KueueQuota,
@@ -178,6 +179,7 @@ __all__ = [
     "KUEUE_ANNOTATIONS",
     "KUEUE_PODSET_LABEL",
     "KUEUE_QUEUE_LABEL",
+    "MAX_COHORT_DEPTH",
     "MAX_DEVICES_PER_NODE",
     "MAX_RUNTIME_SECONDS",
     "MAX_SUB_GROUPS",

@@ -25,6 +25,7 @@ from solver.model._frozen import Frozen
 __all__ = [
     "KUEUE_PODSET_LABEL",
     "KUEUE_QUEUE_LABEL",
+    "MAX_COHORT_DEPTH",
     "KueueFlavorQuota",
     "KueueQueue",
     "KueueQuota",
@@ -34,6 +35,8 @@ __all__ = [
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The label naming a job's LocalQueue (in the job's namespace)."""
+MAX_COHORT_DEPTH = 64
+"""The deepest cohort tree gangplan acts on (levels of cohorts above a ClusterQueue)."""
 KUEUE_PODSET_LABEL = "kueue.x-k8s.io/podset"
 """The label naming a pod's pod set in its Workload (`main` without)."""
 

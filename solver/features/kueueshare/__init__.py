@@ -27,7 +27,7 @@ from solver.features.kueueshare.block import KueueFlavorBlock, flavor_decision
 from solver.features.kueueshare.flavors import Assignment, PodSet, assign
 from solver.features.kueueshare.mode import KueueMode, kueue_nodes, kueue_specs
 from solver.features.kueueshare.order import Cycles, Workload, run_cycles
-from solver.features.kueueshare.quota import Drs, KueueNode, KueueNodes
+from solver.features.kueueshare.quota import MAX_COHORT_DEPTH, Drs, KueueNode, KueueNodes
 from solver.features.kueueshare.usage import node_flavors, running_usage
 from solver.features.kueueshare.view import kueue_view
 from solver.features.queues import compile_quotas
@@ -37,6 +37,7 @@ from solver.snapshot import NodeTable, Snapshot
 
 __all__ = [
     "FEATURE",
+    "MAX_COHORT_DEPTH",
     "Assignment",
     "Cycles",
     "Drs",

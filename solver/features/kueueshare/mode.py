@@ -28,7 +28,7 @@ import numpy as np
 from solver.config import Plugin, SchedulerConf
 from solver.features.kueueshare.flavors import PodSet
 from solver.features.kueueshare.order import Cycles, Workload, run_cycles
-from solver.features.kueueshare.quota import KueueNodes
+from solver.features.kueueshare.quota import KueueNodes, depth_problem
 from solver.features.kueueshare.usage import running_usage
 from solver.features.queues import ROOT, QueueTree, QuotaMode, TypeQuota
 from solver.model import Gang, KueueQueue, Pod, flavor_resource, kueue_queue
@@ -75,6 +75,7 @@ class KueueMode(QuotaMode):
     dialect = "kueue"
     loop = False
     always_walks = True
+    rejecter = "Kueue"
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         super().__init__(conf, gpu_milli=False)  # Kueue counts nvidia.com/gpu whole
@@ -101,7 +102,10 @@ class KueueMode(QuotaMode):
     # ------------------------------------------------------------------ the tree
 
     def capabilities(self, snapshot: Snapshot, tree: QueueTree) -> None:
-        """No Volcano capability: every limit is Kueue's (`allocate_limit`, `gate`)."""
+        """No Volcano capability: every limit is Kueue's (`allocate_limit`, `gate`); a
+        cohort tree too deep to walk breaks the tree (every workload refused, saying so)."""
+        if problem := depth_problem(kueue_specs(snapshot)):
+            tree.broken = problem
 
     def usage(self, snapshot: Snapshot, tree: QueueTree) -> None:
         for local, usage in running_usage(snapshot).items():

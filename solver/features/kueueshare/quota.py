@@ -31,9 +31,31 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from solver.model import KueueQueue, KueueQuota
+from solver.model import MAX_COHORT_DEPTH, KueueQueue, KueueQuota
 
-__all__ = ["Drs", "KueueNode", "KueueNodes"]
+__all__ = ["MAX_COHORT_DEPTH", "Drs", "KueueNode", "KueueNodes", "depth_problem"]
+
+
+def depth_problem(specs: Mapping[str, tuple[str | None, KueueQueue]]) -> str | None:
+    """Why the cohort forest is not acted on (a chain deeper than `MAX_COHORT_DEPTH`: the
+    tree's walks are recursive, as Kueue's), or None; walked without recursion."""
+    depth: dict[str, int] = {}
+    for name in specs:
+        chain: list[str] = []
+        at: str | None = name
+        while at is not None and at in specs and at not in depth and len(chain) <= len(specs):
+            chain.append(at)
+            at = specs[at][0]
+        base = depth.get(at, 0) if at is not None else 0
+        for n in reversed(chain):
+            base += 1
+            depth[n] = base
+        if depth[name] > MAX_COHORT_DEPTH + 1:
+            return (
+                f"ClusterQueue or Cohort {name}: more than {MAX_COHORT_DEPTH} levels of cohorts "
+                "above it; gangplan acts on shallower Kueue cohort trees"
+            )
+    return None
 
 
 @dataclass

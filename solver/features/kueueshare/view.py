@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from solver.features.kueueshare.mode import kueue_nodes, kueue_specs
+from solver.features.kueueshare.quota import depth_problem
 from solver.snapshot import Snapshot
 
 __all__ = ["kueue_view"]
@@ -21,6 +22,8 @@ def kueue_view(snapshot: Snapshot) -> dict[str, Any] | None:
     specs = kueue_specs(snapshot)
     if not specs:
         return None
+    if problem := depth_problem(specs):
+        return {"broken": problem, "roots": []}
     nodes = kueue_nodes(snapshot)
     locals_of: dict[str, list[str]] = {}
     for name, q in snapshot.queues.items():

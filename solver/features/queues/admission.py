@@ -36,7 +36,7 @@ def gate_failure(
 ) -> str | None:
     """Why `request` does not fit `leaf` and every ancestor now; None when it fits."""
     if tree.broken:
-        return f"queue tree is invalid, the capacity plugin rejects everything: {tree.broken}"
+        return f"queue tree is invalid, {mode.rejecter} rejects everything: {tree.broken}"
     queue = tree.queues[leaf]
     if queue.state != "Open":
         return f"queue {leaf} is {queue.state}"

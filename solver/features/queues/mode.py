@@ -86,6 +86,7 @@ class QuotaMode:
     loop = True  # the greedy runs Volcano's allocate loop in this plugin's queue order
     #   (`loop.py`); off where a pod's quota use depends on its node (cards) and for KAI
     always_walks = False  # admission is walked whatever the conf's actions (Kueue's)
+    rejecter = "the capacity plugin"  # who refuses every job when the tree is broken
 
     def __init__(self, conf: SchedulerConf, *, gpu_milli: bool = False) -> None:
         plugin = conf.plugin(self.plugin)
@@ -370,6 +371,10 @@ def queue_dialect(snapshot: Snapshot) -> str:
     return snapshot.memo(("queues", "dialect"), compute)
 
 
+MAX_TREE_DEPTH = 256
+"""Above this many levels of parents the queue tree is broken (every job refused, saying
+so): Volcano's webhook allows 10 by default, Kueue's cohort trees a few."""
+
 MAX_COMPARISONS = 200_000
 """Above this many (jobs × widest fan-out), the queue order is not re-taken per job."""
 
@@ -424,9 +429,13 @@ def _build(snapshot: Snapshot, mode: QuotaMode, used_default: bool) -> QueueTree
             if p in seen:
                 tree.broken = f"queue {info.name}: cycle in the queue tree through {p}"
                 return tree
+            if len(seen) > MAX_TREE_DEPTH:  # hostile input: the walks stay bounded
+                tree.broken = f"queue {info.name}: more than {MAX_TREE_DEPTH} levels of parents"
+                return tree
             seen.add(p)
-            info.ancestors.insert(0, p)
+            info.ancestors.append(p)
             p = queues[p].parent
+        info.ancestors.reverse()
         if info.parent is not None:
             queues[info.parent].children.append(info.name)
     for info in queues.values():

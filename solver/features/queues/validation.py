@@ -1,5 +1,5 @@
 """`gangplan queues validate`: Volcano's Queue admission-webhook rules over a whole tree
-(KAI-Scheduler Queues: `_kai_verdicts`).
+(KAI-Scheduler Queues: `_kai_verdicts`; Kueue's: `_kueue_verdicts`).
 
 Rules (reference/volcano.md §3.6), checked for every queue in the input:
 
@@ -33,7 +33,7 @@ from solver.features.nodegroup import LABEL as NODEGROUP_LABEL
 from solver.features.nodegroup import queue_affinity
 from solver.features.nodegroup.limits import parse_limits
 from solver.features.queues.tree import ROOT, sum_resources
-from solver.model import Queue
+from solver.model import MAX_COHORT_DEPTH, Queue
 from solver.quantity import PODS, format_quantity
 from solver.snapshot import Snapshot
 
@@ -108,6 +108,8 @@ def validate_queues(
     queues = dict(snapshot.queues)
     if any(q.kai is not None for q in queues.values()):
         return _kai_verdicts(queues)
+    if any(q.kueue is not None for q in queues.values()):
+        return _kueue_verdicts(queues)
     verdicts = {name: QueueVerdict() for name in sorted(queues)}
     children: dict[str, list[str]] = {}
     for name in queues:
@@ -275,4 +277,36 @@ def _kai_verdicts(queues: dict[str, Queue]) -> dict[str, QueueVerdict]:
                     f"{r} quota {quota:g} exceeds its limit {limit:g}: the queue never holds "
                     "its whole quota"
                 )
+    return verdicts
+
+
+def _kueue_verdicts(queues: dict[str, Queue]) -> dict[str, QueueVerdict]:
+    """Kueue's ClusterQueues, Cohorts and LocalQueues: the reader already applies Kueue's
+    CRD and webhook rules. Checked here: the parent exists (a LocalQueue's ClusterQueue, a
+    ClusterQueue's cohort, a Cohort's parent), no cycle, and at most `MAX_COHORT_DEPTH`
+    levels of cohorts above a queue (gangplan's bound: deeper trees are not acted on)."""
+    verdicts = {name: QueueVerdict() for name in sorted(queues)}
+    for name, q in sorted(queues.items()):
+        kind = q.kueue.kind if q.kueue is not None else "Queue"
+        field = {"LocalQueue": "spec.clusterQueue", "ClusterQueue": "spec.cohortName"}.get(
+            kind, "spec.parentName"
+        )
+        if q.parent is not None and q.parent not in queues:
+            verdicts[name].fail(field, f"{q.parent} does not exist")
+            continue
+        seen, at, depth = {name}, q.parent, 0
+        while at is not None and at in queues:
+            if at in seen:
+                verdicts[name].fail(field, f"cycle through {at}")
+                break
+            seen.add(at)
+            parent = queues[at]
+            depth += parent.kueue is not None and parent.kueue.kind == "Cohort"
+            if depth > MAX_COHORT_DEPTH:
+                verdicts[name].fail(
+                    field,
+                    f"more than {MAX_COHORT_DEPTH} levels of cohorts above it (gangplan's bound)",
+                )
+                break
+            at = parent.parent
     return verdicts

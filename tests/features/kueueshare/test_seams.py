@@ -11,12 +11,13 @@ import yaml
 
 from solver import SchedulerConf, schedule
 from solver.changes import changes
-from solver.features.kueueshare import kueue_nodes, running_usage
+from solver.features.kueueshare import MAX_COHORT_DEPTH, kueue_nodes, running_usage
 from solver.features.kueueshare.usage import _usage
 from solver.kube import load_objects
 from solver.schedule import snapshot_of
 from solver.snapshot import Delta
 from solver.verify import verify
+from solver.views import validate_queues
 from tests.builders import raw
 from tests.features.kueueshare.test_schedule_upstream import (
     BASE,
@@ -121,4 +122,41 @@ def test_why_offers_the_smallest_nominal_quota_raise() -> None:
     found = changes(snapshot, conf, "lend/b", decision.certificates["lend/b"])
     assert [c.text for c in found] == [
         "+1 cpu nominalQuota on ClusterQueue lend-b (flavor default)"
+    ]
+
+
+def test_a_cohort_chain_deeper_than_the_bound_refuses_with_the_reason() -> None:
+    """Hostile input: 3,000 nested cohorts. Every walk of the tree is bounded: the
+    workload is refused saying why (64 levels are acted on), and nothing crashes; 65
+    levels: the cohort bound's own reason."""
+    for depth, placed in ((MAX_COHORT_DEPTH, 1), (MAX_COHORT_DEPTH + 1, 0), (3000, 0)):
+        snapshot = snapshot_of(load_objects(raw(*_chain(depth))))
+        d = schedule(snapshot, engine="greedy")
+        assert len(d.placed) == placed
+        verdicts = validate_queues(snapshot)
+        assert verdicts["q"].valid == bool(placed)
+        if placed:
+            continue
+        assert verdicts["q"].reason.startswith("more than 64 levels of cohorts")
+        # past 256 levels the queue tree's own bound (any dialect's) answers first
+        bound = "64 levels of cohorts" if depth < 256 else "256 levels of parents"
+        assert f"more than {bound}" in d.podgroups["t/w"].reason
+
+
+def _chain(depth: int) -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+         "status": {"allocatable": {"cpu": "8", "pods": "10"}}},
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+    ]  # fmt: skip
+    for i in range(depth):
+        spec = {"parentName": f"c{i - 1}"} if i else {}
+        objects.append(
+            {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": f"c{i}"}, "spec": spec}
+        )
+    return [
+        *objects,
+        cq("q", f"c{depth - 1}", {"default": [("cpu", "4", N, N)]}),
+        lq("main", "t", "q"),
+        workload("w", "t", "main", 1, 1, cpu="1"),
     ]
