@@ -181,8 +181,9 @@ class KueueMode(QuotaMode):
         self, ctx: CompileContext, tree: QueueTree, unit_queue: Sequence[str | None]
     ) -> list[int]:
         """The engines place in the order the walk admitted (`enqueue_order` ran first)."""
-        admitted = set(self.cycles.order) - set(self.cycles.refused)
-        rest = [u for u in range(len(ctx.gangs.unit_ids)) if u not in set(self.cycles.order)]
+        walked = set(self.cycles.order)
+        admitted = walked - set(self.cycles.refused)
+        rest = [u for u in range(len(ctx.gangs.unit_ids)) if u not in walked]
         return (
             sorted(rest, key=ctx.unit_key)
             + [u for u in self.cycles.order if u in admitted]

@@ -31,6 +31,7 @@ assignment and, for those left out, why.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -71,9 +72,9 @@ def run_cycles(
     """Kueue's cycles (see the module) on a copy of `nodes`."""
     nodes = nodes.copy()
     out = Cycles()
-    queues: dict[str, list[Workload]] = {}
+    queues: dict[str, deque[Workload]] = {}
     for w in sorted(workloads, key=lambda w: w.key):
-        queues.setdefault(w.cq, []).append(w)
+        queues.setdefault(w.cq, deque()).append(w)
     while queues:
         progress = False
         entries: list[tuple[Workload, Assignment]] = []
@@ -95,14 +96,14 @@ def run_cycles(
                     waiting.clear()
                 else:
                     out.refused[head.unit] = found.why
-                    waiting.pop(0)
+                    waiting.popleft()
         pick = _fair_pick if fair_sharing else _classical_pick
         for w, found in pick(nodes, entries):
             if _fits(nodes, w.cq, found):  # else it stays the head for the next cycle
                 nodes.add_all(w.cq, found.usage)
                 out.order.append(w.unit)
                 out.assigned[w.unit] = found
-                queues[w.cq].pop(0)
+                queues[w.cq].popleft()
                 progress = True
         for cq in [cq for cq, waiting in queues.items() if not waiting]:
             del queues[cq]
