@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from solver.kube.fields import spec_note
+from solver.kube.kueue import K8sKueueFlavor
 from solver.kube.loader import RawObject
 from solver.model import (
     KueueFlavorQuota,
@@ -204,13 +205,19 @@ def kueue_tree(
     each came from; a cohort named but not given is added, empty, as Kueue makes it. A
     ClusterQueue and a Cohort may not share a name (one queue tree names both)."""
     labels: dict[str, dict[str, str]] = {}
+    tainted: set[str] = set()  # quota flavors whose taints or tolerations are not read
     for _, k8s in objects:
-        if type(k8s).__name__ == "K8sKueueFlavor":
+        if isinstance(k8s, K8sKueueFlavor):
             labels[k8s.metadata.name] = dict(k8s.spec.node_labels)
+            if not k8s.spec.topology_name and (k8s.spec.node_taints or k8s.spec.tolerations):
+                tainted.add(k8s.metadata.name)
     queues: dict[str, Queue] = {}
     where: dict[str, RawObject] = {}
+    named: set[str] = set()
     for raw in raws:
         queue = kueue_queue(raw, labels, notes)
+        if queue.kueue is not None:
+            named |= {f.name for g in queue.kueue.groups for f in g.flavors}
         if queue.name in queues:
             first = where[queue.name]
             raise raw.error(
@@ -241,4 +248,10 @@ def kueue_tree(
                 f"not a {wanted}",
                 field="spec.clusterQueue" if queue.kueue.kind == "LocalQueue" else "spec",
             )
+    for flavor in sorted(tainted & named):
+        notes.append(
+            f"ResourceFlavor {flavor}: nodeTaints and tolerations not acted on for quota (Kueue "
+            "passes over a flavor whose taints a pod does not tolerate; gangplan assigns it by "
+            "node labels and quota; the nodes' own taints still apply)"
+        )
     return dict(sorted(queues.items())), where

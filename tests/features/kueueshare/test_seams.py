@@ -160,3 +160,16 @@ def _chain(depth: int) -> list[dict[str, Any]]:
         lq("main", "t", "q"),
         workload("w", "t", "main", 1, 1, cpu="1"),
     ]
+
+
+def test_a_quota_flavor_s_taints_are_noted_not_dropped() -> None:
+    """Upstream's `resource-flavor-taints.yaml` (a `spot` flavor with `nodeTaints`) named by
+    a ClusterQueue: its taints are not acted on for quota, and the model says so."""
+    objects = [
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "spot"},
+         "spec": {"nodeLabels": {"instance-type": "spot"},
+                  "nodeTaints": [{"effect": "NoSchedule", "key": "spot", "value": "true"}]}},
+        cq("cq", N, {"spot": [("cpu", "8", N, N)]}),
+    ]  # fmt: skip
+    notes = load_objects(raw(*objects)).notes
+    assert any(n.startswith("ResourceFlavor spot: nodeTaints and tolerations") for n in notes)
