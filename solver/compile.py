@@ -2,7 +2,7 @@
 
 1. The resource axis: cpu, memory, pods, then every other resource a pending pod requests.
 2. Free room per node: allocatable minus the snapshot's running usage (its derived totals).
-3. Gangs and units of the workload (`features.gang`).
+3. Gangs and units of the workload (`features.gang`), with their task roles' minimums.
 4. Pod types: pending pods with the same gang, demand and feature keys (eligibility
    signature, card alternatives), in pod-key order.
 5. Every enabled feature's compile step, in registry order (`features.FEATURES`): filters,
@@ -28,8 +28,16 @@ from solver.features import FACTS, FEATURES, CompileContext, GangPlan
 from solver.features._base import combine_filters
 from solver.features.gang import plan_gangs
 from solver.gate import GATE
-from solver.model import ClusterModel, Pod
-from solver.problem import FloatArray, IntArray, Problem, Rows, SharedRows, not_enqueued
+from solver.model import ClusterModel, Pod, task_role
+from solver.problem import (
+    FloatArray,
+    IntArray,
+    Minimum,
+    Problem,
+    Rows,
+    SharedRows,
+    not_enqueued,
+)
 from solver.quantity import CPU, MEMORY, PODS
 from solver.snapshot import Lineage, PodSchema, Snapshot, Workload
 
@@ -205,6 +213,7 @@ def compile_parts(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -
             gang_unit=np.array(plan.unit, dtype=np.int64),
             gang_requires=plan.requires,
             gang_blocked=_blocked(ctx, plan),
+            gang_minimums=_minimums(plan, workload, type_gang, type_pods),
             gang_enqueue_reason=tuple(ctx.not_enqueued.get(g) for g in range(len(plan.gang_ids))),
             gang_enqueue_ahead=tuple(
                 ctx.enqueued_ahead.get(g, ()) for g in range(len(plan.gang_ids))
@@ -233,6 +242,26 @@ def _shared_rows_of(snapshot: Snapshot) -> SharedRows:
         return before if before.nodes is snapshot.nodes else SharedRows(snapshot.nodes)
 
     return snapshot.derive(("fill", "rows"), build, carry)
+
+
+def _minimums(
+    plan: GangPlan, workload: Workload, type_gang: list[int], type_pods: list[list[str]]
+) -> tuple[tuple[Minimum, ...], ...]:
+    """Each gang's task roles' minimums (`GangPlan.roles`) over its types (one role each)."""
+    if not plan.roles:
+        return ()
+    role_types: dict[tuple[int, str], list[int]] = {}
+    for t, g in enumerate(type_gang):
+        if plan.roles[g]:
+            pod = workload.pod_by_key[type_pods[t][0]]
+            role_types.setdefault((g, task_role(pod.labels, pod.annotations)), []).append(t)
+    return tuple(
+        tuple(
+            Minimum(f"task {role}", tuple(role_types.get((g, role), ())), need)
+            for role, need in roles
+        )
+        for g, roles in enumerate(plan.roles)
+    )
 
 
 def _blocked(ctx: CompileContext, plan: GangPlan) -> tuple[str | None, ...]:
@@ -273,18 +302,25 @@ def _sum_rows(rows: list[FloatArray], num_nodes: int) -> FloatArray:
 
 
 def _rank_types(ctx: CompileContext, type_pods: list[list[str]]) -> tuple[IntArray, ...]:
-    """Each pod's rank in its unit's order; sorts `type_pods` in place into rank order."""
+    """Each pod's rank in its unit's order; sorts `type_pods` in place into rank order.
+    The pods a gang's task roles need come first (in that order), so a placer that takes
+    a unit's first `need` pods (HyperNodes, gathers) takes its roles' minimums."""
     unit_of = ctx.gangs.unit
     members: dict[int, list[tuple[int, str]]] = {}
     for t, pods in enumerate(type_pods):
         members.setdefault(unit_of[ctx.type_gang[t]], []).extend((t, key) for key in pods)
     ranks: list[dict[str, int]] = [{} for _ in type_pods]
+    roles = ctx.gangs.roles
+    role_left = {(g, role): need for g, rs in enumerate(roles) for role, need in rs}
+    role_units = {unit_of[g] for g, _ in role_left}
     for u, items in members.items():
         sort_key = ctx.unit_sort_key.get(u)
         if sort_key is not None:
             items.sort(key=lambda item: sort_key(ctx.workload.pod_by_key[item[1]]))
         else:
             items.sort(key=lambda item: item[1])
+        if u in role_units:
+            items = _minimums_first(ctx, items, role_left)
         for rank, (t, key) in enumerate(items):
             ranks[t][key] = rank
     out: list[IntArray] = []
@@ -292,3 +328,21 @@ def _rank_types(ctx: CompileContext, type_pods: list[list[str]]) -> tuple[IntArr
         pods.sort(key=lambda key: ranks[t][key])
         out.append(np.array([ranks[t][key] for key in pods], dtype=np.int64))
     return tuple(out)
+
+
+def _minimums_first(
+    ctx: CompileContext, items: list[tuple[int, str]], left: dict[tuple[int, str], int]
+) -> list[tuple[int, str]]:
+    """`items` (type, pod key) with the first `need` pods of each gang's task role (`left`,
+    counted down) moved to the front, both parts in their order."""
+    first: list[tuple[int, str]] = []
+    rest: list[tuple[int, str]] = []
+    for item in items:
+        pod = ctx.workload.pod_by_key[item[1]]
+        role = (ctx.type_gang[item[0]], task_role(pod.labels, pod.annotations))
+        if left.get(role, 0) > 0:
+            left[role] -= 1
+            first.append(item)
+        else:
+            rest.append(item)
+    return first + rest

@@ -1073,6 +1073,26 @@ class Gang(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class MinTaskMemberEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     NAMESPACE_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     MIN_MEMBER_FIELD_NUMBER: _builtins.int
@@ -1094,6 +1114,7 @@ class Gang(_message.Message):
     PREFERRED_TOPOLOGY_KEYS_FIELD_NUMBER: _builtins.int
     TOPOLOGY_PACK_FIELD_NUMBER: _builtins.int
     TOPOLOGY_SUB_GROUPS_FIELD_NUMBER: _builtins.int
+    MIN_TASK_MEMBER_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Namespace; empty means `default`. The gang id is `namespace/name`."""
     name: _builtins.str
@@ -1183,6 +1204,14 @@ class Gang(_message.Message):
         its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 256.
         """
 
+    @_builtins.property
+    def min_task_member(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Volcano PodGroup spec.minTaskMember: per task role (a pod's annotation
+        `volcano.sh/task-spec`, else its label of that name), how many of its pods must be
+        running or placed for the gang to be placed. Acted on when min_member is at least their
+        sum, as Volcano's gang plugin does. Values >= 0; at most 256 roles.
+        """
+
     def __init__(
         self,
         *,
@@ -1207,10 +1236,11 @@ class Gang(_message.Message):
         preferred_topology_keys: _abc.Iterable[_builtins.str] | None = ...,
         topology_pack: _abc.Iterable[_builtins.str] | None = ...,
         topology_sub_groups: _abc.Iterable[Global___TopologySubGroup] | None = ...,
+        min_task_member: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "creation_time", b"creation_time", "network_topology", b"network_topology", "priority", b"priority"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "preferred_topology_keys", b"preferred_topology_keys", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "topology_pack", b"topology_pack", "topology_sub_groups", b"topology_sub_groups", "total_number", b"total_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "annotations", b"annotations", "creation_time", b"creation_time", "disruption_mode", b"disruption_mode", "groups", b"groups", "match_policy", b"match_policy", "min_member", b"min_member", "min_resources", b"min_resources", "min_task_member", b"min_task_member", "mode", b"mode", "name", b"name", "namespace", b"namespace", "network_topology", b"network_topology", "preferred_topology_keys", b"preferred_topology_keys", "priority", b"priority", "queue", b"queue", "refused", b"refused", "sub_group_policy", b"sub_group_policy", "topology_key", b"topology_key", "topology_pack", b"topology_pack", "topology_sub_groups", b"topology_sub_groups", "total_number", b"total_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015

@@ -289,6 +289,7 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             groups=[x for x in g.groups if x != g.id],
             queue=g.queue or "",
             min_resources=g.min_resources,
+            min_task_member=g.min_task_member,
             annotations=g.annotations,
         )
         if g.priority is not None:

@@ -34,7 +34,7 @@ from solver.codec._hypernode import (
     sub_group_policy_from_proto,
 )
 from solver.codec._kueue import check_kueue_annotations, kueue_from_proto
-from solver.codec._subgroups import topology_sub_groups_from_proto
+from solver.codec._subgroups import task_member_from_proto, topology_sub_groups_from_proto
 from solver.model import (
     KAI_RESOURCES,
     KAI_UNLIMITED,
@@ -300,6 +300,7 @@ def gang_from_proto(msg: pb.Gang, path: str, out: Violations) -> Gang | None:
         queue=msg.queue or None,
         priority=msg.priority if msg.HasField("priority") else None,
         min_resources=read_quantities(msg.min_resources, f"{path}.min_resources", out),
+        min_task_member=task_member_from_proto(msg, path, out),
         annotations=dict(msg.annotations),
         created=timestamp(msg, "creation_time", path, out),
     )

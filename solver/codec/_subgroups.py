@@ -1,5 +1,5 @@
-"""A gang's topology sub-groups (KAI-Scheduler sub-groups with a required level) between
-protobuf and the model.
+"""A gang's sub-groups between protobuf and the model: KAI-Scheduler sub-groups with a
+required level, and Volcano's per-task minimums (`min_task_member`).
 
 Checked as the proto comments say, violations named by field path: at most 256 sub-groups;
 the label syntax of its label, values and levels (the YAML reader derives them from KAI's
@@ -17,13 +17,18 @@ from solver.codec._errors import Violations, build
 from solver.model import (
     MAX_SUB_GROUP_LEVELS,
     MAX_SUB_GROUPS,
+    MAX_TASK_ROLES,
     TopologySubGroup,
     label_key_problem,
     label_value_problem,
     sub_groups_problem,
 )
 
-__all__ = ["topology_sub_groups_from_proto", "topology_sub_groups_to_proto"]
+__all__ = [
+    "task_member_from_proto",
+    "topology_sub_groups_from_proto",
+    "topology_sub_groups_to_proto",
+]
 
 
 def topology_sub_groups_from_proto(
@@ -81,3 +86,16 @@ def topology_sub_groups_to_proto(subs: Sequence[TopologySubGroup]) -> list[pb.To
         )
         for s in subs
     ]
+
+
+def task_member_from_proto(msg: pb.Gang, path: str, out: Violations) -> dict[str, int]:
+    """`min_task_member`: at most `MAX_TASK_ROLES` roles, each non-empty with a count >= 0."""
+    if len(msg.min_task_member) > MAX_TASK_ROLES:
+        out.add(f"{path}.min_task_member", f"at most {MAX_TASK_ROLES} roles")
+        return {}
+    for role, count in msg.min_task_member.items():
+        if not role or count < 0:
+            out.add(
+                f"{path}.min_task_member[{role!r}]", "must be a non-empty role with a count >= 0"
+            )
+    return {role: n for role, n in msg.min_task_member.items() if role and n >= 0}

@@ -54,6 +54,7 @@ from solver.problem import (
     UnitPlacer,
     fit_report,
     format_fit_error,
+    minimum_shortfall,
 )
 from solver.quantity import format_quantity
 
@@ -203,8 +204,12 @@ def _place(
     share (and its optional members with `extras`), a failing gang and the gangs requiring
     it dropped until the rest fits. The gangs placed here ([] when none, or a placer's)."""
     active = _active(problem, gangs, state)
-    if active and any(placer(problem, u, active, state) for placer in UNIT_PLACERS):
-        return []
+    if active:
+        undo = _Undo(problem, active, state) if any(problem.minimums(g) for g in active) else None
+        if any(placer(problem, u, active, state) for placer in UNIT_PLACERS):
+            if undo is not None:
+                undo.unless_minimums_met()
+            return []
     while active:
         failed = _place_unit(problem, active, state, extras=extras)
         if not failed:
@@ -212,6 +217,37 @@ def _place(
         dropped = _with_dependents(problem, set(failed), active, state.gang_reason)
         active = [g for g in active if g not in dropped]
     return []
+
+
+class _Undo:
+    """A unit placer's answer taken back when it leaves a gang short of a minimum of its
+    own (`Problem.gang_minimums`; the placers follow their dialect's domains, not roles)."""
+
+    def __init__(self, problem: Problem, gangs: list[int], state: GreedyState) -> None:
+        self.problem, self.gangs, self.state = problem, gangs, state
+        self.free = state.free.copy()
+        self.ledger = state.ledger.checkpoint()
+        self.tracker = state.tracker.checkpoint()
+        self.types = [t for g in gangs for t in problem.gang_types(g)]
+        self.before = {t: state.pod_node[t].copy() for t in self.types}
+
+    def unless_minimums_met(self) -> None:
+        problem, state = self.problem, self.state
+        chosen = {t: np.flatnonzero(state.pod_node[t] >= 0).tolist() for t in self.types}
+        placed = [g for g in self.gangs if any(chosen[t] for t in problem.gang_types(g))]
+        short = {g: w for g in placed if (w := minimum_shortfall(problem.minimums(g), chosen))}
+        if not short:
+            return
+        state.free[:] = self.free
+        state.ledger.restore(self.ledger)
+        state.tracker.restore(self.tracker)
+        for t, nodes in self.before.items():
+            state.pod_node[t][:] = nodes
+        h, words = next(iter(short.items()))
+        for g in self.gangs:
+            state.gang_reason[g] = f"gang {problem.gang_ids[g]}: " + (
+                short.get(g) or f"gang group member {problem.gang_ids[h]}: {words}"
+            )
 
 
 def _left(t: int, state: GreedyState) -> bool:
@@ -302,16 +338,27 @@ def _place_unit(
                     first_failure[g] = format_fit_error(problem.num_nodes, counts)
         return int(nodes.size)
 
-    # Phase 1: each gang's required share; phase 2: optional extra members.
+    def share(g: int, types: tuple[int, ...] | list[int], count: int) -> int:
+        """Up to `count` more of gang g's pods of `types`, in order: how many were placed."""
+        for t in types:
+            if count <= 0:
+                break
+            got = place(t, min(count, len(problem.type_pods[t]) - len(tentative.get(t, ()))))
+            placed[g] += got
+            count -= got
+        return count
+
+    # Phase 1: each gang's required share, its roles' minimums first; phase 2: optional
+    # extra members.
+    short: dict[int, str] = {}
     for g in gangs:
         remaining = int(problem.gang_need[g])
-        for t in problem.gang_types(g):
-            if remaining <= 0:
-                break
-            got = place(t, min(remaining, len(problem.type_pods[t])))
-            placed[g] += got
-            remaining -= got
-    failed = [g for g in gangs if placed[g] < problem.gang_need[g]]
+        for m in problem.minimums(g):
+            remaining -= m.need - share(g, m.types, m.need)
+        share(g, problem.gang_types(g), remaining)
+        if words := minimum_shortfall(problem.minimums(g), tentative):
+            short[g] = words
+    failed = [g for g in gangs if placed[g] < problem.gang_need[g] or g in short]
     if failed:
         for t, chosen in tentative.items():  # `fill` took room only where it put pods
             np.add.at(state.free, np.asarray(chosen, dtype=np.int64), problem.type_demand[t])
@@ -320,6 +367,7 @@ def _place_unit(
         for g in failed:
             need = int(problem.gang_need[g])
             parts = [f"gang {problem.gang_ids[g]}: {placed[g]} of {need} required pod(s) fit"]
+            parts += [short[g]] if g in short else []
             parts += _shortfall(problem, g, need, state.free)
             parts.append(first_failure.get(g, ""))
             state.gang_reason[g] = "; ".join(p for p in parts if p)

@@ -43,6 +43,8 @@ class GangPlan:
     unit: tuple[int, ...]  # index of the gang's unit (connected component of `requires`)
     unit_ids: tuple[str, ...]  # GangGroup id: the member gang ids joined by ","
     blocked: tuple[str | None, ...]  # why the gang can never be satisfied this cycle
+    roles: tuple[tuple[tuple[str, int], ...], ...] = ()  # per gang: (task role, how many
+    #   more of its pods it needs) of Volcano's minTaskMember; empty = none for any gang
 
     def unit_gangs(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.unit_ids]

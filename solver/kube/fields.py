@@ -266,6 +266,7 @@ ACTED: dict[str, frozenset[str]] = {
     "scheduling.volcano.sh/PodGroup": frozenset(
         {
             "minMember",
+            "minTaskMember",
             "minResources",
             "queue",
             "priorityClassName",

@@ -33,6 +33,7 @@ from solver.kube.loader import RawObject
 from solver.kube.objects import K8sPod, K8sPodGroup
 from solver.kube.workload_api import WORKLOAD_API, K8sWorkloadPodGroup, workload_gang_fields
 from solver.model import (
+    MAX_TASK_ROLES,
     QUEUE_ANNOTATION,
     Dialect,
     Gang,
@@ -301,8 +302,12 @@ def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf
         except JobAffinityError as err:
             field = "spec.affinity" + (f".{err.field}" if err.field else "")
             raise raw.error(err.message, field=field) from None
+    task_member = dict(pg.spec.min_task_member or {})
+    if len(task_member) > MAX_TASK_ROLES:
+        raise raw.error(f"names more than {MAX_TASK_ROLES} tasks", field="spec.minTaskMember")
     return gang.model_copy(
         update={
+            "min_task_member": task_member,
             "network_topology": read_network_topology(raw, pg.spec.network_topology),
             "sub_group_policy": read_sub_group_policy(raw, pg.spec.sub_group_policy),
             "queue": queue,

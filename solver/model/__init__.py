@@ -133,9 +133,11 @@ from solver.model._workload import (
     MAX_RUNTIME_SECONDS,
     MAX_SUB_GROUP_LEVELS,
     MAX_SUB_GROUPS,
+    MAX_TASK_ROLES,
     PRIORITY_CLASS,
     QUEUE_ANNOTATION,
     QUEUE_WEIGHT_MAX,
+    VOLCANO_TASK_SPEC,
     Dialect,
     Gang,
     KaiQuota,
@@ -152,6 +154,7 @@ from solver.model._workload import (
     kueue_queue,
     pod_queue,
     sub_groups_problem,
+    task_role,
 )
 
 __all__ = [
@@ -184,6 +187,7 @@ __all__ = [
     "MAX_RUNTIME_SECONDS",
     "MAX_SUB_GROUPS",
     "MAX_SUB_GROUP_LEVELS",
+    "MAX_TASK_ROLES",
     "MUST_GATHER",
     "NODE_LAYER",
     "PREFER_GATHER",
@@ -191,6 +195,7 @@ __all__ = [
     "QUEUE_ANNOTATION",
     "QUEUE_WEIGHT_MAX",
     "SHARE_RESOURCES",
+    "VOLCANO_TASK_SPEC",
     "WHOLE",
     "CardDemand",
     "CardError",
@@ -285,4 +290,5 @@ __all__ = [
     "requirement_values_problem",
     "snake_path",
     "sub_groups_problem",
+    "task_role",
 ]

@@ -48,6 +48,16 @@ MAX_GATES = 32
 """The most scheduling gates gangplan reads on a pod (a bound on hostile input)."""
 MAX_RUNTIME_SECONDS = 3650 * 86400.0
 """The longest duration gangplan reads (ten years): runtimes, minimum runtimes."""
+VOLCANO_TASK_SPEC = "volcano.sh/task-spec"
+"""A Volcano Job pod's task (role): its annotation, else its label (`getTaskRole`)."""
+MAX_TASK_ROLES = 256
+"""The most task roles a PodGroup's `minTaskMember` may name (a bound on hostile input)."""
+
+
+def task_role(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
+    """A pod's Volcano task role: the annotation `volcano.sh/task-spec`, else the label of
+    that name, else "" (Volcano's `getTaskRole`: an empty value is none)."""
+    return annotations.get(VOLCANO_TASK_SPEC) or labels.get(VOLCANO_TASK_SPEC) or ""
 
 
 def duration_problem(seconds: float) -> str | None:
@@ -217,6 +227,12 @@ class Gang(Frozen):
     queue: str | None = Field(default=None, description="Volcano spec.queue")
     priority: int | None = Field(default=None, description="from the PodGroup's priorityClassName")
     min_resources: dict[str, int] = Field(default_factory=dict)
+    min_task_member: dict[str, Annotated[int, Field(ge=0, le=(1 << 31) - 1)]] = Field(
+        default_factory=dict,
+        max_length=MAX_TASK_ROLES,
+        description="Volcano spec.minTaskMember: each task role's minimum (`task_role`), "
+        "acted on when min_member is at least their sum (`role_minimums`)",
+    )
     annotations: dict[str, str] = Field(default_factory=dict)
     affinity: dict[str, Any] | None = Field(default=None, description="Godel spec.affinity")
     topology_key: str | None = Field(
@@ -266,6 +282,14 @@ class Gang(Frozen):
     def implicit(self) -> bool:
         """A pod without any group, scheduled as a gang of one."""
         return self.dialect == "none"
+
+    def role_minimums(self) -> dict[str, int]:
+        """The task roles' minimums Volcano's gang plugin checks (`CheckTaskValid`,
+        `CheckTaskReady`): the non-zero `min_task_member` entries, none when minMember is
+        below their sum (Volcano then counts only minMember)."""
+        if self.min_member < sum(self.min_task_member.values()):
+            return {}
+        return {role: n for role, n in sorted(self.min_task_member.items()) if n > 0}
 
 
 KAI_UNLIMITED = -1.0

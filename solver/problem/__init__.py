@@ -4,12 +4,14 @@ Problem, Block, Rows       the contract (`_problem.py`, `_rows.py`)
 evaluate, tier_specs, ...  the objective both engines are scored by (`_objective.py`)
 fill, fit_report, ...      the greedy primitives features and engines share (`_fill.py`)
 shortfall                  room bounds that prove gangs cannot fit (`_room.py`)
+Minimum                    a share of a gang's pods it needs (`_minimums.py`)
 GreedyState, Ledger        the greedy engine's working state, as features see it
 """
 
 from solver.problem._fill import NoLimits, fill, fit_report, format_fit_error
 from solver.problem._greedy import GreedyState, Ledger, StepOrder, Tracker, Trackers, UnitPlacer
 from solver.problem._memo import FillMemo, SharedRows, slots_of
+from solver.problem._minimums import Minimum, minimum_shortfall
 from solver.problem._objective import (
     compare_tiers,
     evaluate,
@@ -54,6 +56,7 @@ __all__ = [
     "GreedyState",
     "IntArray",
     "Ledger",
+    "Minimum",
     "NoLimits",
     "Problem",
     "Room",
@@ -74,6 +77,7 @@ __all__ = [
     "fit_report",
     "format_fit_error",
     "freeze_arrays",
+    "minimum_shortfall",
     "not_enqueued",
     "places_text",
     "proven_optimal",

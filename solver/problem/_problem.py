@@ -23,6 +23,7 @@ from typing import TypeVar
 import numpy as np
 
 from solver.arrays import BoolArray, FloatArray, IntArray
+from solver.problem._minimums import Minimum
 from solver.problem._rows import Rows
 from solver.problem._shared import SharedRows
 
@@ -125,6 +126,8 @@ class Problem:
     unit_order: IntArray  # [U] unit indices in the order the greedy places them
     type_rank: tuple[IntArray, ...] = ()  # [T] int [len(type_pods[t])]: each pod's 0-based
     #   rank in its unit's pod order; type_pods[t] is listed in rank order. Empty = key order.
+    gang_minimums: tuple[tuple[Minimum, ...], ...] = ()  # [G] the shares of its pods each
+    #   gang needs beyond gang_need (Volcano's task roles); empty = none for any gang
 
     notes: tuple[str, ...] = ()
     blocks: Mapping[type[Block], Block] = field(default_factory=dict)
@@ -189,6 +192,10 @@ class Problem:
         """Why gang g may not enter its queue this cycle, as its reasons say it."""
         rejected = self.gang_enqueue_reason[g]
         return None if rejected is None else not_enqueued(rejected)
+
+    def minimums(self, g: int) -> tuple[Minimum, ...]:
+        """The shares of gang g's pods it needs placed (`gang_minimums`)."""
+        return self.gang_minimums[g] if self.gang_minimums else ()
 
     def gang_types(self, g: int) -> list[int]:
         return [int(t) for t in np.flatnonzero(self.type_gang == g)]

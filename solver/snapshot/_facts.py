@@ -3,10 +3,11 @@
 A running pod is stored as a row of columns, not as a `Pod` object: a snapshot of 200,000
 running pods must stay small, and a call must not walk them. The snapshot keeps, for
 itself, each pod's label set, its queue annotation and its card demand (they feed the
-usage it keeps per queue). Whatever else a policy reads of a running pod is declared as a
-`Fact`: a function of the pod's labels and annotations giving a short string (or None),
-evaluated once when the row is stored and kept as an interned column. Policies declare
-theirs in their own package; the registry passes them all in as a `PodSchema`.
+usage it keeps per queue), and its Volcano task role annotation (a gang's role minimums).
+Whatever else a policy reads of a running pod is declared as a `Fact`: a function of the
+pod's labels and annotations giving a short string (or None), evaluated once when the row
+is stored and kept as an interned column. Policies declare theirs in their own package; the
+registry passes them all in as a `PodSchema`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from solver.model import CARD_NAME, QUEUE_ANNOTATION
+from solver.model import CARD_NAME, QUEUE_ANNOTATION, VOLCANO_TASK_SPEC
 
 __all__ = ["Fact", "PodSchema", "annotation_fact"]
 
@@ -62,5 +63,5 @@ class PodSchema:
     @property
     def annotation_keys(self) -> frozenset[str]:
         """Annotations kept raw: those the facts read, and the snapshot's own."""
-        own = {QUEUE_ANNOTATION, CARD_NAME}
+        own = {QUEUE_ANNOTATION, CARD_NAME, VOLCANO_TASK_SPEC}  # the gang's task roles
         return frozenset(k for f in self.facts for k in f.annotations) | own | self.keep

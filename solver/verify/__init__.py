@@ -18,6 +18,7 @@ Rules, and the plugins that put them in force:
 | cordon, readiness, taints, nodeSelector, required node affinity | `_predicates` | `predicates` |
 | pod affinity, anti-affinity (both ways) and topology spread, the call's pods included | `_interpod` | `predicates` |
 | gangs reach their minMember share, with their GangGroup | `_gangs.gangs` | `gang` |
+| a Volcano gang placed has each task role's `minTaskMember` running or placed | `_gangs.task_minimums` | `gang` |
 | a PodGroup with a hard constraint gangplan does not enforce places nothing | `_gangs.refused` | always |
 | Koordinator gather: one MustGather domain (its bound members' one, if any), podCountMultiple | `_topology.gather` | `network-topology` |
 | Godel job affinity: nodeSelector, one required domain | `_topology.job_affinity` | `job-affinity` |
@@ -84,6 +85,7 @@ RULES: tuple[tuple[tuple[str, ...], Rule], ...] = (
     ((Plugin.PREDICATES,), _predicates.predicates),
     ((Plugin.PREDICATES,), _interpod.interpod),
     ((Plugin.GANG,), _gangs.gangs),
+    ((Plugin.GANG,), _gangs.task_minimums),
     ((), _gangs.refused),
     ((Plugin.NETWORK_TOPOLOGY,), _topology.gather),
     ((Plugin.JOB_AFFINITY,), _topology.job_affinity),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from solver.config import Plugin, SchedulerConf
-from solver.model import Gang, MatchPolicy
+from solver.model import Gang, MatchPolicy, task_role
 from solver.verify._context import VerifyContext
 
-__all__ = ["gang_groups", "gangs", "refused"]
+__all__ = ["gang_groups", "gangs", "refused", "task_minimums"]
 
 
 def gang_groups(ctx: VerifyContext) -> list[list[str]]:
@@ -77,6 +77,32 @@ def gangs(ctx: VerifyContext) -> list[str]:
                         f"gang {gid}: placed while gang {member} has {ctx.taken[member]} of {need} "
                         "required new pods"
                     )
+    return problems
+
+
+def task_minimums(ctx: VerifyContext) -> list[str]:
+    """With `gang`: a Volcano gang with pods placed has, per task role of its
+    `minTaskMember` (when minMember is at least their sum), at least that many pods of the
+    role running or placed (`CheckTaskReady`), counted here from the pods themselves."""
+    problems = []
+    running = ctx.snapshot.running
+    for gid, gang in ctx.workload.gangs.items():
+        if ctx.taken[gid] == 0 or not gang.min_task_member:
+            continue
+        if gang.min_member < sum(gang.min_task_member.values()):
+            continue
+        count: Counter[str] = Counter()
+        for r in ctx.snapshot.rows_of_gang(gid).tolist():
+            count[task_role(running.labels(r), running.annotations(r))] += 1
+        for pod in ctx.members(gid):
+            if pod.key in ctx.target:
+                count[task_role(pod.labels, pod.annotations)] += 1
+        for role, least in sorted(gang.min_task_member.items()):
+            if count[role] < least:
+                problems.append(
+                    f"gang {gid}: placed with {count[role]} pod(s) of task {role} running or "
+                    f"placed, its minTaskMember is {least}"
+                )
     return problems
 
 

@@ -94,13 +94,16 @@ def explain_gang(problem: Problem, g: int, seconds: float = EXPLAIN_SECONDS) -> 
     for (t, c, _k), var in v.x.items():
         if not eligible[t, classes[c].nodes[0]]:
             model.add(var == 0).only_enforce_if(elig)
-    # gang[h]: Σ x over h's types ≥ minMember share
+    # gang[h]: Σ x over h's types ≥ minMember share, and over each role's ≥ its minimum
     local_types = {h: [i for i, t in enumerate(types) if problem.type_gang[t] == h] for h in gangs}
     for h, lit in need.items():
         placed = sum(
             (v.type_total(i) for i in local_types[h]), start=cp_model.LinearExpr.constant(0)
         )
         model.add(placed >= int(problem.gang_need[h])).only_enforce_if(lit)
+        for m in problem.minimums(h):  # its task roles' minimums are part of its share
+            role = [v.type_total(i) for i, t in enumerate(types) if t in m.types]
+            model.add(cp_model.LinearExpr.sum(role) >= m.need).only_enforce_if(lit)
     guards = [
         found for step in _STEPS if step.guard and (found := step.guard(problem, model, v, types))
     ]

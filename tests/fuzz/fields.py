@@ -113,15 +113,19 @@ def _clamp(value: Any, bits: int) -> Any:
 def set_field(message: Any, path: Path, value: Any) -> None:
     """Set a scalar, map entry or repeated scalar at `path`; integers the field cannot hold
     are wrapped into its wire type, as a hostile client's encoder would send them."""
-    target = message
+    target, parent = message, message
     for step in path[:-1]:
+        parent = target
         target = target[step] if isinstance(step, int) else getattr(target, step)
     last = path[-1]
-    if not hasattr(target, "DESCRIPTOR"):  # a map (int64 or string values) or a list
+    if not hasattr(target, "DESCRIPTOR"):  # a map (int32, int64 or string values) or a list
         if isinstance(last, int) and last >= len(target):
             target.append(value)
         else:
-            target[last] = _clamp(value, 64)
+            owner = parent.DESCRIPTOR.fields_by_name[path[-2]]
+            entry = owner.message_type
+            value_type = entry.fields_by_name["value"].cpp_type if entry is not None else None
+            target[last] = _clamp(value, 32 if value_type == owner.CPPTYPE_INT32 else 64)
         return
     field = target.DESCRIPTOR.fields_by_name[last]
     if field.cpp_type in (field.CPPTYPE_INT32, field.CPPTYPE_ENUM):

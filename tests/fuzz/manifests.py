@@ -100,6 +100,7 @@ def base_manifests() -> list[dict[str, Any]]:
     group["spec"].update(
         queue="q",
         priorityClassName="high",
+        minTaskMember={"worker": 1},
         networkTopology={"mode": "hard", "highestTierName": "rack"},
         subGroupPolicy=[
             {
@@ -581,6 +582,9 @@ INVALID_MANIFEST_VALUES: list[tuple[tuple[Any, ...], Any]] = [
         {"kueue.x-k8s.io/podset-slice-required-topology-constraints": "[{"},
     ),
     ((2, "spec", "networkTopology", "mode"), "strict"),
+    ((2, "spec", "minTaskMember"), {"worker": -1}),
+    ((2, "spec", "minTaskMember"), ["worker"]),
+    ((2, "spec", "minTaskMember"), {f"r{i}": 1 for i in range(300)}),
     ((2, "spec", "networkTopology", "highestTierAllowed"), -1),
     ((2, "spec", "subGroupPolicy", 0, "name"), ""),
     ((2, "spec", "subGroupPolicy", 0, "subGroupSize"), -2),

@@ -56,6 +56,7 @@ _GODEL_GANG = pb.Gang(
     name="godel",
     min_member=1,
     min_resources={"cpu": 1000},
+    min_task_member={"worker": 1},
     annotations={"gang.scheduling.koordinator.sh/groups": '["default/godel"]'},
     affinity=pb.GangAffinity(
         required_topology_keys=["rack"],

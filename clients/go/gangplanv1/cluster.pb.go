@@ -1818,6 +1818,11 @@ type Gang struct {
 	// required topology level (`topologyConstraint.requiredTopologyLevel`) in one domain of
 	// its own, inside the gang's own (`topology_key`). They nest or are disjoint. At most 256.
 	TopologySubGroups []*TopologySubGroup `protobuf:"bytes,28,rep,name=topology_sub_groups,json=topologySubGroups,proto3" json:"topology_sub_groups,omitempty"`
+	// Volcano PodGroup spec.minTaskMember: per task role (a pod's annotation
+	// `volcano.sh/task-spec`, else its label of that name), how many of its pods must be
+	// running or placed for the gang to be placed. Acted on when min_member is at least their
+	// sum, as Volcano's gang plugin does. Values >= 0; at most 256 roles.
+	MinTaskMember map[string]int32 `protobuf:"bytes,29,rep,name=min_task_member,json=minTaskMember,proto3" json:"min_task_member,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"varint,2,opt,name=value,proto3"`
 }
 
 func (x *Gang) Reset() {
@@ -1995,6 +2000,13 @@ func (x *Gang) GetTopologyPack() []string {
 func (x *Gang) GetTopologySubGroups() []*TopologySubGroup {
 	if x != nil {
 		return x.TopologySubGroups
+	}
+	return nil
+}
+
+func (x *Gang) GetMinTaskMember() map[string]int32 {
+	if x != nil {
+		return x.MinTaskMember
 	}
 	return nil
 }
@@ -4071,7 +4083,7 @@ var file_gangplan_v1_cluster_proto_rawDesc = []byte{
 	0x07, 0x20, 0x01, 0x28, 0x0e, 0x32, 0x20, 0x2e, 0x67, 0x61, 0x6e, 0x67, 0x70, 0x6c, 0x61, 0x6e,
 	0x2e, 0x76, 0x31, 0x2e, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x6e, 0x63, 0x6c, 0x75, 0x73, 0x69, 0x6f,
 	0x6e, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79, 0x52, 0x10, 0x6e, 0x6f, 0x64, 0x65, 0x54, 0x61, 0x69,
-	0x6e, 0x74, 0x73, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79, 0x22, 0x94, 0x09, 0x0a, 0x04, 0x47, 0x61,
+	0x6e, 0x74, 0x73, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79, 0x22, 0xa4, 0x0a, 0x0a, 0x04, 0x47, 0x61,
 	0x6e, 0x67, 0x12, 0x1c, 0x0a, 0x09, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65, 0x18,
 	0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x09, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65,
 	0x12, 0x12, 0x0a, 0x04, 0x6e, 0x61, 0x6d, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x04,
@@ -4136,14 +4148,23 @@ var file_gangplan_v1_cluster_proto_rawDesc = []byte{
 	0x32, 0x1d, 0x2e, 0x67, 0x61, 0x6e, 0x67, 0x70, 0x6c, 0x61, 0x6e, 0x2e, 0x76, 0x31, 0x2e, 0x54,
 	0x6f, 0x70, 0x6f, 0x6c, 0x6f, 0x67, 0x79, 0x53, 0x75, 0x62, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x52,
 	0x11, 0x74, 0x6f, 0x70, 0x6f, 0x6c, 0x6f, 0x67, 0x79, 0x53, 0x75, 0x62, 0x47, 0x72, 0x6f, 0x75,
-	0x70, 0x73, 0x1a, 0x3f, 0x0a, 0x11, 0x4d, 0x69, 0x6e, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63,
-	0x65, 0x73, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01,
+	0x70, 0x73, 0x12, 0x4c, 0x0a, 0x0f, 0x6d, 0x69, 0x6e, 0x5f, 0x74, 0x61, 0x73, 0x6b, 0x5f, 0x6d,
+	0x65, 0x6d, 0x62, 0x65, 0x72, 0x18, 0x1d, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x24, 0x2e, 0x67, 0x61,
+	0x6e, 0x67, 0x70, 0x6c, 0x61, 0x6e, 0x2e, 0x76, 0x31, 0x2e, 0x47, 0x61, 0x6e, 0x67, 0x2e, 0x4d,
+	0x69, 0x6e, 0x54, 0x61, 0x73, 0x6b, 0x4d, 0x65, 0x6d, 0x62, 0x65, 0x72, 0x45, 0x6e, 0x74, 0x72,
+	0x79, 0x52, 0x0d, 0x6d, 0x69, 0x6e, 0x54, 0x61, 0x73, 0x6b, 0x4d, 0x65, 0x6d, 0x62, 0x65, 0x72,
+	0x1a, 0x3f, 0x0a, 0x11, 0x4d, 0x69, 0x6e, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73,
+	0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01, 0x20, 0x01,
+	0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65,
+	0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a, 0x02, 0x38,
+	0x01, 0x1a, 0x3e, 0x0a, 0x10, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73,
+	0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01, 0x20, 0x01,
+	0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65,
+	0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a, 0x02, 0x38,
+	0x01, 0x1a, 0x40, 0x0a, 0x12, 0x4d, 0x69, 0x6e, 0x54, 0x61, 0x73, 0x6b, 0x4d, 0x65, 0x6d, 0x62,
+	0x65, 0x72, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01,
 	0x20, 0x01, 0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61, 0x6c,
-	0x75, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a,
-	0x02, 0x38, 0x01, 0x1a, 0x3e, 0x0a, 0x10, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x69, 0x6f,
-	0x6e, 0x73, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01,
-	0x20, 0x01, 0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61, 0x6c,
-	0x75, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a,
+	0x75, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x05, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a,
 	0x02, 0x38, 0x01, 0x42, 0x0b, 0x0a, 0x09, 0x5f, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79,
 	0x22, 0xa9, 0x01, 0x0a, 0x10, 0x54, 0x6f, 0x70, 0x6f, 0x6c, 0x6f, 0x67, 0x79, 0x53, 0x75, 0x62,
 	0x47, 0x72, 0x6f, 0x75, 0x70, 0x12, 0x12, 0x0a, 0x04, 0x6e, 0x61, 0x6d, 0x65, 0x18, 0x01, 0x20,
@@ -4616,7 +4637,7 @@ func file_gangplan_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_gangplan_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_gangplan_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_gangplan_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_gangplan_v1_cluster_proto_goTypes = []interface{}{
 	(TaintEffect)(0),                 // 0: gangplan.v1.TaintEffect
 	(TolerationOperator)(0),          // 1: gangplan.v1.TolerationOperator
@@ -4675,19 +4696,20 @@ var file_gangplan_v1_cluster_proto_goTypes = []interface{}{
 	nil,                              // 54: gangplan.v1.LabelSelector.MatchLabelsEntry
 	nil,                              // 55: gangplan.v1.Gang.MinResourcesEntry
 	nil,                              // 56: gangplan.v1.Gang.AnnotationsEntry
-	nil,                              // 57: gangplan.v1.Queue.CapabilityEntry
-	nil,                              // 58: gangplan.v1.Queue.DeservedEntry
-	nil,                              // 59: gangplan.v1.Queue.GuaranteeEntry
-	nil,                              // 60: gangplan.v1.Queue.AnnotationsEntry
-	nil,                              // 61: gangplan.v1.Queue.AllocatedEntry
-	nil,                              // 62: gangplan.v1.KueueFlavorQuotas.NodeLabelsEntry
-	nil,                              // 63: gangplan.v1.KaiQueueResources.QuotaEntry
-	nil,                              // 64: gangplan.v1.KaiQueueResources.LimitEntry
-	nil,                              // 65: gangplan.v1.KaiQueueResources.OverQuotaWeightEntry
-	nil,                              // 66: gangplan.v1.KaiQueueResources.UsageEntry
-	nil,                              // 67: gangplan.v1.KueueResourceFlavor.NodeLabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 68: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 69: google.protobuf.Duration
+	nil,                              // 57: gangplan.v1.Gang.MinTaskMemberEntry
+	nil,                              // 58: gangplan.v1.Queue.CapabilityEntry
+	nil,                              // 59: gangplan.v1.Queue.DeservedEntry
+	nil,                              // 60: gangplan.v1.Queue.GuaranteeEntry
+	nil,                              // 61: gangplan.v1.Queue.AnnotationsEntry
+	nil,                              // 62: gangplan.v1.Queue.AllocatedEntry
+	nil,                              // 63: gangplan.v1.KueueFlavorQuotas.NodeLabelsEntry
+	nil,                              // 64: gangplan.v1.KaiQueueResources.QuotaEntry
+	nil,                              // 65: gangplan.v1.KaiQueueResources.LimitEntry
+	nil,                              // 66: gangplan.v1.KaiQueueResources.OverQuotaWeightEntry
+	nil,                              // 67: gangplan.v1.KaiQueueResources.UsageEntry
+	nil,                              // 68: gangplan.v1.KueueResourceFlavor.NodeLabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 69: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 70: google.protobuf.Duration
 }
 var file_gangplan_v1_cluster_proto_depIdxs = []int32{
 	48, // 0: gangplan.v1.Node.labels:type_name -> gangplan.v1.Node.LabelsEntry
@@ -4706,7 +4728,7 @@ var file_gangplan_v1_cluster_proto_depIdxs = []int32{
 	53, // 13: gangplan.v1.Pod.node_selector:type_name -> gangplan.v1.Pod.NodeSelectorEntry
 	15, // 14: gangplan.v1.Pod.required_node_affinity:type_name -> gangplan.v1.NodeSelectorTerm
 	13, // 15: gangplan.v1.Pod.tolerations:type_name -> gangplan.v1.Toleration
-	68, // 16: gangplan.v1.Pod.creation_time:type_name -> google.protobuf.Timestamp
+	69, // 16: gangplan.v1.Pod.creation_time:type_name -> google.protobuf.Timestamp
 	17, // 17: gangplan.v1.Pod.preferred_node_affinity:type_name -> gangplan.v1.PreferredSchedulingTerm
 	22, // 18: gangplan.v1.Pod.pod_affinity:type_name -> gangplan.v1.PodAffinity
 	22, // 19: gangplan.v1.Pod.pod_anti_affinity:type_name -> gangplan.v1.PodAffinity
@@ -4727,61 +4749,62 @@ var file_gangplan_v1_cluster_proto_depIdxs = []int32{
 	7,  // 34: gangplan.v1.Gang.match_policy:type_name -> gangplan.v1.MatchPolicy
 	55, // 35: gangplan.v1.Gang.min_resources:type_name -> gangplan.v1.Gang.MinResourcesEntry
 	56, // 36: gangplan.v1.Gang.annotations:type_name -> gangplan.v1.Gang.AnnotationsEntry
-	68, // 37: gangplan.v1.Gang.creation_time:type_name -> google.protobuf.Timestamp
+	69, // 37: gangplan.v1.Gang.creation_time:type_name -> google.protobuf.Timestamp
 	30, // 38: gangplan.v1.Gang.affinity:type_name -> gangplan.v1.GangAffinity
 	10, // 39: gangplan.v1.Gang.disruption_mode:type_name -> gangplan.v1.DisruptionMode
 	27, // 40: gangplan.v1.Gang.network_topology:type_name -> gangplan.v1.VolcanoNetworkTopology
 	26, // 41: gangplan.v1.Gang.sub_group_policy:type_name -> gangplan.v1.VolcanoSubGroupPolicy
 	25, // 42: gangplan.v1.Gang.topology_sub_groups:type_name -> gangplan.v1.TopologySubGroup
-	19, // 43: gangplan.v1.VolcanoSubGroupPolicy.label_selector:type_name -> gangplan.v1.LabelSelector
-	27, // 44: gangplan.v1.VolcanoSubGroupPolicy.network_topology:type_name -> gangplan.v1.VolcanoNetworkTopology
-	9,  // 45: gangplan.v1.HyperNodeMember.type:type_name -> gangplan.v1.HyperNodeMemberType
-	19, // 46: gangplan.v1.HyperNodeMember.labels:type_name -> gangplan.v1.LabelSelector
-	28, // 47: gangplan.v1.HyperNode.members:type_name -> gangplan.v1.HyperNodeMember
-	31, // 48: gangplan.v1.GangAffinity.node_selector:type_name -> gangplan.v1.NodeSelector
-	32, // 49: gangplan.v1.GangAffinity.sort_rules:type_name -> gangplan.v1.SortRule
-	15, // 50: gangplan.v1.NodeSelector.terms:type_name -> gangplan.v1.NodeSelectorTerm
-	33, // 51: gangplan.v1.QueueAffinity.node_group_affinity:type_name -> gangplan.v1.NodeGroupTerms
-	33, // 52: gangplan.v1.QueueAffinity.node_group_anti_affinity:type_name -> gangplan.v1.NodeGroupTerms
-	57, // 53: gangplan.v1.Queue.capability:type_name -> gangplan.v1.Queue.CapabilityEntry
-	58, // 54: gangplan.v1.Queue.deserved:type_name -> gangplan.v1.Queue.DeservedEntry
-	59, // 55: gangplan.v1.Queue.guarantee:type_name -> gangplan.v1.Queue.GuaranteeEntry
-	60, // 56: gangplan.v1.Queue.annotations:type_name -> gangplan.v1.Queue.AnnotationsEntry
-	34, // 57: gangplan.v1.Queue.affinity:type_name -> gangplan.v1.QueueAffinity
-	61, // 58: gangplan.v1.Queue.allocated:type_name -> gangplan.v1.Queue.AllocatedEntry
-	40, // 59: gangplan.v1.Queue.kai:type_name -> gangplan.v1.KaiQueueResources
-	36, // 60: gangplan.v1.Queue.kueue:type_name -> gangplan.v1.KueueQueue
-	37, // 61: gangplan.v1.KueueQueue.resource_groups:type_name -> gangplan.v1.KueueResourceGroup
-	38, // 62: gangplan.v1.KueueResourceGroup.flavors:type_name -> gangplan.v1.KueueFlavorQuotas
-	62, // 63: gangplan.v1.KueueFlavorQuotas.node_labels:type_name -> gangplan.v1.KueueFlavorQuotas.NodeLabelsEntry
-	39, // 64: gangplan.v1.KueueFlavorQuotas.resources:type_name -> gangplan.v1.KueueResourceQuota
-	63, // 65: gangplan.v1.KaiQueueResources.quota:type_name -> gangplan.v1.KaiQueueResources.QuotaEntry
-	64, // 66: gangplan.v1.KaiQueueResources.limit:type_name -> gangplan.v1.KaiQueueResources.LimitEntry
-	65, // 67: gangplan.v1.KaiQueueResources.over_quota_weight:type_name -> gangplan.v1.KaiQueueResources.OverQuotaWeightEntry
-	68, // 68: gangplan.v1.KaiQueueResources.creation_time:type_name -> google.protobuf.Timestamp
-	66, // 69: gangplan.v1.KaiQueueResources.usage:type_name -> gangplan.v1.KaiQueueResources.UsageEntry
-	69, // 70: gangplan.v1.KaiQueueResources.preempt_min_runtime:type_name -> google.protobuf.Duration
-	69, // 71: gangplan.v1.KaiQueueResources.reclaim_min_runtime:type_name -> google.protobuf.Duration
-	67, // 72: gangplan.v1.KueueResourceFlavor.node_labels:type_name -> gangplan.v1.KueueResourceFlavor.NodeLabelsEntry
-	41, // 73: gangplan.v1.NetworkTopology.layers:type_name -> gangplan.v1.TopologyLayer
-	42, // 74: gangplan.v1.NetworkTopology.kueue_topologies:type_name -> gangplan.v1.KueueTopology
-	43, // 75: gangplan.v1.NetworkTopology.kueue_flavors:type_name -> gangplan.v1.KueueResourceFlavor
-	29, // 76: gangplan.v1.NetworkTopology.hypernodes:type_name -> gangplan.v1.HyperNode
-	11, // 77: gangplan.v1.Cluster.nodes:type_name -> gangplan.v1.Node
-	16, // 78: gangplan.v1.Cluster.pods:type_name -> gangplan.v1.Pod
-	24, // 79: gangplan.v1.Cluster.gangs:type_name -> gangplan.v1.Gang
-	35, // 80: gangplan.v1.Cluster.queues:type_name -> gangplan.v1.Queue
-	44, // 81: gangplan.v1.Cluster.topology:type_name -> gangplan.v1.NetworkTopology
-	68, // 82: gangplan.v1.Cluster.observed_time:type_name -> google.protobuf.Timestamp
-	46, // 83: gangplan.v1.Cluster.disruption_budgets:type_name -> gangplan.v1.DisruptionBudget
-	19, // 84: gangplan.v1.DisruptionBudget.selector:type_name -> gangplan.v1.LabelSelector
-	24, // 85: gangplan.v1.Job.gangs:type_name -> gangplan.v1.Gang
-	16, // 86: gangplan.v1.Job.pods:type_name -> gangplan.v1.Pod
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	57, // 43: gangplan.v1.Gang.min_task_member:type_name -> gangplan.v1.Gang.MinTaskMemberEntry
+	19, // 44: gangplan.v1.VolcanoSubGroupPolicy.label_selector:type_name -> gangplan.v1.LabelSelector
+	27, // 45: gangplan.v1.VolcanoSubGroupPolicy.network_topology:type_name -> gangplan.v1.VolcanoNetworkTopology
+	9,  // 46: gangplan.v1.HyperNodeMember.type:type_name -> gangplan.v1.HyperNodeMemberType
+	19, // 47: gangplan.v1.HyperNodeMember.labels:type_name -> gangplan.v1.LabelSelector
+	28, // 48: gangplan.v1.HyperNode.members:type_name -> gangplan.v1.HyperNodeMember
+	31, // 49: gangplan.v1.GangAffinity.node_selector:type_name -> gangplan.v1.NodeSelector
+	32, // 50: gangplan.v1.GangAffinity.sort_rules:type_name -> gangplan.v1.SortRule
+	15, // 51: gangplan.v1.NodeSelector.terms:type_name -> gangplan.v1.NodeSelectorTerm
+	33, // 52: gangplan.v1.QueueAffinity.node_group_affinity:type_name -> gangplan.v1.NodeGroupTerms
+	33, // 53: gangplan.v1.QueueAffinity.node_group_anti_affinity:type_name -> gangplan.v1.NodeGroupTerms
+	58, // 54: gangplan.v1.Queue.capability:type_name -> gangplan.v1.Queue.CapabilityEntry
+	59, // 55: gangplan.v1.Queue.deserved:type_name -> gangplan.v1.Queue.DeservedEntry
+	60, // 56: gangplan.v1.Queue.guarantee:type_name -> gangplan.v1.Queue.GuaranteeEntry
+	61, // 57: gangplan.v1.Queue.annotations:type_name -> gangplan.v1.Queue.AnnotationsEntry
+	34, // 58: gangplan.v1.Queue.affinity:type_name -> gangplan.v1.QueueAffinity
+	62, // 59: gangplan.v1.Queue.allocated:type_name -> gangplan.v1.Queue.AllocatedEntry
+	40, // 60: gangplan.v1.Queue.kai:type_name -> gangplan.v1.KaiQueueResources
+	36, // 61: gangplan.v1.Queue.kueue:type_name -> gangplan.v1.KueueQueue
+	37, // 62: gangplan.v1.KueueQueue.resource_groups:type_name -> gangplan.v1.KueueResourceGroup
+	38, // 63: gangplan.v1.KueueResourceGroup.flavors:type_name -> gangplan.v1.KueueFlavorQuotas
+	63, // 64: gangplan.v1.KueueFlavorQuotas.node_labels:type_name -> gangplan.v1.KueueFlavorQuotas.NodeLabelsEntry
+	39, // 65: gangplan.v1.KueueFlavorQuotas.resources:type_name -> gangplan.v1.KueueResourceQuota
+	64, // 66: gangplan.v1.KaiQueueResources.quota:type_name -> gangplan.v1.KaiQueueResources.QuotaEntry
+	65, // 67: gangplan.v1.KaiQueueResources.limit:type_name -> gangplan.v1.KaiQueueResources.LimitEntry
+	66, // 68: gangplan.v1.KaiQueueResources.over_quota_weight:type_name -> gangplan.v1.KaiQueueResources.OverQuotaWeightEntry
+	69, // 69: gangplan.v1.KaiQueueResources.creation_time:type_name -> google.protobuf.Timestamp
+	67, // 70: gangplan.v1.KaiQueueResources.usage:type_name -> gangplan.v1.KaiQueueResources.UsageEntry
+	70, // 71: gangplan.v1.KaiQueueResources.preempt_min_runtime:type_name -> google.protobuf.Duration
+	70, // 72: gangplan.v1.KaiQueueResources.reclaim_min_runtime:type_name -> google.protobuf.Duration
+	68, // 73: gangplan.v1.KueueResourceFlavor.node_labels:type_name -> gangplan.v1.KueueResourceFlavor.NodeLabelsEntry
+	41, // 74: gangplan.v1.NetworkTopology.layers:type_name -> gangplan.v1.TopologyLayer
+	42, // 75: gangplan.v1.NetworkTopology.kueue_topologies:type_name -> gangplan.v1.KueueTopology
+	43, // 76: gangplan.v1.NetworkTopology.kueue_flavors:type_name -> gangplan.v1.KueueResourceFlavor
+	29, // 77: gangplan.v1.NetworkTopology.hypernodes:type_name -> gangplan.v1.HyperNode
+	11, // 78: gangplan.v1.Cluster.nodes:type_name -> gangplan.v1.Node
+	16, // 79: gangplan.v1.Cluster.pods:type_name -> gangplan.v1.Pod
+	24, // 80: gangplan.v1.Cluster.gangs:type_name -> gangplan.v1.Gang
+	35, // 81: gangplan.v1.Cluster.queues:type_name -> gangplan.v1.Queue
+	44, // 82: gangplan.v1.Cluster.topology:type_name -> gangplan.v1.NetworkTopology
+	69, // 83: gangplan.v1.Cluster.observed_time:type_name -> google.protobuf.Timestamp
+	46, // 84: gangplan.v1.Cluster.disruption_budgets:type_name -> gangplan.v1.DisruptionBudget
+	19, // 85: gangplan.v1.DisruptionBudget.selector:type_name -> gangplan.v1.LabelSelector
+	24, // 86: gangplan.v1.Job.gangs:type_name -> gangplan.v1.Gang
+	16, // 87: gangplan.v1.Job.pods:type_name -> gangplan.v1.Pod
+	88, // [88:88] is the sub-list for method output_type
+	88, // [88:88] is the sub-list for method input_type
+	88, // [88:88] is the sub-list for extension type_name
+	88, // [88:88] is the sub-list for extension extendee
+	0,  // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_gangplan_v1_cluster_proto_init() }
@@ -5248,7 +5271,7 @@ func file_gangplan_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_gangplan_v1_cluster_proto_rawDesc,
 			NumEnums:      11,
-			NumMessages:   57,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

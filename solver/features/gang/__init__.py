@@ -8,6 +8,13 @@ match policy (the PodGroup's annotation, else the gang plugin's `defaultMatchPol
 * `waiting-and-running`: `max(0, minMember - running members)` (Volcano's rule too);
 * `only-waiting`: `minMember`; running members do not count.
 
+A Volcano PodGroup's `minTaskMember` (`Gang.role_minimums`: acted on when minMember is at
+least their sum) adds per task role (`task_role`: a pod's `volcano.sh/task-spec`): the gang
+is placed only with `max(0, min_r - running_r)` more pods of role r (`CheckTaskReady`), and
+`need` is at least their sum; a role with fewer pending and running pods than its minimum
+blocks the gang (`CheckTaskValid`). Pods of different roles are of different types, so the
+engines count each role's pods (`Problem.gang_minimums`, built by `compile`).
+
 A gang listing others in `gang.scheduling.koordinator.sh/groups` may be placed only if
 every listed gang is satisfied too ("requires" edges); gangs joined by such edges form one
 unit, placed together or not at all. Without the gang plugin every pod stands alone.
@@ -18,14 +25,17 @@ snapshot), so a call costs its own gangs, not every running pod's.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Hashable
+
 from solver.config import Plugin, SchedulerConf
 from solver.features._base import CompileContext, Feature, GangPlan
 from solver.features._steps import CpsatSteps
 from solver.features.gang import cpsat
-from solver.model import MatchPolicy
+from solver.model import Gang, MatchPolicy, Pod, task_role
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["FEATURE", "GangPlan", "default_match_policy", "plan_gangs"]
+__all__ = ["FEATURE", "GangPlan", "default_match_policy", "plan_gangs", "role_counts"]
 
 
 def default_match_policy(conf: SchedulerConf) -> MatchPolicy:
@@ -64,11 +74,13 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
 
     need: list[int] = []
     blocked: list[str | None] = []
+    roles: list[tuple[tuple[str, int], ...]] = []
     default_policy = default_match_policy(conf) if gang_on else MatchPolicy.ONCE_SATISFIED
     for g, gid in enumerate(gang_ids):
         gang = workload.gangs[gid]
         if not gang_on:
             need.append(0)
+            roles.append(())
             blocked.append(f"gang {gid}: {gang.refused}" if gang.refused else None)
             continue
         policy = default_policy if gang.match_policy is None else gang.match_policy
@@ -78,10 +90,15 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
             n = max(0, gang.min_member - running[g])
         else:
             n = gang.min_member
-        need.append(n)
+        minimums = gang.role_minimums()
+        role_needs, invalid = _role_needs(snapshot, workload, gang, minimums, running[g] > 0)
+        roles.append(role_needs)
+        need.append(max(n, sum(k for _, k in role_needs)))
         reason = None
         if gang.refused:
             reason = f"gang {gid}: {gang.refused}"
+        elif invalid:
+            reason = f"gang {gid}: {invalid}"
         elif g in missing:
             reason = f"gang group member(s) {', '.join(sorted(missing[g]))} do not exist"
         elif pending[g] + running[g] < gang.min_member:
@@ -89,8 +106,10 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
                 f"gang {gid}: only {pending[g] + running[g]} member pod(s) exist, "
                 f"minMember is {gang.min_member}"
             )
-        elif n > pending[g]:
-            reason = f"gang {gid}: needs {n} pending pod(s) placed, only {pending[g]} are pending"
+        elif need[g] > pending[g]:
+            reason = (
+                f"gang {gid}: needs {need[g]} pending pod(s) placed, only {pending[g]} are pending"
+            )
         blocked.append(reason)
 
     # A gang requiring a blocked gang is blocked too (to a fixed point).
@@ -111,7 +130,51 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
         unit=tuple(unit),
         unit_ids=unit_ids,
         blocked=tuple(blocked),
+        roles=tuple(roles) if any(roles) else (),
     )
+
+
+def role_counts(snapshot: Snapshot, gang_id: str) -> Counter[str]:
+    """The gang's running pods per task role (`task_role`)."""
+    running = snapshot.running
+    rows = snapshot.rows_of_gang(gang_id).tolist()
+    return Counter(task_role(running.labels(r), running.annotations(r)) for r in rows)
+
+
+def _role_needs(
+    snapshot: Snapshot,
+    workload: Workload,
+    gang: Gang,
+    minimums: dict[str, int],
+    has_running: bool,
+) -> tuple[tuple[tuple[str, int], ...], str]:
+    """(role, more pods it needs) for each role short of its minimum, and why the gang is not
+    valid (a role with fewer pending and running pods than its minimum; "" when it is)."""
+    if not minimums:
+        return (), ""
+    running = role_counts(snapshot, gang.id) if has_running else Counter[str]()
+    pending = Counter(task_role(p.labels, p.annotations) for p in workload.members(gang.id))
+    for role, least in minimums.items():
+        if pending[role] + running[role] < least:
+            return (), (
+                f"task {role} has {pending[role] + running[role]} pod(s), its minTaskMember "
+                f"is {least} (not enough valid pods of each task for gang-scheduling)"
+            )
+    needs = ((role, least - running[role]) for role, least in minimums.items())
+    return tuple((role, k) for role, k in needs if k > 0), ""
+
+
+def role_type_key(snapshot: Snapshot, workload: Workload) -> Callable[[Pod], Hashable]:
+    """Pods of a gang with task-role minimums are of one type per role."""
+    gangs = workload.gangs
+
+    def key(pod: Pod) -> Hashable:
+        gang = gangs.get(pod.gang)
+        if gang is None or not gang.min_task_member:
+            return None
+        return task_role(pod.labels, pod.annotations)
+
+    return key
 
 
 def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:
@@ -141,5 +204,6 @@ FEATURE = Feature(
     name="gang",
     plugins=(Plugin.GANG,),
     compile=_compile,
+    call_type_key=role_type_key,
     cpsat=CpsatSteps(modules=(cpsat.build,)),
 )

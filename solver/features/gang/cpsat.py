@@ -3,6 +3,8 @@
     # Σ_{c,k} x[t, c, k] ≤ |pods of type t|
     # placed_g = Σ_{t ∈ g} Σ_{c,k} x[t, c, k]
     # gang_on[g] ⇒ placed_g ≥ need_g;   placed_g ≤ pending_g · gang_on[g]     (need_g > 0)
+    # Σ_{t ∈ T_m} Σ_{c,k} x[t, c, k] ≥ need_m · gang_on[g]   for each minimum m of gang g
+    #   (Volcano's task roles: `Problem.gang_minimums`)
     # placed_g > 0 ⇒ gang_on[h]  for every gang h that g requires (its `groups` list)
     # unit_on[u] ≤ Σ_{g ∈ u, need_g > 0} gang_on[g] + Σ_{g ∈ u, need_g = 0} placed_g
 A blocked gang (too few members, missing group member) places nothing.
@@ -39,6 +41,9 @@ def build(problem: Problem, model: cp_model.CpModel, v: PlacementVars) -> list[T
         if need > 0:
             model.add(placed >= need).only_enforce_if(on)
             model.add(placed <= pending * on)
+            for m in problem.minimums(g):
+                role = cp_model.LinearExpr.sum([v.type_total(t) for t in m.types])
+                model.add(role >= m.need * on)
         else:
             model.add(on == 1)
     for g, h in problem.gang_requires:

@@ -37,7 +37,7 @@ class PreemptionResult:
 
 def required_pods(problem: Problem, gangs: list[int]) -> dict[int, int]:
     """Pods per type that must be placed for the group: each gang's need (all if gathered),
-    each KAI leaf sub-group's minMember among them."""
+    its task roles' minimums and each KAI leaf sub-group's minMember first among them."""
     out: dict[int, int] = {}
     gather = problem.block(GatherBlock)
     godel = problem.block(GodelBlock)
@@ -45,7 +45,8 @@ def required_pods(problem: Problem, gangs: list[int]) -> dict[int, int]:
         gathered = gather is not None and gather.is_gather(int(problem.gang_unit[g]))
         need = int(problem.gang_pending[g]) if gathered else max(int(problem.gang_need[g]), 1)
         plan = godel.godel(int(problem.gang_unit[g])) if godel is not None else None
-        for m in plan.sub_minimums if plan is not None else ():  # each leaf's minMember first
+        own = problem.minimums(g)  # its task roles' minimums, and each KAI leaf's minMember
+        for m in (*own, *(plan.sub_minimums if plan is not None else ())):
             left = m.need
             for t in m.types:
                 take = min(left, len(problem.type_pods[t]) - out.get(t, 0))

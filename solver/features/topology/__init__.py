@@ -267,9 +267,7 @@ def _with_sub_groups(ctx: CompileContext, g: int, gang: Gang, plan: GodelPlan) -
     for m in minimums:
         pods = sum(len(ctx.type_pods[t]) for t in m.types)
         if pods < m.need:
-            ctx.block_gang(
-                g, f"gang {gang.id}: sub-group {m.name} has {pods} pending pod(s), needs {m.need}"
-            )
+            ctx.block_gang(g, f"gang {gang.id}: {m.what} has {pods} pending pod(s), needs {m.need}")
     return replace(plan, sub_domains=subs, sub_minimums=minimums)
 
 

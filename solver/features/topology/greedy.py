@@ -19,8 +19,15 @@ from solver.features.topology.koordinator.gather import gather_unit
 from solver.features.topology.kueue.block import kueue_pod_sets
 from solver.features.topology.kueue.place import place_kueue
 from solver.features.topology.workload_api.nested import NestedFill
-from solver.features.topology.workload_api.subgroups import minimum_shortfall
-from solver.problem import GreedyState, IntArray, Problem, fill, fit_report, format_fit_error
+from solver.problem import (
+    GreedyState,
+    IntArray,
+    Problem,
+    fill,
+    fit_report,
+    format_fit_error,
+    minimum_shortfall,
+)
 
 __all__ = ["place_topology_unit"]
 

@@ -4,6 +4,9 @@ Inqueue), queues and tier (gang: job order, ready, pipelined, starving; drf: pre
 job order; proportion: queue order, reclaimable, allocatable; predicates; nodeorder);
 the allocate action only. The same binds.
 
+"master's min member can not be allocated" is the PodGroup's `minTaskMember`: two masters
+are required and the one master node takes one, so nothing is bound (`features/gang`).
+
 "two Jobs on one node" is Volcano's allocate loop: PodGroups of no minMember, so each
 job is ready at once and takes one task a turn (`features/queues/loop.py`):
 
@@ -84,6 +87,12 @@ CASES = [
       p("c1", "p3", "1", "1G", "pg1", "worker", "worker"),
       n("n1", "1", "2Gi", "master"), n("n2", "1", "2Gi", "worker"), queue("c1", weight=1)],
      {"c1/p0": "n1", "c1/p2": "n2"}),
+    ("master's min member can not be allocated, break from allocating",
+     [pg("pg1", "c1", "c1", 2, {"master": 2, "worker": 0}),
+      *(p("c1", f"p{i}", "1", "1G", "pg1", "master", "master") for i in range(2)),
+      *(p("c1", f"p{i}", "1", "1G", "pg1", "worker", "worker") for i in range(2, 4)),
+      n("n1", "1", "2Gi", "master"), n("n2", "2", "2Gi", "worker"), queue("c1", weight=1)],
+     {}),
     ("one Job with two Pods on one node",
      [pg("pg1", "c1", "c1", 0),
       p("c1", "p1", "1", "1G", "pg1"), p("c1", "p2", "1", "1G", "pg1"),
@@ -112,17 +121,3 @@ def test_allocate_upstream(
     decision = schedule(cluster, CONF, engine=engine, workers=1)
     assert verify(cluster, CONF, decision) == []
     assert decision.placed == expected, name
-
-
-@pytest.mark.xfail(strict=True, reason="a PodGroup's minTaskMember is not acted on (noted)")
-def test_masters_min_member_can_not_be_allocated_break_from_allocating() -> None:
-    """Upstream's "master's min member can not be allocated, break from allocating": two
-    masters are required and one node takes masters, so nothing is bound."""
-    objects = [
-        pg("pg1", "c1", "c1", 2, {"master": 2, "worker": 0}),
-        *(p("c1", f"p{i}", "1", "1G", "pg1", "master", "master") for i in range(2)),
-        *(p("c1", f"p{i}", "1", "1G", "pg1", "worker", "worker") for i in range(2, 4)),
-        n("n1", "1", "2Gi", "master"), n("n2", "2", "2Gi", "worker"), queue("c1", weight=1),
-    ]  # fmt: skip
-    decision = schedule(model(*objects), CONF, engine="greedy")
-    assert decision.placed == {}

@@ -23,7 +23,7 @@ import numpy as np
 
 from solver.features.predicates import matches_requirement
 from solver.features.topology.workload_api.affinity import pod_group_affinity, rule_words, source
-from solver.features.topology.workload_api.subgroups import SubDomain, SubMinimum
+from solver.features.topology.workload_api.subgroups import SubDomain
 from solver.model import (
     Gang,
     JobAffinity,
@@ -32,7 +32,7 @@ from solver.model import (
     Pod,
     parse_job_affinity,
 )
-from solver.problem import BoolArray, IntArray
+from solver.problem import BoolArray, IntArray, Minimum
 from solver.quantity import CPU, MEMORY
 from solver.snapshot import Snapshot
 
@@ -70,7 +70,7 @@ class GodelPlan:
     #   node score ranks the last preferred sub-domain of the packing order highest)
     sub_domains: tuple[SubDomain, ...] = ()  # KAI sub-groups, each in a domain of its own
     #   inside the unit's (`subgroups.py`), outer first
-    sub_minimums: tuple[SubMinimum, ...] = ()  # KAI leaf sub-groups' minMember
+    sub_minimums: tuple[Minimum, ...] = ()  # KAI leaf sub-groups' minMember
 
     def __post_init__(self) -> None:
         for value in (self.candidate, self.required, self.min_request, *self.preferred):

@@ -28,25 +28,23 @@ and for every leaf sub-group m with a minMember (less its running pods: need_m):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.model import Gang, Pod, TopologySubGroup
-from solver.problem import IntArray, Problem
+from solver.problem import IntArray, Minimum, Problem
 from solver.sat import PlacementVars
 from solver.snapshot import NodeTable, Snapshot, Workload
 
 __all__ = [
     "SubDomain",
-    "SubMinimum",
     "build_sub_domains",
     "build_sub_minimums",
     "compile_sub_domains",
     "domain_sub_group_key",
-    "minimum_shortfall",
     "sub_domain_rows",
 ]
 
@@ -68,16 +66,6 @@ class SubDomain:
 
     def __post_init__(self) -> None:
         self.domain.flags.writeable = False
-
-
-@dataclass(frozen=True)
-class SubMinimum:
-    """A leaf sub-group's minMember: its gang is placed only with `need` more of its pods
-    (its minimum less its running pods)."""
-
-    name: str
-    types: tuple[int, ...]
-    need: int
 
 
 def domain_sub_group_key(snapshot: Snapshot, workload: Workload) -> Callable[[Pod], Hashable]:
@@ -113,7 +101,7 @@ def level_domains(nodes: NodeTable, levels: tuple[str, ...]) -> tuple[IntArray, 
 
 def compile_sub_domains(
     snapshot: Snapshot, gang: Gang, type_labels: Sequence[tuple[int, dict[str, str]]]
-) -> tuple[tuple[SubDomain, ...], tuple[SubMinimum, ...]]:
+) -> tuple[tuple[SubDomain, ...], tuple[Minimum, ...]]:
     """The sub-groups of `gang` over its types (`(type, its pods' labels)`): those with
     levels, outer first, and those with a minimum."""
     ordered = sorted(
@@ -155,8 +143,8 @@ def compile_sub_domains(
             )
         )
     minimums = tuple(
-        SubMinimum(
-            name=sub.name,
+        Minimum(
+            what=f"sub-group {sub.name}",
             types=tuple(t for t, labels in type_labels if sub.holds(labels)),
             need=sub.min_member - sum(1 for r in rows if sub.holds(running.labels(r))),
         )
@@ -208,7 +196,7 @@ def build_sub_domains(
 
 
 def build_sub_minimums(
-    problem: Problem, model: cp_model.CpModel, v: PlacementVars, g: int, mins: Sequence[SubMinimum]
+    problem: Problem, model: cp_model.CpModel, v: PlacementVars, g: int, mins: Sequence[Minimum]
 ) -> None:
     """Σ_{t ∈ T_m} Σ_{c, k} x[t, c, k] ≥ need_m · gang_on[g]  for every minimum m of gang g."""
     by_type: dict[int, list[cp_model.IntVar]] = {}
@@ -217,12 +205,3 @@ def build_sub_minimums(
     for m in mins:
         placed = [x for t in m.types for x in by_type.get(t, [])]
         model.add(cp_model.LinearExpr.sum(placed) >= m.need * v.gang_on[g])
-
-
-def minimum_shortfall(mins: Sequence[SubMinimum], chosen: Mapping[int, Sequence[int]]) -> str:
-    """The first minimum `chosen` (nodes per type) does not reach, in words ("" none)."""
-    for m in mins:
-        got = sum(len(chosen.get(t, ())) for t in m.types)
-        if got < m.need:
-            return f"sub-group {m.name}: {got} of {m.need} required pod(s) fit"
-    return ""
