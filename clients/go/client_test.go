@@ -499,3 +499,38 @@ func TestTopologySubGroupsKeepEachInARack(t *testing.T) {
 		t.Fatalf("sub-group b fits no rack: %v", got)
 	}
 }
+
+// Volcano's minTaskMember (Gang.MinTaskMember): the master (8 GPUs) fits on no 4-GPU node,
+// so with a minimum of one master the gang waits naming the task; without it, two workers
+// meet minMember and are placed.
+func TestMinTaskMemberKeepsAGangShortOfARoleWaiting(t *testing.T) {
+	c, ctx := dial(t, token), context.Background()
+	cluster := &pb.Cluster{Nodes: []*pb.Node{gpuNode("n0"), gpuNode("n1")}}
+	job := gangJob("vc", 3, 4)
+	job.Gangs[0].MinMember = 2
+	for i, p := range job.Pods {
+		role := "worker"
+		if i == 0 {
+			role = "master"
+			p.Requests["nvidia.com/gpu"] = 8
+		}
+		p.Annotations = map[string]string{"volcano.sh/task-spec": role}
+	}
+	place := func() *pb.GangOutcome {
+		answer, err := c.PlaceJob(ctx, &pb.PlaceJobRequest{
+			ClusterSource: &pb.PlaceJobRequest_Cluster{Cluster: cluster}, Job: job,
+			Options: &pb.SolveOptions{Engine: "greedy"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer.GetDecision().GetGangs()[0]
+	}
+	if !place().GetPlaced() {
+		t.Fatal("without task minimums two workers meet minMember")
+	}
+	job.Gangs[0].MinTaskMember = map[string]int32{"master": 1, "worker": 1}
+	if got := place(); got.GetPlaced() || !strings.Contains(got.GetReason(), "task master") {
+		t.Fatalf("the master fits nowhere: %v", got)
+	}
+}

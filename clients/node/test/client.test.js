@@ -361,3 +361,20 @@ test('KAI sub-groups each in a rack of their own: a sub-group no rack holds keep
   assert.equal(waits.placed, false);
   assert.match(waits.decision.gangs[0].reason, /sub-group b/);
 });
+
+test("Volcano's minTaskMember: a task role short of its minimum keeps the gang waiting", async () => {
+  const nodes = [gpuNode('n0'), gpuNode('n1')];
+  const vc = job('vc', 3, 4);
+  vc.gangs[0].min_member = 2;
+  vc.pods.forEach((p, i) => {
+    p.annotations = { 'volcano.sh/task-spec': i === 0 ? 'master' : 'worker' };
+  });
+  vc.pods[0].requests['nvidia.com/gpu'] = '8'; // the master fits on no node
+  const options = { engine: 'greedy' };
+  const plain = await client.placeJob({ cluster: { nodes }, job: vc, options });
+  assert.equal(plain.placed, true);
+  vc.gangs[0].min_task_member = { master: 1, worker: 1 };
+  const waits = await client.placeJob({ cluster: { nodes }, job: vc, options });
+  assert.equal(waits.placed, false);
+  assert.match(waits.decision.gangs[0].reason, /task master/);
+});
