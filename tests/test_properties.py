@@ -14,6 +14,7 @@ from solver.model import ClusterModel
 from tests.builders import groups_annotation, model, node, pod, podgroup
 
 POLICIES = ["", "once-satisfied", "waiting-and-running", "only-waiting"]
+TASK_SPEC = "volcano.sh/task-spec"
 
 
 @st.composite
@@ -54,8 +55,22 @@ def clusters(draw: st.DrawFn) -> ClusterModel:
         if num_gangs > 1 and draw(st.booleans()):
             members = draw(st.lists(st.sampled_from(gang_ids), min_size=1, max_size=3, unique=True))
             annotations.update(groups_annotation(f"default/g{i}", *members))
-        objects.append(podgroup(f"g{i}", draw(st.integers(1, size + 1)), **annotations))
-        objects.extend(a_pod(f"g{i}-{j}").group(f"g{i}").obj() for j in range(size))
+        group = podgroup(f"g{i}", draw(st.integers(1, size + 1)), **annotations)
+        roles = ["" for _ in range(size)]
+        if draw(st.integers(0, 3)) == 0:  # a Volcano job with task roles and their minimums
+            group = podgroup(f"g{i}", group["spec"]["minMember"], "volcano", **annotations)
+            roles = [draw(st.sampled_from(["master", "worker"])) for _ in range(size)]
+            group["spec"]["minTaskMember"] = {
+                role: draw(st.integers(0, 2)) for role in draw(st.sets(st.sampled_from(roles)))
+            }
+        objects.append(group)
+        for j, role in enumerate(roles):
+            member = a_pod(f"g{i}-{j}")
+            if role:
+                member.annotate("scheduling.k8s.io/group-name", f"g{i}").annotate(TASK_SPEC, role)
+            else:
+                member.group(f"g{i}")
+            objects.append(member.obj())
     objects.extend(a_pod(f"solo{j}").obj() for j in range(draw(st.integers(0, 3))))
     return model(*objects)
 
@@ -69,7 +84,7 @@ CONFS = [
 ]
 
 
-def _check(cluster: ClusterModel, conf: SchedulerConf) -> None:
+def check_decision(cluster: ClusterModel, conf: SchedulerConf) -> None:
     decision = solve(cluster, conf, engine="greedy")
     assert verify(cluster, conf, decision) == []
     # A gang is never half-placed: in a GangGroup with no bound member (so no match policy
@@ -89,6 +104,12 @@ def _check(cluster: ClusterModel, conf: SchedulerConf) -> None:
                 continue
             placed = [k for k in gang.members if decision.placements[k].node]
             assert not placed or len(placed) >= gang.min_member, gid
+            roles = gang.role_minimums()  # Volcano's task roles: each at its minimum
+            for role, least in roles.items() if placed else ():
+                got = [
+                    k for k in placed if cluster.pod_by_key[k].annotations.get(TASK_SPEC) == role
+                ]
+                assert len(got) >= least, (gid, role)
     # Every pending pod gets an answer, and every pod left pending says why.
     assert set(decision.placements) == {p.key for p in cluster.pending_pods}
     assert all(p.node or p.reason for p in decision.placements.values())
@@ -96,7 +117,7 @@ def _check(cluster: ClusterModel, conf: SchedulerConf) -> None:
 
 @given(clusters(), st.sampled_from(CONFS))
 def test_every_greedy_decision_passes_verify(cluster: ClusterModel, conf: SchedulerConf) -> None:
-    _check(cluster, conf)
+    check_decision(cluster, conf)
 
 
 @pytest.mark.slow
@@ -105,4 +126,4 @@ def test_every_greedy_decision_passes_verify(cluster: ClusterModel, conf: Schedu
 def test_every_greedy_decision_passes_verify_long(
     cluster: ClusterModel, conf: SchedulerConf
 ) -> None:
-    _check(cluster, conf)
+    check_decision(cluster, conf)

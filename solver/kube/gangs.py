@@ -302,7 +302,8 @@ def gang_from_pod_group(raw: RawObject, pg: AnyPodGroup, priority_of: PriorityOf
         except JobAffinityError as err:
             field = "spec.affinity" + (f".{err.field}" if err.field else "")
             raise raw.error(err.message, field=field) from None
-    task_member = dict(pg.spec.min_task_member or {})
+    volcano = dialect == "scheduling.volcano.sh"  # the other PodGroup CRDs have no such field
+    task_member = dict(pg.spec.min_task_member or {}) if volcano else {}
     if len(task_member) > MAX_TASK_ROLES:
         raise raw.error(f"names more than {MAX_TASK_ROLES} tasks", field="spec.minTaskMember")
     return gang.model_copy(

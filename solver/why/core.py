@@ -128,6 +128,29 @@ def _per_node(problem: Problem) -> np.ndarray | None:
     return np.logical_or.reduce(rows) if rows else None
 
 
+def _role_words(problem: Problem, gangs: list[int], r: int, eligibility: bool) -> list[str]:
+    """Each task role's minimum (`Problem.gang_minimums`) that its own eligible nodes (all
+    nodes when eligibility is not in the core) cannot hold in resource r."""
+    out = []
+    name = problem.resources[r]
+    for h in gangs:
+        for m in problem.minimums(h):
+            if not m.types:
+                continue
+            per_pod = int(min(problem.type_demand[t, r] for t in m.types))
+            own = np.any(problem.eligible[np.array(m.types)], axis=0)
+            nodes = own if eligibility else np.ones(problem.num_nodes, dtype=bool)
+            offered = int(np.maximum(problem.free[nodes, r], 0).sum())
+            if m.need * per_pod > offered:
+                out.append(
+                    f"{m.what} of gang {problem.gang_ids[h]} needs {m.need} × "
+                    f"{format_quantity(name, per_pod)} {name}, its "
+                    f"{'eligible ' if eligibility else ''}nodes offer "
+                    f"{format_quantity(name, offered)}"
+                )
+    return out
+
+
 def _words(
     problem: Problem, gangs: list[int], types: list[int], core: set[str], families: list[str]
 ) -> str | None:
@@ -172,5 +195,6 @@ def _words(
             f"{'; '.join(wants)} ({format_quantity(name, total)} in all), {where} "
             f"{format_quantity(name, offered)} before this cycle"
         )
+        parts.extend(_role_words(problem, gangs, r, "eligibility" in core))
     parts.extend(families)
     return "; ".join(parts) or None  # nothing to name: the greedy's counted reason stands
