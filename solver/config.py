@@ -377,11 +377,13 @@ def conf_from_text(text: str, source: str) -> SchedulerConf:
     for key in sorted(set(body) - {"actions", "tiers"}, key=str):
         notes.append(f"{source}: {str(key)[:64]}: not acted on (gangplan reads actions and tiers)")
     drf = conf.plugin(Plugin.DRF)
-    if drf is not None and drf.options.get("enableHierarchy") is True and "reclaim" in conf.actions:
+    quota = conf.enabled(Plugin.PROPORTION) or conf.enabled(Plugin.CAPACITY)
+    hdrf = drf is not None and drf.options.get("enableHierarchy") is True
+    if hdrf and "reclaim" in conf.actions and not quota:
         notes.append(
-            f"{source}: drf: enableHierarchy: hierarchical DRF orders the queues and jobs; its "
-            "reclaim rule (which victims a reclaiming queue may take) is not acted on: "
-            "reclaim follows the quota plugin's"
+            f"{source}: drf: enableHierarchy: hierarchical DRF's reclaim rule judges the "
+            "victims of a quota plugin's reclaim (capacity or proportion); with neither "
+            "listed, reclaim is not planned"
         )
     for ti, tier in enumerate(conf.tiers):
         for pi, plugin in enumerate(tier.plugins):

@@ -14,8 +14,9 @@ With `enableHierarchy` (hierarchical DRF, upstream's `hdrf`) the queues are orde
 their hDRF shares down the paths their annotations give (`hdrf.py`), and the greedy takes
 the jobs as Volcano's allocate loop does — until ready, then one task a turn, every order
 taken again after each step (`order.py` on `features.queues.loop`). CP-SAT does not encode that
-order: `cpsat` and `auto` answer with the greedy's placement, saying so. Not acted on,
-with a note: hDRF's reclaim rule (`ReclaimableFn`).
+order: `cpsat` and `auto` answer with the greedy's placement, saying so. With the
+`reclaim` action, hDRF's reclaim rule (`ReclaimableFn`) judges every victim the quota
+plugin's reclaim offers (`reclaim.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from solver.features._base import CompileContext, Feature
 from solver.features._steps import CpsatSteps, GreedySteps
 from solver.features.drf.hdrf import HdrfTree, hierarchy_path
 from solver.features.drf.order import HdrfBlock, hdrf_block, hdrf_loop
+from solver.features.drf.reclaim import FilteredReclaimer, HdrfReclaim
 from solver.features.drf.view import hdrf_view
 from solver.features.queues import MAX_STEP_COMPARISONS, loop_fits, queue_dialect
 from solver.problem import Problem
@@ -34,7 +36,9 @@ from solver.snapshot import Snapshot
 
 __all__ = [
     "FEATURE",
+    "FilteredReclaimer",
     "HdrfBlock",
+    "HdrfReclaim",
     "HdrfTree",
     "dominant_shares",
     "hdrf_view",

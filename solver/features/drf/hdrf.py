@@ -168,6 +168,29 @@ class HdrfTree:
             self._update(n)
             n = self.parent[n]
 
+    def split(self, leaf: int, amounts: FloatArray) -> int:
+        """A new leaf beside `leaf` taking `amounts` of its allocation and of its request
+        (a job's own pods out of its queue's running aggregate); the totals do not move.
+        A `leaf` left with nothing is taken out of the tree (it stood for pods, not for a
+        job of its own)."""
+        n = self._add(self.parent[leaf], 1.0, leaf=True)
+        self.allocated[n] = np.asarray(amounts, dtype=np.float64).copy()
+        self.request[n] = self.allocated[n].copy()
+        self.allocated[leaf] = self.allocated[leaf] - amounts
+        self.request[leaf] = self.request[leaf] - amounts
+        for x in (n, leaf):
+            self.share[x] = self.share_of(self.allocated[x])
+        siblings = self.children[self.parent[leaf]]
+        if not (self.allocated[leaf] > 0).any() and leaf in siblings:  # nothing left: no
+            siblings.remove(leaf)  # child any more (an empty leaf is not saturated)
+            leaf = self.parent[leaf]
+        self._update(n)
+        node = leaf
+        while node >= 0:
+            self._update(node)
+            node = self.parent[node]
+        return n
+
     def compare(self, a: Sequence[int], b: Sequence[int]) -> float:
         """Two queues' paths (root first): negative when a's queue goes first."""
         for x, y in zip(a, b, strict=False):

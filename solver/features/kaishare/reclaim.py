@@ -106,7 +106,9 @@ class KaiReclaim:
         others = [v for v, q in enumerate(self.queue) if q != reclaimer and self._preemptible(v)]
         return sorted(others, key=cmp_to_key(before))
 
-    def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
+    def eligible_in_order(
+        self, reclaimer: str, request: dict[str, int], gangs: Sequence[str] = ()
+    ) -> Iterator[int]:
         """The victims `Reclaimable` accepts, in order: a job's pods beyond its minMember
         one by one (KAI's elastic tasks), then its core (minMember pods) together."""
         ask = self.mode.from_dims(self.mode.view(request))

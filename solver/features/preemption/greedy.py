@@ -119,7 +119,7 @@ def reclaim_plan(
     index = {int(row): v for v, row in enumerate(pre.rows.tolist())}
     room = free.copy()
     chosen: list[int] = []
-    for k in planner.eligible_in_order(queue, request):
+    for k in planner.eligible_in_order(queue, request, unit_gangs):
         v = index.get(int(planner.rows[k]))
         if v is None or removed[v]:
             continue

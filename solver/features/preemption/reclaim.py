@@ -35,15 +35,16 @@ yielded lazily, so a reclaim that fits early never looks at the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Protocol
 
 from solver.config import Plugin, SchedulerConf
+from solver.features.drf import HdrfReclaim, hierarchical
 from solver.features.kaishare import kai_reclaim
 from solver.features.preemption.victims import evictable
-from solver.features.proportion import proportion_reclaim
+from solver.features.proportion import ProportionReclaim, proportion_reclaim
 from solver.features.queues import QueueTree, QuotaMode, build_queue_tree, queue_dialect
 from solver.features.queues.victims import GangGuard, gang_reclaimable, in_tree, victim_cmp
 from solver.problem import IntArray
@@ -129,9 +130,16 @@ class ReclaimPlanner:
 
         return sorted(others, key=cmp_to_key(before))
 
-    def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
+    def eligible_in_order(
+        self,
+        reclaimer: str,
+        request: dict[str, int],
+        gangs: Sequence[str] = (),
+        accept: Callable[[int], bool] | None = None,
+    ) -> Iterator[int]:
         """The victims ReclaimableFn accepts, in order, as if each accepted one were evicted
-        (its request released at its queue and every ancestor)."""
+        (its request released at its queue and every ancestor); `accept`: another
+        plugin's rule of the same tier, asked before a victim counts as evicted."""
         wanted = _dims(request)
         allocated = {name: dict(q.allocated) for name, q in self.tree.queues.items()}
         no_contention = bool(self.level) and not _relevant(
@@ -165,6 +173,8 @@ class ReclaimPlanner:
             elif not _over(allocated[queue], q.deserved, dims):
                 continue
             if not self._ancestors_eligible(reclaimer, queue, dims, allocated):
+                continue
+            if accept is not None and not accept(i):
                 continue
             if guard is not None and not guard.take(row):
                 continue
@@ -220,7 +230,11 @@ class Reclaimer(Protocol):
         """None when `queue` may reclaim for a job of `priority` (its `gangs`) asking
         `request`."""
 
-    def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]: ...
+    def eligible_in_order(
+        self, reclaimer: str, request: dict[str, int], gangs: Sequence[str] = ()
+    ) -> Iterator[int]:
+        """The victims in the order they are taken, each counted as evicted once yielded
+        (`gangs`: the reclaiming job's)."""
 
 
 def reclaim_planner(
@@ -236,6 +250,17 @@ def reclaim_planner(
         )
     if "reclaim" not in conf.actions or queue_dialect(snapshot) == "kueue":
         return None  # Kueue's queues: no Kueue preemption is planned (noted)
+    planner = _quota_planner(snapshot, conf, workload)
+    if planner is not None and hierarchical(conf, snapshot):
+        return HdrfReclaim(planner, snapshot, workload)  # drf's rule in the same tier
+    return planner
+
+
+def _quota_planner(
+    snapshot: Snapshot, conf: SchedulerConf, workload: Workload
+) -> ReclaimPlanner | ProportionReclaim | None:
+    """The reclaim of `proportion` or `capacity` (None without one, or without a valid
+    queue tree)."""
     if conf.enabled(Plugin.PROPORTION):
         rows = evictable(snapshot, conf.enabled(Plugin.CONFORMANCE))
         return proportion_reclaim(snapshot, conf, workload, rows)

@@ -23,7 +23,7 @@ The engine evicts in this order only until the job fits, or nothing at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 
@@ -73,8 +73,15 @@ class ProportionReclaim:
         others = [v for v, q in enumerate(self.queue) if q != reclaimer]
         return sorted(others, key=cmp_to_key(before))
 
-    def eligible_in_order(self, reclaimer: str, request: dict[str, int]) -> Iterator[int]:
-        """The victims ReclaimableFn accepts, in order, each accepted one released."""
+    def eligible_in_order(
+        self,
+        reclaimer: str,
+        request: dict[str, int],
+        gangs: Sequence[str] = (),
+        accept: Callable[[int], bool] | None = None,
+    ) -> Iterator[int]:
+        """The victims ReclaimableFn accepts, in order, each accepted one released;
+        `accept`: another plugin's rule of the same tier, asked before the release."""
         allocated = {name: dict(q.allocated) for name, q in self.tree.queues.items()}
         guard = GangGuard(self.snapshot) if self.gangs else None
         running = self.snapshot.running
@@ -87,6 +94,8 @@ class ProportionReclaim:
             if all(v <= deserved.get(r, 0.0) + MIN_RESOURCE for r, v in held.items() if r != PODS):
                 continue  # within its share: not a victim
             row = int(self.rows[i])
+            if accept is not None and not accept(i):
+                continue
             if guard is not None and not guard.take(row):
                 continue
             use = self.mode.view(
