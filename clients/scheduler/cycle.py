@@ -78,6 +78,8 @@ class Cycle:
     stopping: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _last_asked: tuple[int, frozenset[ObjKey]] | None = None
+    _last_version: tuple[int, int] | None = None  # (generation, mirror.pending_version) of
+    #   the last pending set decided or found unchanged
     _sent: Sent = field(default_factory=lambda: Sent.empty())
     _noted: set[str] = field(default_factory=set)
     gate: Gate = field(default_factory=Gate)  # closed: a follower (keeps its snapshot warm)
@@ -116,18 +118,23 @@ class Cycle:
         t1 = time.perf_counter()
         if not self.gate.is_open():
             return False  # a follower: its snapshot is current, the leader decides
+        version = (self.generation, self.mirror.pending_version)
+        if version == self._last_version:
+            return False  # nothing gangplan reads and no pending pod changed: as last time
         pending = self.mirror.pending(self.options.scheduler_names)
         self.metrics.pending_pods.set(len(pending))
         if not pending:
+            self._last_version = version
             return False
         # The same snapshot generation and the same pending pods give the same answer (the
         # engines are deterministic): a gang that waits is decided again only when
         # something gangplan reads has changed, not on every wake-up.
         asked = (self.generation, frozenset(pending))
         if asked == self._last_asked:
+            self._last_version = version
             return False
         response = self.decide()
-        self._last_asked = asked
+        self._last_asked, self._last_version = asked, version
         t2 = time.perf_counter()
         if response is None:
             return True

@@ -101,6 +101,8 @@ class Mirror:
         self.unbound: dict[str, set[ObjKey]] = {}  # scheduler name -> pods waiting
         self.gang_objects: set[ObjKey] = set()  # (namespace, name) of every PodGroup
         self.generation = 0  # bumped by every write (the cycle waits for it to move)
+        self.pending_version = 0  # bumped when the set `pending` lists changes: a wake-up
+        #   that changed none of it is told apart without listing them (O(1), not O(backlog))
 
     # ------------------------------------------------------------------ reflector side
 
@@ -149,6 +151,7 @@ class Mirror:
             return
         if kind.kind == "Pod":
             before = objects.get(key)
+            was = self._pending_now(key)
             self._index(key, obj)
             self._unhint(key, before)
             if (hint := gang_hint(obj)) is not None:
@@ -157,6 +160,7 @@ class Mirror:
             assumed = self.assumed.pop(key, None) if node else None
             if node:
                 self.assumed_annotations.pop(key, None)
+            self._repend(key, was)
             if before is not None and _pod_facts(before, None) == _pod_facts(obj, assumed):
                 # what gangplan reads is unchanged (a status condition, or the binding the
                 # snapshot already has from us): nothing to send
@@ -175,10 +179,12 @@ class Mirror:
         ):
             self.gang_objects.discard((key[0] or "default", key[1]))
         if kind.kind == "Pod":
+            was = self._pending_now(key)
             self._index(key, None)
             self._unhint(key, obj)
             self.assumed.pop(key, None)
             self.assumed_annotations.pop(key, None)
+            self._repend(key, was)
         self.changes.deleted.setdefault(kind, {})[key] = obj
         self.changes.upserted.get(kind, set()).discard(key)
         self.changes.phase_only.discard((kind, key))
@@ -231,7 +237,9 @@ class Mirror:
             known = self.objects_of("Pod")
             for pod, node, annotations in pods:
                 if pod in known:
+                    was = self._pending_now(pod)
                     self.assumed[pod] = node
+                    self._repend(pod, was)
                     if annotations:
                         self.assumed_annotations[pod] = annotations
                         self._resend(pod)
@@ -240,8 +248,10 @@ class Mirror:
         """Their binds failed: pending again, and re-sent to the snapshot as pending."""
         with self.lock:
             for pod in pods:
+                was = self._pending_now(pod)
                 self.assumed.pop(pod, None)
                 self.assumed_annotations.pop(pod, None)
+                self._repend(pod, was)
                 self._resend(pod)
             self._bump()
 
@@ -327,6 +337,14 @@ class Mirror:
                 for key in self.unbound.get(name, ())
                 if key not in self.assumed
             ]
+
+    def _pending_now(self, key: ObjKey) -> bool:
+        """The pod is one `pending` lists (for some scheduler name)."""
+        return key not in self.assumed and any(key in keys for keys in self.unbound.values())
+
+    def _repend(self, key: ObjKey, was: bool) -> None:
+        if self._pending_now(key) != was:
+            self.pending_version += 1
 
     def _index(self, key: ObjKey, pod: Obj | None) -> None:
         """Keep `unbound` (scheduler name -> pods waiting for a node) for one pod."""

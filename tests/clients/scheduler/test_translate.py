@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from clients.scheduler.kinds import KINDS
 from clients.scheduler.mirror import Mirror
 from clients.scheduler.translate import translate
@@ -125,3 +127,40 @@ def test_kueue_queues_reach_the_snapshot_and_leave_it() -> None:
     mirror.apply(kinds["LocalQueue"], "DELETED", lq)
     delta = translate(mirror, mirror.take_changes())
     assert list(delta.request.remove_queues) == ["t/main"]
+
+
+def test_the_pending_version_moves_only_when_the_pending_set_does() -> None:
+    """A cycle woken by the watch lists the pending pods only when this version moved: a
+    pod created, bound by us (assumed), its binding seen, a status condition, an unassume
+    and a deletion, each checked against the set itself."""
+    mirror = _mirror()
+    names = frozenset({"gangplan"})
+    steps: list[tuple[str, bool]] = []
+
+    def step(name: str, change: object) -> None:
+        before, listed = mirror.pending_version, set(mirror.pending(names))
+        if callable(change):
+            change()
+        moved = set(mirror.pending(names)) != listed
+        assert (mirror.pending_version != before) == moved, name
+        steps.append((name, moved))
+
+    step("created", lambda: mirror.apply(KIND["Pod"], "ADDED", pod("p")))
+    step("a condition", lambda: mirror.apply(KIND["Pod"], "MODIFIED", _with(pod("p"), cond=True)))
+    step("assumed", lambda: mirror.assume([(("default", "p"), "a", {})]))
+    step("unassumed", lambda: mirror.unassume([("default", "p")]))
+    step("assumed again", lambda: mirror.assume([(("default", "p"), "a", {})]))
+    step(
+        "its binding seen", lambda: mirror.apply(KIND["Pod"], "MODIFIED", _with(pod("p"), node="a"))
+    )
+    step("second pod", lambda: mirror.apply(KIND["Pod"], "ADDED", pod("q")))
+    step("deleted", lambda: mirror.apply(KIND["Pod"], "DELETED", pod("q")))
+    assert [moved for _, moved in steps] == [True, False, True, True, True, False, True, True]
+
+
+def _with(obj: dict[str, Any], *, node: str = "", cond: bool = False) -> dict[str, Any]:
+    if node:
+        obj["spec"]["nodeName"] = node
+    if cond:
+        obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False"}]
+    return obj
