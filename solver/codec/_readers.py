@@ -167,9 +167,10 @@ class RunningPodReader:
 
 
 class PendingPodReader:
-    """Reads the pending pods of one request. A gang's members usually differ only in name,
-    and the gangs of a job in the gang they name, so each distinct rest of the message is
-    converted once and copied under each name and gang (a gang id is checked each time)."""
+    """Reads the pending pods of one request. A gang's members usually differ only in name
+    and creation time, and the gangs of a job in the gang they name, so each distinct rest
+    of the message is converted once and copied under each name, gang and creation time (a
+    gang id and a timestamp are checked each time)."""
 
     def __init__(self) -> None:
         self._templates: dict[bytes, Pod] = {}
@@ -181,11 +182,15 @@ class PendingPodReader:
         probe.CopyFrom(msg)
         probe.ClearField("name")
         probe.ClearField("gang")
+        probe.ClearField("creation_time")
         rest = probe.SerializeToString(deterministic=True)
         template = self._templates.get(rest)
         if template is not None and msg.name and (not msg.gang or msg.gang.count("/") == 1):
             ns = template.namespace
-            return template.replaced(name=msg.name, gang=msg.gang or f"{ns}/{msg.name}")
+            created = timestamp(msg, "creation_time", f"{prefix}[{index}]", out)
+            return template.replaced(
+                name=msg.name, gang=msg.gang or f"{ns}/{msg.name}", created=created
+            )
         clean = not out.items
         pod = pod_from_proto(msg, f"{prefix}[{index}]", out)
         if pod is not None and clean and not out.items:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from google.protobuf.timestamp_pb2 import Timestamp
 from typer.testing import CliRunner
 
 from clients.cli import app
@@ -262,6 +263,32 @@ def test_gangs_of_one_shape_share_a_template_and_keep_their_own_gang() -> None:
     assert err.value.violations == [
         ("cluster.pods[6].gang", "must be a gang id `namespace/name`, got 'no-slash'")
     ]
+
+
+def test_replicas_created_apart_keep_their_own_creation_time() -> None:
+    """A template is shared across creation times (a controller creates a gang's pods one
+    by one); each copy keeps its own, and a bad one is still reported at its pod."""
+    pods = [
+        pb.Pod(
+            namespace="ml",
+            name=f"w{i}",
+            gang="ml/g",
+            requests={"cpu": 1000},
+            creation_time=Timestamp(seconds=1_700_000_000 + i),
+        )
+        for i in range(3)
+    ]
+    cluster = pb.Cluster(gangs=[pb.Gang(namespace="ml", name="g", min_member=3)], pods=pods)
+    pending = snapshot_from_proto(cluster, "cluster", SCHEMA).pending
+    assert [pending[f"ml/w{i}"].created for i in range(3)] == [
+        "2023-11-14T22:13:20Z",
+        "2023-11-14T22:13:21Z",
+        "2023-11-14T22:13:22Z",
+    ]
+    pods[2].creation_time.seconds = 10**12  # past year 9999
+    with pytest.raises(ConvertError) as err:
+        snapshot_from_proto(pb.Cluster(gangs=cluster.gangs, pods=pods), "cluster", SCHEMA)
+    assert [f for f, _ in err.value.violations] == ["cluster.pods[2].creation_time"]
 
 
 def test_workload_api_gang_fields_travel_and_are_checked() -> None:
