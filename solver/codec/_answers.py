@@ -3,6 +3,7 @@ Cluster message (the CLI as a client: `gangplan schedule --server`)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -46,6 +47,7 @@ from solver.model import (
     ClusterModel,
     JobAffinityError,
     KueueQueue,
+    Pod,
     parse_job_affinity,
 )
 
@@ -204,6 +206,62 @@ def _job_affinity(raw: dict[str, Any] | None) -> pb.GangAffinity | None:
     return msg
 
 
+_POD_SHAPE = operator.itemgetter(
+    *(f for f in Pod.model_fields if f not in ("name", "gang", "created"))
+)
+
+
+def _pod_shape(p: Pod) -> tuple[object, ...]:
+    """The identity of every field of a pod but its name, gang and creation time: pods read
+    from one template share those objects, so their message is built once and copied."""
+    return tuple(map(id, _POD_SHAPE(p.__dict__)))
+
+
+def _pod_to_proto(p: Pod) -> pb.Pod:
+    """A pod's message without its gang and creation time (set on each copy)."""
+    pod = pb.Pod(
+        namespace=p.namespace,
+        name=p.name,
+        labels=p.labels,
+        annotations=p.annotations,
+        requests=p.requests,
+        node_name=p.node_name or "",
+        nominated_node_name=p.nominated_node or "",
+        phase=p.phase,
+        priority=p.priority,
+        preemption_policy=(
+            pb.PREEMPTION_POLICY_NEVER
+            if p.preemption_policy == "Never"
+            else pb.PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
+        ),
+        node_selector=p.node_selector,
+        required_node_affinity=terms_to_proto(p.required_affinity or ()),
+        tolerations=[
+            pb.Toleration(
+                key=t.key,
+                operator=(
+                    pb.TOLERATION_OPERATOR_EXISTS
+                    if t.operator == "Exists"
+                    else pb.TOLERATION_OPERATOR_EQUAL
+                ),
+                value=t.value,
+                effect=_EFFECT_CODES.get(t.effect, pb.TAINT_EFFECT_UNSPECIFIED)
+                if t.effect
+                else pb.TAINT_EFFECT_UNSPECIFIED,
+            )
+            for t in p.tolerations
+        ],
+        terminating=p.terminating,
+        preempted=p.preempted,
+        scheduler_name=p.scheduler_name,
+        scheduling_gates=list(p.scheduling_gates),
+        preferred_node_affinity=preferred_to_proto(p.preferred_node_affinity),
+        topology_spread_constraints=spread_to_proto(p.spread),
+    )
+    inter_pod_to_proto(p.inter_pod, pod)
+    return pod
+
+
 def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
     """A ClusterModel as a Cluster message.
 
@@ -228,50 +286,18 @@ def cluster_to_proto(model: ClusterModel) -> pb.Cluster:
             for n in model.nodes
         ]
     )
+    templates: dict[tuple[object, ...], pb.Pod] = {}
     for p in model.pods:
-        pod = pb.Pod(
-            namespace=p.namespace,
-            name=p.name,
-            labels=p.labels,
-            annotations=p.annotations,
-            requests=p.requests,
-            node_name=p.node_name or "",
-            nominated_node_name=p.nominated_node or "",
-            phase=p.phase,
-            priority=p.priority,
-            preemption_policy=(
-                pb.PREEMPTION_POLICY_NEVER
-                if p.preemption_policy == "Never"
-                else pb.PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
-            ),
-            node_selector=p.node_selector,
-            required_node_affinity=terms_to_proto(p.required_affinity or ()),
-            tolerations=[
-                pb.Toleration(
-                    key=t.key,
-                    operator=(
-                        pb.TOLERATION_OPERATOR_EXISTS
-                        if t.operator == "Exists"
-                        else pb.TOLERATION_OPERATOR_EQUAL
-                    ),
-                    value=t.value,
-                    effect=_EFFECT_CODES.get(t.effect, pb.TAINT_EFFECT_UNSPECIFIED)
-                    if t.effect
-                    else pb.TAINT_EFFECT_UNSPECIFIED,
-                )
-                for t in p.tolerations
-            ],
-            gang="" if model.gangs[p.gang].implicit else p.gang,
-            terminating=p.terminating,
-            preempted=p.preempted,
-            scheduler_name=p.scheduler_name,
-            scheduling_gates=list(p.scheduling_gates),
-            preferred_node_affinity=preferred_to_proto(p.preferred_node_affinity),
-            topology_spread_constraints=spread_to_proto(p.spread),
-        )
-        inter_pod_to_proto(p.inter_pod, pod)
+        gang_id = "" if model.gangs[p.gang].implicit else p.gang
+        shape = _pod_shape(p)
+        template = templates.get(shape)
+        if template is None:
+            template = templates[shape] = _pod_to_proto(p)
+        pod = msg.pods.add()
+        pod.CopyFrom(template)
+        pod.name, pod.gang = p.name, gang_id
+        pod.ClearField("creation_time")
         _set_timestamp(pod, "creation_time", p.created)
-        msg.pods.append(pod)
     for g in model.gangs.values():
         if g.implicit:
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -36,7 +37,6 @@ from solver.kube.kueue import (
     KUEUE_GROUP,
     K8sKueueFlavor,
     K8sKueueTopology,
-    check_kueue_pod,
     kueue_topologies,
     levels_topology,
     unread_kueue_annotations,
@@ -53,6 +53,7 @@ from solver.kube.objects import (
     K8sPriorityClass,
     K8sQueue,
 )
+from solver.kube.pod_templates import PodTemplates
 from solver.kube.runtime import runtime_annotations
 from solver.kube.validate import build, report, taints, tolerations, validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
@@ -82,6 +83,8 @@ DEFAULT_MAX_PODS = 110  # kubelet's default maxPods, used when a node omits allo
 class _Inputs:
     nodes: list[tuple[RawObject, K8sNode]] = field(default_factory=list)
     pods: list[tuple[RawObject, K8sPod]] = field(default_factory=list)
+    pod_keys: list[str | None] = field(default_factory=list)  # each pod's template key
+    templates: PodTemplates = field(default_factory=PodTemplates)
     pod_groups: dict[str, tuple[RawObject, AnyPodGroup]] = field(default_factory=dict)
     priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)
     queues: dict[str, tuple[RawObject, K8sQueue]] = field(default_factory=dict)
@@ -111,9 +114,10 @@ def build_model(objects: Iterable[RawObject]) -> ClusterModel:
     }
     namespaces.update(inputs.namespaces)
     terms = PodAffinityReader(namespaces)
-    for raw, k8s in inputs.pods:
+    for (raw, k8s), template in zip(inputs.pods, inputs.pod_keys, strict=True):
         gang_id = links.link(raw, k8s)
-        pod = _pod(raw, k8s, gang_id, priority_of, terms, default_class)
+        convert = partial(_pod, raw, k8s, gang_id, priority_of, terms, default_class)
+        pod = inputs.templates.pod(template, gang_id, k8s, convert)
         if overrides := links.pod_overrides(gang_id):
             pod = pod.model_copy(update=overrides)
         pods.append(pod)
@@ -244,9 +248,9 @@ def _classify(objects: Iterable[RawObject]) -> _Inputs:
             out.nodes.append((raw, parsed))
             ident = parsed.metadata.name
         elif kind == "Pod" and group == "":
-            parsed = validate(K8sPod, raw)
-            check_kueue_pod(raw, parsed.metadata.annotations)
+            parsed, template = out.templates.parse(raw)
             out.pods.append((raw, parsed))
+            out.pod_keys.append(template)
             ident = f"{parsed.metadata.namespace or DEFAULT_NAMESPACE}/{parsed.metadata.name}"
         elif kind == "PodGroup" and group in POD_GROUP_DIALECTS:
             parsed = validate(K8sPodGroup, raw)
