@@ -53,7 +53,7 @@ from solver.kube.objects import (
     K8sPriorityClass,
     K8sQueue,
 )
-from solver.kube.pod_templates import PodTemplates
+from solver.kube.pod_templates import PodTemplates, TemplateKey
 from solver.kube.runtime import runtime_annotations
 from solver.kube.validate import build, report, taints, tolerations, validate
 from solver.kube.workload_api import WORKLOAD_API_VERSIONS, K8sWorkload, K8sWorkloadPodGroup
@@ -83,7 +83,7 @@ DEFAULT_MAX_PODS = 110  # kubelet's default maxPods, used when a node omits allo
 class _Inputs:
     nodes: list[tuple[RawObject, K8sNode]] = field(default_factory=list)
     pods: list[tuple[RawObject, K8sPod]] = field(default_factory=list)
-    pod_keys: list[str | None] = field(default_factory=list)  # each pod's template key
+    pod_keys: list[TemplateKey | None] = field(default_factory=list)  # each pod's template
     templates: PodTemplates = field(default_factory=PodTemplates)
     pod_groups: dict[str, tuple[RawObject, AnyPodGroup]] = field(default_factory=dict)
     priority_classes: dict[str, K8sPriorityClass] = field(default_factory=dict)

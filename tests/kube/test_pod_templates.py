@@ -14,6 +14,7 @@ from gangplan.v1 import cluster_pb2 as pb
 from solver.codec import cluster_to_proto
 from solver.errors import ManifestError
 from solver.kube import build_model
+from solver.kube.pod_templates import PodTemplates
 from tests.builders import node, pod, podgroup, raw
 
 
@@ -65,3 +66,22 @@ def test_a_bad_name_in_a_copy_is_reported_at_that_pod(name: object, field: str) 
         build_model(raw(podgroup("g", 3), *members))
     assert err.value.field == field
     assert err.value.document == "4"  # the third pod: documents count from 1, the PodGroup first
+
+
+def test_pods_differing_in_a_label_share_their_spec_and_keep_their_labels() -> None:
+    """An Indexed Job's pods: one index label each. The spec is validated once, each
+    metadata on its own, and a bad label is still reported at its pod and field."""
+    members = _members(["2026-11-30T06:00:00Z"] * 3)
+    for i, body in enumerate(members):
+        body["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = str(i)
+    model = build_model(raw(podgroup("g", 3), *members))
+    pods = {p.name: p for p in model.pods}
+    index = "batch.kubernetes.io/job-completion-index"
+    assert [pods[f"w-{i}"].labels[index] for i in range(3)] == ["0", "1", "2"]
+    templates = PodTemplates()
+    first, second = (templates.parse(r)[0] for r in raw(*members[:2]))
+    assert second.spec is first.spec and second.metadata.labels[index] == "1"  # one spec
+    members[2]["metadata"]["labels"][index] = "not a valid value!"
+    with pytest.raises(ManifestError) as err:
+        build_model(raw(podgroup("g", 3), *members))
+    assert (err.value.document, err.value.field) == ("4", "metadata.labels")
