@@ -168,6 +168,29 @@ class HdrfTree:
             self._update(n)
             n = self.parent[n]
 
+    def adjust(self, changes: Sequence[tuple[int, FloatArray]], *, root: bool = True) -> None:
+        """Several leaves' allocations moved at once: the whole tree again when a resource's
+        use flips (every leaf's saturation may change), else the leaves' paths, each node
+        once; without `root` the root itself is left as it was (only the comparison of two
+        queues below it reads the tree)."""
+        for leaf, amounts in changes:
+            self.allocated[leaf] = self.allocated[leaf] + amounts
+            self.share[leaf] = self.share_of(self.allocated[leaf])
+            self.used = self.used + amounts
+        if not np.array_equal(self._demanding_now(), self._demanding):
+            self.refresh()
+            return
+        nodes: set[int] = set()
+        for leaf, _ in changes:
+            n = leaf
+            while n > 0 and n not in nodes:
+                nodes.add(n)
+                n = self.parent[n]
+        for n in sorted(nodes, reverse=True):  # children are made after their parents
+            self._update(n)
+        if root:
+            self._update(0)
+
     def split(self, leaf: int, amounts: FloatArray) -> int:
         """A new leaf beside `leaf` taking `amounts` of its allocation and of its request
         (a job's own pods out of its queue's running aggregate); the totals do not move.

@@ -152,23 +152,21 @@ class _Judge:
         less (upstream: `ret < 0`)."""
         leaf, queue, request = self._victim(row)
         tree = self.tree
-        tree.allocate(self.leaf, self.task)
-        tree.allocate(leaf, -request)
+        tree.adjust([(self.leaf, self.task), (leaf, -request)], root=False)
         ret = tree.compare(self.lpath, self._path(queue))
-        tree.allocate(leaf, request)
-        tree.allocate(self.leaf, -self.task)
+        tree.adjust([(self.leaf, -self.task), (leaf, request)], root=False)
         return ret < 0
 
     def evict(self, row: int) -> None:
         """The victim is gone; the tasks its room (with the others') holds are pipelined."""
         leaf, _, request = self._victim(row)
-        self.tree.allocate(leaf, -request)
+        changes = [(leaf, -request)]
         self.freed += request
         asked = self.task > 0
-        if not asked.any():
-            return
-        covered = int(np.floor((self.freed[asked] / self.task[asked]).min()))
-        more = min(covered, self.tasks_left) - self.pipelined
-        if more > 0:
-            self.tree.allocate(self.leaf, self.task * more)
-            self.pipelined += more
+        if asked.any():
+            covered = int(np.floor((self.freed[asked] / self.task[asked]).min()))
+            more = min(covered, self.tasks_left) - self.pipelined
+            if more > 0:
+                changes.append((self.leaf, self.task * more))
+                self.pipelined += more
+        self.tree.adjust(changes, root=False)

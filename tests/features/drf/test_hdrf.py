@@ -212,3 +212,39 @@ def test_kai_queues_keep_kais_order_whatever_the_conf_lists() -> None:
     assert hdrf.placed == plain.placed
     assert not any("hierarchical DRF" in n for n in hdrf.notes)
     assert hdrf_tree(snapshot_of(cluster), conf()) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 6)), min_size=2, max_size=8
+    ),
+    st.lists(st.tuples(st.integers(0, 7), st.integers(-3, 3), st.integers(-3, 3)), max_size=4),
+)
+def test_adjust_moves_the_tree_as_allocations_one_by_one(
+    jobs: list[tuple[int, int, int]], moves: list[tuple[int, int, int]]
+) -> None:
+    """`adjust` (several leaves at once, each node updated once) leaves every node below the
+    root as the same moves made one `allocate` at a time do, and the root too with it."""
+
+    def build() -> tuple[HdrfTree, list[int]]:
+        tree = HdrfTree(np.array([10.0, 10.0]))
+        leaves = []
+        for q, cpu, mem in jobs:
+            path = tree.path((f"d{q % 2}", f"q{q}"), (1.0 + q, 1.0))
+            held = np.array([float(cpu), float(mem)])
+            leaves.append(tree.job(path[-1], held, held + np.array([1.0, 0.0])))
+        tree.refresh()
+        return tree, leaves
+
+    one, leaves = build()
+    together, _ = build()
+    changes = []
+    for k, cpu, mem in moves:
+        leaf = leaves[k % len(leaves)]
+        amounts = np.maximum(np.array([float(cpu), float(mem)]), -together.allocated[leaf])
+        changes.append((leaf, amounts))
+        one.allocate(leaf, amounts)
+    together.adjust(changes)
+    assert one.share == pytest.approx(together.share)
+    assert one.saturated == together.saturated
