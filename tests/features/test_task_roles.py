@@ -58,6 +58,18 @@ def member(
     return b.obj()
 
 
+def workers_first() -> list[Any]:
+    """The module docstring's job: two workers sorting before the master, on 2 cpu."""
+    return [
+        job(2, {"master": 1, "worker": 1}),
+        member("a-worker-0", "worker"),
+        member("a-worker-1", "worker"),
+        member("b-master-0", "master"),
+        node("n1").cpu("2").obj(),
+        queue("default", weight=1),
+    ]
+
+
 def placed(
     objects: list[Any], engine: str, conf: SchedulerConf = CONF
 ) -> tuple[dict[str, str], Any]:
@@ -69,14 +81,7 @@ def placed(
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_roles_minimums_are_placed_first(engine: str) -> None:
-    objects = [
-        job(2, {"master": 1, "worker": 1}),
-        member("a-worker-0", "worker"),
-        member("a-worker-1", "worker"),
-        member("b-master-0", "master"),
-        node("n1").cpu("2").obj(),
-        queue("default", weight=1),
-    ]
+    objects = workers_first()
     got, _ = placed(objects, engine)
     assert sorted(got) == ["default/a-worker-0", "default/b-master-0"]
 
@@ -188,14 +193,7 @@ def test_a_hypernode_is_chosen_for_the_roles(engine: str) -> None:
 
 
 def test_verify_catches_a_role_left_short() -> None:
-    objects = [
-        job(2, {"master": 1, "worker": 1}),
-        member("a-worker-0", "worker"),
-        member("a-worker-1", "worker"),
-        member("b-master-0", "master"),
-        node("n1").cpu("2").obj(),
-        queue("default", weight=1),
-    ]
+    objects = workers_first()
     cluster = model(*objects)
     decision = schedule(cluster, CONF, engine="greedy")
     spoiled = replace(
@@ -243,14 +241,7 @@ def test_a_volcano_job_reads_its_tasks_minimums() -> None:
 
 
 def test_min_task_member_round_trips_the_wire() -> None:
-    objects = [
-        job(2, {"master": 1, "worker": 1}),
-        member("a-worker-0", "worker"),
-        member("a-worker-1", "worker"),
-        member("b-master-0", "master"),
-        node("n1").cpu("2").obj(),
-        queue("default", weight=1),
-    ]
+    objects = workers_first()
     cluster = model(*objects)
     message = pb.Cluster.FromString(cluster_to_proto(cluster).SerializeToString())
     assert dict(message.gangs[0].min_task_member) == {"master": 1, "worker": 1}
