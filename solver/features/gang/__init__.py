@@ -35,7 +35,7 @@ from solver.features.gang import cpsat
 from solver.model import Gang, MatchPolicy, Pod, task_role
 from solver.snapshot import Snapshot, Workload
 
-__all__ = ["FEATURE", "GangPlan", "default_match_policy", "plan_gangs", "role_counts"]
+__all__ = ["FEATURE", "GangPlan", "default_match_policy", "plan_gangs"]
 
 
 def default_match_policy(conf: SchedulerConf) -> MatchPolicy:
@@ -134,7 +134,7 @@ def plan_gangs(snapshot: Snapshot, workload: Workload, conf: SchedulerConf) -> G
     )
 
 
-def role_counts(snapshot: Snapshot, gang_id: str) -> Counter[str]:
+def _role_counts(snapshot: Snapshot, gang_id: str) -> Counter[str]:
     """The gang's running pods per task role (`task_role`)."""
     running = snapshot.running
     rows = snapshot.rows_of_gang(gang_id).tolist()
@@ -152,7 +152,7 @@ def _role_needs(
     valid (a role with fewer pending and running pods than its minimum; "" when it is)."""
     if not minimums:
         return (), ""
-    running = role_counts(snapshot, gang.id) if has_running else Counter[str]()
+    running = _role_counts(snapshot, gang.id) if has_running else Counter[str]()
     pending = Counter(task_role(p.labels, p.annotations) for p in workload.members(gang.id))
     for role, least in minimums.items():
         if pending[role] + running[role] < least:
