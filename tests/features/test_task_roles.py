@@ -70,6 +70,20 @@ def workers_first() -> list[Any]:
     ]
 
 
+def two_masters_one_master_slot() -> list[Any]:
+    """Two masters required (and one worker); the one master node takes one master."""
+    return [
+        job(3, {"master": 2, "worker": 1}),
+        member("m0", "master", selector="master"),
+        member("m1", "master", selector="master"),
+        member("w0", "worker", selector="worker"),
+        member("w1", "worker", selector="worker"),
+        node("n1").cpu("1").label("role", "master").obj(),
+        node("n2").cpu("4").label("role", "worker").obj(),
+        queue("default", weight=1),
+    ]
+
+
 def placed(
     objects: list[Any], engine: str, conf: SchedulerConf = CONF
 ) -> tuple[dict[str, str], Any]:
@@ -89,16 +103,7 @@ def test_roles_minimums_are_placed_first(engine: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_role_short_of_its_minimum_places_nothing(engine: str) -> None:
     """Two masters required, the one master node takes one: nothing (CheckTaskReady)."""
-    objects = [
-        job(3, {"master": 2, "worker": 1}),
-        member("m0", "master", selector="master"),
-        member("m1", "master", selector="master"),
-        member("w0", "worker", selector="worker"),
-        member("w1", "worker", selector="worker"),
-        node("n1").cpu("1").label("role", "master").obj(),
-        node("n2").cpu("4").label("role", "worker").obj(),
-        queue("default", weight=1),
-    ]
+    objects = two_masters_one_master_slot()
     got, decision = placed(objects, engine)
     assert got == {}
     assert "task master" in decision.podgroups["default/job"].reason
@@ -306,16 +311,7 @@ def test_a_topology_unit_left_short_of_a_role_is_taken_back(engine: str) -> None
 def test_why_names_the_role_that_cannot_be_held(engine: str) -> None:
     """The proof names the master's minimum and its own nodes' room, not the gang's total
     (3 cpu of 5, which proves nothing)."""
-    objects = [
-        job(3, {"master": 2, "worker": 1}),
-        member("m0", "master", selector="master"),
-        member("m1", "master", selector="master"),
-        member("w0", "worker", selector="worker"),
-        member("w1", "worker", selector="worker"),
-        node("n1").cpu("1").label("role", "master").obj(),
-        node("n2").cpu("4").label("role", "worker").obj(),
-        queue("default", weight=1),
-    ]
+    objects = two_masters_one_master_slot()
     decision = schedule(model(*objects), CONF, engine=engine, workers=1)
     cert = decision.certificates["default/job"]
     assert cert.proven

@@ -155,18 +155,8 @@ class HdrfTree:
             self._update(n)
 
     def allocate(self, leaf: int, amounts: FloatArray) -> None:
-        """The job of `leaf` got `amounts` more: its path again, or the whole tree when a
-        resource was used up by it (every leaf's saturation may change)."""
-        self.allocated[leaf] = self.allocated[leaf] + amounts
-        self.share[leaf] = self.share_of(self.allocated[leaf])
-        self.used = self.used + amounts
-        if not np.array_equal(self._demanding_now(), self._demanding):
-            self.refresh()
-            return
-        n = leaf
-        while n >= 0:
-            self._update(n)
-            n = self.parent[n]
+        """The job of `leaf` got `amounts` more (`adjust` of one leaf)."""
+        self.adjust([(leaf, amounts)])
 
     def adjust(self, changes: Sequence[tuple[int, FloatArray]], *, root: bool = True) -> None:
         """Several leaves' allocations moved at once: the whole tree again when a resource's
@@ -180,9 +170,13 @@ class HdrfTree:
         if not np.array_equal(self._demanding_now(), self._demanding):
             self.refresh()
             return
+        self._update_paths([leaf for leaf, _ in changes], root=root)
+
+    def _update_paths(self, starts: Sequence[int], *, root: bool = True) -> None:
+        """Every node from `starts` up to (not) the root, each once, children first."""
         nodes: set[int] = set()
-        for leaf, _ in changes:
-            n = leaf
+        for start in starts:
+            n = start
             while n > 0 and n not in nodes:
                 nodes.add(n)
                 n = self.parent[n]
@@ -207,11 +201,7 @@ class HdrfTree:
         if not (self.allocated[leaf] > 0).any() and leaf in siblings:  # nothing left: no
             siblings.remove(leaf)  # child any more (an empty leaf is not saturated)
             leaf = self.parent[leaf]
-        self._update(n)
-        node = leaf
-        while node >= 0:
-            self._update(node)
-            node = self.parent[node]
+        self._update_paths([n, leaf])
         return n
 
     def compare(self, a: Sequence[int], b: Sequence[int]) -> float:
