@@ -38,6 +38,7 @@ class FilteredReclaimer(Protocol):
 
     tree: QueueTree
     rows: IntArray
+    refused: str
 
     def may_reclaim(
         self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()
@@ -58,6 +59,7 @@ class HdrfReclaim:
     def __init__(self, inner: FilteredReclaimer, snapshot: Snapshot, workload: Workload) -> None:
         self.inner, self.snapshot, self.workload = inner, snapshot, workload
         self.tree, self.rows = inner.tree, inner.rows
+        self.refused = ""
 
     def may_reclaim(
         self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()
@@ -69,11 +71,19 @@ class HdrfReclaim:
     ) -> Iterator[int]:
         judge = _Judge(self.snapshot, self.workload, reclaimer, gangs)
         rows = self.rows
+        self.refused = ""
         for k in self.inner.eligible_in_order(
             reclaimer, request, gangs, accept=lambda k: judge.accepts(int(rows[k]))
         ):
             judge.evict(int(rows[k]))
             yield k
+        if judge.refused:
+            self.refused = (
+                f"hierarchical DRF (drf enableHierarchy) refused {judge.refused} of them: with "
+                f"one more task, queue {reclaimer} would not go before their queues (queues "
+                "without a volcano.sh/hierarchy annotation share the root, where none goes "
+                "first)"
+            )
 
 
 class _Judge:
@@ -114,6 +124,7 @@ class _Judge:
         self.tasks_left = len(tasks)
         self.freed = np.zeros(len(self.cols))
         self.pipelined = 0
+        self.refused = 0  # victims the quota plugin allowed and this rule did not
         self.jobs: dict[int, int] = {}  # running gang id (or -1 - row) -> its leaf
 
     def _path(self, queue: str) -> tuple[int, ...]:
@@ -155,6 +166,7 @@ class _Judge:
         tree.adjust([(self.leaf, self.task), (leaf, -request)], root=False)
         ret = tree.compare(self.lpath, self._path(queue))
         tree.adjust([(self.leaf, -self.task), (leaf, request)], root=False)
+        self.refused += ret >= 0
         return ret < 0
 
     def evict(self, row: int) -> None:

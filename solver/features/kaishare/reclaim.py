@@ -65,6 +65,7 @@ class KaiReclaim:
     gangs: Mapping[str, Gang] = field(default_factory=dict)  # the call's and the snapshot's
     labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # gang -> a pod's
     runtime: MinRuntime | None = None  # KAI's `minruntime`: young jobs are kept
+    refused: str = ""  # `Reclaimer.refused`: no rule is wrapped around KAI's
 
     # ------------------------------------------------------------------ who may reclaim
 

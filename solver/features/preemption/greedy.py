@@ -129,10 +129,11 @@ def reclaim_plan(
         if nominated is not None:
             victims = sorted(whole_gangs(pre, set(chosen)), key=pre.key)
             return PreemptionPlan(u, victims, nominated, plan_cost(pre, victims), "reclaim", queue)
-    return (
+    why = (
         "evicting every reclaimable pod of other queues does not make room for the job "
         f"of queue {queue}"
     )
+    return f"{why}; {planner.refused}" if planner.refused else why
 
 
 def ineligible(problem: Problem, pre: PreemptionInput, u: int, gangs: list[int]) -> str | None:

@@ -62,6 +62,7 @@ class ReclaimPlanner:
     rows: IntArray  # [V] evictable snapshot rows charged to a queue of the tree
     queue: list[str]  # [V] their queue
     gangs: bool = False  # the gang plugin's rule (`GangGuard`): never below a job's minMember
+    refused: str = ""  # `Reclaimer.refused`: set by a rule wrapped around it
 
     def _path(self, queue: str) -> list[str]:
         q = self.tree.queues[queue]
@@ -223,6 +224,8 @@ class Reclaimer(Protocol):
 
     tree: QueueTree
     rows: IntArray  # [V] the running rows it may take, charged to a queue of the tree
+    refused: str  # after `eligible_in_order`: why another plugin's rule of the tier
+    #   refused victims this one allowed ("" none), for the reason a reclaim failed
 
     def may_reclaim(
         self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()

@@ -48,6 +48,7 @@ class ProportionReclaim:
     rows: IntArray  # [V] evictable snapshot rows charged to a queue of the tree
     queue: list[str]  # [V] their queue
     gangs: bool = True  # the gang plugin's rule: never below a job's minMember
+    refused: str = ""  # `Reclaimer.refused`: set by a rule wrapped around it
 
     def may_reclaim(
         self, queue: str, request: dict[str, int], priority: int = 0, gangs: Sequence[str] = ()

@@ -94,6 +94,10 @@ def test_hdrf_judges_every_victim_proportion_offers(
         assert len(decision.victims) == victims, (hierarchy, decision.victims)
         nominated = [k for k, p in decision.placements.items() if p.nominated]
         assert len(nominated) == (b_pods if victims else 0)
+        refused = "hierarchical DRF (drf enableHierarchy) refused" in (
+            decision.podgroups["default/jb"].reason
+        )
+        assert refused == (hierarchy and alone > 0 and not victims)  # the reason says why
 
 
 def test_without_a_quota_plugin_the_note_says_reclaim_is_not_planned() -> None:
