@@ -125,6 +125,7 @@ class _Judge:
         self.freed = np.zeros(len(self.cols))
         self.pipelined = 0
         self.refused = 0  # victims the quota plugin allowed and this rule did not
+        self.verdicts: dict[tuple[int, bytes], bool] = {}  # (job leaf, request) -> taken
         self.jobs: dict[int, int] = {}  # running gang id (or -1 - row) -> its leaf
 
     def _path(self, queue: str) -> tuple[int, ...]:
@@ -162,16 +163,20 @@ class _Judge:
         """The reclaimer's queue goes first with one more task, the victim's job one pod
         less (upstream: `ret < 0`)."""
         leaf, queue, request = self._victim(row)
-        tree = self.tree
-        tree.adjust([(self.leaf, self.task), (leaf, -request)], root=False)
-        ret = tree.compare(self.lpath, self._path(queue))
-        tree.adjust([(self.leaf, -self.task), (leaf, request)], root=False)
-        self.refused += ret >= 0
-        return ret < 0
+        seen = (leaf, request.tobytes())  # a job's pods of one request get one verdict
+        if seen not in self.verdicts:  # until the tree moves (`evict`)
+            tree = self.tree
+            tree.adjust([(self.leaf, self.task), (leaf, -request)], root=False)
+            ret = tree.compare(self.lpath, self._path(queue))
+            tree.adjust([(self.leaf, -self.task), (leaf, request)], root=False)
+            self.verdicts[seen] = ret < 0
+        self.refused += not self.verdicts[seen]
+        return self.verdicts[seen]
 
     def evict(self, row: int) -> None:
         """The victim is gone; the tasks its room (with the others') holds are pipelined."""
         leaf, _, request = self._victim(row)
+        self.verdicts.clear()
         changes = [(leaf, -request)]
         self.freed += request
         asked = self.task > 0
